@@ -1,0 +1,392 @@
+//! The syntax tree of a Datalog program, as written, with byte spans into its source.
+//!
+//! The parser produces it, the checker validates and lowers it, the proof checker re-reads it.
+//! Nothing here is resolved yet: names are strings, types are names.
+
+use std::fmt;
+
+/// A half-open byte range `start..end` into the source text of one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Span {
+    /// First byte.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Self {
+        Span {
+            start: u32::try_from(start).unwrap_or(u32::MAX),
+            end: u32::try_from(end).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// A name with where it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ident {
+    /// The name as written.
+    pub name: String,
+    /// Where.
+    pub span: Span,
+}
+
+impl fmt::Display for Ident {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// A whole program: one source file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Program {
+    /// `.type` declarations, in source order.
+    pub types: Vec<TypeDecl>,
+    /// `.decl` declarations, in source order.
+    pub decls: Vec<RelDecl>,
+    /// `.input` / `.output` / `.printsize` directives, in source order.
+    pub directives: Vec<Directive>,
+    /// Facts and rules, in source order. A fact is a clause with an empty body.
+    pub clauses: Vec<Clause>,
+}
+
+/// `.type Name <: base`, `.type Name = base` or `.type Name = A | B`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeDecl {
+    /// The new type's name.
+    pub name: Ident,
+    /// What it stands for: one or more type names (several for a union `A | B`).
+    pub bases: Vec<Ident>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `.decl name(attr: type, ...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelDecl {
+    /// Relation name.
+    pub name: Ident,
+    /// Attributes in order.
+    pub attrs: Vec<Attr>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// One attribute of a relation declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attr {
+    /// Attribute name.
+    pub name: Ident,
+    /// Type name as written (`symbol`, `number`, `unsigned`, `float` or a declared type).
+    pub ty: Ident,
+}
+
+/// Which I/O directive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectiveKind {
+    /// `.input`
+    Input,
+    /// `.output`
+    Output,
+    /// `.printsize`
+    PrintSize,
+}
+
+/// `.input r`, `.output a, b`, `.input r(filename="x.tsv", delimiter=",")`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Directive {
+    /// Which directive.
+    pub kind: DirectiveKind,
+    /// The relations it names.
+    pub relations: Vec<Ident>,
+    /// `key="value"` parameters, in order (`filename`, `delimiter`, `IO`, ...).
+    pub params: Vec<(Ident, String)>,
+    /// The whole directive.
+    pub span: Span,
+}
+
+/// A fact (`body` empty) or a rule `heads :- body.`
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clause {
+    /// The stable rule id given by a `// @id NAME` comment line directly before the clause.
+    pub id: Option<Ident>,
+    /// One or more heads (`a(x), b(x) :- c(x).`).
+    pub heads: Vec<Atom>,
+    /// The body in disjunctive form: alternatives separated by `;` at the top level.
+    /// Empty for a fact.
+    pub body: Vec<Vec<Literal>>,
+    /// The whole clause including the final `.`.
+    pub span: Span,
+}
+
+/// One element of a rule body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    /// A positive atom `r(x, "a", _)`.
+    Atom(Atom),
+    /// A negated atom `!r(x)`; the span covers the `!`.
+    Negated(Atom, Span),
+    /// A comparison `lhs op rhs`.
+    Compare {
+        /// Operator.
+        op: CmpOp,
+        /// Left operand.
+        lhs: Expr,
+        /// Right operand.
+        rhs: Expr,
+        /// The whole comparison.
+        span: Span,
+    },
+    /// A boolean functor: `match(re, s)`, `contains(needle, s)`, `glob(pattern, s)`,
+    /// possibly negated with `!`.
+    Test {
+        /// Which test.
+        func: TestFn,
+        /// Arguments.
+        args: Vec<Expr>,
+        /// Whether written with a leading `!`.
+        negated: bool,
+        /// The whole literal.
+        span: Span,
+    },
+    /// A bracketed disjunction `( a(x) ; b(x), c(x) )` inside a body.
+    Disjunction(Vec<Vec<Literal>>, Span),
+}
+
+impl Literal {
+    /// Where this literal was written.
+    pub fn span(&self) -> Span {
+        match self {
+            Literal::Atom(a) => a.span,
+            Literal::Negated(_, s)
+            | Literal::Compare { span: s, .. }
+            | Literal::Test { span: s, .. }
+            | Literal::Disjunction(_, s) => *s,
+        }
+    }
+}
+
+/// `relation(arg, ...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Atom {
+    /// Relation name.
+    pub relation: Ident,
+    /// Arguments (any expression, including `_`).
+    pub args: Vec<Expr>,
+    /// From the name to the closing parenthesis.
+    pub span: Span,
+}
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl CmpOp {
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+/// Binary arithmetic operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ArithOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (truncates toward zero)
+    Div,
+    /// `%` (sign of the left operand)
+    Mod,
+}
+
+impl ArithOp {
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::Mod => "%",
+        }
+    }
+}
+
+/// Functors that compute a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Functor {
+    /// `cat(a, b, ...)`: string concatenation (two or more arguments).
+    Cat,
+    /// `strlen(s)`
+    Strlen,
+    /// `substr(s, start, len)`: zero-based, clipped.
+    Substr,
+    /// `to_number(s)`
+    ToNumber,
+    /// `to_string(n)`
+    ToString,
+}
+
+impl Functor {
+    /// The functor's name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Functor::Cat => "cat",
+            Functor::Strlen => "strlen",
+            Functor::Substr => "substr",
+            Functor::ToNumber => "to_number",
+            Functor::ToString => "to_string",
+        }
+    }
+}
+
+/// Functors that hold or not (used as body literals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TestFn {
+    /// `match(regex, s)`: the whole of `s` matches the regular expression.
+    Match,
+    /// `contains(needle, s)`: `needle` is a substring of `s`.
+    Contains,
+    /// `glob(pattern, s)`: Tollgate extension; `*` matches within a `/`-separated segment
+    /// ... see `functions::glob_matches` for the exact dialect.
+    Glob,
+}
+
+impl TestFn {
+    /// The test's name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestFn::Match => "match",
+            TestFn::Contains => "contains",
+            TestFn::Glob => "glob",
+        }
+    }
+}
+
+/// Aggregate kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AggKind {
+    /// `count : { ... }`
+    Count,
+    /// `sum e : { ... }`
+    Sum,
+    /// `min e : { ... }`
+    Min,
+    /// `max e : { ... }`
+    Max,
+}
+
+impl AggKind {
+    /// The keyword.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AggKind::Count => "count",
+            AggKind::Sum => "sum",
+            AggKind::Min => "min",
+            AggKind::Max => "max",
+        }
+    }
+}
+
+/// A term or expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A variable.
+    Var(Ident),
+    /// `_`
+    Wildcard(Span),
+    /// An integer literal (decimal, or `0x..` / `0b..`), kept wide; the checker range-checks it.
+    Number(i64, Span),
+    /// An unsigned literal written with a `u` suffix (`7u`).
+    Unsigned(u64, Span),
+    /// A float literal (`1.5`).
+    Float(f64, Span),
+    /// A string literal, escapes resolved.
+    String(String, Span),
+    /// Unary minus on a non-literal (`-x`).
+    Neg(Box<Expr>, Span),
+    /// `lhs op rhs`.
+    Binary {
+        /// Operator.
+        op: ArithOp,
+        /// Left.
+        lhs: Box<Expr>,
+        /// Right.
+        rhs: Box<Expr>,
+        /// Whole expression.
+        span: Span,
+    },
+    /// A functor call `cat(a, b)`.
+    Call {
+        /// Which functor.
+        func: Functor,
+        /// Arguments.
+        args: Vec<Expr>,
+        /// Whole call.
+        span: Span,
+    },
+    /// `count : { body }`, `sum e : { body }`, `min e : body_atom` ...
+    /// (Soufflé also allows a single atom without braces.)
+    Aggregate {
+        /// Which aggregate.
+        kind: AggKind,
+        /// The aggregated expression (none for `count`).
+        target: Option<Box<Expr>>,
+        /// The aggregate body: a conjunction.
+        body: Vec<Literal>,
+        /// Whole aggregate.
+        span: Span,
+    },
+}
+
+impl Expr {
+    /// Where this expression was written.
+    pub fn span(&self) -> Span {
+        match self {
+            Expr::Var(i) => i.span,
+            Expr::Wildcard(s)
+            | Expr::Number(_, s)
+            | Expr::Unsigned(_, s)
+            | Expr::Float(_, s)
+            | Expr::String(_, s)
+            | Expr::Neg(_, s)
+            | Expr::Binary { span: s, .. }
+            | Expr::Call { span: s, .. }
+            | Expr::Aggregate { span: s, .. } => *s,
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Diagnostics for user-authored programs: a code, a message, a primary span, extra labelled
+//! spans, and a help line; rendered with the source line underlined.
+
+use std::fmt::{self, Write as _};
+
+use crate::ast::Span;
+
+/// One source file: its display name and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The name shown in diagnostics (usually a path).
+    pub name: String,
+    /// The full text.
+    pub text: String,
+}
+
+impl Source {
+    /// A named source.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    /// One-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: u32) -> (usize, usize) {
+        let offset = (offset as usize).min(self.text.len());
+        let before = &self.text[..floor_char_boundary(&self.text, offset)];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let col = before[line_start..].chars().count() + 1;
+        (line, col)
+    }
+
+    /// The text of the one-based line `line`, without its newline.
+    pub fn line_text(&self, line: usize) -> &str {
+        self.text.lines().nth(line.saturating_sub(1)).unwrap_or("")
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The program is rejected.
+    Error,
+    /// The program runs, but probably not as meant.
+    Warning,
+}
+
+/// A secondary span with a note (for example "rule 3 of the cycle").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    /// Where.
+    pub span: Span,
+    /// What to say there.
+    pub message: String,
+}
+
+/// One problem found in a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Severity.
+    pub severity: Severity,
+    /// A stable code such as `E-parse`, `E-unknown-relation`, `E-unstratifiable`.
+    pub code: &'static str,
+    /// Lowercase message; user input in backticks.
+    pub message: String,
+    /// The primary span.
+    pub span: Span,
+    /// What to write under the primary span (may be empty).
+    pub label: String,
+    /// Further labelled spans, in order.
+    pub labels: Vec<Label>,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error with a code, message and primary span.
+    pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span,
+            label: String::new(),
+            labels: Vec::new(),
+            help: None,
+        }
+    }
+
+    /// A warning with a code, message and primary span.
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message, span)
+        }
+    }
+
+    /// Sets the text under the primary span.
+    #[must_use]
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// Adds a secondary labelled span.
+    #[must_use]
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+
+    /// Sets the help line.
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Whether this is an error.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// Renders the diagnostic against its source, rustc style:
+    ///
+    /// ```text
+    /// error[E-unknown-relation]: unknown relation `edg`
+    ///  --> tc.dl:4:16
+    ///   |
+    /// 4 | path(x, y) :- edg(x, y).
+    ///   |               ^^^^^^^^^ not declared
+    ///   = help: declare it with `.decl edg(...)` or fix the name (did you mean `edge`?)
+    /// ```
+    pub fn render(&self, source: &Source) -> String {
+        let mut out = String::new();
+        let kind = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let _ = writeln!(out, "{kind}[{}]: {}", self.code, self.message);
+        let (line, col) = source.line_col(self.span.start);
+        let _ = writeln!(out, " --> {}:{line}:{col}", source.name);
+        render_snippet(&mut out, source, self.span, &self.label);
+        for label in &self.labels {
+            let (l, c) = source.line_col(label.span.start);
+            let _ = writeln!(out, " ::: {}:{l}:{c}", source.name);
+            render_snippet(&mut out, source, label.span, &label.message);
+        }
+        if let Some(help) = &self.help {
+            let _ = writeln!(out, "  = help: {help}");
+        }
+        out
+    }
+
+    /// The diagnostic as a JSON-ready record (code, message, file, line, column, help).
+    pub fn located(&self, source: &Source) -> LocatedDiagnostic {
+        let (line, column) = source.line_col(self.span.start);
+        let (end_line, end_column) = source.line_col(self.span.end);
+        LocatedDiagnostic {
+            severity: match self.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            code: self.code,
+            message: self.message.clone(),
+            file: source.name.clone(),
+            line,
+            column,
+            end_line,
+            end_column,
+            label: self.label.clone(),
+            help: self.help.clone(),
+            related: self
+                .labels
+                .iter()
+                .map(|l| {
+                    let (line, column) = source.line_col(l.span.start);
+                    RelatedLocation {
+                        line,
+                        column,
+                        message: l.message.clone(),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+fn render_snippet(out: &mut String, source: &Source, span: Span, label: &str) {
+    let (line, col) = source.line_col(span.start);
+    let (end_line, end_col) = source.line_col(span.end);
+    let text = source.line_text(line);
+    let gutter = line.to_string().len();
+    let pad = " ".repeat(gutter);
+    let width = if end_line == line {
+        end_col.saturating_sub(col).max(1)
+    } else {
+        text.chars().count().saturating_sub(col - 1).max(1)
+    };
+    let _ = writeln!(out, "{pad} |");
+    let _ = writeln!(out, "{line} | {text}");
+    let marks = "^".repeat(width);
+    let under = " ".repeat(col - 1);
+    if label.is_empty() {
+        let _ = writeln!(out, "{pad} | {under}{marks}");
+    } else {
+        let _ = writeln!(out, "{pad} | {under}{marks} {label}");
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+
+/// A diagnostic resolved to lines and columns, for `--json` output.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LocatedDiagnostic {
+    /// `error` or `warning`.
+    pub severity: &'static str,
+    /// Stable code.
+    pub code: &'static str,
+    /// Message.
+    pub message: String,
+    /// File name.
+    pub file: String,
+    /// One-based line of the primary span's start.
+    pub line: usize,
+    /// One-based column of the primary span's start.
+    pub column: usize,
+    /// One-based line of the primary span's end.
+    pub end_line: usize,
+    /// One-based column of the primary span's end.
+    pub end_column: usize,
+    /// Label under the primary span.
+    pub label: String,
+    /// Help line.
+    pub help: Option<String>,
+    /// Secondary locations.
+    pub related: Vec<RelatedLocation>,
+}
+
+/// A secondary location in a [`LocatedDiagnostic`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RelatedLocation {
+    /// One-based line.
+    pub line: usize,
+    /// One-based column.
+    pub column: usize,
+    /// Note.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_line_column_underline_and_help() {
+        let src = Source::new(
+            "tc.dl",
+            ".decl edge(x: number, y: number)\npath(x, y) :- edg(x, y).\n",
+        );
+        let start = src.text.find("edg(").map_or(0, |i| i);
+        let d = Diagnostic::error(
+            "E-unknown-relation",
+            "unknown relation `edg`",
+            Span::new(start, start + 9),
+        )
+        .with_label("not declared")
+        .with_help("did you mean `edge`?");
+        let text = d.render(&src);
+        assert_eq!(
+            text,
+            "error[E-unknown-relation]: unknown relation `edg`\n --> tc.dl:2:15\n  |\n2 | path(x, y) :- edg(x, y).\n  |               ^^^^^^^^^ not declared\n  = help: did you mean `edge`?\n"
+        );
+        let j = d.located(&src);
+        assert_eq!((j.line, j.column), (2, 15));
+    }
+}

@@ -1,0 +1,674 @@
+//! The explain stage: proofs of facts that hold and "why not" for facts that do not.
+//!
+//! A proof is rebuilt after evaluation, top-down: a derived fact is explained by an instance
+//! of one of its rules whose premises were all derived *before* it (evaluation records the
+//! round in which each fact first appeared), so proofs are well-founded by construction.
+//! Among the instances, the rule with the smallest id wins, then the smallest bindings in
+//! value order, so the same program and facts give the same proof whatever their order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Fact;
+use crate::eval::{self, Db, Part, Row};
+use crate::ir::{DisplayLit, RelId};
+use crate::model::{InputPart, ModelData, QUERY_RANK_BASE};
+use crate::plan::{CArg, CExpr, CLit, EvalCx};
+use crate::value::{Interner, Value, decode, encode};
+
+/// Why an explanation could not be given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExplainError {
+    /// No relation of that name.
+    #[error("unknown relation `{0}`")]
+    UnknownRelation(String),
+    /// The fact does not fit its relation.
+    #[error("bad fact: {0}")]
+    BadFact(String),
+    /// A proof was asked for a fact that does not hold.
+    #[error("`{0}` does not hold")]
+    NotHolds(String),
+    /// A why-not was asked for a fact that holds.
+    #[error("`{0}` holds")]
+    Holds(String),
+    /// The model was built without what proofs need.
+    #[error("this model was evaluated without provenance; materialise it to explain")]
+    NoProvenance,
+}
+
+/// A proof tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proof {
+    /// The fact proved.
+    pub fact: Fact,
+    /// How.
+    #[serde(flatten)]
+    pub step: ProofStep,
+}
+
+/// One step of a proof.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum ProofStep {
+    /// An input fact.
+    Input {
+        /// Where it came from (`request`, `envelope:repo-default@3`, `edge.facts:3`,
+        /// `program:12`).
+        origin: String,
+    },
+    /// An instance of a rule.
+    Rule {
+        /// The rule's stable id.
+        rule: String,
+        /// Which head of the clause.
+        head: usize,
+        /// Which alternative of its body.
+        disjunct: usize,
+        /// Line of the clause.
+        line: usize,
+        /// Every variable of the rule outside aggregates (compiler temporaries start with `$`).
+        bindings: BTreeMap<String, Value>,
+        /// Proofs of the positive body atoms, in body order.
+        premises: Vec<Proof>,
+        /// Instances of the negated atoms, which were absent (`None` for `_`).
+        absent: Vec<Absent>,
+    },
+}
+
+/// A negated atom's instance: the relation had no tuple matching it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Absent {
+    /// Relation.
+    pub relation: String,
+    /// Values; `None` where the atom had `_`.
+    pub values: Vec<Option<Value>>,
+}
+
+impl fmt::Display for Absent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let args: Vec<String> = self
+            .values
+            .iter()
+            .map(|v| v.as_ref().map_or("_".to_string(), Value::to_literal))
+            .collect();
+        write!(f, "{}({})", self.relation, args.join(", "))
+    }
+}
+
+impl Proof {
+    /// Indented text, one fact per line.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        self.write_text(&mut out, 0);
+        out
+    }
+
+    fn write_text(&self, out: &mut String, depth: usize) {
+        let pad = "  ".repeat(depth);
+        match &self.step {
+            ProofStep::Input { origin } => {
+                let _ = writeln!(out, "{pad}{}  [input: {origin}]", self.fact);
+            }
+            ProofStep::Rule {
+                rule,
+                line,
+                bindings,
+                premises,
+                absent,
+                ..
+            } => {
+                let shown: Vec<String> = bindings
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with('$'))
+                    .map(|(k, v)| format!("{k} = {}", v.to_literal()))
+                    .collect();
+                let with = if shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(" with {}", shown.join(", "))
+                };
+                let _ = writeln!(out, "{pad}{}  [rule {rule}, line {line}{with}]", self.fact);
+                for p in premises {
+                    p.write_text(out, depth + 1);
+                }
+                for a in absent {
+                    let _ = writeln!(out, "{pad}  !{a}  [absent]");
+                }
+            }
+        }
+    }
+
+    /// Depth of the tree (an input is 1).
+    pub fn depth(&self) -> usize {
+        match &self.step {
+            ProofStep::Input { .. } => 1,
+            ProofStep::Rule { premises, .. } => {
+                1 + premises.iter().map(Proof::depth).max().unwrap_or(0)
+            }
+        }
+    }
+}
+
+/// Why a fact does not hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhyNot {
+    /// The absent fact.
+    pub fact: Fact,
+    /// Whether the relation takes input facts (and none matched).
+    pub is_input: bool,
+    /// For each rule that could derive the fact, where it failed.
+    pub rules: Vec<RuleFailure>,
+}
+
+/// Where one rule failed to derive a fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleFailure {
+    /// Rule id.
+    pub rule: String,
+    /// Which alternative of the body.
+    pub disjunct: usize,
+    /// Line of the clause.
+    pub line: usize,
+    /// The body literal that found no match (in evaluation order), if the head matched.
+    pub failed_literal: Option<String>,
+    /// Its index in the rule's body.
+    pub literal_index: Option<usize>,
+    /// The bindings under which it failed (variables bound so far, compiler temporaries
+    /// left out).
+    pub bindings: BTreeMap<String, Value>,
+    /// A sentence saying what happened.
+    pub reason: String,
+}
+
+impl WhyNot {
+    /// Indented text.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{} does not hold\n", self.fact);
+        if self.is_input {
+            let _ = writeln!(out, "  no input fact `{}` was given", self.fact);
+        }
+        if self.rules.is_empty() && !self.is_input {
+            let _ = writeln!(out, "  no rule derives `{}`", self.fact.relation);
+        }
+        for r in &self.rules {
+            let _ = writeln!(out, "  rule {} (line {}): {}", r.rule, r.line, r.reason);
+        }
+        out
+    }
+}
+
+/// Encodes a fact against a symbol table without interning: `None` if a symbol is unknown
+/// (then no tuple can hold it).
+fn encode_fact<const W: usize>(
+    data: &ModelData<W>,
+    symbols: &Interner,
+    fact: &Fact,
+) -> Result<(RelId, Option<Row<W>>), ExplainError> {
+    let ir = data.program.ir();
+    let rel = ir
+        .relation(&fact.relation)
+        .ok_or_else(|| ExplainError::UnknownRelation(fact.relation.clone()))?;
+    let info = &ir.relations[rel];
+    if info.arity() != fact.values.len() {
+        return Err(ExplainError::BadFact(format!(
+            "`{}` has {} columns, `{fact}` has {}",
+            info.name,
+            info.arity(),
+            fact.values.len()
+        )));
+    }
+    let mut t = [0u32; W];
+    for (i, v) in fact.values.iter().enumerate() {
+        let v = match (v, info.types[i]) {
+            (Value::Number(n), crate::Type::Unsigned) if *n >= 0 => Value::Unsigned(*n as u32),
+            (Value::Number(n), crate::Type::Float) => Value::Float(*n as f32),
+            (v, t) if v.ty() == t => v.clone(),
+            (v, t) => {
+                return Err(ExplainError::BadFact(format!(
+                    "column `{}` of `{}` is `{t}`, got `{}`",
+                    info.attrs[i],
+                    info.name,
+                    v.to_literal()
+                )));
+            }
+        };
+        match &v {
+            Value::Symbol(s) => match symbols.get(s) {
+                Some(id) => t[i] = id,
+                None => return Ok((rel, None)),
+            },
+            other => {
+                let mut scratch = Interner::default();
+                t[i] = encode(other, &mut scratch);
+            }
+        }
+    }
+    Ok((rel, Some(t)))
+}
+
+fn decode_fact<const W: usize>(
+    data: &ModelData<W>,
+    symbols: &Interner,
+    rel: RelId,
+    t: &Row<W>,
+) -> Fact {
+    let info = &data.program.ir().relations[rel];
+    Fact {
+        relation: info.name.clone(),
+        values: (0..info.arity())
+            .map(|i| decode(t[i], info.types[i], symbols))
+            .collect(),
+    }
+}
+
+pub(crate) fn contains<const W: usize>(
+    data: &ModelData<W>,
+    db: &Db<'_, W>,
+    symbols: &Interner,
+    fact: &Fact,
+) -> bool {
+    matches!(encode_fact(data, symbols, fact), Ok((rel, Some(t))) if db.contains(rel, &t))
+}
+
+/// The rank of a tuple: (stratum, round of first derivation).
+fn rank_of<const W: usize>(
+    data: &ModelData<W>,
+    db: &Db<'_, W>,
+    rel: RelId,
+    t: &Row<W>,
+) -> (usize, u32) {
+    let s = data.program.ir().stratum_of[rel];
+    let r = db
+        .parts(rel)
+        .iter()
+        .flatten()
+        .find_map(|p| p.rank(t))
+        .unwrap_or(0);
+    (s, r)
+}
+
+struct Prover<'a, const W: usize> {
+    data: &'a ModelData<W>,
+    db: &'a Db<'a, W>,
+    query_inputs: &'a [InputPart<W>],
+    query_origins: &'a [Arc<str>],
+    memo: HashMap<(RelId, Row<W>), Proof>,
+}
+
+pub(crate) fn prove<const W: usize>(
+    data: &ModelData<W>,
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    query_inputs: &[InputPart<W>],
+    query_origins: &[Arc<str>],
+    fact: &Fact,
+) -> Result<Proof, ExplainError> {
+    if !data.with_ranks {
+        return Err(ExplainError::NoProvenance);
+    }
+    let (rel, t) = encode_fact(data, &cx.symbols, fact)?;
+    let Some(t) = t.filter(|t| db.contains(rel, t)) else {
+        return Err(ExplainError::NotHolds(fact.to_string()));
+    };
+    let mut p = Prover {
+        data,
+        db,
+        query_inputs,
+        query_origins,
+        memo: HashMap::new(),
+    };
+    Ok(p.prove(rel, &t, cx))
+}
+
+impl<const W: usize> Prover<'_, W> {
+    fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<String> {
+        let find = |inputs: &[InputPart<W>], origins: &[Arc<str>]| {
+            let part = inputs.get(rel)?;
+            let i = part.binary_search_by(|(u, _)| u.cmp(t)).ok()?;
+            origins.get(part[i].1 as usize).map(|o| o.to_string())
+        };
+        // Model inputs count only while the model's part of the relation is valid.
+        let model_ok =
+            self.db.model_valid.get(rel).copied().unwrap_or(true) || self.db.model_valid.is_empty();
+        if model_ok && let Some(o) = find(&self.data.inputs, &self.data.origins) {
+            return Some(o);
+        }
+        find(self.query_inputs, self.query_origins)
+    }
+
+    fn prove(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
+        if let Some(p) = self.memo.get(&(rel, *t)) {
+            return p.clone();
+        }
+        let fact = decode_fact(self.data, &cx.symbols, rel, t);
+        if let Some(origin) = self.input_origin(rel, t) {
+            let p = Proof {
+                fact,
+                step: ProofStep::Input { origin },
+            };
+            self.memo.insert((rel, *t), p.clone());
+            return p;
+        }
+        let ir = self.data.program.ir();
+        let my_rank = rank_of(self.data, self.db, rel, t);
+        let mut candidates: Vec<usize> = (0..ir.rules.len())
+            .filter(|&i| ir.rules[i].head.rel == rel)
+            .collect();
+        candidates.sort_by(|&a, &b| {
+            let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
+            (&ra.id, ra.head_index, ra.disjunct).cmp(&(&rb.id, rb.head_index, rb.disjunct))
+        });
+        let data = self.data;
+        let db = self.db;
+        for ri in candidates {
+            let rule = &data.rules[ri];
+            let mut env = vec![0u32; rule.nvars];
+            let mut bound = vec![false; rule.nvars];
+            if !unify_head(&rule.head, t, &mut env, &mut bound) {
+                continue;
+            }
+            let accept = |r: RelId, part: &Part<W>, u: &Row<W>| {
+                let s = ir.stratum_of[r];
+                s < my_rank.0 || part.rank(u).unwrap_or(0) < my_rank.1
+            };
+            let mut best: Option<(Vec<Value>, Vec<u32>, Vec<(RelId, Row<W>)>)> = None;
+            let mut trail = Vec::new();
+            let head_exprs = &rule.head;
+            let vars = &ir.rules[ri].vars;
+            eval::search_with(
+                &rule.lits,
+                0,
+                &mut env,
+                &mut bound,
+                db,
+                cx,
+                Some(&accept),
+                &mut trail,
+                &mut |env, cx, trail| {
+                    // Heads with expressions are checked once the body has bound everything.
+                    for (i, e) in head_exprs.iter().enumerate() {
+                        if !matches!(e, CExpr::Var(_) | CExpr::Const(_))
+                            && e.eval(env, cx) != Some(t[i])
+                        {
+                            return true;
+                        }
+                    }
+                    let key: Vec<Value> = (0..env.len())
+                        .filter(|&v| !vars[v].local)
+                        .map(|v| decode(env[v], vars[v].ty, &cx.symbols))
+                        .collect();
+                    let better = match &best {
+                        None => true,
+                        Some((k, _, _)) => cmp_values(&key, k).is_lt(),
+                    };
+                    if better {
+                        best = Some((key, env.to_vec(), trail.to_vec()));
+                    }
+                    true
+                },
+            );
+            let Some((_, env, trail)) = best else {
+                continue;
+            };
+            let ir_rule = &ir.rules[ri];
+            let mut bindings = BTreeMap::new();
+            for (v, var) in ir_rule.vars.iter().enumerate() {
+                if !var.local {
+                    bindings.insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
+                }
+            }
+            let premises: Vec<Proof> = trail.iter().map(|(r, u)| self.prove(*r, u, cx)).collect();
+            let mut absent = Vec::new();
+            for lit in &rule.lits {
+                if let CLit::Neg(a) = lit {
+                    let info = &ir.relations[a.rel];
+                    let values = a
+                        .args
+                        .iter()
+                        .enumerate()
+                        .map(|(c, arg)| {
+                            let slot = match arg {
+                                CArg::Wild => return None,
+                                CArg::Var(v) => env[*v],
+                                CArg::Const(k) => *k,
+                                CArg::Expr(e) => e.eval(&env, cx)?,
+                            };
+                            Some(decode(slot, info.types[c], &cx.symbols))
+                        })
+                        .collect();
+                    absent.push(Absent {
+                        relation: info.name.clone(),
+                        values,
+                    });
+                }
+            }
+            let p = Proof {
+                fact,
+                step: ProofStep::Rule {
+                    rule: ir_rule.id.clone(),
+                    head: ir_rule.head_index,
+                    disjunct: ir_rule.disjunct,
+                    line: ir_rule.line,
+                    bindings,
+                    premises,
+                    absent,
+                },
+            };
+            self.memo.insert((rel, *t), p.clone());
+            return p;
+        }
+        // Unreachable for facts the evaluator derived; say so rather than invent a proof.
+        Proof {
+            fact,
+            step: ProofStep::Input {
+                origin: "unexplained".into(),
+            },
+        }
+    }
+}
+
+fn cmp_values(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.total_cmp(y))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| a.len().cmp(&b.len()))
+}
+
+/// Binds head variables from a tuple; `false` if a constant or repeated variable disagrees.
+fn unify_head<const W: usize>(
+    head: &[CExpr],
+    t: &Row<W>,
+    env: &mut [u32],
+    bound: &mut [bool],
+) -> bool {
+    for (i, e) in head.iter().enumerate() {
+        match e {
+            CExpr::Var(v) => {
+                if bound[*v] && env[*v] != t[i] {
+                    return false;
+                }
+                env[*v] = t[i];
+                bound[*v] = true;
+            }
+            CExpr::Const(c) => {
+                if *c != t[i] {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+pub(crate) fn why_not<const W: usize>(
+    data: &ModelData<W>,
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    fact: &Fact,
+) -> Result<WhyNot, ExplainError> {
+    let ir = data.program.ir();
+    let (rel, t) = encode_fact(data, &cx.symbols, fact)?;
+    // Unknown symbols get fresh ids in the explanation's own table: they match nothing.
+    let t = match t {
+        Some(t) => t,
+        None => {
+            let info = &ir.relations[rel];
+            let mut t = [0u32; W];
+            for (i, v) in fact.values.iter().enumerate() {
+                let v = if info.types[i] == crate::Type::Unsigned {
+                    match v {
+                        Value::Number(n) => Value::Unsigned(*n as u32),
+                        o => o.clone(),
+                    }
+                } else {
+                    v.clone()
+                };
+                t[i] = encode(&v, &mut cx.symbols);
+            }
+            t
+        }
+    };
+    if db.contains(rel, &t) {
+        return Err(ExplainError::Holds(fact.to_string()));
+    }
+    let is_input = ir.relations[rel].input.is_some() || ir.rules_for(rel).next().is_none();
+    let mut rules = Vec::new();
+    for (ri, ir_rule) in ir.rules_for(rel) {
+        let rule = &data.rules[ri];
+        let mut env = vec![0u32; rule.nvars];
+        let mut bound = vec![false; rule.nvars];
+        let mut failure = RuleFailure {
+            rule: ir_rule.id.clone(),
+            disjunct: ir_rule.disjunct,
+            line: ir_rule.line,
+            failed_literal: None,
+            literal_index: None,
+            bindings: BTreeMap::new(),
+            reason: String::new(),
+        };
+        if !unify_head(&rule.head, &t, &mut env, &mut bound) {
+            failure.reason =
+                "its head cannot produce this fact (a constant or repeated variable differs)"
+                    .into();
+            rules.push(failure);
+            continue;
+        }
+        let mut deepest: Option<(usize, Vec<u32>, Vec<bool>)> = None;
+        deepest_failure(&rule.lits, 0, &mut env, &mut bound, db, cx, &mut deepest);
+        match deepest {
+            Some((i, env, bound)) if i < rule.lits.len() => {
+                let text = DisplayLit(ir, ir_rule, &ir_rule.body[i]).to_string();
+                for (v, var) in ir_rule.vars.iter().enumerate() {
+                    if bound[v] && var.is_shown() {
+                        failure
+                            .bindings
+                            .insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
+                    }
+                }
+                let shown: Vec<String> = failure
+                    .bindings
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {}", v.to_literal()))
+                    .collect();
+                let under = if shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(" with {}", shown.join(", "))
+                };
+                failure.reason = match &rule.lits[i] {
+                    CLit::Pos(_) => format!("`{text}` found no match{under}"),
+                    CLit::Neg(_) => format!("`{text}` failed: the atom is present{under}"),
+                    _ => format!("`{text}` does not hold{under}"),
+                };
+                failure.failed_literal = Some(text);
+                failure.literal_index = Some(i);
+            }
+            _ => {
+                failure.reason =
+                    "the body holds but the head's expressions give a different fact".into();
+            }
+        }
+        rules.push(failure);
+    }
+    Ok(WhyNot {
+        fact: fact.clone(),
+        is_input,
+        rules,
+    })
+}
+
+/// Depth-first over the body; records the furthest literal index at which every branch
+/// failed, with the bindings of the first branch to get there.
+fn deepest_failure<const W: usize>(
+    lits: &[CLit],
+    i: usize,
+    env: &mut Vec<u32>,
+    bound: &mut Vec<bool>,
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    deepest: &mut Option<(usize, Vec<u32>, Vec<bool>)>,
+) {
+    if i >= lits.len() {
+        if deepest.as_ref().is_none_or(|d| d.0 < i) {
+            *deepest = Some((i, env.clone(), bound.clone()));
+        }
+        return;
+    }
+    let mut any = false;
+    let lit = &lits[i];
+    match lit {
+        CLit::Pos(_) => {
+            let one = std::slice::from_ref(lit);
+            let mut matches: Vec<Vec<u32>> = Vec::new();
+            let outs: Vec<usize> = match lit {
+                CLit::Pos(a) => a
+                    .args
+                    .iter()
+                    .filter_map(|x| match x {
+                        CArg::Var(v) if !bound[*v] => Some(*v),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            eval::search(one, 0, env, bound, db, cx, &mut |e, _| {
+                matches.push(e.to_vec());
+                matches.len() < 10_000
+            });
+            for m in matches {
+                any = true;
+                let saved = env.clone();
+                *env = m;
+                outs.iter().for_each(|&v| bound[v] = true);
+                deepest_failure(lits, i + 1, env, bound, db, cx, deepest);
+                outs.iter().for_each(|&v| bound[v] = false);
+                *env = saved;
+            }
+        }
+        other => {
+            let outs: Vec<usize> = match other {
+                CLit::Bind(v, _) | CLit::Agg { var: v, .. } => vec![*v],
+                _ => Vec::new(),
+            };
+            let saved = env.clone();
+            if eval::apply_filter(other, env, db, cx) {
+                any = true;
+                outs.iter().for_each(|&v| bound[v] = true);
+                deepest_failure(lits, i + 1, env, bound, db, cx, deepest);
+                outs.iter().for_each(|&v| bound[v] = false);
+            }
+            *env = saved;
+        }
+    }
+    if !any && deepest.as_ref().is_none_or(|d| d.0 < i) {
+        *deepest = Some((i, env.clone(), bound.clone()));
+    }
+}
+
+/// Rank base re-exported for the proof checker's documentation of query ranks.
+pub const QUERY_ROUND_BASE: u32 = QUERY_RANK_BASE;

@@ -1,0 +1,213 @@
+//! The meaning of every operator and functor, on typed 32-bit slots.
+//!
+//! Shared by the evaluator, the naive reference evaluator and the proof checker, so that all
+//! three agree on what `-7 / 2` or `substr("abc", 3, 1)` is. Soufflé's conventions apply:
+//! wrapping 32-bit arithmetic, division truncating toward zero, `%` taking the sign of the left
+//! operand, whole-string `match`, needle-first `contains`, clipped zero-based `substr`.
+//! Where Soufflé aborts the whole program (division by zero, `to_number` of a non-number) the
+//! rule instance yields nothing instead.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use regex::Regex;
+
+use crate::ast::{ArithOp, CmpOp, TestFn};
+use crate::value::Type;
+
+/// Applies an arithmetic operator. `None` for division or remainder by zero.
+pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
+    Some(match ty {
+        Type::Number => {
+            let (a, b) = (a as i32, b as i32);
+            (match op {
+                ArithOp::Add => a.wrapping_add(b),
+                ArithOp::Sub => a.wrapping_sub(b),
+                ArithOp::Mul => a.wrapping_mul(b),
+                ArithOp::Div => a
+                    .checked_div(b)
+                    .or_else(|| (b == -1).then(|| a.wrapping_neg()))?,
+                ArithOp::Mod => a.checked_rem(b).or_else(|| (b == -1).then_some(0))?,
+            }) as u32
+        }
+        Type::Unsigned => match op {
+            ArithOp::Add => a.wrapping_add(b),
+            ArithOp::Sub => a.wrapping_sub(b),
+            ArithOp::Mul => a.wrapping_mul(b),
+            ArithOp::Div => a.checked_div(b)?,
+            ArithOp::Mod => a.checked_rem(b)?,
+        },
+        Type::Float => {
+            let (a, b) = (f32::from_bits(a), f32::from_bits(b));
+            (match op {
+                ArithOp::Add => a + b,
+                ArithOp::Sub => a - b,
+                ArithOp::Mul => a * b,
+                ArithOp::Div => a / b,
+                ArithOp::Mod => a % b,
+            })
+            .to_bits()
+        }
+        Type::Symbol => return None,
+    })
+}
+
+/// Unary minus.
+pub fn negate(ty: Type, a: u32) -> Option<u32> {
+    match ty {
+        Type::Number => Some((a as i32).wrapping_neg() as u32),
+        Type::Unsigned => Some(a.wrapping_neg()),
+        Type::Float => Some((-f32::from_bits(a)).to_bits()),
+        Type::Symbol => None,
+    }
+}
+
+/// Orders two slots of one numeric type.
+pub fn cmp_numeric(ty: Type, a: u32, b: u32) -> Ordering {
+    match ty {
+        Type::Number => (a as i32).cmp(&(b as i32)),
+        Type::Float => f32::from_bits(a)
+            .partial_cmp(&f32::from_bits(b))
+            .unwrap_or(Ordering::Equal),
+        Type::Unsigned | Type::Symbol => a.cmp(&b),
+    }
+}
+
+/// Whether an ordering satisfies a comparison operator.
+pub fn holds(op: CmpOp, ord: Ordering) -> bool {
+    match op {
+        CmpOp::Eq => ord == Ordering::Equal,
+        CmpOp::Ne => ord != Ordering::Equal,
+        CmpOp::Lt => ord == Ordering::Less,
+        CmpOp::Le => ord != Ordering::Greater,
+        CmpOp::Gt => ord == Ordering::Greater,
+        CmpOp::Ge => ord != Ordering::Less,
+    }
+}
+
+/// `substr(s, start, len)`: zero-based on characters, clipped at the end; a negative start or
+/// length, or a start past the end, gives `None` (Soufflé prints an error and yields `""`
+/// only for some of these; failing the instance is the safe reading).
+pub fn substr(s: &str, start: i32, len: i32) -> Option<String> {
+    let start = usize::try_from(start).ok()?;
+    let len = usize::try_from(len).ok()?;
+    let count = s.chars().count();
+    if start > count {
+        return None;
+    }
+    Some(s.chars().skip(start).take(len).collect())
+}
+
+/// `to_number(s)`: a decimal integer with optional sign, surrounding whitespace allowed.
+pub fn to_number(s: &str) -> Option<i32> {
+    s.trim().parse::<i32>().ok()
+}
+
+/// Compiled patterns for `match` and `glob`, cached by pattern text.
+#[derive(Debug, Default)]
+pub struct PatternCache {
+    regexes: HashMap<Arc<str>, Option<Regex>>,
+    globs: HashMap<Arc<str>, Option<globset::GlobMatcher>>,
+}
+
+impl PatternCache {
+    /// Evaluates a test functor. An invalid pattern never matches (the checker reports
+    /// invalid constant patterns before evaluation).
+    pub fn test(&mut self, func: TestFn, pattern: &str, subject: &str) -> bool {
+        match func {
+            TestFn::Contains => subject.contains(pattern),
+            TestFn::Match => {
+                if !self.regexes.contains_key(pattern) {
+                    self.regexes
+                        .insert(Arc::from(pattern), compile_regex(pattern).ok());
+                }
+                self.regexes
+                    .get(pattern)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|re| re.is_match(subject))
+            }
+            TestFn::Glob => {
+                if !self.globs.contains_key(pattern) {
+                    self.globs
+                        .insert(Arc::from(pattern), compile_glob(pattern).ok());
+                }
+                self.globs
+                    .get(pattern)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|g| g.is_match(subject))
+            }
+        }
+    }
+}
+
+/// Compiles a `match` pattern anchored at both ends (whole-string semantics).
+pub fn compile_regex(pattern: &str) -> Result<Regex, String> {
+    Regex::new(&format!("^(?:{pattern})$")).map_err(|e| e.to_string())
+}
+
+/// Compiles a `glob` pattern: `*` and `?` stay within one `/`-separated segment, `**` crosses
+/// segments, `[abc]` and `{a,b}` are classes and alternatives. Tool names without `/`
+/// (`fs.read`, `shell.*`) therefore glob as plain strings.
+pub fn compile_glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn num(n: i32) -> u32 {
+        n as u32
+    }
+
+    #[test]
+    fn division_truncates_toward_zero_and_modulo_follows_left_sign() {
+        let d = |a, b| arith(ArithOp::Div, Type::Number, num(a), num(b)).map(|x| x as i32);
+        let m = |a, b| arith(ArithOp::Mod, Type::Number, num(a), num(b)).map(|x| x as i32);
+        assert_eq!(d(-7, 2), Some(-3));
+        assert_eq!(d(7, -2), Some(-3));
+        assert_eq!(m(-7, 2), Some(-1));
+        assert_eq!(m(7, -2), Some(1));
+        assert_eq!(d(1, 0), None);
+        assert_eq!(d(i32::MIN, -1), Some(i32::MIN));
+    }
+
+    #[test]
+    fn arithmetic_wraps_at_32_bits() {
+        let r = arith(ArithOp::Add, Type::Number, num(i32::MAX), num(1));
+        assert_eq!(r.map(|x| x as i32), Some(i32::MIN));
+    }
+
+    #[test]
+    fn substr_is_zero_based_and_clipped() {
+        assert_eq!(substr("hello", 1, 3).as_deref(), Some("ell"));
+        assert_eq!(substr("hello", 3, 10).as_deref(), Some("lo"));
+        assert_eq!(substr("hello", 5, 1).as_deref(), Some(""));
+        assert_eq!(substr("hello", 6, 1), None);
+    }
+
+    #[test]
+    fn match_is_whole_string_and_contains_is_needle_first() {
+        let mut p = PatternCache::default();
+        assert!(p.test(TestFn::Match, "a.*", "abc"));
+        assert!(!p.test(TestFn::Match, "a.*", "xab"));
+        assert!(p.test(TestFn::Contains, "b", "abc"));
+        assert!(!p.test(TestFn::Contains, "abc", "b"));
+    }
+
+    #[test]
+    fn glob_star_stays_in_a_segment() {
+        let mut p = PatternCache::default();
+        assert!(p.test(TestFn::Glob, "shell.*", "shell.exec"));
+        assert!(p.test(TestFn::Glob, "src/*.rs", "src/main.rs"));
+        assert!(!p.test(TestFn::Glob, "src/*.rs", "src/a/main.rs"));
+        assert!(p.test(TestFn::Glob, "src/**/*.rs", "src/a/main.rs"));
+        assert!(!p.test(TestFn::Glob, "fs.read", "fs.write"));
+    }
+}

@@ -1,0 +1,462 @@
+//! The checked program: relations resolved to ids, variables to slots, types inferred,
+//! disjunctions expanded, aggregates and body expressions lowered to literals, strata computed.
+//!
+//! Produced by [`crate::check`]; read by the planner, the evaluators, the explainer and the
+//! proof checker.
+
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+
+use crate::ast::{AggKind, ArithOp, CmpOp, Functor, Span, TestFn};
+use crate::diag::{Diagnostic, Source};
+use crate::value::{Type, Value};
+
+/// Index of a relation in [`Ir::relations`].
+pub type RelId = usize;
+/// Index of a variable in [`IrRule::vars`].
+pub type VarId = usize;
+
+/// A declared relation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelInfo {
+    /// Name.
+    pub name: String,
+    /// Attribute names.
+    pub attrs: Vec<String>,
+    /// Primitive column types.
+    pub types: Vec<Type>,
+    /// Column types as declared (may be user type names).
+    pub type_names: Vec<String>,
+    /// Where it was declared.
+    pub span: Span,
+    /// `.input` parameters, if it is an input.
+    pub input: Option<Vec<(String, String)>>,
+    /// `.output` parameters, if it is an output.
+    pub output: Option<Vec<(String, String)>>,
+    /// Whether `.printsize` names it.
+    pub printsize: bool,
+}
+
+impl RelInfo {
+    /// Number of columns.
+    pub fn arity(&self) -> usize {
+        self.types.len()
+    }
+}
+
+/// A variable of a rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Var {
+    /// Name as written (`_` for wildcards, `$n` for compiler temporaries).
+    pub name: String,
+    /// Inferred type.
+    pub ty: Type,
+    /// Whether it lives only inside an aggregate body.
+    pub local: bool,
+}
+
+impl Var {
+    /// Whether a proof should show this variable's binding.
+    pub fn is_shown(&self) -> bool {
+        !self.local && !self.name.starts_with('$') && self.name != "_"
+    }
+}
+
+/// An expression over a rule's variables.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IrExpr {
+    /// A variable.
+    Var(VarId),
+    /// A constant.
+    Const(Value),
+    /// `_` (only as an argument of a negated atom or an aggregate body atom).
+    Wild,
+    /// Unary minus.
+    Neg(Box<IrExpr>, Type),
+    /// Arithmetic in the given type.
+    Arith(ArithOp, Box<IrExpr>, Box<IrExpr>, Type),
+    /// A functor call.
+    Call(Functor, Vec<IrExpr>),
+}
+
+impl IrExpr {
+    /// Adds every variable of the expression to `out`.
+    pub fn vars(&self, out: &mut Vec<VarId>) {
+        match self {
+            IrExpr::Var(v) => out.push(*v),
+            IrExpr::Const(_) | IrExpr::Wild => {}
+            IrExpr::Neg(e, _) => e.vars(out),
+            IrExpr::Arith(_, a, b, _) => {
+                a.vars(out);
+                b.vars(out);
+            }
+            IrExpr::Call(_, args) => args.iter().for_each(|a| a.vars(out)),
+        }
+    }
+}
+
+/// An atom with resolved relation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IrAtom {
+    /// Relation.
+    pub rel: RelId,
+    /// Arguments: in positive body atoms only `Var`, `Const` or `Wild`.
+    pub args: Vec<IrExpr>,
+    /// Source span.
+    pub span: Span,
+}
+
+/// A body literal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IrLit {
+    /// A positive atom; binds its variables.
+    Pos(IrAtom),
+    /// A negated atom over a lower stratum.
+    Neg(IrAtom),
+    /// A comparison of two bound expressions of type `ty`.
+    Cmp {
+        /// Operator.
+        op: CmpOp,
+        /// Left.
+        lhs: IrExpr,
+        /// Right.
+        rhs: IrExpr,
+        /// Operand type.
+        ty: Type,
+        /// Source span.
+        span: Span,
+    },
+    /// A test functor (`match`, `contains`, `glob`).
+    Test {
+        /// Which.
+        func: TestFn,
+        /// Pattern or needle.
+        pattern: IrExpr,
+        /// Subject.
+        subject: IrExpr,
+        /// Written with `!`.
+        negated: bool,
+        /// Source span.
+        span: Span,
+    },
+    /// `var = expr` where `var` is bound by nothing else: computes it.
+    Bind {
+        /// The variable computed.
+        var: VarId,
+        /// Its value.
+        expr: IrExpr,
+        /// Source span.
+        span: Span,
+    },
+    /// `var = kind target : { body }` over lower strata.
+    Agg {
+        /// The variable receiving the result.
+        var: VarId,
+        /// Which aggregate.
+        kind: AggKind,
+        /// Aggregated expression (not for `count`).
+        target: Option<IrExpr>,
+        /// Result type.
+        ty: Type,
+        /// Body: positive atoms (binding local variables), then filters.
+        body: Vec<IrLit>,
+        /// Outer variables the body refers to (correlated), bound before the aggregate.
+        outer: Vec<VarId>,
+        /// Source span.
+        span: Span,
+    },
+}
+
+impl IrLit {
+    /// Source span.
+    pub fn span(&self) -> Span {
+        match self {
+            IrLit::Pos(a) | IrLit::Neg(a) => a.span,
+            IrLit::Cmp { span, .. }
+            | IrLit::Test { span, .. }
+            | IrLit::Bind { span, .. }
+            | IrLit::Agg { span, .. } => *span,
+        }
+    }
+
+    /// Variables the literal needs bound before it can run (none for positive atoms).
+    pub fn inputs(&self) -> Vec<VarId> {
+        let mut out = Vec::new();
+        match self {
+            IrLit::Pos(_) => {}
+            IrLit::Neg(a) => a.args.iter().for_each(|e| e.vars(&mut out)),
+            IrLit::Cmp { lhs, rhs, .. } => {
+                lhs.vars(&mut out);
+                rhs.vars(&mut out);
+            }
+            IrLit::Test {
+                pattern, subject, ..
+            } => {
+                pattern.vars(&mut out);
+                subject.vars(&mut out);
+            }
+            IrLit::Bind { expr, .. } => expr.vars(&mut out),
+            IrLit::Agg { outer, .. } => out.extend(outer),
+        }
+        out
+    }
+
+    /// The variables the literal binds.
+    pub fn outputs(&self) -> Vec<VarId> {
+        match self {
+            IrLit::Pos(a) => {
+                let mut out = Vec::new();
+                for arg in &a.args {
+                    if let IrExpr::Var(v) = arg {
+                        out.push(*v);
+                    }
+                }
+                out
+            }
+            IrLit::Bind { var, .. } | IrLit::Agg { var, .. } => vec![*var],
+            IrLit::Neg(_) | IrLit::Cmp { .. } | IrLit::Test { .. } => Vec::new(),
+        }
+    }
+}
+
+/// One rule: one head of one disjunct of one clause.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IrRule {
+    /// Stable id (`// @id NAME`, or derived from the head and the clause text).
+    pub id: String,
+    /// Index of the clause in the program.
+    pub clause: usize,
+    /// Which head of the clause.
+    pub head_index: usize,
+    /// Which alternative of the clause's body (after expanding disjunctions).
+    pub disjunct: usize,
+    /// The head; arguments may be expressions over bound variables.
+    pub head: IrAtom,
+    /// The body in a runnable order: every literal's inputs are bound by earlier literals.
+    pub body: Vec<IrLit>,
+    /// Variables.
+    pub vars: Vec<Var>,
+    /// Span of the whole clause.
+    pub span: Span,
+    /// One-based line of the clause.
+    pub line: usize,
+}
+
+impl IrRule {
+    /// Relations this rule reads, with whether the dependency is negative (negation or
+    /// aggregation), in body order.
+    pub fn dependencies(&self) -> Vec<(RelId, bool, Span)> {
+        fn walk(lits: &[IrLit], negative: bool, out: &mut Vec<(RelId, bool, Span)>) {
+            for lit in lits {
+                match lit {
+                    IrLit::Pos(a) => out.push((a.rel, negative, a.span)),
+                    IrLit::Neg(a) => out.push((a.rel, true, a.span)),
+                    IrLit::Agg { body, .. } => walk(body, true, out),
+                    IrLit::Cmp { .. } | IrLit::Test { .. } | IrLit::Bind { .. } => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.body, false, &mut out);
+        out
+    }
+
+    /// Indices of the variables shown in proofs, sorted by name.
+    pub fn shown_vars(&self) -> Vec<VarId> {
+        let mut v: Vec<VarId> = (0..self.vars.len())
+            .filter(|&i| self.vars[i].is_shown())
+            .collect();
+        v.sort_by(|&a, &b| self.vars[a].name.cmp(&self.vars[b].name));
+        v
+    }
+}
+
+/// A ground fact written in the program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IrFact {
+    /// Relation.
+    pub rel: RelId,
+    /// Values.
+    pub values: Vec<Value>,
+    /// Source span.
+    pub span: Span,
+    /// One-based line.
+    pub line: usize,
+}
+
+/// A checked, stratified program.
+#[derive(Debug, Clone)]
+pub struct Ir {
+    /// The source it came from.
+    pub source: Source,
+    /// Relations in declaration order.
+    pub relations: Vec<RelInfo>,
+    /// Name → id.
+    pub rel_by_name: HashMap<String, RelId>,
+    /// Rules in source order.
+    pub rules: Vec<IrRule>,
+    /// Facts written in the program.
+    pub facts: Vec<IrFact>,
+    /// Strata in evaluation order; each a list of relations.
+    pub strata: Vec<Vec<RelId>>,
+    /// Stratum of each relation.
+    pub stratum_of: Vec<usize>,
+    /// Whether each relation's stratum is recursive (a rule of it reads its own stratum).
+    pub recursive: Vec<bool>,
+    /// Warnings found while checking.
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Ir {
+    /// The relation called `name`.
+    pub fn relation(&self, name: &str) -> Option<RelId> {
+        self.rel_by_name.get(name).copied()
+    }
+
+    /// Rules whose head is `rel`, in source order.
+    pub fn rules_for(&self, rel: RelId) -> impl Iterator<Item = (usize, &IrRule)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.head.rel == rel)
+    }
+
+    /// A readable dump of the checked program (the `check` stage's snapshot).
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        for (i, stratum) in self.strata.iter().enumerate() {
+            let names: Vec<&str> = stratum
+                .iter()
+                .map(|&r| self.relations[r].name.as_str())
+                .collect();
+            let _ = writeln!(out, "stratum {i}: {}", names.join(", "));
+        }
+        for rule in &self.rules {
+            let _ = writeln!(out, "[{}] {}", rule.id, DisplayRule(self, rule));
+        }
+        out
+    }
+}
+
+/// Formats a rule in Datalog syntax with its body in evaluation order.
+pub struct DisplayRule<'a>(pub &'a Ir, pub &'a IrRule);
+
+impl fmt::Display for DisplayRule<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (ir, rule) = (self.0, self.1);
+        write_atom(f, ir, rule, &rule.head)?;
+        f.write_str(" :- ")?;
+        for (i, lit) in rule.body.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write_lit(f, ir, rule, lit)?;
+        }
+        f.write_str(".")
+    }
+}
+
+/// Formats one literal of a rule.
+pub struct DisplayLit<'a>(pub &'a Ir, pub &'a IrRule, pub &'a IrLit);
+
+impl fmt::Display for DisplayLit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_lit(f, self.0, self.1, self.2)
+    }
+}
+
+fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) -> fmt::Result {
+    match lit {
+        IrLit::Pos(a) => write_atom(f, ir, rule, a),
+        IrLit::Neg(a) => {
+            f.write_str("!")?;
+            write_atom(f, ir, rule, a)
+        }
+        IrLit::Cmp { op, lhs, rhs, .. } => {
+            write_expr(f, rule, lhs)?;
+            write!(f, " {} ", op.as_str())?;
+            write_expr(f, rule, rhs)
+        }
+        IrLit::Test {
+            func,
+            pattern,
+            subject,
+            negated,
+            ..
+        } => {
+            if *negated {
+                f.write_str("!")?;
+            }
+            write!(f, "{}(", func.as_str())?;
+            write_expr(f, rule, pattern)?;
+            f.write_str(", ")?;
+            write_expr(f, rule, subject)?;
+            f.write_str(")")
+        }
+        IrLit::Bind { var, expr, .. } => {
+            write!(f, "{} = ", rule.vars[*var].name)?;
+            write_expr(f, rule, expr)
+        }
+        IrLit::Agg {
+            var,
+            kind,
+            target,
+            body,
+            ..
+        } => {
+            write!(f, "{} = {}", rule.vars[*var].name, kind.as_str())?;
+            if let Some(t) = target {
+                f.write_str(" ")?;
+                write_expr(f, rule, t)?;
+            }
+            f.write_str(" : { ")?;
+            for (i, l) in body.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_lit(f, ir, rule, l)?;
+            }
+            f.write_str(" }")
+        }
+    }
+}
+
+fn write_atom(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, atom: &IrAtom) -> fmt::Result {
+    write!(f, "{}(", ir.relations[atom.rel].name)?;
+    for (i, a) in atom.args.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write_expr(f, rule, a)?;
+    }
+    f.write_str(")")
+}
+
+fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Result {
+    match e {
+        IrExpr::Var(v) => f.write_str(&rule.vars[*v].name),
+        IrExpr::Const(c) => f.write_str(&c.to_literal()),
+        IrExpr::Wild => f.write_str("_"),
+        IrExpr::Neg(e, _) => {
+            f.write_str("-")?;
+            write_expr(f, rule, e)
+        }
+        IrExpr::Arith(op, a, b, _) => {
+            f.write_str("(")?;
+            write_expr(f, rule, a)?;
+            write!(f, " {} ", op.as_str())?;
+            write_expr(f, rule, b)?;
+            f.write_str(")")
+        }
+        IrExpr::Call(func, args) => {
+            write!(f, "{}(", func.as_str())?;
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_expr(f, rule, a)?;
+            }
+            f.write_str(")")
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! Materialised models and staged queries.
+//!
+//! [`Program::materialise`] evaluates a program over its slow-changing facts into an immutable
+//! [`Model`] (shareable across threads). [`Model::query`] adds request facts and derives only
+//! what depends on them: relations the request cannot reach are read from the model as they
+//! are; relations it reaches positively get the model's tuples plus new ones; relations it
+//! reaches through negation or aggregation are recomputed for the query. The model is never
+//! copied or changed: its symbol table is the parent of the query's, its relations and
+//! indexes are read in place.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use crate::eval::{self, Db, Part, Row, StratumJob};
+use crate::ir::{Ir, RelId};
+use crate::plan::{self, CLit, CRule, EvalCx, RulePlan, Which};
+use crate::value::{Interner, Value, decode, encode};
+use crate::{EvalError, Fact, FactSet, Limits, Outputs, Program};
+
+/// Queries rank their facts after every fact of the model.
+pub(crate) const QUERY_RANK_BASE: u32 = 1 << 30;
+
+/// Input facts of one relation: sorted tuples with the index of their origin label.
+pub(crate) type InputPart<const W: usize> = Vec<(Row<W>, u32)>;
+
+/// The width-specific body of a model.
+pub(crate) struct ModelData<const W: usize> {
+    pub program: Program,
+    pub rules: Vec<CRule>,
+    pub symbols: Arc<Interner>,
+    pub parts: Vec<Part<W>>,
+    pub inputs: Vec<InputPart<W>>,
+    pub origins: Vec<Arc<str>>,
+    pub with_ranks: bool,
+    query_plans: RwLock<HashMap<Vec<RelId>, Arc<QueryPlan>>>,
+}
+
+/// How a query with request facts in a given set of relations is evaluated.
+#[derive(Debug)]
+pub(crate) struct QueryPlan {
+    /// Whether the model's part of each relation stays valid.
+    pub model_valid: Vec<bool>,
+    /// Whether new tuples of each relation must leave out the model's.
+    pub subtract_model: Vec<bool>,
+    /// Affected strata in order: relations and rule variants.
+    pub strata: Vec<(Vec<RelId>, Vec<RulePlan>)>,
+}
+
+/// Encodes facts, checking relation, arity and types.
+pub(crate) fn encode_facts<const W: usize>(
+    ir: &Ir,
+    facts: &FactSet,
+    symbols: &mut Interner,
+    origins: &mut Vec<Arc<str>>,
+    origin_ids: &mut HashMap<Arc<str>, u32>,
+) -> Result<Vec<InputPart<W>>, EvalError> {
+    let mut out: Vec<InputPart<W>> = vec![Vec::new(); ir.relations.len()];
+    for (fact, origin) in facts.iter() {
+        let Some(rel) = ir.relation(&fact.relation) else {
+            return Err(EvalError::BadFact {
+                origin: origin.to_string(),
+                message: format!("unknown relation `{}`", fact.relation),
+            });
+        };
+        let info = &ir.relations[rel];
+        if info.arity() != fact.values.len() {
+            return Err(EvalError::BadFact {
+                origin: origin.to_string(),
+                message: format!(
+                    "`{}` has {} columns, the fact has {}",
+                    info.name,
+                    info.arity(),
+                    fact.values.len()
+                ),
+            });
+        }
+        let mut t = [0u32; W];
+        for (i, v) in fact.values.iter().enumerate() {
+            let v = coerce(v, info.types[i]).ok_or_else(|| EvalError::BadFact {
+                origin: origin.to_string(),
+                message: format!(
+                    "column `{}` of `{}` is `{}`, got `{}`",
+                    info.attrs[i],
+                    info.name,
+                    info.types[i],
+                    v.to_literal()
+                ),
+            })?;
+            t[i] = encode(&v, symbols);
+        }
+        let oid = *origin_ids.entry(origin.clone()).or_insert_with(|| {
+            origins.push(origin.clone());
+            (origins.len() - 1) as u32
+        });
+        out[rel].push((t, oid));
+    }
+    for p in &mut out {
+        // Keep the first origin of a duplicated fact in the order given.
+        p.sort_by(|a, b| a.0.cmp(&b.0));
+        p.dedup_by(|a, b| a.0 == b.0);
+    }
+    Ok(out)
+}
+
+/// Accepts a value for a column of type `ty`, converting integer literals where lossless.
+fn coerce(v: &Value, ty: crate::value::Type) -> Option<Value> {
+    use crate::value::Type;
+    match (v, ty) {
+        (Value::Number(n), Type::Unsigned) => u32::try_from(*n).ok().map(Value::Unsigned),
+        (Value::Number(n), Type::Float) => Some(Value::Float(*n as f32)),
+        (Value::Unsigned(n), Type::Number) => i32::try_from(*n).ok().map(Value::Number),
+        (v, t) if v.ty() == t => Some(v.clone()),
+        _ => None,
+    }
+}
+
+impl<const W: usize> ModelData<W> {
+    pub(crate) fn materialise(
+        program: &Program,
+        facts: &FactSet,
+        limits: &Limits,
+        with_ranks: bool,
+    ) -> Result<Self, EvalError> {
+        let ir = program.ir();
+        let mut symbols = Interner::default();
+        let rules = plan::compile_rules(ir, &mut symbols);
+        let mut origins = Vec::new();
+        let mut origin_ids = HashMap::new();
+        let mut all = FactSet::new();
+        for f in &ir.facts {
+            all.push(
+                Fact {
+                    relation: ir.relations[f.rel].name.clone(),
+                    values: f.values.clone(),
+                },
+                Arc::from(format!("program:{}", f.line)),
+            );
+        }
+        all.extend_from(facts);
+        let inputs = encode_facts::<W>(ir, &all, &mut symbols, &mut origins, &mut origin_ids)?;
+        let cx = RefCell::new(EvalCx {
+            symbols,
+            patterns: Default::default(),
+        });
+        let n = ir.relations.len();
+        let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
+        let mut facts_so_far = 0usize;
+        let no_subtract = vec![false; n];
+        for stratum in &ir.strata {
+            let live = |r: RelId| stratum.contains(&r);
+            let mut plans = Vec::new();
+            for (ri, rule) in rules.iter().enumerate() {
+                if stratum.contains(&rule.head_rel) {
+                    let which = vec![Which::Local; rule.lits.len()];
+                    plans.push(plan::plan_rule(ri, rule, &which, &live));
+                }
+            }
+            let seeds: Vec<(RelId, Vec<Row<W>>)> = stratum
+                .iter()
+                .map(|&r| (r, inputs[r].iter().map(|(t, _)| *t).collect()))
+                .collect();
+            let job = StratumJob {
+                rules: &rules,
+                plans: &plans,
+                relations: stratum,
+                seeds,
+                subtract_model: &no_subtract,
+                record_ranks: with_ranks,
+                rank_base: 0,
+            };
+            let db = Db {
+                model: None,
+                model_valid: &[],
+                local: &local,
+            };
+            let done = eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?;
+            for (r, part) in done {
+                local[r] = Some(part);
+            }
+        }
+        let parts: Vec<Part<W>> = local
+            .into_iter()
+            .map(|p| p.unwrap_or_else(|| Part::new(Vec::new().into(), Vec::new())))
+            .collect();
+        let EvalCx { symbols, .. } = cx.into_inner();
+        Ok(ModelData {
+            program: program.clone(),
+            rules,
+            symbols: Arc::new(symbols),
+            parts,
+            inputs,
+            origins,
+            with_ranks,
+            query_plans: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The plan for queries whose request facts fall in `delta`.
+    pub(crate) fn query_plan(&self, delta: &[RelId]) -> Arc<QueryPlan> {
+        if let Ok(m) = self.query_plans.read()
+            && let Some(p) = m.get(delta)
+        {
+            return p.clone();
+        }
+        let p = Arc::new(build_query_plan(self.program.ir(), &self.rules, delta));
+        if let Ok(mut m) = self.query_plans.write() {
+            m.insert(delta.to_vec(), p.clone());
+        }
+        p
+    }
+
+    pub(crate) fn query(
+        &self,
+        request: &FactSet,
+        limits: &Limits,
+    ) -> Result<QueryState<W>, EvalError> {
+        let ir = self.program.ir();
+        let mut symbols = Interner::child(self.symbols.clone());
+        let mut origins = Vec::new();
+        let mut origin_ids = HashMap::new();
+        let inputs = encode_facts::<W>(ir, request, &mut symbols, &mut origins, &mut origin_ids)?;
+        let delta: Vec<RelId> = (0..inputs.len())
+            .filter(|&r| !inputs[r].is_empty())
+            .collect();
+        let qp = self.query_plan(&delta);
+        let cx = RefCell::new(EvalCx {
+            symbols,
+            patterns: Default::default(),
+        });
+        let n = ir.relations.len();
+        let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
+        let mut facts_so_far = 0usize;
+        for (rels, plans) in &qp.strata {
+            // Skip variants reading an empty local part of a lower stratum.
+            let runnable: Vec<RulePlan> = plans
+                .iter()
+                .filter(|p| {
+                    p.ops.iter().all(|op| match op {
+                        plan::Op::Scan { m, .. }
+                        | plan::Op::Lookup { m, .. }
+                        | plan::Op::Join { m, .. } => {
+                            m.which == Which::Model
+                                || rels.contains(&m.rel)
+                                || local[m.rel].as_ref().is_some_and(|p| p.len() > 0)
+                        }
+                        plan::Op::Map { .. } => true,
+                    })
+                })
+                .cloned()
+                .collect();
+            let seeds: Vec<(RelId, Vec<Row<W>>)> = rels
+                .iter()
+                .map(|&r| {
+                    let mut s: Vec<Row<W>> = inputs[r].iter().map(|(t, _)| *t).collect();
+                    if qp.subtract_model[r] {
+                        s.retain(|t| !self.parts[r].contains(t));
+                    }
+                    (r, s)
+                })
+                .collect();
+            if runnable.is_empty() && seeds.iter().all(|(_, s)| s.is_empty()) {
+                continue;
+            }
+            let job = StratumJob {
+                rules: &self.rules,
+                plans: &runnable,
+                relations: rels,
+                seeds,
+                subtract_model: &qp.subtract_model,
+                record_ranks: self.with_ranks,
+                rank_base: QUERY_RANK_BASE,
+            };
+            let db = Db {
+                model: Some(&self.parts),
+                model_valid: &qp.model_valid,
+                local: &local,
+            };
+            let done = eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?;
+            for (r, part) in done {
+                local[r] = Some(part);
+            }
+        }
+        let EvalCx { symbols, .. } = cx.into_inner();
+        Ok(QueryState {
+            plan: qp,
+            local,
+            symbols,
+            inputs,
+            origins,
+        })
+    }
+
+    pub(crate) fn db<'a>(&'a self, valid: &'a [bool], local: &'a [Option<Part<W>>]) -> Db<'a, W> {
+        Db {
+            model: Some(&self.parts),
+            model_valid: valid,
+            local,
+        }
+    }
+
+    /// Decodes the rows of a relation from the given parts, sorted in output order.
+    pub(crate) fn rows(&self, rel: RelId, db: &Db<'_, W>, symbols: &Interner) -> Vec<Vec<Value>> {
+        let info = &self.program.ir().relations[rel];
+        let mut rows: Vec<Vec<Value>> = db
+            .parts(rel)
+            .iter()
+            .flatten()
+            .flat_map(|p| p.tuples.elements.iter())
+            .map(|t| {
+                (0..info.arity())
+                    .map(|i| decode(t[i], info.types[i], symbols))
+                    .collect()
+            })
+            .collect();
+        sort_rows(&mut rows);
+        rows
+    }
+}
+
+/// Sorts rows in output order and removes duplicates.
+pub(crate) fn sort_rows(rows: &mut Vec<Vec<Value>>) {
+    rows.sort_by(|a, b| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    rows.dedup();
+}
+
+/// What a query leaves behind: its own parts and symbols, over the model.
+pub(crate) struct QueryState<const W: usize> {
+    pub plan: Arc<QueryPlan>,
+    pub local: Vec<Option<Part<W>>>,
+    pub symbols: Interner,
+    pub inputs: Vec<InputPart<W>>,
+    pub origins: Vec<Arc<str>>,
+}
+
+/// Classifies relations for a query and plans the rule variants to run.
+fn build_query_plan(ir: &Ir, rules: &[CRule], delta: &[RelId]) -> QueryPlan {
+    let n = ir.relations.len();
+    let mut affected = vec![false; n];
+    delta.iter().for_each(|&r| affected[r] = true);
+    let deps: Vec<Vec<(RelId, bool)>> = rules.iter().map(rule_deps).collect();
+    loop {
+        let mut changed = false;
+        for (i, r) in rules.iter().enumerate() {
+            if !affected[r.head_rel] && deps[i].iter().any(|&(d, _)| affected[d]) {
+                affected[r.head_rel] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut recompute = vec![false; n];
+    loop {
+        let mut changed = false;
+        for (i, r) in rules.iter().enumerate() {
+            let h = r.head_rel;
+            if !recompute[h]
+                && deps[i]
+                    .iter()
+                    .any(|&(d, neg)| (neg && affected[d]) || recompute[d])
+            {
+                recompute[h] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let model_valid: Vec<bool> = (0..n).map(|r| !recompute[r]).collect();
+    let subtract_model: Vec<bool> = (0..n).map(|r| affected[r] && !recompute[r]).collect();
+    let mut strata = Vec::new();
+    for stratum in &ir.strata {
+        if !stratum.iter().any(|&r| affected[r]) {
+            continue;
+        }
+        let live = |r: RelId| stratum.contains(&r);
+        let mut plans = Vec::new();
+        for (ri, rule) in rules.iter().enumerate() {
+            if !stratum.contains(&rule.head_rel) {
+                continue;
+            }
+            let head_recompute = recompute[rule.head_rel];
+            // Choices per positive atom.
+            let choices: Vec<Vec<Which>> = rule
+                .lits
+                .iter()
+                .map(|l| match l {
+                    CLit::Pos(a) if !affected[a.rel] => vec![Which::Model],
+                    CLit::Pos(a) if recompute[a.rel] => vec![Which::Local],
+                    CLit::Pos(_) => vec![Which::Model, Which::Local],
+                    _ => vec![Which::Model],
+                })
+                .collect();
+            let mut variants: Vec<Vec<Which>> = vec![Vec::new()];
+            for c in &choices {
+                let mut next = Vec::new();
+                for v in &variants {
+                    for &w in c {
+                        let mut v2 = v.clone();
+                        v2.push(w);
+                        next.push(v2);
+                    }
+                }
+                variants = next;
+            }
+            for which in variants {
+                let reads_local = rule
+                    .lits
+                    .iter()
+                    .zip(&which)
+                    .any(|(l, w)| matches!(l, CLit::Pos(_)) && *w == Which::Local);
+                if !head_recompute && !reads_local {
+                    continue; // already in the model
+                }
+                plans.push(plan::plan_rule(ri, rule, &which, &live));
+            }
+        }
+        strata.push((stratum.clone(), plans));
+    }
+    QueryPlan {
+        model_valid,
+        subtract_model,
+        strata,
+    }
+}
+
+fn rule_deps(rule: &CRule) -> Vec<(RelId, bool)> {
+    fn walk(lits: &[CLit], neg: bool, out: &mut Vec<(RelId, bool)>) {
+        for l in lits {
+            match l {
+                CLit::Pos(a) => out.push((a.rel, neg)),
+                CLit::Neg(a) => out.push((a.rel, true)),
+                CLit::Agg { body, .. } => walk(body, true, out),
+                CLit::Cmp(..) | CLit::Test(..) | CLit::Bind(..) => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&rule.lits, false, &mut out);
+    out
+}
+
+/// Builds [`Outputs`] for the named relations.
+pub(crate) fn outputs_of<const W: usize>(
+    data: &ModelData<W>,
+    rels: &[RelId],
+    db: &Db<'_, W>,
+    symbols: &Interner,
+) -> Outputs {
+    let ir = data.program.ir();
+    let mut map = BTreeMap::new();
+    for &r in rels {
+        map.insert(ir.relations[r].name.clone(), data.rows(r, db, symbols));
+    }
+    Outputs::new(
+        map,
+        rels.iter()
+            .map(|&r| (ir.relations[r].name.clone(), ir.relations[r].arity()))
+            .collect(),
+    )
+}

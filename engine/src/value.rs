@@ -1,0 +1,300 @@
+//! Values, their four primitive types, the symbol table, and Soufflé's text format for them.
+//!
+//! Like Soufflé's default build, every value fits a 32-bit slot: `number` is `i32` with wrapping
+//! arithmetic, `unsigned` is `u32`, `float` is `f32`, and a `symbol` is an index into the symbol
+//! table. Tuples are arrays of such slots; the column types say how to read each slot.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The primitive type of a column or variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Type {
+    /// Interned strings.
+    Symbol,
+    /// 32-bit signed integers.
+    Number,
+    /// 32-bit unsigned integers.
+    Unsigned,
+    /// 32-bit floats.
+    Float,
+}
+
+impl Type {
+    /// The Soufflé name of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Type::Symbol => "symbol",
+            Type::Number => "number",
+            Type::Unsigned => "unsigned",
+            Type::Float => "float",
+        }
+    }
+
+    /// Whether arithmetic applies.
+    pub fn is_numeric(self) -> bool {
+        !matches!(self, Type::Symbol)
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A value outside the engine: what callers pass in and get back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// A number.
+    Number(i32),
+    /// An unsigned number.
+    Unsigned(u32),
+    /// A float.
+    Float(f32),
+    /// A symbol.
+    Symbol(String),
+}
+
+impl Value {
+    /// A symbol value.
+    pub fn sym(s: impl Into<String>) -> Self {
+        Value::Symbol(s.into())
+    }
+
+    /// The value's type.
+    pub fn ty(&self) -> Type {
+        match self {
+            Value::Number(_) => Type::Number,
+            Value::Unsigned(_) => Type::Unsigned,
+            Value::Float(_) => Type::Float,
+            Value::Symbol(_) => Type::Symbol,
+        }
+    }
+
+    /// Total order used for output rows: numbers numerically, symbols by bytes.
+    /// Values of different types (never in one column) order by type.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        match (self, other) {
+            (Value::Number(a), Value::Number(b)) => a.cmp(b),
+            (Value::Unsigned(a), Value::Unsigned(b)) => a.cmp(b),
+            (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
+            (Value::Symbol(a), Value::Symbol(b)) => a.as_bytes().cmp(b.as_bytes()),
+            _ => self.ty().cmp(&other.ty()),
+        }
+    }
+
+    /// Writes the value as a Datalog literal (`"a"`, `3`, `3u`, `1.5`).
+    pub fn to_literal(&self) -> String {
+        match self {
+            Value::Symbol(s) => {
+                let mut out = String::with_capacity(s.len() + 2);
+                out.push('"');
+                for c in s.chars() {
+                    match c {
+                        '"' => out.push_str("\\\""),
+                        '\\' => out.push_str("\\\\"),
+                        '\n' => out.push_str("\\n"),
+                        '\t' => out.push_str("\\t"),
+                        '\r' => out.push_str("\\r"),
+                        c => out.push(c),
+                    }
+                }
+                out.push('"');
+                out
+            }
+            Value::Unsigned(u) => format!("{u}u"),
+            Value::Float(x) => {
+                let s = format_float(*x);
+                if s.contains(['.', 'e', 'n', 'i']) {
+                    s
+                } else {
+                    format!("{s}.0")
+                }
+            }
+            Value::Number(n) => n.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    /// Soufflé's output format: symbols bare, numbers plain.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Number(n) => write!(f, "{n}"),
+            Value::Unsigned(u) => write!(f, "{u}"),
+            Value::Float(x) => f.write_str(&format_float(*x)),
+            Value::Symbol(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Formats a float like C++ `std::ostream << float` with default precision (`%g`, 6 digits),
+/// which is what Soufflé prints.
+pub fn format_float(x: f32) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let x = f64::from(x);
+    let exp = x.abs().log10().floor() as i32;
+    // %g: scientific when exp < -4 or exp >= precision.
+    let sci = format!("{x:.5e}");
+    let (mantissa, e) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let e: i32 = e.parse().unwrap_or(exp);
+    if e < -4 || e >= 6 {
+        let m = trim_zeros(mantissa);
+        let sign = if e < 0 { '-' } else { '+' };
+        format!("{m}e{sign}{:02}", e.abs())
+    } else {
+        let decimals = usize::try_from(5 - e).unwrap_or(0);
+        trim_zeros(&format!("{x:.decimals$}")).to_string()
+    }
+}
+
+fn trim_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Encodes a typed value into a 32-bit slot, interning symbols.
+pub(crate) fn encode(value: &Value, symbols: &mut Interner) -> u32 {
+    match value {
+        Value::Number(n) => *n as u32,
+        Value::Unsigned(u) => *u,
+        Value::Float(x) => x.to_bits(),
+        Value::Symbol(s) => symbols.intern(s),
+    }
+}
+
+/// Decodes a slot of a known type.
+pub(crate) fn decode(slot: u32, ty: Type, symbols: &Interner) -> Value {
+    match ty {
+        Type::Number => Value::Number(slot as i32),
+        Type::Unsigned => Value::Unsigned(slot),
+        Type::Float => Value::Float(f32::from_bits(slot)),
+        Type::Symbol => Value::Symbol(symbols.resolve(slot).to_string()),
+    }
+}
+
+/// The symbol table. A query's table is a child of the model's: it resolves the model's
+/// symbols through the shared parent and numbers its own after them, so the model is never
+/// copied or changed by a query.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Interner {
+    parent: Option<Arc<Interner>>,
+    offset: u32,
+    strings: Vec<Arc<str>>,
+    ids: HashMap<Arc<str>, u32>,
+}
+
+impl Interner {
+    /// A child table over a frozen parent.
+    pub(crate) fn child(parent: Arc<Interner>) -> Self {
+        let offset = parent.len();
+        Interner {
+            parent: Some(parent),
+            offset,
+            strings: Vec::new(),
+            ids: HashMap::new(),
+        }
+    }
+
+    /// Number of symbols visible (parent's and own).
+    pub(crate) fn len(&self) -> u32 {
+        self.offset + self.strings.len() as u32
+    }
+
+    /// The id of `s`, if interned.
+    pub(crate) fn get(&self, s: &str) -> Option<u32> {
+        if let Some(parent) = &self.parent
+            && let Some(id) = parent.get(s)
+        {
+            return Some(id);
+        }
+        self.ids.get(s).copied()
+    }
+
+    /// The id of `s`, interning it if new.
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
+        if let Some(id) = self.get(s) {
+            return id;
+        }
+        let id = self.len();
+        let arc: Arc<str> = Arc::from(s);
+        self.strings.push(arc.clone());
+        self.ids.insert(arc, id);
+        id
+    }
+
+    /// The string of an id. Unknown ids (never produced by this table) resolve to "".
+    pub(crate) fn resolve(&self, id: u32) -> &str {
+        if id < self.offset {
+            return self.parent.as_ref().map_or("", |p| p.resolve(id));
+        }
+        self.strings
+            .get((id - self.offset) as usize)
+            .map_or("", |s| s.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_cpp_ostream() {
+        assert_eq!(format_float(0.5), "0.5");
+        assert_eq!(format_float(1.0), "1");
+        assert_eq!(format_float(-2.25), "-2.25");
+        assert_eq!(format_float(1.0e10), "1e+10");
+        assert_eq!(format_float(123456.0), "123456");
+        assert_eq!(format_float(1234567.0), "1.23457e+06");
+        assert_eq!(format_float(0.0001), "0.0001");
+        assert_eq!(format_float(0.00001), "1e-05");
+        assert_eq!(format_float(1.0 / 3.0), "0.333333");
+    }
+
+    #[test]
+    fn child_interner_sees_parent_and_appends() {
+        let mut base = Interner::default();
+        let a = base.intern("a");
+        let base = Arc::new(base);
+        let mut child = Interner::child(base.clone());
+        assert_eq!(child.intern("a"), a);
+        let b = child.intern("b");
+        assert_eq!(b, 1);
+        assert_eq!(child.resolve(b), "b");
+        assert_eq!(child.resolve(a), "a");
+        assert_eq!(base.get("b"), None);
+    }
+
+    #[test]
+    fn output_order_is_numeric_then_bytewise() {
+        let mut v = vec![Value::Number(10), Value::Number(-2), Value::Number(3)];
+        v.sort_by(Value::total_cmp);
+        assert_eq!(
+            v,
+            vec![Value::Number(-2), Value::Number(3), Value::Number(10)]
+        );
+        assert_eq!(Value::sym("B").total_cmp(&Value::sym("a")), Ordering::Less);
+    }
+}
