@@ -39,6 +39,7 @@ pub mod parse;
 mod plan;
 pub mod proof_check;
 mod stratify;
+pub mod tsv;
 pub mod value;
 
 use std::collections::BTreeMap;

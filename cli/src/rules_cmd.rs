@@ -1,0 +1,323 @@
+//! `tollgate rules eval | check | explain`: Soufflé's conventions for programs, fact files
+//! and output files.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use tollgate_engine::diag::{Diagnostic, Source};
+use tollgate_engine::{EvalError, Fact, FactSet, Limits, Model, Program, tsv};
+
+#[derive(Subcommand, Debug)]
+pub enum RulesCommand {
+    /// Evaluate a program: `.input r` reads `FACT_DIR/r.facts`, `.output r` writes
+    /// `OUT_DIR/r.csv` (tab-separated, rows sorted).
+    Eval(EvalArgs),
+    /// Check programs and print diagnostics; exit 2 if any has errors.
+    Check(CheckArgs),
+    /// Explain a fact: its proof if it holds, why not if it does not.
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct EvalInputs {
+    /// The Datalog program.
+    program: PathBuf,
+    /// Folder of input fact files (`r.facts`); may be absent.
+    #[arg(short = 'F', long = "facts", default_value = ".")]
+    fact_dir: PathBuf,
+    /// Most facts derived before stopping with an error.
+    #[arg(long, default_value_t = 50_000_000)]
+    max_facts: usize,
+    /// Most rounds of one stratum before stopping with an error.
+    #[arg(long, default_value_t = 1_000_000)]
+    max_iterations: usize,
+    /// Stop after this many milliseconds.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    inputs: EvalInputs,
+    /// Folder for output files, or `-` to print every output relation to stdout.
+    #[arg(short = 'D', long = "output", default_value = ".")]
+    out_dir: String,
+    /// Print the outputs as JSON (`{"relations": {...}, "hash": ...}`) instead of writing files.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Programs, or folders searched for `*.dl` files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Machine-readable diagnostics.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    inputs: EvalInputs,
+    /// The fact to explain, e.g. `path("a", "d")`.
+    #[arg(long)]
+    fact: String,
+    /// Print the proof or why-not as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(cmd: RulesCommand) -> Result<ExitCode> {
+    match cmd {
+        RulesCommand::Eval(a) => eval(a),
+        RulesCommand::Check(a) => check(a),
+        RulesCommand::Explain(a) => explain(a),
+    }
+}
+
+/// Loads and compiles a program, printing diagnostics; `Err(code)` when it has errors.
+fn load_program(path: &Path) -> Result<std::result::Result<Program, ExitCode>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let source = Source::new(path.display().to_string(), text);
+    match Program::compile(&source) {
+        Ok(p) => {
+            for w in p.warnings() {
+                eprint!("{}", w.render(&source));
+            }
+            Ok(Ok(p))
+        }
+        Err(diags) => {
+            for d in &diags {
+                eprint!("{}", d.render(&source));
+            }
+            let n = diags.iter().filter(|d| d.is_error()).count();
+            eprintln!(
+                "error: `{}` has {n} error{}",
+                path.display(),
+                if n == 1 { "" } else { "s" }
+            );
+            Ok(Err(ExitCode::from(2)))
+        }
+    }
+}
+
+fn limits(inputs: &EvalInputs) -> Limits {
+    let deadline = inputs.timeout_ms.map(|ms| {
+        let end = Instant::now() + Duration::from_millis(ms);
+        Arc::new(move || Instant::now() >= end) as tollgate_engine::Deadline
+    });
+    Limits {
+        max_facts: inputs.max_facts,
+        max_iterations: inputs.max_iterations,
+        deadline,
+    }
+}
+
+/// Reads every `.input` relation's fact file from the facts folder.
+fn read_facts(program: &Program, dir: &Path) -> Result<FactSet> {
+    let mut facts = FactSet::new();
+    for rel in &program.ir().relations {
+        let Some(params) = &rel.input else { continue };
+        let name = tsv::filename(params, &format!("{}.facts", rel.name));
+        let path = dir.join(&name);
+        if !path.exists() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read `{}`", path.display()))?;
+        tsv::parse_facts(&text, &name, rel, &tsv::delimiter(params), &mut facts)?;
+    }
+    Ok(facts)
+}
+
+fn evaluate(
+    inputs: &EvalInputs,
+    with_proofs: bool,
+) -> Result<std::result::Result<(Program, FactSet, Model), ExitCode>> {
+    let program = match load_program(&inputs.program)? {
+        Ok(p) => p,
+        Err(code) => return Ok(Err(code)),
+    };
+    let facts = read_facts(&program, &inputs.fact_dir)?;
+    let limits = limits(inputs);
+    let result = if with_proofs {
+        program.materialise(&facts, &limits)
+    } else {
+        program.evaluate(&facts, &limits)
+    };
+    match result {
+        Ok(model) => Ok(Ok((program, facts, model))),
+        Err(e @ EvalError::BadFact { .. }) => {
+            eprintln!("error: {e}");
+            Ok(Err(ExitCode::from(2)))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!(
+                "  = help: raise --max-facts, --max-iterations or --timeout-ms, or check the program for unbounded recursion"
+            );
+            Ok(Err(ExitCode::from(1)))
+        }
+    }
+}
+
+fn eval(args: EvalArgs) -> Result<ExitCode> {
+    let (program, _, model) = match evaluate(&args.inputs, false)? {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
+    };
+    let outputs = model.outputs();
+    if args.json {
+        let doc = serde_json::json!({ "relations": outputs.to_json(), "hash": outputs.hash() });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let to_stdout = args.out_dir == "-";
+    let out_dir = PathBuf::from(&args.out_dir);
+    if !to_stdout {
+        std::fs::create_dir_all(&out_dir)
+            .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
+    }
+    for rel in &program.ir().relations {
+        if let Some(params) = &rel.output {
+            let text = outputs.to_text(&rel.name, &tsv::delimiter(params));
+            if to_stdout {
+                println!("---------------\n{}\n===============", rel.name);
+                print!("{text}");
+                println!("===============");
+            } else {
+                let path = out_dir.join(tsv::filename(params, &format!("{}.csv", rel.name)));
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write `{}`", path.display()))?;
+            }
+        }
+        if rel.printsize {
+            println!(
+                "{}\t{}",
+                rel.name,
+                model.sizes().get(&rel.name).copied().unwrap_or(0)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn collect_programs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut stack = vec![p.clone()];
+            while let Some(dir) = stack.pop() {
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .with_context(|| format!("cannot read `{}`", dir.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect();
+                entries.sort();
+                for e in entries {
+                    if e.is_dir() {
+                        stack.push(e);
+                    } else if e.extension().is_some_and(|x| x == "dl") {
+                        out.push(e);
+                    }
+                }
+            }
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            bail!("`{}` does not exist", p.display());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn check(args: CheckArgs) -> Result<ExitCode> {
+    let files = collect_programs(&args.paths)?;
+    let mut all = Vec::new();
+    let mut errors = 0usize;
+    for path in &files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read `{}`", path.display()))?;
+        let source = Source::new(path.display().to_string(), text);
+        let diags: Vec<Diagnostic> = match Program::compile(&source) {
+            Ok(p) => p.warnings().to_vec(),
+            Err(d) => d,
+        };
+        errors += diags.iter().filter(|d| d.is_error()).count();
+        for d in &diags {
+            if args.json {
+                all.push(d.located(&source));
+            } else {
+                eprint!("{}", d.render(&source));
+            }
+        }
+    }
+    if args.json {
+        let doc = serde_json::json!({ "files": files.len(), "errors": errors, "diagnostics": all });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if errors == 0 {
+        println!(
+            "{} program{} checked, no errors",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    } else {
+        eprintln!(
+            "{errors} error{} in {} program{}",
+            if errors == 1 { "" } else { "s" },
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    let fact = match Fact::parse(&args.fact) {
+        Ok(f) => f,
+        Err(d) => {
+            eprint!("{}", d.render(&Source::new("--fact", args.fact.clone())));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let (_, _, model) = match evaluate(&args.inputs, true)? {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
+    };
+    if model.contains(&fact) {
+        let proof = model.prove(&fact)?;
+        if args.json {
+            let doc = serde_json::json!({ "holds": true, "proof": proof });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!("{}", proof.to_text());
+        }
+    } else {
+        let why = match model.why_not(&fact) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        if args.json {
+            let doc = serde_json::json!({ "holds": false, "why_not": why });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!("{}", why.to_text());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
