@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn tollgate(args: &[&str]) -> Output {
@@ -31,7 +34,15 @@ const FACTS: &str = "fixtures/rules/tool_policy";
 #[test]
 fn eval_writes_sorted_csv_files_for_every_output() {
     let out = std::env::temp_dir().join(format!("tollgate-eval-{}", std::process::id()));
-    let o = tollgate(&["rules", "eval", POLICY, "-F", FACTS, "-D", out.to_str().unwrap()]);
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        POLICY,
+        "-F",
+        FACTS,
+        "-D",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let decision = std::fs::read_to_string(out.join("decision.csv")).unwrap();
     assert_eq!(
@@ -48,8 +59,14 @@ fn eval_to_stdout_prints_each_relation_under_its_name() {
     let o = tollgate(&["rules", "eval", POLICY, "-F", FACTS, "-D", "-"]);
     assert!(o.status.success());
     let text = stdout(&o);
-    assert!(text.contains("---------------\ndecision\n===============\nr1\tallow\n"), "{text}");
-    assert!(text.contains("decisions_per_effect\n===============\nallow\t2\n"), "{text}");
+    assert!(
+        text.contains("---------------\ndecision\n===============\nr1\tallow\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("decisions_per_effect\n===============\nallow\t2\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -60,28 +77,52 @@ fn eval_json_has_relations_and_a_stable_hash() {
     let ja: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
     let jb: serde_json::Value = serde_json::from_slice(&b.stdout).unwrap();
     assert_eq!(ja["hash"], jb["hash"]);
-    assert_eq!(ja["relations"]["decision"][2], serde_json::json!(["r3", "deny"]));
+    assert_eq!(
+        ja["relations"]["decision"][2],
+        serde_json::json!(["r3", "deny"])
+    );
 }
 
 #[test]
 fn a_negation_cycle_exits_2_naming_every_rule_of_the_cycle_with_its_line() {
-    let o = tollgate(&["rules", "check", "fixtures/rules/diagnostics/negation_cycle.dl"]);
+    let o = tollgate(&[
+        "rules",
+        "check",
+        "fixtures/rules/diagnostics/negation_cycle.dl",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains("error[E-unstratifiable]"), "{err}");
-    assert!(err.contains("rule `trust.default` of the cycle, line 10"), "{err}");
-    assert!(err.contains("rule `suspicion.untrusted` of the cycle, line 14"), "{err}");
+    assert!(
+        err.contains("rule `trust.default` of the cycle, line 10"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rule `suspicion.untrusted` of the cycle, line 14"),
+        "{err}"
+    );
     assert!(err.contains("= help: the cycle is formed by the rules `trust.default` (line 10), `suspicion.untrusted` (line 14)"), "{err}");
     // The rule outside the cycle is not blamed.
     assert!(!err.contains("suspicion.spreads"), "{err}");
     // eval refuses it the same way.
-    let o = tollgate(&["rules", "eval", "fixtures/rules/diagnostics/negation_cycle.dl", "-D", "-"]);
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        "fixtures/rules/diagnostics/negation_cycle.dl",
+        "-D",
+        "-",
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]
 fn check_json_gives_code_position_and_help() {
-    let o = tollgate(&["rules", "check", "--json", "fixtures/rules/diagnostics/negation_cycle.dl"]);
+    let o = tollgate(&[
+        "rules",
+        "check",
+        "--json",
+        "fixtures/rules/diagnostics/negation_cycle.dl",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let d = &j["diagnostics"][0];
@@ -101,7 +142,15 @@ fn check_of_a_folder_of_clean_programs_exits_0() {
 
 #[test]
 fn explain_prints_the_proof_of_a_derived_fact() {
-    let o = tollgate(&["rules", "explain", POLICY, "-F", FACTS, "--fact", r#"decision("r4", "require_approval")"#]);
+    let o = tollgate(&[
+        "rules",
+        "explain",
+        POLICY,
+        "-F",
+        FACTS,
+        "--fact",
+        r#"decision("r4", "require_approval")"#,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let expected = r#"decision("r4", "require_approval")  [rule combine.approval-overrides-allow, line 32 with r = "r4"]
@@ -117,16 +166,41 @@ fn explain_prints_the_proof_of_a_derived_fact() {
 
 #[test]
 fn explain_prints_why_not_for_an_absent_fact() {
-    let o = tollgate(&["rules", "explain", POLICY, "-F", FACTS, "--fact", r#"decision("r5", "allow")"#]);
+    let o = tollgate(&[
+        "rules",
+        "explain",
+        POLICY,
+        "-F",
+        FACTS,
+        "--fact",
+        r#"decision("r5", "allow")"#,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.starts_with("decision(\"r5\", \"allow\") does not hold\n"), "{text}");
-    assert!(text.contains("rule combine.allow (line 34): `matches(r, \"allow\")` found no match with r = \"r5\""), "{text}");
+    assert!(
+        text.starts_with("decision(\"r5\", \"allow\") does not hold\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "rule combine.allow (line 34): `matches(r, \"allow\")` found no match with r = \"r5\""
+        ),
+        "{text}"
+    );
 }
 
 #[test]
 fn explain_json_proof_names_rule_ids_and_origins() {
-    let o = tollgate(&["rules", "explain", POLICY, "-F", FACTS, "--json", "--fact", r#"decision("r7", "deny")"#]);
+    let o = tollgate(&[
+        "rules",
+        "explain",
+        POLICY,
+        "-F",
+        FACTS,
+        "--json",
+        "--fact",
+        r#"decision("r7", "deny")"#,
+    ]);
     assert!(o.status.success());
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["holds"], true);
@@ -139,11 +213,27 @@ fn explain_json_proof_names_rule_ids_and_origins() {
 fn a_bad_fact_file_is_an_input_error_with_file_and_line() {
     let dir = std::env::temp_dir().join(format!("tollgate-badfacts-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("p.dl"), ".decl n(x: number)\n.input n\n.output n\n").unwrap();
+    std::fs::write(
+        dir.join("p.dl"),
+        ".decl n(x: number)\n.input n\n.output n\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("n.facts"), "1\ntwo\n").unwrap();
-    let o = tollgate(&["rules", "eval", dir.join("p.dl").to_str().unwrap(), "-F", dir.to_str().unwrap(), "-D", "-"]);
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        dir.join("p.dl").to_str().unwrap(),
+        "-F",
+        dir.to_str().unwrap(),
+        "-D",
+        "-",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("n.facts:2:1: `two` is not a `number`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("n.facts:2:1: `two` is not a `number`"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -151,9 +241,25 @@ fn a_bad_fact_file_is_an_input_error_with_file_and_line() {
 fn unbounded_recursion_stops_at_the_fact_limit_with_exit_1() {
     let dir = std::env::temp_dir().join(format!("tollgate-limit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("p.dl"), ".decl n(x: number)\n.output n\nn(0).\nn(x + 1) :- n(x).\n").unwrap();
-    let o = tollgate(&["rules", "eval", dir.join("p.dl").to_str().unwrap(), "-D", "-", "--max-facts", "1000"]);
+    std::fs::write(
+        dir.join("p.dl"),
+        ".decl n(x: number)\n.output n\nn(0).\nn(x + 1) :- n(x).\n",
+    )
+    .unwrap();
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        dir.join("p.dl").to_str().unwrap(),
+        "-D",
+        "-",
+        "--max-facts",
+        "1000",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("more than 1000 facts"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("more than 1000 facts"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

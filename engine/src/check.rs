@@ -538,6 +538,9 @@ fn value_of(slot: u32, ty: Type) -> Result<Value, String> {
     })
 }
 
+/// A lowered rule: head, ordered body, variables, warnings.
+type LoweredRule = (IrAtom, Vec<IrLit>, Vec<Var>, Vec<Diagnostic>);
+
 /// A pending aggregate: lowered after the outer body's grounding is known.
 struct PendingAgg {
     var: VarId,
@@ -807,11 +810,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         }
     }
 
-    fn lower(
-        &mut self,
-        head: &ast::Atom,
-        conj: &[Literal],
-    ) -> Option<(IrAtom, Vec<IrLit>, Vec<Var>, Vec<Diagnostic>)> {
+    fn lower(&mut self, head: &ast::Atom, conj: &[Literal]) -> Option<LoweredRule> {
         let errors_before = self.cx.diags.len();
         let mut lits = Vec::new();
         for lit in conj {

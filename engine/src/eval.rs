@@ -900,6 +900,10 @@ pub(crate) fn search<const W: usize>(
 /// Accepts or rejects a matched tuple (used by proofs to keep children below their parent).
 pub(crate) type Accept<'a, const W: usize> = &'a dyn Fn(RelId, &Part<W>, &Row<W>) -> bool;
 
+/// Called with each full match: the bindings, the context and the matched tuples.
+pub(crate) type MatchFn<'a, const W: usize> =
+    dyn FnMut(&[u32], &mut EvalCx, &[(RelId, Row<W>)]) -> bool + 'a;
+
 /// [`search`] that also records the matched tuples (`trail`, one per positive atom) and can
 /// reject tuples.
 #[allow(clippy::too_many_arguments)]
@@ -912,7 +916,7 @@ pub(crate) fn search_with<const W: usize>(
     cx: &mut EvalCx,
     accept: Option<Accept<'_, W>>,
     trail: &mut Vec<(RelId, Row<W>)>,
-    f: &mut dyn FnMut(&[u32], &mut EvalCx, &[(RelId, Row<W>)]) -> bool,
+    f: &mut MatchFn<'_, W>,
 ) -> bool {
     let Some(lit) = lits.get(i) else {
         return f(env, cx, trail);

@@ -374,7 +374,7 @@ impl<const W: usize> Prover<'_, W> {
                 let s = ir.stratum_of[r];
                 s < my_rank.0 || part.rank(u).unwrap_or(0) < my_rank.1
             };
-            let mut best: Option<(Vec<Value>, Vec<u32>, Vec<(RelId, Row<W>)>)> = None;
+            let mut best: Option<Candidate<W>> = None;
             let mut trail = Vec::new();
             let head_exprs = &rule.head;
             let vars = &ir.rules[ri].vars;
@@ -470,6 +470,10 @@ impl<const W: usize> Prover<'_, W> {
     }
 }
 
+/// A rule instance found for a proof: its bindings in value order (for choosing), its slots,
+/// and its premises.
+type Candidate<const W: usize> = (Vec<Value>, Vec<u32>, Vec<(RelId, Row<W>)>);
+
 fn cmp_values(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     a.iter()
         .zip(b)
@@ -494,11 +498,7 @@ fn unify_head<const W: usize>(
                 env[*v] = t[i];
                 bound[*v] = true;
             }
-            CExpr::Const(c) => {
-                if *c != t[i] {
-                    return false;
-                }
-            }
+            CExpr::Const(c) if *c != t[i] => return false,
             _ => {}
         }
     }

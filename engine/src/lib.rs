@@ -132,9 +132,9 @@ impl Fact {
     }
 
     /// Parses `r("a", 3)` (a trailing `.` is allowed).
-    pub fn parse(text: &str) -> Result<Fact, Diagnostic> {
+    pub fn parse(text: &str) -> Result<Fact, Box<Diagnostic>> {
         let src = Source::new("<fact>", text);
-        let atom = parse::parse_fact(&src)?;
+        let atom = parse::parse_fact(&src).map_err(Box::new)?;
         let mut values = Vec::new();
         for a in &atom.args {
             let v = match a {
@@ -146,17 +146,19 @@ impl Fact {
                     )
                 })?),
                 ast::Expr::Unsigned(n, s) => Value::Unsigned(u32::try_from(*n).map_err(|_| {
-                    Diagnostic::error("E-literal", format!("`{n}` does not fit an unsigned"), *s)
+                    Box::new(Diagnostic::error(
+                        "E-literal",
+                        format!("`{n}` does not fit an unsigned"),
+                        *s,
+                    ))
                 })?),
                 ast::Expr::Float(x, _) => Value::Float(*x as f32),
                 ast::Expr::String(s, _) => Value::Symbol(s.clone()),
                 other => {
-                    return Err(Diagnostic::error(
-                        "E-fact",
-                        "a fact holds constants only",
-                        other.span(),
-                    )
-                    .with_help("write strings in double quotes and numbers as digits"));
+                    return Err(Box::new(
+                        Diagnostic::error("E-fact", "a fact holds constants only", other.span())
+                            .with_help("write strings in double quotes and numbers as digits"),
+                    ));
                 }
             };
             values.push(v);

@@ -97,7 +97,7 @@ pub(crate) fn encode_facts<const W: usize>(
     }
     for p in &mut out {
         // Keep the first origin of a duplicated fact in the order given.
-        p.sort_by(|a, b| a.0.cmp(&b.0));
+        p.sort_by_key(|a| a.0);
         p.dedup_by(|a, b| a.0 == b.0);
     }
     Ok(out)
@@ -255,6 +255,10 @@ impl<const W: usize> ModelData<W> {
                     let mut s: Vec<Row<W>> = inputs[r].iter().map(|(t, _)| *t).collect();
                     if qp.subtract_model[r] {
                         s.retain(|t| !self.parts[r].contains(t));
+                    }
+                    if !qp.model_valid[r] {
+                        // Recomputed from scratch: the model's own input facts count too.
+                        s.extend(self.inputs[r].iter().map(|(t, _)| *t));
                     }
                     (r, s)
                 })

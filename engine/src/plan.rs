@@ -432,10 +432,8 @@ pub(crate) fn plan_rule(
     // Filters (every non-positive literal) whose inputs are all bound, in body order.
     let ready_filters = |bound: &Vec<bool>, done: &mut Vec<bool>| {
         let mut out = Vec::new();
-        for i in 0..rule.lits.len() {
-            if !done[i]
-                && !matches!(rule.lits[i], CLit::Pos(_))
-                && rule.inputs[i].iter().all(|&v| bound[v])
+        for (i, lit) in rule.lits.iter().enumerate() {
+            if !done[i] && !matches!(lit, CLit::Pos(_)) && rule.inputs[i].iter().all(|&v| bound[v])
             {
                 done[i] = true;
                 out.push(i);

@@ -157,7 +157,7 @@ pub fn format_float(x: f32) -> String {
     let sci = format!("{x:.5e}");
     let (mantissa, e) = sci.split_once('e').unwrap_or((&sci, "0"));
     let e: i32 = e.parse().unwrap_or(exp);
-    if e < -4 || e >= 6 {
+    if !(-4..6).contains(&e) {
         let m = trim_zeros(mantissa);
         let sign = if e < 0 { '-' } else { '+' };
         format!("{m}e{sign}{:02}", e.abs())
