@@ -177,6 +177,8 @@ pub(crate) struct StratumJob<'a, const W: usize> {
     pub record_ranks: bool,
     /// Added to round numbers (queries rank after everything in the model).
     pub rank_base: u32,
+    /// Counts tuples read by full scans of the model's parts (a query should need none).
+    pub model_scans: &'a std::cell::Cell<usize>,
 }
 
 /// The output of one operator, the input of the next.
@@ -249,6 +251,9 @@ pub(crate) fn run_stratum<const W: usize>(
                 if !(m.which == Which::Local && var_of(&vars, m.rel).is_some()) =>
             {
                 if let Some(part) = db.part(m.rel, m.which) {
+                    if m.which == Which::Model {
+                        job.model_scans.set(job.model_scans.get() + part.len());
+                    }
                     let mut cxm = cx.borrow_mut();
                     run_scan(
                         rule,

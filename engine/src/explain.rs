@@ -330,10 +330,9 @@ impl<const W: usize> Prover<'_, W> {
             let i = part.binary_search_by(|(u, _)| u.cmp(t)).ok()?;
             origins.get(part[i].1 as usize).map(|o| o.to_string())
         };
-        // Model inputs count only while the model's part of the relation is valid.
-        let model_ok =
-            self.db.model_valid.get(rel).copied().unwrap_or(true) || self.db.model_valid.is_empty();
-        if model_ok && let Some(o) = find(&self.data.inputs, &self.data.origins) {
+        // The model's input facts are inputs of every query too (recomputed relations are
+        // seeded with them).
+        if let Some(o) = find(&self.data.inputs, &self.data.origins) {
             return Some(o);
         }
         find(self.query_inputs, self.query_origins)

@@ -51,6 +51,7 @@ pub use explain::{Proof, ProofStep, WhyNot};
 pub use value::{Type, Value};
 
 use eval::Db;
+pub use model::QueryStats;
 use model::{ModelData, QueryState};
 
 /// A checked, stratified program, cheap to clone and share.
@@ -520,6 +521,16 @@ impl std::fmt::Debug for Answer<'_> {
 }
 
 impl Answer<'_> {
+    /// What the query did: tuples it derived, and model tuples it had to scan.
+    pub fn stats(&self) -> QueryStats {
+        match &self.state {
+            AnswerInner::W2(q) => q.stats,
+            AnswerInner::W4(q) => q.stats,
+            AnswerInner::W8(q) => q.stats,
+            AnswerInner::W16(q) => q.stats,
+        }
+    }
+
     /// All rows of a relation as seen by this query, sorted.
     pub fn relation(&self, name: &str) -> Option<Vec<Vec<Value>>> {
         with_answer!(self, d, q => {

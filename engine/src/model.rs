@@ -147,6 +147,7 @@ impl<const W: usize> ModelData<W> {
         let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
         let mut facts_so_far = 0usize;
         let no_subtract = vec![false; n];
+        let scans = std::cell::Cell::new(0);
         for stratum in &ir.strata {
             let live = |r: RelId| stratum.contains(&r);
             let mut plans = Vec::new();
@@ -168,6 +169,7 @@ impl<const W: usize> ModelData<W> {
                 subtract_model: &no_subtract,
                 record_ranks: with_ranks,
                 rank_base: 0,
+                model_scans: &scans,
             };
             let db = Db {
                 model: None,
@@ -231,6 +233,7 @@ impl<const W: usize> ModelData<W> {
         let n = ir.relations.len();
         let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
         let mut facts_so_far = 0usize;
+        let scans = std::cell::Cell::new(0);
         for (rels, plans) in &qp.strata {
             // Skip variants reading an empty local part of a lower stratum.
             let runnable: Vec<RulePlan> = plans
@@ -274,6 +277,7 @@ impl<const W: usize> ModelData<W> {
                 subtract_model: &qp.subtract_model,
                 record_ranks: self.with_ranks,
                 rank_base: QUERY_RANK_BASE,
+                model_scans: &scans,
             };
             let db = Db {
                 model: Some(&self.parts),
@@ -286,7 +290,12 @@ impl<const W: usize> ModelData<W> {
             }
         }
         let EvalCx { symbols, .. } = cx.into_inner();
+        let derived = local.iter().flatten().map(Part::len).sum();
         Ok(QueryState {
+            stats: QueryStats {
+                model_tuples_scanned: scans.get(),
+                derived,
+            },
             plan: qp,
             local,
             symbols,
@@ -336,11 +345,22 @@ pub(crate) fn sort_rows(rows: &mut Vec<Vec<Value>>) {
 
 /// What a query leaves behind: its own parts and symbols, over the model.
 pub(crate) struct QueryState<const W: usize> {
+    pub stats: QueryStats,
     pub plan: Arc<QueryPlan>,
     pub local: Vec<Option<Part<W>>>,
     pub symbols: Interner,
     pub inputs: Vec<InputPart<W>>,
     pub origins: Vec<Arc<str>>,
+}
+
+/// What a query did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueryStats {
+    /// Tuples of the model read by full scans (not by indexed lookups). Zero when every rule
+    /// reached by the request starts from a request-dependent atom.
+    pub model_tuples_scanned: usize,
+    /// Tuples the query derived beyond the model (request facts included).
+    pub derived: usize,
 }
 
 /// Classifies relations for a query and plans the rule variants to run.

@@ -978,7 +978,10 @@ fn generator_covers_the_features() {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut nonempty = 0;
     for _ in 0..300 {
-        let case = case_strategy().new_tree(&mut runner).unwrap().current();
+        let case = case_strategy(Avoid::default())
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
         let program = case.program(None).unwrap();
         let text = case.source(None);
         for (feature, needle) in [
@@ -1033,4 +1036,30 @@ fn generator_covers_the_features() {
         nonempty > 150,
         "only {nonempty} of 300 cases derive anything"
     );
+}
+#[test]
+fn zz_stats() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut total = 0usize;
+    let mut maxs = 0usize;
+    for i in 0..300 {
+        let case = case_strategy(Avoid::default())
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
+        let program = case.program(None).unwrap();
+        let model = program.evaluate(&case.all_facts(), &limits()).unwrap();
+        let s: usize = model
+            .sizes()
+            .iter()
+            .filter(|(n, _)| n.starts_with('d'))
+            .map(|(_, s)| *s)
+            .sum();
+        total += s;
+        maxs = maxs.max(s);
+        if i < 4 {
+            println!("{case:?}\nsizes {:?}", model.sizes());
+        }
+    }
+    println!("avg derived {} max {}", total / 300, maxs);
 }
