@@ -286,9 +286,10 @@ pub(crate) fn compile_rules(ir: &Ir, symbols: &mut Interner) -> Vec<CRule> {
         .collect()
 }
 
-/// The widest row any plan of the program can need: the largest arity, or the largest number
-/// of variables of one rule that occur twice or more (only those can be carried between
-/// operators).
+/// The widest row any plan of the program can need: the largest arity, or the most
+/// variables any operator of any plan carries. A rule's plans differ only in which atom they
+/// start from (the rest of the order follows from the bindings), so planning each rule once
+/// per possible first atom covers every plan a query can make.
 pub(crate) fn row_width(ir: &Ir) -> usize {
     let mut w = ir
         .relations
@@ -297,20 +298,24 @@ pub(crate) fn row_width(ir: &Ir) -> usize {
         .max()
         .unwrap_or(1)
         .max(1);
-    for r in &ir.rules {
-        let mut count = vec![0usize; r.vars.len()];
-        let mut vs = Vec::new();
-        for a in &r.head.args {
-            a.vars(&mut vs);
+    let mut scratch = Interner::default();
+    let rules = compile_rules(ir, &mut scratch);
+    for (ri, rule) in rules.iter().enumerate() {
+        for (i, lit) in rule.lits.iter().enumerate() {
+            let CLit::Pos(a) = lit else { continue };
+            let which: Vec<Which> = (0..rule.lits.len())
+                .map(|j| if j == i { Which::Local } else { Which::Model })
+                .collect();
+            let rel = a.rel;
+            let plan = plan_rule(ri, rule, &which, &|r| r == rel);
+            for op in &plan.ops {
+                w = w.max(match op.out() {
+                    Emit::Plain(l) => l.len(),
+                    Emit::Keyed(k, l) => k.len().max(l.len()),
+                    Emit::Head => 0,
+                });
+            }
         }
-        for l in &r.body {
-            vs.extend(l.inputs());
-            vs.extend(l.outputs());
-        }
-        for v in vs {
-            count[v] += 1;
-        }
-        w = w.max(count.iter().filter(|&&c| c >= 2).count());
     }
     w
 }
@@ -746,5 +751,26 @@ impl fmt::Display for DisplayPlan<'_> {
             };
         }
         f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Program, diag::Source};
+
+    fn width(src: &str) -> usize {
+        super::row_width(Program::compile(&Source::new("t.dl", src)).unwrap().ir())
+    }
+
+    #[test]
+    fn transitive_closure_fits_two_slots_whatever_atom_a_query_starts_from() {
+        let tc = ".decl e(x: number, y: number)\n.decl p(x: number, y: number)\np(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n";
+        assert_eq!(width(tc), 2);
+    }
+
+    #[test]
+    fn a_three_way_join_carries_three_variables() {
+        let src = ".decl e(x: number, y: number)\n.decl t(x: number, y: number, z: number)\nt(x, y, z) :- e(x, y), e(y, z), e(z, x).\n";
+        assert_eq!(width(src), 3);
     }
 }

@@ -270,22 +270,33 @@ impl RuleGen<'_, '_> {
     }
 
     /// A positive body atom: shares variables, introduces new ones, or has constants,
-    /// wildcards and (rarely) an expression over a bound variable.
-    fn positive_atom(&mut self) {
-        let candidates: Vec<&Rel> = self
+    /// wildcards and (rarely) an expression over a bound variable. A rule's first atom mostly
+    /// reads a complete relation (an input or a lower stratum), so that rules derive something.
+    fn positive_atom(&mut self, first: bool) {
+        let lower: Vec<&Rel> = self
+            .rels
+            .iter()
+            .filter(|r| r.complete_below(self.stratum))
+            .collect();
+        let readable: Vec<&Rel> = self
             .rels
             .iter()
             .filter(|r| r.readable_from(self.stratum))
             .collect();
+        let candidates = if first && !self.t.chance(25) {
+            lower
+        } else {
+            readable
+        };
         let rel = (*self.t.choose(&candidates)).clone();
         let mut args = Vec::new();
         for &ty in &rel.types {
             let same = self.bound(ty);
-            let arg = match self.t.pick(10) {
-                0..=3 if !same.is_empty() => self.t.choose(&same).clone(),
-                7 => constant(self.t, ty),
-                8 => "_".into(),
-                9 if ty == Ty::Num && !same.is_empty() => {
+            let arg = match self.t.pick(20) {
+                0..=6 if !same.is_empty() => self.t.choose(&same).clone(),
+                16 | 17 => constant(self.t, ty),
+                18 => "_".into(),
+                19 if ty == Ty::Num && !same.is_empty() => {
                     let x = self.t.choose(&same).clone();
                     format!("{x} + 1")
                 }
@@ -390,9 +401,9 @@ impl RuleGen<'_, '_> {
         let mut args = Vec::new();
         for &ty in &rel.types {
             let same = self.bound(ty);
-            args.push(match self.t.pick(4) {
-                0 | 1 if !same.is_empty() => self.t.choose(&same).clone(),
-                2 => "_".into(),
+            args.push(match self.t.pick(8) {
+                0..=5 if !same.is_empty() => self.t.choose(&same).clone(),
+                6 => "_".into(),
                 _ => constant(self.t, ty),
             });
         }
@@ -473,7 +484,7 @@ impl RuleGen<'_, '_> {
                 .filter(|v| v.ty == ty && (v.from_atom || !self.avoid.computed_head_columns))
                 .map(|v| v.name.clone())
                 .collect();
-            args.push(if !same.is_empty() && self.t.pick(6) < 5 {
+            args.push(if !same.is_empty() && self.t.pick(10) < 9 {
                 self.t.choose(&same).clone()
             } else {
                 constant(self.t, ty)
@@ -495,8 +506,8 @@ fn rule(t: &mut Tape, avoid: Avoid, rels: &[Rel], head: &Rel) -> String {
         fresh: 0,
     };
     let atoms = 1 + g.t.pick(3);
-    for _ in 0..atoms {
-        g.positive_atom();
+    for i in 0..atoms {
+        g.positive_atom(i == 0);
     }
     let extras = g.t.pick(3);
     for _ in 0..extras {
@@ -554,7 +565,7 @@ fn build(tape: &[u32], avoid: Avoid) -> Case {
     }
     let mut facts = Vec::new();
     for (ri, r) in rels.iter().enumerate().take(inputs) {
-        for _ in 0..t.pick(10) {
+        for _ in 0..t.pick(25) {
             let vals = r.types.iter().map(|&ty| value(t, ty)).collect();
             facts.push((ri, vals));
         }
@@ -1042,6 +1053,7 @@ fn zz_stats() {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let mut total = 0usize;
     let mut maxs = 0usize;
+    let mut hist = [0; 4];
     for i in 0..300 {
         let case = case_strategy(Avoid::default())
             .new_tree(&mut runner)
@@ -1057,9 +1069,15 @@ fn zz_stats() {
             .sum();
         total += s;
         maxs = maxs.max(s);
+        hist[match s {
+            0 => 0,
+            1..=4 => 1,
+            5..=19 => 2,
+            _ => 3,
+        }] += 1;
         if i < 4 {
             println!("{case:?}\nsizes {:?}", model.sizes());
         }
     }
-    println!("avg derived {} max {}", total / 300, maxs);
+    println!("avg derived {} max {} hist {:?}", total / 300, maxs, hist);
 }
