@@ -167,7 +167,7 @@ impl<const W: usize> Db<'_, W> {
 /// One stratum to evaluate.
 pub(crate) struct StratumJob<'a, const W: usize> {
     pub rules: &'a [CRule],
-    pub plans: &'a [RulePlan],
+    pub plans: &'a [&'a RulePlan],
     /// Relations derived in this stratum.
     pub relations: &'a [RelId],
     /// Tuples to start from, per relation of the stratum (input facts).
@@ -288,6 +288,56 @@ pub(crate) fn run_stratum<const W: usize>(
         }
     }
 
+    // Per operator, what does not change between rounds: indexes, key and output sources,
+    // mirror positions.
+    let mut prepared: Vec<Vec<Prepared<W>>> = Vec::with_capacity(job.plans.len());
+    for plan in job.plans {
+        let rule = &job.rules[plan.rule];
+        let mut ps = Vec::with_capacity(plan.ops.len());
+        for (oi, op) in plan.ops.iter().enumerate() {
+            let in_layout: &[usize] = match oi.checked_sub(1).map(|p| plan.ops[p].out()) {
+                Some(Emit::Plain(l) | Emit::Keyed(_, l)) => l,
+                _ => &[],
+            };
+            ps.push(match op {
+                Op::Lookup { m, out } => match db.part(m.rel, m.which) {
+                    Some(part) => Prepared::Lookup {
+                        ix: part.index(&m.key_cols),
+                        key: m
+                            .key
+                            .iter()
+                            .map(|k| match k {
+                                KeySrc::Const(c) => Src::Const(*c),
+                                KeySrc::Var(v) => in_layout
+                                    .iter()
+                                    .position(|x| x == v)
+                                    .map_or(Src::Const(0), Src::In),
+                            })
+                            .collect(),
+                        srcs: sources_for(out, in_layout, m, rule),
+                    },
+                    None => Prepared::Skip,
+                },
+                Op::Join { m, out } => {
+                    let key = (m.rel, m.key_cols.clone(), m.eqs.clone());
+                    match mirrors.iter().position(|(k, _)| *k == key) {
+                        Some(mirror) => Prepared::Join {
+                            mirror,
+                            srcs: sources_for(out, in_layout, m, rule),
+                        },
+                        None => Prepared::Skip,
+                    }
+                }
+                Op::Scan { m, .. } => match var_of(&vars, m.rel) {
+                    Some(i) if m.which == Which::Local => Prepared::Scan { var: i },
+                    _ => Prepared::Skip,
+                },
+                Op::Map { .. } => Prepared::Map,
+            });
+        }
+        prepared.push(ps);
+    }
+
     let mut round: u32 = 0;
     let mut rank_log: Vec<Vec<(Row<W>, u32)>> = vec![Vec::new(); vars.len()];
     while iteration.changed() {
@@ -337,28 +387,24 @@ pub(crate) fn run_stratum<const W: usize>(
                 let input = oi
                     .checked_sub(1)
                     .map(|p| (&pipes[pi][p], plan.ops[p].out()));
-                match op {
-                    Op::Scan { m, filters, out } => {
-                        if m.which == Which::Local
-                            && let Some(i) = var_of(&vars, m.rel)
-                        {
-                            let recent = vars[i].1.recent.borrow();
-                            let mut cxm = cx.borrow_mut();
-                            run_scan(
-                                rule,
-                                m,
-                                filters,
-                                out,
-                                &recent.elements,
-                                db,
-                                &mut cxm,
-                                &mut env,
-                                &target,
-                                job.subtract_model,
-                            );
-                        }
+                match (op, &prepared[pi][oi]) {
+                    (Op::Scan { m, filters, out }, Prepared::Scan { var }) => {
+                        let recent = vars[*var].1.recent.borrow();
+                        let mut cxm = cx.borrow_mut();
+                        run_scan(
+                            rule,
+                            m,
+                            filters,
+                            out,
+                            &recent.elements,
+                            db,
+                            &mut cxm,
+                            &mut env,
+                            &target,
+                            job.subtract_model,
+                        );
                     }
-                    Op::Map { filters, out } => {
+                    (Op::Map { filters, out }, Prepared::Map) => {
                         let Some((Pipe::Plain(input), Emit::Plain(layout))) = input else {
                             continue;
                         };
@@ -377,24 +423,17 @@ pub(crate) fn run_stratum<const W: usize>(
                             job.subtract_model,
                         );
                     }
-                    Op::Lookup { m, out } => {
-                        let Some((Pipe::Plain(input), Emit::Plain(layout))) = input else {
+                    (Op::Lookup { m, .. }, Prepared::Lookup { ix, key, srcs }) => {
+                        let Some((Pipe::Plain(input), _)) = input else {
                             continue;
                         };
-                        let Some(part) = db.part(m.rel, m.which) else {
-                            continue;
-                        };
-                        run_lookup(m, out, layout, input, part, rule, &target);
+                        run_lookup(m, input, ix, key, srcs, &target);
                     }
-                    Op::Join { m, out } => {
-                        let Some((Pipe::Keyed(input), Emit::Keyed(_, layout))) = input else {
+                    (Op::Join { .. }, Prepared::Join { mirror, srcs }) => {
+                        let Some((Pipe::Keyed(input), _)) = input else {
                             continue;
                         };
-                        let key = (m.rel, m.key_cols.clone(), m.eqs.clone());
-                        let Some((_, mirror)) = mirrors.iter().find(|(k, _)| *k == key) else {
-                            continue;
-                        };
-                        let srcs = sources_for(out, layout, m, rule);
+                        let mirror = &mirrors[*mirror].1;
                         // join: out(values) :- input(key, row), mirror(key, tuple).
                         match target.pipe {
                             Pipe::Plain(o) => o.from_join(input, mirror, |_, row, t| {
@@ -415,6 +454,7 @@ pub(crate) fn run_stratum<const W: usize>(
                             }
                         }
                     }
+                    _ => {}
                 }
             }
         }
@@ -517,33 +557,37 @@ fn build_row<const W: usize>(srcs: &[Src], row: &Row<W>, t: &Row<W>) -> Row<W> {
     out
 }
 
+/// What an operator keeps between rounds.
+enum Prepared<const W: usize> {
+    Scan {
+        var: usize,
+    },
+    Map,
+    Lookup {
+        ix: Arc<Index<W>>,
+        key: Vec<Src>,
+        srcs: JoinSources,
+    },
+    Join {
+        mirror: usize,
+        srcs: JoinSources,
+    },
+    Skip,
+}
+
 /// lookup: out(values) :- input(row), part(tuple), tuple[key_cols] = key(row), eqs hold.
 fn run_lookup<const W: usize>(
     m: &Match,
-    out: &Emit,
-    in_layout: &[usize],
     input: &Variable<Row<W>>,
-    part: &Part<W>,
-    rule: &CRule,
+    ix: &Index<W>,
+    key: &[Src],
+    srcs: &JoinSources,
     target: &Target<'_, W>,
 ) {
-    let ix = part.index(&m.key_cols);
-    let key_pos: Vec<Src> = m
-        .key
-        .iter()
-        .map(|k| match k {
-            KeySrc::Const(c) => Src::Const(*c),
-            KeySrc::Var(v) => in_layout
-                .iter()
-                .position(|x| x == v)
-                .map_or(Src::Const(0), Src::In),
-        })
-        .collect();
-    let keyf = |row: &Row<W>| build_row(&key_pos, row, row);
+    let keyf = |row: &Row<W>| build_row(key, row, row);
     let eqs = &m.eqs;
     let filter =
         ValueFilter::from(|_row: &Row<W>, t: &Row<W>| eqs.iter().all(|&(a, b)| t[a] == t[b]));
-    let srcs = sources_for(out, in_layout, m, rule);
     match target.pipe {
         Pipe::Plain(o) => o.from_leapjoin(input, (ix.extend_with(keyf), filter), |row, t| {
             build_row(&srcs.values, row, t)

@@ -161,9 +161,10 @@ impl<const W: usize> ModelData<W> {
                 .iter()
                 .map(|&r| (r, inputs[r].iter().map(|(t, _)| *t).collect()))
                 .collect();
+            let plan_refs: Vec<&RulePlan> = plans.iter().collect();
             let job = StratumJob {
                 rules: &rules,
-                plans: &plans,
+                plans: &plan_refs,
                 relations: stratum,
                 seeds,
                 subtract_model: &no_subtract,
@@ -236,7 +237,7 @@ impl<const W: usize> ModelData<W> {
         let scans = std::cell::Cell::new(0);
         for (rels, plans) in &qp.strata {
             // Skip variants reading an empty local part of a lower stratum.
-            let runnable: Vec<RulePlan> = plans
+            let runnable: Vec<&RulePlan> = plans
                 .iter()
                 .filter(|p| {
                     p.ops.iter().all(|op| match op {
@@ -250,7 +251,6 @@ impl<const W: usize> ModelData<W> {
                         plan::Op::Map { .. } => true,
                     })
                 })
-                .cloned()
                 .collect();
             let seeds: Vec<(RelId, Vec<Row<W>>)> = rels
                 .iter()
