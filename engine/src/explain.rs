@@ -290,12 +290,23 @@ fn rank_of<const W: usize>(
     (s, r)
 }
 
+/// How one fact is derived: an input, or an instance of a rule (its slots and premises).
+enum Step<const W: usize> {
+    Input(String),
+    Rule {
+        rule: usize,
+        env: Vec<u32>,
+        premises: Vec<(RelId, Row<W>)>,
+    },
+    Unexplained,
+}
+
 struct Prover<'a, const W: usize> {
     data: &'a ModelData<W>,
     db: &'a Db<'a, W>,
     query_inputs: &'a [InputPart<W>],
     query_origins: &'a [Arc<str>],
-    memo: HashMap<(RelId, Row<W>), Proof>,
+    steps: HashMap<(RelId, Row<W>), Step<W>>,
 }
 
 pub(crate) fn prove<const W: usize>(
@@ -318,9 +329,11 @@ pub(crate) fn prove<const W: usize>(
         db,
         query_inputs,
         query_origins,
-        memo: HashMap::new(),
+        steps: HashMap::new(),
     };
-    Ok(p.prove(rel, &t, cx))
+    // First choose a derivation for every fact involved (each once), then write the tree.
+    p.derive(rel, &t, cx);
+    Ok(p.build(rel, &t, cx))
 }
 
 impl<const W: usize> Prover<'_, W> {
@@ -338,19 +351,28 @@ impl<const W: usize> Prover<'_, W> {
         find(self.query_inputs, self.query_origins)
     }
 
-    fn prove(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
-        if let Some(p) = self.memo.get(&(rel, *t)) {
-            return p.clone();
+    fn derive(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) {
+        if self.steps.contains_key(&(rel, *t)) {
+            return;
         }
-        let fact = decode_fact(self.data, &cx.symbols, rel, t);
         if let Some(origin) = self.input_origin(rel, t) {
-            let p = Proof {
-                fact,
-                step: ProofStep::Input { origin },
-            };
-            self.memo.insert((rel, *t), p.clone());
-            return p;
+            self.steps.insert((rel, *t), Step::Input(origin));
+            return;
         }
+        let step = self.choose(rel, t, cx);
+        let premises = match &step {
+            Step::Rule { premises, .. } => premises.clone(),
+            Step::Input(_) | Step::Unexplained => Vec::new(),
+        };
+        self.steps.insert((rel, *t), step);
+        for (r, u) in premises {
+            self.derive(r, &u, cx);
+        }
+    }
+
+    /// The derivation of a fact: among instances of its rules whose premises rank below it,
+    /// the one of the rule with the smallest id, then with the smallest bindings.
+    fn choose(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Step<W> {
         let ir = self.data.program.ir();
         let my_rank = rank_of(self.data, self.db, rel, t);
         let mut candidates: Vec<usize> = (0..ir.rules.len())
@@ -360,10 +382,8 @@ impl<const W: usize> Prover<'_, W> {
             let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
             (&ra.id, ra.head_index, ra.disjunct).cmp(&(&rb.id, rb.head_index, rb.disjunct))
         });
-        let data = self.data;
-        let db = self.db;
         for ri in candidates {
-            let rule = &data.rules[ri];
+            let rule = &self.data.rules[ri];
             let mut env = vec![0u32; rule.nvars];
             let mut bound = vec![false; rule.nvars];
             if !unify_head(&rule.head, t, &mut env, &mut bound) {
@@ -373,16 +393,16 @@ impl<const W: usize> Prover<'_, W> {
                 let s = ir.stratum_of[r];
                 s < my_rank.0 || part.rank(u).unwrap_or(0) < my_rank.1
             };
-            let mut best: Option<Candidate<W>> = None;
-            let mut trail = Vec::new();
-            let head_exprs = &rule.head;
             let vars = &ir.rules[ri].vars;
+            let head_exprs = &rule.head;
+            let mut best: Option<(Vec<u32>, Vec<(RelId, Row<W>)>)> = None;
+            let mut trail = Vec::new();
             eval::search_with(
                 &rule.lits,
                 0,
                 &mut env,
                 &mut bound,
-                db,
+                self.db,
                 cx,
                 Some(&accept),
                 &mut trail,
@@ -395,90 +415,125 @@ impl<const W: usize> Prover<'_, W> {
                             return true;
                         }
                     }
-                    let key: Vec<Value> = (0..env.len())
-                        .filter(|&v| !vars[v].local)
-                        .map(|v| decode(env[v], vars[v].ty, &cx.symbols))
-                        .collect();
-                    let better = match &best {
-                        None => true,
-                        Some((k, _, _)) => cmp_values(&key, k).is_lt(),
-                    };
+                    let better = best
+                        .as_ref()
+                        .is_none_or(|(b, _)| cmp_bindings(env, b, vars, &cx.symbols).is_lt());
                     if better {
-                        best = Some((key, env.to_vec(), trail.to_vec()));
+                        best = Some((env.to_vec(), trail.to_vec()));
                     }
                     true
                 },
             );
-            let Some((_, env, trail)) = best else {
-                continue;
-            };
-            let ir_rule = &ir.rules[ri];
-            let mut bindings = BTreeMap::new();
-            for (v, var) in ir_rule.vars.iter().enumerate() {
-                if !var.local {
-                    bindings.insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
-                }
-            }
-            let premises: Vec<Proof> = trail.iter().map(|(r, u)| self.prove(*r, u, cx)).collect();
-            let mut absent = Vec::new();
-            for lit in &rule.lits {
-                if let CLit::Neg(a) = lit {
-                    let info = &ir.relations[a.rel];
-                    let values = a
-                        .args
-                        .iter()
-                        .enumerate()
-                        .map(|(c, arg)| {
-                            let slot = match arg {
-                                CArg::Wild => return None,
-                                CArg::Var(v) => env[*v],
-                                CArg::Const(k) => *k,
-                                CArg::Expr(e) => e.eval(&env, cx)?,
-                            };
-                            Some(decode(slot, info.types[c], &cx.symbols))
-                        })
-                        .collect();
-                    absent.push(Absent {
-                        relation: info.name.clone(),
-                        values,
-                    });
-                }
-            }
-            let p = Proof {
-                fact,
-                step: ProofStep::Rule {
-                    rule: ir_rule.id.clone(),
-                    head: ir_rule.head_index,
-                    disjunct: ir_rule.disjunct,
-                    line: ir_rule.line,
-                    bindings,
+            if let Some((env, premises)) = best {
+                return Step::Rule {
+                    rule: ri,
+                    env,
                     premises,
-                    absent,
-                },
-            };
-            self.memo.insert((rel, *t), p.clone());
-            return p;
+                };
+            }
         }
-        // Unreachable for facts the evaluator derived; say so rather than invent a proof.
-        Proof {
-            fact,
-            step: ProofStep::Input {
-                origin: "unexplained".into(),
+        Step::Unexplained
+    }
+
+    fn build(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
+        let fact = decode_fact(self.data, &cx.symbols, rel, t);
+        let ir = self.data.program.ir();
+        match self.steps.get(&(rel, *t)) {
+            Some(Step::Input(origin)) => Proof {
+                fact,
+                step: ProofStep::Input {
+                    origin: origin.clone(),
+                },
+            },
+            Some(Step::Rule {
+                rule: ri,
+                env,
+                premises,
+            }) => {
+                let ir_rule = &ir.rules[*ri];
+                let rule = &self.data.rules[*ri];
+                let mut bindings = BTreeMap::new();
+                for (v, var) in ir_rule.vars.iter().enumerate() {
+                    if !var.local {
+                        bindings.insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
+                    }
+                }
+                let premises: Vec<Proof> = premises
+                    .iter()
+                    .map(|(r, u)| self.build(*r, u, cx))
+                    .collect();
+                let mut absent = Vec::new();
+                for lit in &rule.lits {
+                    if let CLit::Neg(a) = lit {
+                        let info = &ir.relations[a.rel];
+                        let values = a
+                            .args
+                            .iter()
+                            .enumerate()
+                            .map(|(c, arg)| {
+                                let slot = match arg {
+                                    CArg::Wild => return None,
+                                    CArg::Var(v) => env[*v],
+                                    CArg::Const(k) => *k,
+                                    CArg::Expr(e) => e.eval(env, cx)?,
+                                };
+                                Some(decode(slot, info.types[c], &cx.symbols))
+                            })
+                            .collect();
+                        absent.push(Absent {
+                            relation: info.name.clone(),
+                            values,
+                        });
+                    }
+                }
+                Proof {
+                    fact,
+                    step: ProofStep::Rule {
+                        rule: ir_rule.id.clone(),
+                        head: ir_rule.head_index,
+                        disjunct: ir_rule.disjunct,
+                        line: ir_rule.line,
+                        bindings,
+                        premises,
+                        absent,
+                    },
+                }
+            }
+            // Unreachable for facts the evaluator derived; say so rather than invent a proof.
+            Some(Step::Unexplained) | None => Proof {
+                fact,
+                step: ProofStep::Input {
+                    origin: "unexplained".into(),
+                },
             },
         }
     }
 }
 
-/// A rule instance found for a proof: its bindings in value order (for choosing), its slots,
-/// and its premises.
-type Candidate<const W: usize> = (Vec<Value>, Vec<u32>, Vec<(RelId, Row<W>)>);
-
-fn cmp_values(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| x.total_cmp(y))
-        .find(|o| o.is_ne())
-        .unwrap_or_else(|| a.len().cmp(&b.len()))
+/// Orders two bindings of one rule by value, variable by variable (aggregate-local variables
+/// left out), without decoding anything into owned values.
+fn cmp_bindings(
+    a: &[u32],
+    b: &[u32],
+    vars: &[crate::ir::Var],
+    symbols: &Interner,
+) -> std::cmp::Ordering {
+    for (v, var) in vars.iter().enumerate() {
+        if var.local || a[v] == b[v] {
+            continue;
+        }
+        let ord = match var.ty {
+            crate::Type::Symbol => symbols
+                .resolve(a[v])
+                .as_bytes()
+                .cmp(symbols.resolve(b[v]).as_bytes()),
+            ty => crate::functions::cmp_numeric(ty, a[v], b[v]),
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    std::cmp::Ordering::Equal
 }
 
 /// Binds head variables from a tuple; `false` if a constant or repeated variable disagrees.
