@@ -836,7 +836,10 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 grounded.extend(IrLit::Pos(a.clone()).outputs());
             }
         }
-        bind_equalities(&mut lits, &mut grounded);
+        // An aggregate's result is computed by the aggregate, never by an equality: with
+        // `x = count : {..}` and `x` bound elsewhere, the equality is a filter.
+        let results: BTreeSet<VarId> = self.pending.iter().map(|p| p.var).collect();
+        bind_equalities(&mut lits, &mut grounded, &results);
         // Aggregates: correlated names are those grounded outside.
         let pending = std::mem::take(&mut self.pending);
         for p in pending {
@@ -865,7 +868,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                     inner_ground.extend(IrLit::Pos(a.clone()).outputs());
                 }
             }
-            bind_equalities(&mut body, &mut inner_ground);
+            bind_equalities(&mut body, &mut inner_ground, &BTreeSet::new());
             let mut used = Vec::new();
             for l in &body {
                 used.extend(l.inputs());
@@ -898,7 +901,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             });
             grounded.insert(p.var);
         }
-        bind_equalities(&mut lits, &mut grounded);
+        bind_equalities(&mut lits, &mut grounded, &BTreeSet::new());
         // Range restriction.
         for l in &lits {
             if !matches!(l, IrLit::Agg { .. }) {
@@ -1227,9 +1230,9 @@ fn test_help(t: ast::TestFn) -> &'static str {
     }
 }
 
-/// Turns `x = e` (and `e = x`) into bindings when `x` is not grounded but `e` is; repeats
-/// until nothing changes.
-fn bind_equalities(lits: &mut [IrLit], grounded: &mut BTreeSet<VarId>) {
+/// Turns `x = e` (and `e = x`) into bindings when `x` is not grounded but `e` is, unless `x`
+/// is `reserved`; repeats until nothing changes.
+fn bind_equalities(lits: &mut [IrLit], grounded: &mut BTreeSet<VarId>, reserved: &BTreeSet<VarId>) {
     loop {
         let mut changed = false;
         for l in lits.iter_mut() {
@@ -1249,10 +1252,14 @@ fn bind_equalities(lits: &mut [IrLit], grounded: &mut BTreeSet<VarId>) {
                 !matches!(e, IrExpr::Wild) && vs.iter().all(|v| g.contains(v))
             };
             let bind = match (&*lhs, &*rhs) {
-                (IrExpr::Var(v), e) if !grounded.contains(v) && ready(e, grounded) => {
+                (IrExpr::Var(v), e)
+                    if !grounded.contains(v) && !reserved.contains(v) && ready(e, grounded) =>
+                {
                     Some((*v, e.clone()))
                 }
-                (e, IrExpr::Var(v)) if !grounded.contains(v) && ready(e, grounded) => {
+                (e, IrExpr::Var(v))
+                    if !grounded.contains(v) && !reserved.contains(v) && ready(e, grounded) =>
+                {
                     Some((*v, e.clone()))
                 }
                 _ => None,

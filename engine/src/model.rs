@@ -284,7 +284,12 @@ impl<const W: usize> ModelData<W> {
                 model_valid: &qp.model_valid,
                 local: &local,
             };
-            let done = eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?;
+            // A stratum that does not read itself needs no fixpoint: one pass suffices.
+            let done = if rels.iter().any(|&r| ir.recursive[r]) {
+                eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?
+            } else {
+                eval::run_stratum_once(job, &db, &cx, limits, &mut facts_so_far)?
+            };
             for (r, part) in done {
                 local[r] = Some(part);
             }
