@@ -109,7 +109,8 @@ fn bench(c: &mut Criterion) {
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
+        // Enough for ten one-iteration samples at 100k edges (≈ 0.6 s each here).
+        .measurement_time(Duration::from_secs(7));
     // Nodes = 1.05 × edges: just above the critical density of a random digraph, so the
     // closure is much larger than the input (≈ 10× at 10k, ≈ 16× at 100k) yet tractable.
     for m in [10_000usize, 100_000] {

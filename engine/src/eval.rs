@@ -9,8 +9,8 @@
 //! projection of a complete lower-stratum relation (datafrog 2.0.1's `Relation::from_antijoin`
 //! is broken; this is the same gallop-and-drop, by binary search).
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use datafrog::{Iteration, Relation, RelationLeaper, ValueFilter, Variable};
@@ -44,8 +44,8 @@ impl<const W: usize> Part<W> {
         Part {
             tuples,
             ranks,
-            indexes: RwLock::new(HashMap::new()),
-            projections: RwLock::new(HashMap::new()),
+            indexes: RwLock::new(HashMap::default()),
+            projections: RwLock::new(HashMap::default()),
         }
     }
 
@@ -1148,19 +1148,23 @@ pub(crate) fn search_with<const W: usize>(
     };
     match lit {
         CLit::Pos(a) => {
-            let mut cols = Vec::new();
+            // Fixed buffers: this runs for every candidate of every proof and aggregate.
+            let mut cols_buf = [0usize; W];
+            let mut ncols = 0;
             let mut key = [0u32; W];
-            let mut binds = Vec::new();
+            let mut binds: Vec<(usize, usize)> = Vec::new();
             let mut eqs = Vec::new();
             for (c, arg) in a.args.iter().enumerate() {
                 match arg {
                     CArg::Const(k) => {
-                        key[cols.len()] = *k;
-                        cols.push(c);
+                        key[ncols] = *k;
+                        cols_buf[ncols] = c;
+                        ncols += 1;
                     }
                     CArg::Var(v) if bound[*v] => {
-                        key[cols.len()] = env[*v];
-                        cols.push(c);
+                        key[ncols] = env[*v];
+                        cols_buf[ncols] = c;
+                        ncols += 1;
                     }
                     CArg::Var(v) => {
                         if let Some(&(first, _)) = binds.iter().find(|(_, w)| w == v) {
@@ -1172,8 +1176,9 @@ pub(crate) fn search_with<const W: usize>(
                     CArg::Wild | CArg::Expr(_) => {}
                 }
             }
+            let cols = &cols_buf[..ncols];
             for part in db.parts(a.rel).into_iter().flatten() {
-                let ix = part.index(&cols);
+                let ix = part.index(cols);
                 for (_, t) in part.lookup(&ix, &key) {
                     if !eqs.iter().all(|&(x, y)| t[x] == t[y]) {
                         continue;

@@ -6,7 +6,9 @@
 //! Among the instances, the rule with the smallest id wins, then the smallest bindings in
 //! value order, so the same program and facts give the same proof whatever their order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
@@ -71,8 +73,9 @@ pub enum ProofStep {
         line: usize,
         /// Every variable of the rule outside aggregates (compiler temporaries start with `$`).
         bindings: BTreeMap<String, Value>,
-        /// Proofs of the positive body atoms, in body order.
-        premises: Vec<Proof>,
+        /// Proofs of the positive body atoms, in body order. Shared: proofs of facts that do
+        /// not depend on a query's request are built once per model and reused.
+        premises: Vec<Arc<Proof>>,
         /// Instances of the negated atoms, which were absent (`None` for `_`).
         absent: Vec<Absent>,
     },
@@ -146,7 +149,7 @@ impl Proof {
         match &self.step {
             ProofStep::Input { .. } => 1,
             ProofStep::Rule { premises, .. } => {
-                1 + premises.iter().map(Proof::depth).max().unwrap_or(0)
+                1 + premises.iter().map(|p| p.depth()).max().unwrap_or(0)
             }
         }
     }
@@ -306,6 +309,8 @@ struct Prover<'a, const W: usize> {
     db: &'a Db<'a, W>,
     query_inputs: &'a [InputPart<W>],
     query_origins: &'a [Arc<str>],
+    /// Relations the request reaches; empty when proving in the model itself.
+    affected: &'a [bool],
     steps: HashMap<(RelId, Row<W>), Step<W>>,
 }
 
@@ -315,6 +320,7 @@ pub(crate) fn prove<const W: usize>(
     cx: &mut EvalCx,
     query_inputs: &[InputPart<W>],
     query_origins: &[Arc<str>],
+    affected: &[bool],
     fact: &Fact,
 ) -> Result<Proof, ExplainError> {
     if !data.with_ranks {
@@ -329,11 +335,13 @@ pub(crate) fn prove<const W: usize>(
         db,
         query_inputs,
         query_origins,
-        steps: HashMap::new(),
+        affected,
+        steps: HashMap::default(),
     };
     // First choose a derivation for every fact involved (each once), then write the tree.
     p.derive(rel, &t, cx);
-    Ok(p.build(rel, &t, cx))
+    let root = p.build(rel, &t, cx);
+    Ok(Arc::try_unwrap(root).unwrap_or_else(|shared| (*shared).clone()))
 }
 
 impl<const W: usize> Prover<'_, W> {
@@ -351,8 +359,21 @@ impl<const W: usize> Prover<'_, W> {
         find(self.query_inputs, self.query_origins)
     }
 
+    /// Whether a fact's proof is the same in every query on this model (its relation is not
+    /// reached by the request), so it can be shared through the model's proof cache.
+    fn shareable(&self, rel: RelId) -> bool {
+        !self.affected.get(rel).copied().unwrap_or(false)
+    }
+
+    fn cached(&self, rel: RelId, t: &Row<W>) -> Option<Arc<Proof>> {
+        if !self.shareable(rel) {
+            return None;
+        }
+        self.data.proof_cache.read().ok()?.get(&(rel, *t)).cloned()
+    }
+
     fn derive(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) {
-        if self.steps.contains_key(&(rel, *t)) {
+        if self.steps.contains_key(&(rel, *t)) || self.cached(rel, t).is_some() {
             return;
         }
         if let Some(origin) = self.input_origin(rel, t) {
@@ -375,14 +396,7 @@ impl<const W: usize> Prover<'_, W> {
     fn choose(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Step<W> {
         let ir = self.data.program.ir();
         let my_rank = rank_of(self.data, self.db, rel, t);
-        let mut candidates: Vec<usize> = (0..ir.rules.len())
-            .filter(|&i| ir.rules[i].head.rel == rel)
-            .collect();
-        candidates.sort_by(|&a, &b| {
-            let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
-            (&ra.id, ra.head_index, ra.disjunct).cmp(&(&rb.id, rb.head_index, rb.disjunct))
-        });
-        for ri in candidates {
+        for &ri in &self.data.rules_by_id[rel] {
             let rule = &self.data.rules[ri];
             let mut env = vec![0u32; rule.nvars];
             let mut bound = vec![false; rule.nvars];
@@ -435,7 +449,20 @@ impl<const W: usize> Prover<'_, W> {
         Step::Unexplained
     }
 
-    fn build(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
+    fn build(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Arc<Proof> {
+        if let Some(p) = self.cached(rel, t) {
+            return p;
+        }
+        let proof = Arc::new(self.build_step(rel, t, cx));
+        if self.shareable(rel)
+            && let Ok(mut cache) = self.data.proof_cache.write()
+        {
+            cache.insert((rel, *t), proof.clone());
+        }
+        proof
+    }
+
+    fn build_step(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
         let fact = decode_fact(self.data, &cx.symbols, rel, t);
         let ir = self.data.program.ir();
         match self.steps.get(&(rel, *t)) {
@@ -458,7 +485,7 @@ impl<const W: usize> Prover<'_, W> {
                         bindings.insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
                     }
                 }
-                let premises: Vec<Proof> = premises
+                let premises: Vec<Arc<Proof>> = premises
                     .iter()
                     .map(|(r, u)| self.build(*r, u, cx))
                     .collect();

@@ -9,7 +9,9 @@
 //! indexes are read in place.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, RwLock};
 
 use crate::eval::{self, Db, Part, Row, StratumJob};
@@ -34,11 +36,19 @@ pub(crate) struct ModelData<const W: usize> {
     pub origins: Vec<Arc<str>>,
     pub with_ranks: bool,
     query_plans: RwLock<HashMap<Vec<RelId>, Arc<QueryPlan>>>,
+    /// Proofs of model facts, built on first use and shared by every later proof (a model
+    /// fact's proof is the same in every query that does not reach its relation).
+    pub proof_cache: RwLock<HashMap<(RelId, Row<W>), Arc<crate::Proof>>>,
+    /// Per relation, its rules ordered by id (then head and alternative): the order in which
+    /// proofs try them, independent of the order rules are written in.
+    pub rules_by_id: Vec<Vec<usize>>,
 }
 
 /// How a query with request facts in a given set of relations is evaluated.
 #[derive(Debug)]
 pub(crate) struct QueryPlan {
+    /// Whether the request reaches each relation.
+    pub affected: Vec<bool>,
     /// Whether the model's part of each relation stays valid.
     pub model_valid: Vec<bool>,
     /// Whether new tuples of each relation must leave out the model's.
@@ -126,7 +136,7 @@ impl<const W: usize> ModelData<W> {
         let mut symbols = Interner::default();
         let rules = plan::compile_rules(ir, &mut symbols);
         let mut origins = Vec::new();
-        let mut origin_ids = HashMap::new();
+        let mut origin_ids = HashMap::default();
         let mut all = FactSet::new();
         for f in &ir.facts {
             all.push(
@@ -195,7 +205,24 @@ impl<const W: usize> ModelData<W> {
             inputs,
             origins,
             with_ranks,
-            query_plans: RwLock::new(HashMap::new()),
+            query_plans: RwLock::new(HashMap::default()),
+            proof_cache: RwLock::new(HashMap::default()),
+            rules_by_id: (0..ir.relations.len())
+                .map(|rel| {
+                    let mut rs: Vec<usize> = (0..ir.rules.len())
+                        .filter(|&i| ir.rules[i].head.rel == rel)
+                        .collect();
+                    rs.sort_by(|&a, &b| {
+                        let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
+                        (&ra.id, ra.head_index, ra.disjunct).cmp(&(
+                            &rb.id,
+                            rb.head_index,
+                            rb.disjunct,
+                        ))
+                    });
+                    rs
+                })
+                .collect(),
         })
     }
 
@@ -221,7 +248,7 @@ impl<const W: usize> ModelData<W> {
         let ir = self.program.ir();
         let mut symbols = Interner::child(self.symbols.clone());
         let mut origins = Vec::new();
-        let mut origin_ids = HashMap::new();
+        let mut origin_ids = HashMap::default();
         let inputs = encode_facts::<W>(ir, request, &mut symbols, &mut origins, &mut origin_ids)?;
         let delta: Vec<RelId> = (0..inputs.len())
             .filter(|&r| !inputs[r].is_empty())
@@ -303,7 +330,7 @@ impl<const W: usize> ModelData<W> {
             },
             plan: qp,
             local,
-            symbols,
+            symbols: Arc::new(symbols),
             inputs,
             origins,
         })
@@ -353,7 +380,7 @@ pub(crate) struct QueryState<const W: usize> {
     pub stats: QueryStats,
     pub plan: Arc<QueryPlan>,
     pub local: Vec<Option<Part<W>>>,
-    pub symbols: Interner,
+    pub symbols: Arc<Interner>,
     pub inputs: Vec<InputPart<W>>,
     pub origins: Vec<Arc<str>>,
 }
@@ -456,6 +483,7 @@ fn build_query_plan(ir: &Ir, rules: &[CRule], delta: &[RelId]) -> QueryPlan {
         strata.push((stratum.clone(), plans));
     }
     QueryPlan {
+        affected,
         model_valid,
         subtract_model,
         strata,

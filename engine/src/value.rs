@@ -4,8 +4,8 @@
 //! arithmetic, `unsigned` is `u32`, `float` is `f32`, and a `symbol` is an index into the symbol
 //! table. Tuples are arrays of such slots; the column types say how to read each slot.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -214,7 +214,7 @@ impl Interner {
             parent: Some(parent),
             offset,
             strings: Vec::new(),
-            ids: HashMap::new(),
+            ids: HashMap::default(),
         }
     }
 
