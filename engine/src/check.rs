@@ -370,7 +370,7 @@ impl Checker<'_> {
                     )),
                 );
             }
-            used.insert(id.name.clone(), id.span);
+            used.insert(id.name.clone(), clause.span);
             return id.name.clone();
         }
         // Derived ids depend only on the clause's text, so they survive reordering and edits
@@ -829,6 +829,11 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             }
             head_args.push(self.expr(arg));
         }
+        // An unknown relation or a wrong arity leaves its variables unbound: stop here rather
+        // than report that as well.
+        if self.cx.diags.len() > errors_before {
+            return None;
+        }
         // Grounding of the outer body, without aggregates first.
         let mut grounded: BTreeSet<VarId> = BTreeSet::new();
         for l in &lits {
@@ -1036,6 +1041,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 let _ = op;
             }
             IrLit::Test {
+                func,
                 pattern,
                 subject,
                 span,
@@ -1043,6 +1049,34 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             } => {
                 self.check_expr(pattern, Type::Symbol, *span);
                 self.check_expr(subject, Type::Symbol, *span);
+                if let IrExpr::Const(Value::Symbol(p)) = pattern {
+                    let compiled = match func {
+                        ast::TestFn::Match => functions::compile_regex(p).map(|_| ()),
+                        ast::TestFn::Glob => functions::compile_glob(p).map(|_| ()),
+                        ast::TestFn::Contains => Ok(()),
+                    };
+                    if let Err(e) = compiled {
+                        let (what, help) = match func {
+                            ast::TestFn::Glob => (
+                                "glob pattern",
+                                "`*` matches within a `/` segment, `**` across segments, `?` one character, `[abc]` a class, `{a,b}` alternatives",
+                            ),
+                            _ => (
+                                "regular expression",
+                                "`match` takes a regular expression (Rust `regex` syntax) that must match the whole string",
+                            ),
+                        };
+                        let first = e.lines().last().unwrap_or(&e).trim().to_string();
+                        self.error(
+                            Diagnostic::error(
+                                "E-pattern",
+                                format!("invalid {what} `{p}`: {first}"),
+                                *span,
+                            )
+                            .with_help(help),
+                        );
+                    }
+                }
             }
             IrLit::Bind { var, expr, span } => {
                 let t = self.peek_type(expr).unwrap_or(Type::Number);
@@ -1075,9 +1109,12 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                                 )
                                 .with_help("sum, min and max take numeric values"),
                             );
+                            // Reported once; the result is a number for what follows.
+                            Type::Number
+                        } else {
+                            self.check_expr(e, t, *span);
+                            t
                         }
-                        self.check_expr(e, t, *span);
-                        t
                     }
                 };
                 *ty = t;

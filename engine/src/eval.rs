@@ -1206,17 +1206,47 @@ pub(crate) fn search_with<const W: usize>(
             true
         }
         other => {
-            let outs: Vec<usize> = match other {
-                CLit::Bind(v, _) | CLit::Agg { var: v, .. } => vec![*v],
-                _ => Vec::new(),
-            };
-            if !apply_filter(other, env, db, cx) {
+            let Some(newly) = apply_bound_filter(other, env, bound, db, cx) else {
                 return true;
-            }
-            outs.iter().for_each(|&v| bound[v] = true);
+            };
             let r = search_with(lits, i + 1, env, bound, db, cx, accept, trail, f);
-            outs.iter().for_each(|&v| bound[v] = false);
+            if let Some(v) = newly {
+                bound[v] = false;
+            }
             r
         }
+    }
+}
+
+/// Runs a filter literal during a search where some variables may already be bound (by a
+/// head being explained): a binding or aggregate whose variable is bound must compute the
+/// same value, else the binding is rejected. Returns `None` when rejected, else the variable
+/// it newly bound, if any (the caller unbinds it when backtracking).
+pub(crate) fn apply_bound_filter<const W: usize>(
+    lit: &CLit,
+    env: &mut [u32],
+    bound: &mut [bool],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+) -> Option<Option<usize>> {
+    let out = match lit {
+        CLit::Bind(v, _) | CLit::Agg { var: v, .. } => Some(*v),
+        _ => None,
+    };
+    match out {
+        Some(v) if bound[v] => {
+            let before = env[v];
+            let ok = apply_filter(lit, env, db, cx) && env[v] == before;
+            env[v] = before;
+            ok.then_some(None)
+        }
+        Some(v) => {
+            if !apply_filter(lit, env, db, cx) {
+                return None;
+            }
+            bound[v] = true;
+            Some(Some(v))
+        }
+        None => apply_filter(lit, env, db, cx).then_some(None),
     }
 }

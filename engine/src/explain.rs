@@ -409,7 +409,7 @@ impl<const W: usize> Prover<'_, W> {
             };
             let vars = &ir.rules[ri].vars;
             let head_exprs = &rule.head;
-            let mut best: Option<(Vec<u32>, Vec<(RelId, Row<W>)>)> = None;
+            let mut best: Option<Instance<W>> = None;
             let mut trail = Vec::new();
             eval::search_with(
                 &rule.lits,
@@ -537,6 +537,9 @@ impl<const W: usize> Prover<'_, W> {
     }
 }
 
+/// A rule instance: its variables' slots and the tuples its positive atoms matched.
+type Instance<const W: usize> = (Vec<u32>, Vec<(RelId, Row<W>)>);
+
 /// Orders two bindings of one rule by value, variable by variable (aggregate-local variables
 /// left out), without decoding anything into owned values.
 fn cmp_bindings(
@@ -639,8 +642,17 @@ pub(crate) fn why_not<const W: usize>(
             rules.push(failure);
             continue;
         }
-        let mut deepest: Option<(usize, Vec<u32>, Vec<bool>)> = None;
-        deepest_failure(&rule.lits, 0, &mut env, &mut bound, db, cx, &mut deepest);
+        let mut deepest: Deepest = None;
+        deepest_failure(
+            &ir_rule.vars,
+            &rule.lits,
+            0,
+            &mut env,
+            &mut bound,
+            db,
+            cx,
+            &mut deepest,
+        );
         match deepest {
             Some((i, env, bound)) if i < rule.lits.len() => {
                 let text = DisplayLit(ir, ir_rule, &ir_rule.body[i]).to_string();
@@ -683,40 +695,50 @@ pub(crate) fn why_not<const W: usize>(
     })
 }
 
+/// The furthest failure found so far: literal index, bindings, which variables are bound.
+type Deepest = Option<(usize, Vec<u32>, Vec<bool>)>;
+
 /// Depth-first over the body; records the furthest literal index at which every branch
-/// failed, with the bindings of the first branch to get there.
+/// failed. Among branches failing equally far, the one with the smallest bindings in value
+/// order is kept, so the answer does not depend on the order facts were given in.
+#[allow(clippy::too_many_arguments)]
 fn deepest_failure<const W: usize>(
+    vars: &[crate::ir::Var],
     lits: &[CLit],
     i: usize,
     env: &mut Vec<u32>,
     bound: &mut Vec<bool>,
     db: &Db<'_, W>,
     cx: &mut EvalCx,
-    deepest: &mut Option<(usize, Vec<u32>, Vec<bool>)>,
+    deepest: &mut Deepest,
 ) {
-    if i >= lits.len() {
-        if deepest.as_ref().is_none_or(|d| d.0 < i) {
-            *deepest = Some((i, env.clone(), bound.clone()));
+    let record = |deepest: &mut Deepest, env: &[u32], bound: &[bool], symbols: &Interner| {
+        let better = match deepest {
+            None => true,
+            Some((d, e, _)) => *d < i || (*d == i && cmp_bindings(env, e, vars, symbols).is_lt()),
+        };
+        if better {
+            *deepest = Some((i, env.to_vec(), bound.to_vec()));
         }
+    };
+    if i >= lits.len() {
+        record(deepest, env, bound, &cx.symbols);
         return;
     }
     let mut any = false;
     let lit = &lits[i];
     match lit {
-        CLit::Pos(_) => {
+        CLit::Pos(a) => {
             let one = std::slice::from_ref(lit);
             let mut matches: Vec<Vec<u32>> = Vec::new();
-            let outs: Vec<usize> = match lit {
-                CLit::Pos(a) => a
-                    .args
-                    .iter()
-                    .filter_map(|x| match x {
-                        CArg::Var(v) if !bound[*v] => Some(*v),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+            let outs: Vec<usize> = a
+                .args
+                .iter()
+                .filter_map(|x| match x {
+                    CArg::Var(v) if !bound[*v] => Some(*v),
+                    _ => None,
+                })
+                .collect();
             eval::search(one, 0, env, bound, db, cx, &mut |e, _| {
                 matches.push(e.to_vec());
                 matches.len() < 10_000
@@ -726,28 +748,25 @@ fn deepest_failure<const W: usize>(
                 let saved = env.clone();
                 *env = m;
                 outs.iter().for_each(|&v| bound[v] = true);
-                deepest_failure(lits, i + 1, env, bound, db, cx, deepest);
+                deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
                 outs.iter().for_each(|&v| bound[v] = false);
                 *env = saved;
             }
         }
         other => {
-            let outs: Vec<usize> = match other {
-                CLit::Bind(v, _) | CLit::Agg { var: v, .. } => vec![*v],
-                _ => Vec::new(),
-            };
             let saved = env.clone();
-            if eval::apply_filter(other, env, db, cx) {
+            if let Some(newly) = eval::apply_bound_filter(other, env, bound, db, cx) {
                 any = true;
-                outs.iter().for_each(|&v| bound[v] = true);
-                deepest_failure(lits, i + 1, env, bound, db, cx, deepest);
-                outs.iter().for_each(|&v| bound[v] = false);
+                deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
+                if let Some(v) = newly {
+                    bound[v] = false;
+                }
             }
             *env = saved;
         }
     }
-    if !any && deepest.as_ref().is_none_or(|d| d.0 < i) {
-        *deepest = Some((i, env.clone(), bound.clone()));
+    if !any {
+        record(deepest, env, bound, &cx.symbols);
     }
 }
 

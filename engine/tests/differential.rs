@@ -28,29 +28,6 @@ const TAPE_LEN: usize = 512;
 /// At most this many facts per case are proved and checked.
 const PROOFS_PER_CASE: usize = 20;
 
-/// Program shapes that trigger known engine bugs, kept out of the properties they break so the
-/// properties keep testing everything else. Each names the ignored regression test of its bug
-/// (in `semantics.rs` / `proofs.rs`); when the bug is fixed, drop the workaround.
-#[derive(Clone, Copy, Debug, Default)]
-struct Avoid {
-    /// `proof_of_head_variable_computed_by_a_bind_matches_the_fact`: the prover lets a bind
-    /// (or an aggregate) overwrite a head variable, so it proves a different fact.
-    computed_head_columns: bool,
-}
-
-/// What properties A and B must avoid.
-const AVOID_FOR_EVALUATION: Avoid = Avoid {
-    computed_head_columns: false,
-};
-
-/// What property C (proofs) must avoid.
-const AVOID_FOR_PROOFS: Avoid = Avoid {
-    computed_head_columns: true,
-};
-
-/// What property D (staged queries, with proofs) must avoid.
-const AVOID_FOR_QUERIES: Avoid = AVOID_FOR_PROOFS;
-
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -234,14 +211,11 @@ struct Var {
     /// Grounded before aggregates are lowered (bound by a positive atom or a bind over such
     /// variables), so an aggregate body may correlate with it.
     correlatable: bool,
-    /// Bound by a positive atom (not computed by a bind or an aggregate).
-    from_atom: bool,
 }
 
 /// Builds one rule.
 struct RuleGen<'t, 'd> {
     t: &'t mut Tape<'d>,
-    avoid: Avoid,
     rels: &'t [Rel],
     stratum: usize,
     vars: Vec<Var>,
@@ -300,7 +274,6 @@ impl RuleGen<'_, '_> {
                         name: name.clone(),
                         ty,
                         correlatable: true,
-                        from_atom: true,
                     });
                     name
                 }
@@ -367,7 +340,6 @@ impl RuleGen<'_, '_> {
             name: z,
             ty: Ty::Num,
             correlatable: x.correlatable,
-            from_atom: false,
         });
     }
 
@@ -485,7 +457,6 @@ impl RuleGen<'_, '_> {
             name: n,
             ty: Ty::Num,
             correlatable: false,
-            from_atom: false,
         });
     }
 
@@ -495,7 +466,7 @@ impl RuleGen<'_, '_> {
             let same: Vec<String> = self
                 .vars
                 .iter()
-                .filter(|v| v.ty == ty && (v.from_atom || !self.avoid.computed_head_columns))
+                .filter(|v| v.ty == ty)
                 .map(|v| v.name.clone())
                 .collect();
             args.push(match self.t.pick(20) {
@@ -534,11 +505,10 @@ fn replace_word(text: &str, from: &str, to: &str) -> String {
     out
 }
 
-fn rule(t: &mut Tape, avoid: Avoid, rels: &[Rel], head: &Rel) -> String {
+fn rule(t: &mut Tape, rels: &[Rel], head: &Rel) -> String {
     let stratum = head.stratum.unwrap_or(0);
     let mut g = RuleGen {
         t,
-        avoid,
         rels,
         stratum,
         vars: Vec::new(),
@@ -562,7 +532,7 @@ fn rule(t: &mut Tape, avoid: Avoid, rels: &[Rel], head: &Rel) -> String {
     format!("{head} :- {}.", g.lits.join(", "))
 }
 
-fn build(tape: &[u32], avoid: Avoid) -> Case {
+fn build(tape: &[u32]) -> Case {
     let t = &mut Tape { data: tape, pos: 0 };
     let inputs = 1 + t.pick(2);
     let derived = 2 + t.pick(3);
@@ -591,7 +561,7 @@ fn build(tape: &[u32], avoid: Avoid) -> Case {
     for head in rels.iter().filter(|r| r.stratum.is_some()) {
         let n = 1 + t.pick(4);
         for _ in 0..n {
-            clauses.push(rule(t, avoid, &rels, head));
+            clauses.push(rule(t, &rels, head));
         }
     }
     // Facts written in the program, now and then also for a derived relation.
@@ -623,8 +593,8 @@ fn build(tape: &[u32], avoid: Avoid) -> Case {
     }
 }
 
-fn case_strategy(avoid: Avoid) -> impl Strategy<Value = Case> {
-    prop::collection::vec(any::<u32>(), TAPE_LEN).prop_map(move |tape| build(&tape, avoid))
+fn case_strategy() -> impl Strategy<Value = Case> {
+    prop::collection::vec(any::<u32>(), TAPE_LEN).prop_map(move |tape| build(&tape))
 }
 
 /// A permutation of `0..n` from a seed (SplitMix64 driving Fisher–Yates).
@@ -1016,26 +986,26 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn a_engine_matches_naive_evaluator(case in case_strategy(AVOID_FOR_EVALUATION)) {
+    fn a_engine_matches_naive_evaluator(case in case_strategy()) {
         engine_matches_naive(&case)?;
     }
 
     #[test]
     fn b_fact_and_rule_order_never_matter(
-        case in case_strategy(AVOID_FOR_EVALUATION),
+        case in case_strategy(),
         seed in any::<u64>(),
     ) {
         order_does_not_matter(&case, seed)?;
     }
 
     #[test]
-    fn c_every_fact_has_a_checkable_tamper_evident_proof(case in case_strategy(AVOID_FOR_PROOFS)) {
+    fn c_every_fact_has_a_checkable_tamper_evident_proof(case in case_strategy()) {
         proofs_check(&case)?;
     }
 
     #[test]
     fn d_staged_queries_match_full_evaluation(
-        case in case_strategy(AVOID_FOR_QUERIES),
+        case in case_strategy(),
         split in prop::collection::vec(any::<u8>(), 32),
     ) {
         queries_match_full_evaluation(&case, &split)?;
@@ -1051,10 +1021,7 @@ fn generator_covers_the_features() {
     let mut derived_total = 0;
     let cases = 300;
     for _ in 0..cases {
-        let case = case_strategy(Avoid::default())
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
+        let case = case_strategy().new_tree(&mut runner).unwrap().current();
         let program = case.program(None).unwrap();
         let rules = case.clauses.iter().filter(|c| c.contains(":-"));
         let mut features: Vec<&str> = Vec::new();

@@ -637,7 +637,7 @@ fn why_not_goes_as_deep_as_any_branch_gets() {
 }
 
 #[test]
-#[ignore = "BUG: why-not shows the bindings of the first branch in symbol-interning order, which follows fact order"]
+
 fn why_not_does_not_depend_on_fact_order() {
     let program = Program::compile(&Source::new(
         "tc.dl",
@@ -672,7 +672,7 @@ fn why_not_of_an_input_fact() {
 }
 
 #[test]
-#[ignore = "BUG: why-not lets the aggregate's bind overwrite the head's value and blames the head"]
+
 fn why_not_of_a_wrong_aggregate_value_names_the_aggregate() {
     let model = chain();
     let why = model.why_not(&fact(r#"deg("a", 3)"#)).unwrap();
@@ -742,7 +742,7 @@ fn query_proofs_end_in_request_facts() {
 }
 
 #[test]
-#[ignore = "BUG: the prover lets a bind overwrite a head variable, so it proves a different fact"]
+
 fn proof_of_head_variable_computed_by_a_bind_matches_the_fact() {
     let program = Program::compile(&Source::new(
         "bind.dl",
