@@ -264,6 +264,21 @@ fn bench(c: &mut Criterion) {
     );
     check(&program, &policy, &model, &requests(&policy, 200, 7));
 
+    // Proofs of model facts (the role chains) are cached in the model once built. On a fresh
+    // model the first proofs build them: time the first 1,000 queries of a new model.
+    let fresh = program.materialise(&policy.facts, &limits).unwrap();
+    let cold = timed(&requests(&policy, 1_000, 23), |r| {
+        decide_and_prove(&fresh, r, &limits)
+    });
+    println!(
+        "staged_query manual with_proof_fresh_model n={} p50={:.2}us p90={:.2}us p99={:.2}us",
+        cold.len(),
+        us(pct(&cold, 0.50)),
+        us(pct(&cold, 0.90)),
+        us(pct(&cold, 0.99)),
+    );
+    drop(fresh);
+
     // Manual p50/p99: warm up, then the two variants in turn on fresh request sets.
     let warm = requests(&policy, WARM_UP, 11);
     timed(&warm, |r| decide(&model, r, &limits));
