@@ -1,0 +1,279 @@
+//! Type inference and checking for a rule being lowered: variables take their columns' types,
+//! integer literals adapt to their context, operators get their operand types.
+
+use super::lower::{RuleBuilder, functor_help};
+use crate::ast::{self, AggKind, Functor, Span};
+use crate::diag::Diagnostic;
+use crate::functions;
+use crate::ir::{IrAtom, IrExpr, IrLit, VarId};
+use crate::value::{Type, Value};
+
+impl RuleBuilder<'_, '_> {
+    pub(super) fn set_var_type(&mut self, v: VarId, t: Type, span: Span) {
+        match self.var_types[v] {
+            None => self.var_types[v] = Some((t, span)),
+            Some((prev, prev_span)) if prev != t => {
+                let name = self.vars[v].name.clone();
+                let line = self.cx.source.line_col(prev_span.start).0;
+                self.error(
+                    Diagnostic::error("E-type", format!("variable `{name}` is used as `{t}` here and as `{prev}` elsewhere"), span)
+                        .with_secondary(prev_span, format!("used as `{prev}` here (line {line})"))
+                        .with_help("a variable has one type; use a second variable or convert with `to_string`/`to_number`"),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+
+    pub(super) fn infer_types(&mut self, head: &mut IrAtom, body: &mut [IrLit]) {
+        for l in body.iter_mut() {
+            self.type_lit(l);
+        }
+        let types = self.cx.relations[head.rel].types.clone();
+        for (i, a) in head.args.iter_mut().enumerate() {
+            self.check_expr(a, types[i], head.span);
+        }
+    }
+
+    pub(super) fn type_atom(&mut self, a: &mut IrAtom) {
+        let types = self.cx.relations[a.rel].types.clone();
+        for (i, arg) in a.args.iter().enumerate() {
+            if let IrExpr::Var(v) = arg {
+                self.set_var_type(*v, types[i], a.span);
+            }
+        }
+        for (i, arg) in a.args.iter_mut().enumerate() {
+            if !matches!(arg, IrExpr::Var(_) | IrExpr::Wild) {
+                self.check_expr(arg, types[i], a.span);
+            }
+        }
+    }
+
+    pub(super) fn type_lit(&mut self, l: &mut IrLit) {
+        match l {
+            IrLit::Pos(a) | IrLit::Neg(a) => self.type_atom(a),
+            IrLit::Cmp {
+                lhs,
+                rhs,
+                ty,
+                span,
+                op,
+            } => {
+                let t = match (self.peek_type(lhs), self.peek_type(rhs)) {
+                    (Some(t), _) | (None, Some(t)) => t,
+                    (None, None) => Type::Number,
+                };
+                self.check_expr(lhs, t, *span);
+                self.check_expr(rhs, t, *span);
+                // `$n = expr` from a body-atom expression: the temporary takes the type.
+                *ty = t;
+                let _ = op;
+            }
+            IrLit::Test {
+                func,
+                pattern,
+                subject,
+                span,
+                ..
+            } => {
+                self.check_expr(pattern, Type::Symbol, *span);
+                self.check_expr(subject, Type::Symbol, *span);
+                if let IrExpr::Const(Value::Symbol(p)) = pattern {
+                    let compiled = match func {
+                        ast::TestFn::Match => functions::compile_regex(p).map(|_| ()),
+                        ast::TestFn::Glob => functions::compile_glob(p).map(|_| ()),
+                        ast::TestFn::Contains => Ok(()),
+                    };
+                    if let Err(e) = compiled {
+                        let (what, help) = match func {
+                            ast::TestFn::Glob => (
+                                "glob pattern",
+                                "`*` matches within a `/` segment, `**` across segments, `?` one character, `[abc]` a class, `{a,b}` alternatives",
+                            ),
+                            _ => (
+                                "regular expression",
+                                "`match` takes a regular expression (Rust `regex` syntax) that must match the whole string",
+                            ),
+                        };
+                        let first = e.lines().last().unwrap_or(&e).trim().to_string();
+                        self.error(
+                            Diagnostic::error(
+                                "E-pattern",
+                                format!("invalid {what} `{p}`: {first}"),
+                                *span,
+                            )
+                            .with_help(help),
+                        );
+                    }
+                }
+            }
+            IrLit::Bind { var, expr, span } => {
+                let t = self.peek_type(expr).unwrap_or(Type::Number);
+                self.check_expr(expr, t, *span);
+                self.set_var_type(*var, t, *span);
+            }
+            IrLit::Agg {
+                var,
+                kind,
+                target,
+                ty,
+                body,
+                span,
+                ..
+            } => {
+                for b in body.iter_mut() {
+                    self.type_lit(b);
+                }
+                let kind = *kind;
+                let t = match (kind, target) {
+                    (AggKind::Count, _) | (_, None) => Type::Number,
+                    (_, Some(e)) => {
+                        let t = self.peek_type(e).unwrap_or(Type::Number);
+                        if t == Type::Symbol {
+                            self.error(
+                                Diagnostic::error(
+                                    "E-type",
+                                    format!("`{}` over symbols", kind.as_str()),
+                                    *span,
+                                )
+                                .with_help("sum, min and max take numeric values"),
+                            );
+                            // Reported once; the result is a number for what follows.
+                            Type::Number
+                        } else {
+                            self.check_expr(e, t, *span);
+                            t
+                        }
+                    }
+                };
+                *ty = t;
+                self.set_var_type(*var, t, *span);
+            }
+        }
+    }
+
+    /// The type an expression has on its own, if it determines one.
+    pub(super) fn peek_type(&self, e: &IrExpr) -> Option<Type> {
+        match e {
+            IrExpr::Var(v) => self.var_types[*v].map(|(t, _)| t),
+            IrExpr::Const(c) => match c {
+                Value::Number(_) => None, // integer literals adapt to their context
+                other => Some(other.ty()),
+            },
+            IrExpr::Wild => None,
+            IrExpr::Neg(i, _) => self.peek_type(i),
+            IrExpr::Arith(_, a, b, _) => self.peek_type(a).or_else(|| self.peek_type(b)),
+            IrExpr::Call(f, _) => Some(match f {
+                Functor::Cat | Functor::Substr | Functor::ToString => Type::Symbol,
+                Functor::Strlen | Functor::ToNumber => Type::Number,
+            }),
+        }
+    }
+
+    /// Checks that `e` has type `want`, fixing operator types and adapting integer literals.
+    pub(super) fn check_expr(&mut self, e: &mut IrExpr, want: Type, span: Span) {
+        match e {
+            IrExpr::Var(v) => {
+                let v = *v;
+                match self.var_types[v] {
+                    Some((t, _)) if t != want => {
+                        let name = self.vars[v].name.clone();
+                        let shown = if name.starts_with('$') {
+                            "this expression".to_string()
+                        } else {
+                            format!("variable `{name}`")
+                        };
+                        self.error(
+                            Diagnostic::error("E-type", format!("{shown} is `{t}` but `{want}` is expected here"), span)
+                                .with_help("convert with `to_string(...)` or `to_number(...)`, or use a variable of the right type"),
+                        );
+                    }
+                    Some(_) => {}
+                    None => self.var_types[v] = Some((want, span)),
+                }
+            }
+            IrExpr::Const(c) => {
+                let adapted = match (&*c, want) {
+                    (Value::Number(n), Type::Unsigned) if *n >= 0 => {
+                        Some(Value::Unsigned(*n as u32))
+                    }
+                    (Value::Number(n), Type::Float) => Some(Value::Float(*n as f32)),
+                    _ => None,
+                };
+                if let Some(a) = adapted {
+                    *c = a;
+                } else if c.ty() != want {
+                    let lit = c.to_literal();
+                    let have = c.ty();
+                    self.error(
+                        Diagnostic::error(
+                            "E-type",
+                            format!("`{lit}` is a `{have}` but `{want}` is expected here"),
+                            span,
+                        )
+                        .with_help(if want == Type::Symbol {
+                            "write symbols in double quotes"
+                        } else {
+                            "write a number without quotes"
+                        }),
+                    );
+                }
+            }
+            IrExpr::Wild => {}
+            IrExpr::Neg(i, t) => {
+                if want == Type::Symbol {
+                    self.error(
+                        Diagnostic::error(
+                            "E-type",
+                            "arithmetic where a `symbol` is expected",
+                            span,
+                        )
+                        .with_help("use `cat(...)` to build symbols"),
+                    );
+                }
+                *t = want;
+                self.check_expr(i, want, span);
+            }
+            IrExpr::Arith(_, a, b, t) => {
+                if want == Type::Symbol {
+                    self.error(Diagnostic::error("E-type", "arithmetic where a `symbol` is expected", span).with_help("use `cat(...)` to build symbols, `to_string(...)` to turn numbers into symbols"));
+                }
+                *t = want;
+                self.check_expr(a, want, span);
+                self.check_expr(b, want, span);
+            }
+            IrExpr::Call(f, args) => {
+                let (ret, params): (Type, Vec<Option<Type>>) = match f {
+                    Functor::Cat => (Type::Symbol, vec![Some(Type::Symbol); args.len()]),
+                    Functor::Strlen => (Type::Number, vec![Some(Type::Symbol)]),
+                    Functor::Substr => (
+                        Type::Symbol,
+                        vec![Some(Type::Symbol), Some(Type::Number), Some(Type::Number)],
+                    ),
+                    Functor::ToNumber => (Type::Number, vec![Some(Type::Symbol)]),
+                    Functor::ToString => (Type::Symbol, vec![None]),
+                };
+                if ret != want {
+                    self.error(
+                        Diagnostic::error(
+                            "E-type",
+                            format!(
+                                "`{}` gives a `{ret}` but `{want}` is expected here",
+                                f.as_str()
+                            ),
+                            span,
+                        )
+                        .with_help(functor_help(*f)),
+                    );
+                }
+                for (a, p) in args.iter_mut().zip(params) {
+                    let p = p.unwrap_or_else(|| match self.peek_type(a) {
+                        Some(Type::Symbol) | None => Type::Number,
+                        Some(t) => t,
+                    });
+                    self.check_expr(a, p, span);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! Filters, negation, aggregates and the tuple-at-a-time search shared by the pipeline,
+//! aggregates, proofs and why-not.
+
+use super::{Db, Part, Row};
+use crate::ast::AggKind;
+use crate::functions::{self, cmp_numeric};
+use crate::ir::RelId;
+use crate::plan::{CArg, CAtom, CExpr, CLit, EvalCx};
+use crate::value::Type;
+
+/// Runs a filter literal on a binding. Returns `false` when the binding is rejected.
+pub(crate) fn apply_filter<const W: usize>(
+    lit: &CLit,
+    env: &mut [u32],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+) -> bool {
+    match lit {
+        CLit::Pos(_) => true,
+        CLit::Cmp(op, a, b, ty) => {
+            let (Some(x), Some(y)) = (a.eval(env, cx), b.eval(env, cx)) else {
+                return false;
+            };
+            let ord = if *ty == Type::Symbol {
+                cx.symbols
+                    .resolve(x)
+                    .as_bytes()
+                    .cmp(cx.symbols.resolve(y).as_bytes())
+            } else {
+                cmp_numeric(*ty, x, y)
+            };
+            functions::holds(*op, ord)
+        }
+        CLit::Test(f, p, s, negated) => {
+            let (Some(p), Some(s)) = (p.eval(env, cx), s.eval(env, cx)) else {
+                return false;
+            };
+            let pattern = cx.symbols.resolve(p).to_string();
+            let subject = cx.symbols.resolve(s).to_string();
+            cx.patterns.test(*f, &pattern, &subject) != *negated
+        }
+        CLit::Bind(v, e) => match e.eval(env, cx) {
+            Some(x) => {
+                env[*v] = x;
+                true
+            }
+            None => false,
+        },
+        CLit::Neg(a) => !negated_present(a, env, db, cx),
+        CLit::Agg {
+            var,
+            kind,
+            target,
+            ty,
+            body,
+            outer,
+        } => match aggregate(*kind, target.as_ref(), *ty, body, outer, env, db, cx) {
+            Some(x) => {
+                env[*var] = x;
+                true
+            }
+            None => false,
+        },
+    }
+}
+
+/// Whether the instance of a negated atom under `env` is present.
+pub(crate) fn negated_present<const W: usize>(
+    a: &CAtom,
+    env: &[u32],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+) -> bool {
+    let mut cols = Vec::with_capacity(a.args.len());
+    let mut key = [0u32; W];
+    for (c, arg) in a.args.iter().enumerate() {
+        let v = match arg {
+            CArg::Wild => continue,
+            CArg::Var(v) => env[*v],
+            CArg::Const(k) => *k,
+            CArg::Expr(e) => match e.eval(env, cx) {
+                Some(x) => x,
+                // An argument that cannot be computed matches nothing.
+                None => return false,
+            },
+        };
+        key[cols.len()] = v;
+        cols.push(c);
+    }
+    let full = cols.len() == a.args.len();
+    db.parts(a.rel).iter().flatten().any(|p| {
+        if full {
+            let mut t = [0u32; W];
+            t[..cols.len()].copy_from_slice(&key[..cols.len()]);
+            p.contains(&t)
+        } else {
+            p.has_projection(&cols, &key)
+        }
+    })
+}
+
+/// Computes an aggregate for the current outer binding.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn aggregate<const W: usize>(
+    kind: AggKind,
+    target: Option<&CExpr>,
+    ty: Type,
+    body: &[CLit],
+    outer: &[usize],
+    env: &mut [u32],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+) -> Option<u32> {
+    let mut count: u32 = 0;
+    let mut acc: Option<u32> = None;
+    let mut bound: Vec<bool> = vec![false; env.len()];
+    for &v in outer {
+        bound[v] = true;
+    }
+    let mut work = env.to_vec();
+    search(body, 0, &mut work, &mut bound, db, cx, &mut |env, cx| {
+        count = count.wrapping_add(1);
+        if let Some(t) = target
+            && let Some(x) = t.eval(env, cx)
+        {
+            acc = Some(match acc {
+                None => x,
+                Some(a) => fold(kind, ty, a, x),
+            });
+        }
+        true
+    });
+    match kind {
+        AggKind::Count => Some(count),
+        AggKind::Sum => Some(acc.unwrap_or(if ty == Type::Float { 0f32.to_bits() } else { 0 })),
+        AggKind::Min | AggKind::Max => acc,
+    }
+}
+
+fn fold(kind: AggKind, ty: Type, a: u32, x: u32) -> u32 {
+    match kind {
+        AggKind::Sum => functions::arith(crate::ast::ArithOp::Add, ty, a, x).unwrap_or(a),
+        AggKind::Min => {
+            if cmp_numeric(ty, x, a).is_lt() {
+                x
+            } else {
+                a
+            }
+        }
+        AggKind::Max => {
+            if cmp_numeric(ty, x, a).is_gt() {
+                x
+            } else {
+                a
+            }
+        }
+        AggKind::Count => a,
+    }
+}
+
+/// Enumerates the bindings of `lits[i..]` over complete parts, depth first, calling `f` for
+/// each full match. `f` returns `false` to stop. Returns `false` if stopped.
+pub(crate) fn search<const W: usize>(
+    lits: &[CLit],
+    i: usize,
+    env: &mut Vec<u32>,
+    bound: &mut Vec<bool>,
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    f: &mut dyn FnMut(&[u32], &mut EvalCx) -> bool,
+) -> bool {
+    let mut trail = Vec::new();
+    search_with(
+        lits,
+        i,
+        env,
+        bound,
+        db,
+        cx,
+        None,
+        &mut trail,
+        &mut |env, cx, _| f(env, cx),
+    )
+}
+
+/// Accepts or rejects a matched tuple (used by proofs to keep children below their parent).
+pub(crate) type Accept<'a, const W: usize> = &'a dyn Fn(RelId, &Part<W>, &Row<W>) -> bool;
+
+/// Called with each full match: the bindings, the context and the matched tuples.
+pub(crate) type MatchFn<'a, const W: usize> =
+    dyn FnMut(&[u32], &mut EvalCx, &[(RelId, Row<W>)]) -> bool + 'a;
+
+/// [`search`] that also records the matched tuples (`trail`, one per positive atom) and can
+/// reject tuples.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn search_with<const W: usize>(
+    lits: &[CLit],
+    i: usize,
+    env: &mut Vec<u32>,
+    bound: &mut Vec<bool>,
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    accept: Option<Accept<'_, W>>,
+    trail: &mut Vec<(RelId, Row<W>)>,
+    f: &mut MatchFn<'_, W>,
+) -> bool {
+    let Some(lit) = lits.get(i) else {
+        return f(env, cx, trail);
+    };
+    match lit {
+        CLit::Pos(a) => {
+            // Fixed buffers: this runs for every candidate of every proof and aggregate.
+            let mut cols_buf = [0usize; W];
+            let mut ncols = 0;
+            let mut key = [0u32; W];
+            let mut binds: Vec<(usize, usize)> = Vec::new();
+            let mut eqs = Vec::new();
+            for (c, arg) in a.args.iter().enumerate() {
+                match arg {
+                    CArg::Const(k) => {
+                        key[ncols] = *k;
+                        cols_buf[ncols] = c;
+                        ncols += 1;
+                    }
+                    CArg::Var(v) if bound[*v] => {
+                        key[ncols] = env[*v];
+                        cols_buf[ncols] = c;
+                        ncols += 1;
+                    }
+                    CArg::Var(v) => {
+                        if let Some(&(first, _)) = binds.iter().find(|(_, w)| w == v) {
+                            eqs.push((first, c));
+                        } else {
+                            binds.push((c, *v));
+                        }
+                    }
+                    CArg::Wild | CArg::Expr(_) => {}
+                }
+            }
+            let cols = &cols_buf[..ncols];
+            for part in db.parts(a.rel).into_iter().flatten() {
+                let ix = part.index(cols);
+                for (_, t) in part.lookup(&ix, &key) {
+                    if !eqs.iter().all(|&(x, y)| t[x] == t[y]) {
+                        continue;
+                    }
+                    if let Some(acc) = accept
+                        && !acc(a.rel, part, t)
+                    {
+                        continue;
+                    }
+                    for &(c, v) in &binds {
+                        env[v] = t[c];
+                        bound[v] = true;
+                    }
+                    trail.push((a.rel, *t));
+                    let go_on = search_with(lits, i + 1, env, bound, db, cx, accept, trail, f);
+                    trail.pop();
+                    for &(_, v) in &binds {
+                        bound[v] = false;
+                    }
+                    if !go_on {
+                        return false;
+                    }
+                }
+            }
+            true
+        }
+        other => {
+            let Some(newly) = apply_bound_filter(other, env, bound, db, cx) else {
+                return true;
+            };
+            let r = search_with(lits, i + 1, env, bound, db, cx, accept, trail, f);
+            if let Some(v) = newly {
+                bound[v] = false;
+            }
+            r
+        }
+    }
+}
+
+/// Runs a filter literal during a search where some variables may already be bound (by a
+/// head being explained): a binding or aggregate whose variable is bound must compute the
+/// same value, else the binding is rejected. Returns `None` when rejected, else the variable
+/// it newly bound, if any (the caller unbinds it when backtracking).
+pub(crate) fn apply_bound_filter<const W: usize>(
+    lit: &CLit,
+    env: &mut [u32],
+    bound: &mut [bool],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+) -> Option<Option<usize>> {
+    let out = match lit {
+        CLit::Bind(v, _) | CLit::Agg { var: v, .. } => Some(*v),
+        _ => None,
+    };
+    match out {
+        Some(v) if bound[v] => {
+            let before = env[v];
+            let ok = apply_filter(lit, env, db, cx) && env[v] == before;
+            env[v] = before;
+            ok.then_some(None)
+        }
+        Some(v) => {
+            if !apply_filter(lit, env, db, cx) {
+                return None;
+            }
+            bound[v] = true;
+            Some(Some(v))
+        }
+        None => apply_filter(lit, env, db, cx).then_some(None),
+    }
+}
