@@ -644,23 +644,31 @@ fn emit<const W: usize>(
             keyed.push((key, r));
         }
         Emit::Head => {
-            let mut t = [0u32; W];
-            for (i, e) in rule.head.iter().enumerate() {
-                match e.eval(env, cx) {
-                    Some(x) => t[i] = x,
-                    None => return,
-                }
+            if let Some(t) = head_tuple(rule, env, db, cx, subtract_model) {
+                plain.push(t);
             }
-            if subtract_model.get(rule.head_rel).copied().unwrap_or(false)
-                && db
-                    .part(rule.head_rel, Which::Model)
-                    .is_some_and(|p| p.contains(&t))
-            {
-                return;
-            }
-            plain.push(t);
         }
     }
+}
+
+/// The head tuple of a rule under a binding: `None` if a head expression has no value, or if
+/// the relation only takes tuples new to the model and the model has this one.
+pub(crate) fn head_tuple<const W: usize>(
+    rule: &CRule,
+    env: &[u32],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    subtract_model: &[bool],
+) -> Option<Row<W>> {
+    let mut t = [0u32; W];
+    for (i, e) in rule.head.iter().enumerate() {
+        t[i] = e.eval(env, cx)?;
+    }
+    let known = subtract_model.get(rule.head_rel).copied().unwrap_or(false)
+        && db
+            .part(rule.head_rel, Which::Model)
+            .is_some_and(|p| p.contains(&t));
+    (!known).then_some(t)
 }
 
 fn flush<const W: usize>(target: &Target<'_, W>, plain: Vec<Row<W>>, keyed: Vec<(Row<W>, Row<W>)>) {

@@ -139,21 +139,9 @@ fn once_search<const W: usize>(
     out: &mut Vec<Row<W>>,
 ) {
     let Some(step) = steps.get(i) else {
-        let mut t = [0u32; W];
-        for (c, e) in rule.head.iter().enumerate() {
-            match e.eval(env, cx) {
-                Some(x) => t[c] = x,
-                None => return,
-            }
+        if let Some(t) = super::head_tuple(rule, env, db, cx, subtract_model) {
+            out.push(t);
         }
-        if subtract_model.get(rule.head_rel).copied().unwrap_or(false)
-            && db
-                .part(rule.head_rel, Which::Model)
-                .is_some_and(|p| p.contains(&t))
-        {
-            return;
-        }
-        out.push(t);
         return;
     };
     match step {
