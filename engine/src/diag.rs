@@ -227,6 +227,8 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+impl std::error::Error for Diagnostic {}
+
 /// A diagnostic resolved to lines and columns, for `--json` output.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LocatedDiagnostic {

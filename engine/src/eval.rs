@@ -709,20 +709,16 @@ fn run_scan<const W: usize>(
         }
     }
     let (mut plain, mut keyed) = (Vec::new(), Vec::new());
-    'tuples: for t in tuples {
+    for t in tuples {
         if !consts.iter().all(|&(c, k)| t[c] == k) || !m.eqs.iter().all(|&(a, b)| t[a] == t[b]) {
             continue;
         }
         for &(c, v) in &m.binds {
             env[v] = t[c];
         }
-        for &f in filters {
-            if !apply_filter(&rule.lits[f], env, db, cx) {
-                continue 'tuples;
-            }
-        }
-        emit(
+        filter_and_emit(
             rule,
+            filters,
             out,
             env,
             db,
@@ -733,6 +729,27 @@ fn run_scan<const W: usize>(
         );
     }
     flush(target, plain, keyed);
+}
+
+/// Runs `filters` on the binding in `env` and, if it passes them all, emits it.
+#[allow(clippy::too_many_arguments)]
+fn filter_and_emit<const W: usize>(
+    rule: &CRule,
+    filters: &[usize],
+    out: &Emit,
+    env: &mut [u32],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    subtract_model: &[bool],
+    plain: &mut Vec<Row<W>>,
+    keyed: &mut Vec<(Row<W>, Row<W>)>,
+) {
+    if filters
+        .iter()
+        .all(|&f| apply_filter(&rule.lits[f], env, db, cx))
+    {
+        emit(rule, out, env, db, cx, subtract_model, plain, keyed);
+    }
 }
 
 /// map: out :- input(row), filters.
@@ -755,17 +772,13 @@ fn run_map<const W: usize>(
     env.clear();
     env.resize(rule.nvars, 0);
     let (mut plain, mut keyed) = (Vec::new(), Vec::new());
-    'rows: for row in rows {
+    for row in rows {
         for (i, &v) in in_layout.iter().enumerate() {
             env[v] = row[i];
         }
-        for &f in filters {
-            if !apply_filter(&rule.lits[f], env, db, cx) {
-                continue 'rows;
-            }
-        }
-        emit(
+        filter_and_emit(
             rule,
+            filters,
             out,
             env,
             db,

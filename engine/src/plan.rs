@@ -434,57 +434,40 @@ pub(crate) fn plan_rule(
     let mut done = vec![false; rule.lits.len()];
     let mut steps: Vec<(Option<usize>, Vec<usize>)> = Vec::new(); // (atom, filters after it)
 
-    // Filters (every non-positive literal) whose inputs are all bound, in body order.
-    let ready_filters = |bound: &Vec<bool>, done: &mut Vec<bool>| {
+    // Filters (every non-positive literal) whose inputs are bound, in body order, until none
+    // is left ready; the variables they bind count as bound for the next ones.
+    let drain = |bound: &mut Vec<bool>, done: &mut Vec<bool>| {
         let mut out = Vec::new();
-        for (i, lit) in rule.lits.iter().enumerate() {
-            if !done[i] && !matches!(lit, CLit::Pos(_)) && rule.inputs[i].iter().all(|&v| bound[v])
-            {
-                done[i] = true;
-                out.push(i);
+        loop {
+            let before = out.len();
+            for (i, lit) in rule.lits.iter().enumerate() {
+                if !done[i]
+                    && !matches!(lit, CLit::Pos(_))
+                    && rule.inputs[i].iter().all(|&v| bound[v])
+                {
+                    done[i] = true;
+                    out.push(i);
+                    for &v in &rule.outputs[i] {
+                        bound[v] = true;
+                    }
+                }
+            }
+            if out.len() == before {
+                return out;
             }
         }
-        out
     };
 
-    // Filters with no inputs (constant comparisons) run first, before any atom, by attaching
-    // them to the first step.
-    let mut pending_first: Vec<usize> = Vec::new();
+    // The first step: the source atom, or for a rule without positive atoms, the filters over
+    // constants alone.
     if let Some(src) = source {
         done[src] = true;
         for &v in &rule.outputs[src] {
             bound[v] = true;
         }
-        let mut fs = Vec::new();
-        loop {
-            let f = ready_filters(&bound, &mut done);
-            if f.is_empty() {
-                break;
-            }
-            for &i in &f {
-                for &v in &rule.outputs[i] {
-                    bound[v] = true;
-                }
-            }
-            fs.extend(f);
-        }
-        steps.push((Some(src), fs));
-    } else {
-        // No positive atom: a rule over constants and filters only.
-        loop {
-            let f = ready_filters(&bound, &mut done);
-            if f.is_empty() {
-                break;
-            }
-            for &i in &f {
-                for &v in &rule.outputs[i] {
-                    bound[v] = true;
-                }
-            }
-            pending_first.extend(f);
-        }
-        steps.push((None, pending_first));
     }
+    let first = drain(&mut bound, &mut done);
+    steps.push((source, first));
     // Remaining atoms: the first in body order that shares a bound variable, else the first.
     loop {
         let remaining: Vec<usize> = positives.iter().copied().filter(|&i| !done[i]).collect();
@@ -507,19 +490,7 @@ pub(crate) fn plan_rule(
         for &v in &rule.outputs[next] {
             bound[v] = true;
         }
-        let mut fs = Vec::new();
-        loop {
-            let f = ready_filters(&bound, &mut done);
-            if f.is_empty() {
-                break;
-            }
-            for &i in &f {
-                for &v in &rule.outputs[i] {
-                    bound[v] = true;
-                }
-            }
-            fs.extend(f);
-        }
+        let fs = drain(&mut bound, &mut done);
         steps.push((Some(next), fs));
     }
 
