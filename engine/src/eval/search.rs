@@ -158,6 +158,9 @@ fn fold(kind: AggKind, ty: Type, a: u32, x: u32) -> u32 {
     }
 }
 
+/// Parts with at most this many tuples are scanned rather than indexed by the search.
+const SCAN_BELOW: usize = 32;
+
 /// Enumerates the bindings of `lits[i..]` over complete parts, depth first, calling `f` for
 /// each full match. `f` returns `false` to stop. Returns `false` if stopped.
 pub(crate) fn search<const W: usize>(
@@ -239,8 +242,19 @@ pub(crate) fn search_with<const W: usize>(
             }
             let cols = &cols_buf[..ncols];
             for part in db.parts(a.rel).into_iter().flatten() {
-                let ix = part.index(cols);
-                for (_, t) in part.lookup(&ix, &key) {
+                // A part of a few tuples (a query's own) is scanned: cheaper than indexing it.
+                let ix;
+                let (few, indexed): (&[Row<W>], &[(Row<W>, Row<W>)]) = if part.len() <= SCAN_BELOW {
+                    (&part.tuples.elements, &[])
+                } else {
+                    ix = part.index(cols);
+                    (&[], part.lookup(&ix, &key))
+                };
+                let matching = few
+                    .iter()
+                    .filter(|t| cols.iter().enumerate().all(|(k, &c)| t[c] == key[k]))
+                    .chain(indexed.iter().map(|(_, t)| t));
+                for t in matching {
                     if !eqs.iter().all(|&(x, y)| t[x] == t[y]) {
                         continue;
                     }
