@@ -263,3 +263,28 @@ fn unbounded_recursion_stops_at_the_fact_limit_with_exit_1() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn an_output_with_io_stdout_is_printed_whatever_the_output_folder() {
+    let dir = std::env::temp_dir().join(format!("tollgate-iostdout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("p.dl"),
+        ".decl n(x: number)\n.output n(IO=stdout)\nn(2). n(1).\n",
+    )
+    .unwrap();
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        dir.join("p.dl").to_str().unwrap(),
+        "-D",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "---------------\nn\n===============\n1\n2\n===============\n"
+    );
+    assert!(!dir.join("n.csv").exists());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -189,7 +189,9 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     for rel in &program.ir().relations {
         if let Some(params) = &rel.output {
             let text = outputs.to_text(&rel.name, &tsv::delimiter(params));
-            if to_stdout {
+            // Soufflé's `.output r(IO=stdout)` prints the relation whatever `-D` says.
+            let io_stdout = params.iter().any(|(k, v)| k == "IO" && v == "stdout");
+            if to_stdout || io_stdout {
                 println!("---------------\n{}\n===============", rel.name);
                 print!("{text}");
                 println!("===============");
