@@ -229,6 +229,73 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
+/// A diagnostic together with its source, for `miette`'s report handlers (a `Diagnostic`
+/// alone has spans but not the text they point into).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcedDiagnostic {
+    /// The diagnostic.
+    pub diagnostic: Diagnostic,
+    /// The source its spans point into.
+    pub source: Source,
+}
+
+impl Diagnostic {
+    /// Attaches the source, for `miette`.
+    pub fn with_source(self, source: &Source) -> SourcedDiagnostic {
+        SourcedDiagnostic {
+            diagnostic: self,
+            source: source.clone(),
+        }
+    }
+}
+
+impl fmt::Display for SourcedDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.diagnostic.message)
+    }
+}
+
+impl std::error::Error for SourcedDiagnostic {}
+
+impl miette::Diagnostic for SourcedDiagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.diagnostic.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.diagnostic.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.diagnostic
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.source.text)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let span = |s: Span| (s.start as usize, s.end.saturating_sub(s.start) as usize);
+        let d = &self.diagnostic;
+        let (start, len) = span(d.span);
+        let primary = miette::LabeledSpan::new_primary_with_span(
+            (!d.label.is_empty()).then(|| d.label.clone()),
+            (start, len),
+        );
+        let rest = d.labels.iter().map(move |l| {
+            let (start, len) = span(l.span);
+            miette::LabeledSpan::new_with_span(Some(l.message.clone()), (start, len))
+        });
+        Some(Box::new(std::iter::once(primary).chain(rest)))
+    }
+}
+
 /// A diagnostic resolved to lines and columns, for `--json` output.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LocatedDiagnostic {
@@ -270,6 +337,28 @@ pub struct RelatedLocation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn miette_sees_code_help_and_every_labelled_span() {
+        use miette::Diagnostic as _;
+        let src = Source::new("t.dl", "a(x) :- b(x).\n");
+        let d = Diagnostic::error("E-x", "msg", Span::new(8, 12))
+            .with_label("here")
+            .with_secondary(Span::new(0, 4), "and here")
+            .with_help("fix it")
+            .with_source(&src);
+        assert_eq!(d.code().map(|c| c.to_string()).as_deref(), Some("E-x"));
+        assert_eq!(d.help().map(|c| c.to_string()).as_deref(), Some("fix it"));
+        let labels: Vec<_> = d
+            .labels()
+            .unwrap()
+            .map(|l| (l.offset(), l.len(), l.label().map(str::to_string)))
+            .collect();
+        assert_eq!(
+            labels,
+            vec![(8, 4, Some("here".into())), (0, 4, Some("and here".into()))]
+        );
+    }
 
     #[test]
     fn renders_line_column_underline_and_help() {
