@@ -422,11 +422,18 @@ impl Checker<'_> {
                 }
             }
         }
+        let line = self.source.line_col(head.span.start).0;
+        let origin = if self.source.is_joined() {
+            format!("{}:{line}", self.source.name_at(head.span.start))
+        } else {
+            format!("program:{line}")
+        };
         Some(IrFact {
             rel,
             values,
             span: head.span,
-            line: self.source.line_col(head.span.start).0,
+            line,
+            origin,
         })
     }
 }

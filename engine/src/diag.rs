@@ -8,34 +8,85 @@ use crate::ast::Span;
 /// One source file: its display name and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
-    /// The name shown in diagnostics (usually a path).
+    /// The name shown in diagnostics (usually a path; for joined sources, the first file's).
     pub name: String,
     /// The full text.
     pub text: String,
+    /// Where each joined file starts in `text`, with its name (one entry for a single file).
+    files: Vec<(usize, String)>,
 }
 
 impl Source {
     /// A named source.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        let name = name.into();
         Source {
-            name: name.into(),
+            files: vec![(0, name.clone())],
+            name,
             text: text.into(),
         }
     }
 
-    /// One-based line and column (in characters) of a byte offset.
+    /// Several files read as one program (a pack of `.dl` files). Diagnostics still name the
+    /// file and the line within it.
+    pub fn join(files: &[Source]) -> Source {
+        let mut text = String::new();
+        let mut parts = Vec::new();
+        for f in files {
+            for (start, name) in &f.files {
+                parts.push((text.len() + start, name.clone()));
+            }
+            text.push_str(&f.text);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        Source {
+            name: files.first().map_or_else(String::new, |f| f.name.clone()),
+            text,
+            files: parts,
+        }
+    }
+
+    /// Whether this source joins several files.
+    pub fn is_joined(&self) -> bool {
+        self.files.len() > 1
+    }
+
+    fn file_at(&self, offset: usize) -> (usize, &str) {
+        let i = self
+            .files
+            .partition_point(|(start, _)| *start <= offset)
+            .saturating_sub(1);
+        self.files
+            .get(i)
+            .map_or((0, self.name.as_str()), |(s, n)| (*s, n.as_str()))
+    }
+
+    /// The name of the file a byte offset falls in.
+    pub fn name_at(&self, offset: u32) -> &str {
+        self.file_at(offset as usize).1
+    }
+
+    /// One-based line (within its file) and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: u32) -> (usize, usize) {
-        let offset = (offset as usize).min(self.text.len());
-        let before = &self.text[..floor_char_boundary(&self.text, offset)];
+        let offset = floor_char_boundary(&self.text, (offset as usize).min(self.text.len()));
+        let (file_start, _) = self.file_at(offset);
+        let before = &self.text[file_start..offset];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let col = before[line_start..].chars().count() + 1;
         (line, col)
     }
 
-    /// The text of the one-based line `line`, without its newline.
-    pub fn line_text(&self, line: usize) -> &str {
-        self.text.lines().nth(line.saturating_sub(1)).unwrap_or("")
+    /// The text of the line a byte offset falls on, without its newline.
+    pub fn line_at(&self, offset: u32) -> &str {
+        let offset = floor_char_boundary(&self.text, (offset as usize).min(self.text.len()));
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        &self.text[start..end]
     }
 }
 
@@ -152,11 +203,11 @@ impl Diagnostic {
         };
         let _ = writeln!(out, "{kind}[{}]: {}", self.code, self.message);
         let (line, col) = source.line_col(self.span.start);
-        let _ = writeln!(out, " --> {}:{line}:{col}", source.name);
+        let _ = writeln!(out, " --> {}:{line}:{col}", source.name_at(self.span.start));
         render_snippet(&mut out, source, self.span, &self.label);
         for label in &self.labels {
             let (l, c) = source.line_col(label.span.start);
-            let _ = writeln!(out, " ::: {}:{l}:{c}", source.name);
+            let _ = writeln!(out, " ::: {}:{l}:{c}", source.name_at(label.span.start));
             render_snippet(&mut out, source, label.span, &label.message);
         }
         if let Some(help) = &self.help {
@@ -176,7 +227,7 @@ impl Diagnostic {
             },
             code: self.code,
             message: self.message.clone(),
-            file: source.name.clone(),
+            file: source.name_at(self.span.start).to_string(),
             line,
             column,
             end_line,
@@ -202,7 +253,7 @@ impl Diagnostic {
 fn render_snippet(out: &mut String, source: &Source, span: Span, label: &str) {
     let (line, col) = source.line_col(span.start);
     let (end_line, end_col) = source.line_col(span.end);
-    let text = source.line_text(line);
+    let text = source.line_at(span.start);
     let gutter = line.to_string().len();
     let pad = " ".repeat(gutter);
     let width = if end_line == line {
@@ -358,6 +409,20 @@ mod tests {
             labels,
             vec![(8, 4, Some("here".into())), (0, 4, Some("and here".into()))]
         );
+    }
+
+    #[test]
+    fn joined_sources_report_the_file_and_the_line_within_it() {
+        let a = Source::new("a.dl", ".decl e(x: number)\n");
+        let b = Source::new("b.dl", "// b\ne(1).\np(x) :- q(x).\n");
+        let joined = Source::join(&[a, b]);
+        let at = joined.text.find("q(x)").unwrap();
+        assert_eq!(joined.name_at(at as u32), "b.dl");
+        assert_eq!(joined.line_col(at as u32), (3, 9));
+        assert_eq!(joined.line_at(at as u32), "p(x) :- q(x).");
+        let d = Diagnostic::error("E-unknown-relation", "unknown relation `q`", Span::new(at, at + 4));
+        assert!(d.render(&joined).contains(" --> b.dl:3:9\n"));
+        assert_eq!(d.located(&joined).file, "b.dl");
     }
 
     #[test]

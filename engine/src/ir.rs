@@ -282,6 +282,9 @@ pub struct IrFact {
     pub span: Span,
     /// One-based line.
     pub line: usize,
+    /// Its origin label in proofs: `program:LINE`, or `FILE:LINE` in a program joined from
+    /// several files.
+    pub origin: String,
 }
 
 /// A checked, stratified program.

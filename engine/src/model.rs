@@ -144,7 +144,7 @@ impl<const W: usize> ModelData<W> {
                     relation: ir.relations[f.rel].name.clone(),
                     values: f.values.clone(),
                 },
-                Arc::from(format!("program:{}", f.line)),
+                Arc::from(f.origin.as_str()),
             );
         }
         all.extend_from(facts);

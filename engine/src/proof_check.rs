@@ -70,7 +70,7 @@ impl<'a> ProofChecker<'a> {
             &**o == origin && f.relation == fact.relation && same_values(&f.values, &fact.values)
         });
         let written = ir.facts.iter().any(|f| {
-            format!("program:{}", f.line) == origin
+            f.origin == origin
                 && ir.relations[f.rel].name == fact.relation
                 && same_values(&f.values, &fact.values)
         });
