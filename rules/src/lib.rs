@@ -1,8 +1,10 @@
-//! Tollgate's policy vocabulary and built-in rule packs.
-//!
-//! This crate holds the relation declarations of the policy domain and the built-in packs
-//! (`*.dl`) with their tests. It is filled in by the policy-core work; for now it only
-//! re-exports the engine it builds on.
+//! Tollgate's policy layer over the Datalog engine: the vocabulary (relation declarations) and
+//! the built-in rule packs, pack test files and their runner, and policy envelopes (a YAML
+//! format compiled to facts).
 #![warn(missing_docs)]
+
+pub mod envelope;
+pub mod pack_test;
+pub mod packs;
 
 pub use tollgate_engine as engine;

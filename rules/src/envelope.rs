@@ -1,0 +1,1 @@
+//! Policy envelopes: the YAML format, loading with validation, and compilation to facts.

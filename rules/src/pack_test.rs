@@ -1,0 +1,1 @@
+//! Pack test files (YAML) and their runner.
