@@ -288,3 +288,127 @@ fn an_output_with_io_stdout_is_printed_whatever_the_output_folder() {
     assert!(!dir.join("n.csv").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn test_of_the_rules_folder_runs_every_builtin_pack_test_and_passes() {
+    let o = tollgate(&["rules", "test", "rules/"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(text.ends_with(" passed, 0 failed\n"), "{text}");
+    let passed: usize = text.split(' ').next().unwrap().parse().unwrap();
+    assert!(passed >= 40, "{text}");
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tollgate-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_failing_pack_test_exits_1_naming_the_case_and_the_missing_fact() {
+    let dir = temp_dir("packtest-fail");
+    std::fs::write(
+        dir.join("shell.test.yaml"),
+        r#"- name: shell is allowed outright
+  given:
+    - run("r1", "coder", "T-1", "org:acme")
+    - envelope_attached("base", "agent", "coder")
+    - tool_rule("base", "base/shell", "require_approval", "shell.*")
+    - tool_request("q1", "r1", "shell.exec")
+  expect:
+    - tool_decision("q1", "allow", "base/shell")
+- name: shell needs approval
+  given:
+    - run("r1", "coder", "T-1", "org:acme")
+    - envelope_attached("base", "agent", "coder")
+    - tool_rule("base", "base/shell", "require_approval", "shell.*")
+    - tool_request("q1", "r1", "shell.exec")
+  decisions:
+    tool: { q1: require_approval }
+"#,
+    )
+    .unwrap();
+    let o = tollgate(&["rules", "test", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(r#"shell.test.yaml:1 `shell is allowed outright`: missing `tool_decision("q1", "allow", "base/shell")`"#),
+        "{text}"
+    );
+    // The engine's why-not names the rule that could have derived it and where it failed.
+    assert!(
+        text.contains(r#"rule tool.allow (line "#) && text.contains("found no match"),
+        "{text}"
+    );
+    assert!(!text.contains("shell needs approval"), "{text}");
+    assert!(text.ends_with("1 passed, 1 failed\n"), "{text}");
+
+    let o = tollgate(&["rules", "test", "--json", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (j["passed"].as_u64(), j["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let failure = &j["files"][0]["cases"][0]["failures"][0];
+    assert_eq!(failure["kind"], "missing");
+    assert_eq!(failure["why_not"]["fact"]["relation"], "tool_decision");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_malformed_pack_test_exits_2_with_file_line_and_column() {
+    let dir = temp_dir("packtest-bad");
+    let file = dir.join("bad.test.yaml");
+    std::fs::write(
+        &file,
+        "- name: oops\n  given:\n    - now(1)\n    - run(\"r1\", coder)\n",
+    )
+    .unwrap();
+    let o = tollgate(&["rules", "test", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(" --> {}:4:7", file.display())),
+        "{err}"
+    );
+    assert!(err.contains("bad fact `run(\"r1\", coder)`"), "{err}");
+    assert!(err.contains("= help: "), "{err}");
+    // Broken YAML and a missing path are input errors too.
+    std::fs::write(&file, "- name: oops\n  given: [\n").unwrap();
+    let o = tollgate(&["rules", "test", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(&format!(" --> {}:", file.display())));
+    let o = tollgate(&["rules", "test", "no/such/folder"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("`no/such/folder` does not exist"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_folder_with_a_vocabulary_is_checked_as_one_pack() {
+    let o = tollgate(&["rules", "check", "rules/packs"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("1 program checked, no errors"));
+}
+
+#[test]
+fn a_user_pack_is_checked_against_the_builtin_vocabulary() {
+    let dir = std::env::temp_dir().join(format!("tollgate-userpack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extra.dl"),
+        ".decl risky(req: Id)\nrisky(q) :- tool_request(q, _, t), glob(\"shell.*\", t).\n",
+    )
+    .unwrap();
+    let o = tollgate(&["rules", "check", "--pack", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::write(dir.join("extra.dl"), "risky(q) :- tool_requst(q, _, _).\n").unwrap();
+    let o = tollgate(&["rules", "check", "--pack", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("extra.dl:1:"), "{err}");
+    assert!(err.contains("did you mean `tool_request`?"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

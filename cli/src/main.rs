@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok; 1 a check failed or evaluation hit a limit; 2 usage or input error
 //! (bad program, bad facts, missing files).
 
+mod policy_cmd;
 mod rules_cmd;
 
 use std::process::ExitCode;
@@ -25,12 +26,16 @@ enum Command {
     /// Datalog rule programs: evaluate, check, explain.
     #[command(subcommand)]
     Rules(rules_cmd::RulesCommand),
+    /// Policy envelopes: check, decide requests, diff versions.
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Rules(cmd) => rules_cmd::run(cmd),
+        Command::Policy(cmd) => policy_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,6 @@
-//! `tollgate rules eval | check | explain`: Soufflé's conventions for programs, fact files
-//! and output files.
+//! `tollgate rules eval | check | explain | test`: Soufflé's conventions for programs, fact
+//! files and output files; pack test files (`*.test.yaml`) run against the built-in packs or a
+//! user pack.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use tollgate_engine::diag::{Diagnostic, Source};
 use tollgate_engine::{EvalError, Fact, FactSet, Limits, Model, Program, tsv};
+use tollgate_gateway::rules::pack_test::PackTester;
 
 #[derive(Subcommand, Debug)]
 pub enum RulesCommand {
@@ -20,6 +22,9 @@ pub enum RulesCommand {
     Check(CheckArgs),
     /// Explain a fact: its proof if it holds, why not if it does not.
     Explain(ExplainArgs),
+    /// Run pack test files: given facts, expected facts, expected absences and decisions.
+    /// Exit 1 if a case fails, 2 if a file cannot be read.
+    Test(TestArgs),
 }
 
 #[derive(Args, Debug)]
@@ -54,9 +59,14 @@ pub struct EvalArgs {
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// Programs, or folders searched for `*.dl` files.
+    /// Programs, or folders searched for `*.dl` files. A folder holding a `vocabulary.dl` is a
+    /// pack: its files are checked together as one program.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// Check each path (a file, or a folder's files together) as a pack written against the
+    /// built-in policy vocabulary.
+    #[arg(long)]
+    pack: bool,
     /// Machine-readable diagnostics.
     #[arg(long)]
     json: bool,
@@ -74,11 +84,22 @@ pub struct ExplainArgs {
     json: bool,
 }
 
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// Test files, or folders searched for `*.test.yaml`.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Print the report as JSON (cases, failures with proofs or why-nots, input errors).
+    #[arg(long)]
+    json: bool,
+}
+
 pub fn run(cmd: RulesCommand) -> Result<ExitCode> {
     match cmd {
         RulesCommand::Eval(a) => eval(a),
         RulesCommand::Check(a) => check(a),
         RulesCommand::Explain(a) => explain(a),
+        RulesCommand::Test(a) => test(a),
     }
 }
 
@@ -212,43 +233,69 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn collect_programs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// The `.dl` files under a folder, sorted.
+fn dl_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut stack = vec![p.clone()];
-            while let Some(dir) = stack.pop() {
-                let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-                    .with_context(|| format!("cannot read `{}`", dir.display()))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .collect();
-                entries.sort();
-                for e in entries {
-                    if e.is_dir() {
-                        stack.push(e);
-                    } else if e.extension().is_some_and(|x| x == "dl") {
-                        out.push(e);
-                    }
-                }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
+        for e in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if e.is_dir() {
+                stack.push(e);
+            } else if e.extension().is_some_and(|x| x == "dl") {
+                out.push(e);
             }
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            bail!("`{}` does not exist", p.display());
         }
     }
     out.sort();
     Ok(out)
 }
 
+/// What `rules check` compiles: groups of files read as one program each.
+fn collect_programs(paths: &[PathBuf], pack: bool) -> Result<Vec<Vec<PathBuf>>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let files = dl_files(p)?;
+            let is_pack_folder = p.join("vocabulary.dl").is_file();
+            if pack || is_pack_folder {
+                // The vocabulary first: packs use its declarations.
+                let (mut group, rest): (Vec<PathBuf>, Vec<PathBuf>) = files
+                    .into_iter()
+                    .partition(|f| f.file_name().is_some_and(|n| n == "vocabulary.dl"));
+                group.extend(rest);
+                if !group.is_empty() {
+                    out.push(group);
+                }
+            } else {
+                out.extend(files.into_iter().map(|f| vec![f]));
+            }
+        } else if p.exists() {
+            out.push(vec![p.clone()]);
+        } else {
+            bail!("`{}` does not exist", p.display());
+        }
+    }
+    Ok(out)
+}
+
 fn check(args: CheckArgs) -> Result<ExitCode> {
-    let files = collect_programs(&args.paths)?;
+    let files = collect_programs(&args.paths, args.pack)?;
     let mut all = Vec::new();
     let mut errors = 0usize;
-    for path in &files {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read `{}`", path.display()))?;
-        let source = Source::new(path.display().to_string(), text);
+    for group in &files {
+        let mut sources = Vec::with_capacity(group.len());
+        for path in group {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            sources.push(Source::new(path.display().to_string(), text));
+        }
+        let source = if args.pack {
+            tollgate_gateway::rules::packs::with_vocabulary(&sources)
+        } else {
+            Source::join(&sources)
+        };
         let diags: Vec<Diagnostic> = match Program::compile(&source) {
             Ok(p) => p.warnings().to_vec(),
             Err(d) => d,
@@ -322,4 +369,23 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn test(args: TestArgs) -> Result<ExitCode> {
+    let report = PackTester::default().run_paths(&args.paths);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for e in &report.errors {
+            eprint!("{}", e.render());
+        }
+        print!("{}", report.to_text());
+    }
+    Ok(if !report.errors.is_empty() {
+        ExitCode::from(2)
+    } else if report.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -420,7 +420,11 @@ mod tests {
         assert_eq!(joined.name_at(at as u32), "b.dl");
         assert_eq!(joined.line_col(at as u32), (3, 9));
         assert_eq!(joined.line_at(at as u32), "p(x) :- q(x).");
-        let d = Diagnostic::error("E-unknown-relation", "unknown relation `q`", Span::new(at, at + 4));
+        let d = Diagnostic::error(
+            "E-unknown-relation",
+            "unknown relation `q`",
+            Span::new(at, at + 4),
+        );
         assert!(d.render(&joined).contains(" --> b.dl:3:9\n"));
         assert_eq!(d.located(&joined).file, "b.dl");
     }

@@ -153,6 +153,7 @@ pub fn compile_glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
     globset::GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
+        .empty_alternates(true)
         .build()
         .map(|g| g.compile_matcher())
         .map_err(|e| e.to_string())
@@ -209,5 +210,14 @@ mod tests {
         assert!(!p.test(TestFn::Glob, "src/*.rs", "src/a/main.rs"));
         assert!(p.test(TestFn::Glob, "src/**/*.rs", "src/a/main.rs"));
         assert!(!p.test(TestFn::Glob, "fs.read", "fs.write"));
+    }
+
+    #[test]
+    fn glob_empty_alternative_matches_the_empty_choice() {
+        let mut p = PatternCache::default();
+        assert!(p.test(TestFn::Glob, "a{,b}", "a"));
+        assert!(p.test(TestFn::Glob, "a{,b}", "ab"));
+        assert!(p.test(TestFn::Glob, "org:acme{,/**}", "org:acme"));
+        assert!(p.test(TestFn::Glob, "org:acme{,/**}", "org:acme/repo:api"));
     }
 }

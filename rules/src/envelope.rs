@@ -1,1 +1,121 @@
 //! Policy envelopes: the YAML format, loading with validation, and compilation to facts.
+//!
+//! An envelope is attached to runs, agents or tasks, extends parent envelopes, and holds tool,
+//! data, model, memory and approval rules plus free extension fields:
+//!
+//! ```yaml
+//! id: coding-agent
+//! version: 3
+//! extends: [org-baseline]
+//! attach: {agents: [coder]}
+//! tools:
+//!   - {id: read-only, effect: allow, tools: ["fs.read*", "fs.list", "search.*"]}
+//!   - {id: writes, effect: require_approval, tools: ["fs.write*"], args: {/path: "src/**"}}
+//!   - {id: api, effect: rate_limit, tools: ["http.*"], limit: {count: 10, window_seconds: 60}}
+//! data:
+//!   - {id: secrets, effect: redact, labels: [secret]}
+//! models:
+//!   - {effect: allow, provider: openai, model: gpt-4.1-mini}
+//! memory:
+//!   - {effect: allow, classes: [fact, procedure]}
+//! approvals:
+//!   - {tools: ["shell.*"], approvers: [team-lead], ttl_seconds: 900}
+//! extensions: {ticket_system: jira}
+//! ```
+//!
+//! JSON is read the same way (YAML is a superset). [`load_envelopes`] checks everything with a
+//! spanned diagnostic per problem (all or nothing); [`EnvelopeSet::facts`] compiles the set to
+//! the vocabulary's facts; the [`request`] module encodes requests and subjects.
+
+mod check;
+mod diff;
+mod facts;
+mod format;
+mod load;
+pub mod request;
+#[cfg(test)]
+mod tests;
+mod yaml;
+
+pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes};
+pub use facts::flatten_extension;
+pub use format::{
+    ApprovalRule, Attachments, DataEffect, DataRule, Level, MemoryRule, ModelRule, PolicyEnvelope,
+    RateLimit, RateScope, RuleEffect, Section, ToolEffect, ToolRule, local_rule_id,
+};
+pub use load::{EnvelopeErrors, load_envelopes};
+
+/// A checked set of envelopes, sorted by id: every parent present, no cycles, ids unique.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvelopeSet {
+    envelopes: Vec<PolicyEnvelope>,
+    version: String,
+}
+
+impl EnvelopeSet {
+    /// Only the loader builds sets, after its checks.
+    pub(crate) fn new(mut envelopes: Vec<PolicyEnvelope>) -> Self {
+        envelopes.sort_by(|a, b| a.id.cmp(&b.id));
+        let json = serde_json::to_value(&envelopes).unwrap_or(serde_json::Value::Null);
+        let version = blake3::hash(canonical_json(&json).as_bytes())
+            .to_hex()
+            .to_string();
+        EnvelopeSet { envelopes, version }
+    }
+
+    /// An empty set (nothing governs anything).
+    pub fn empty() -> Self {
+        EnvelopeSet::new(Vec::new())
+    }
+
+    /// The envelopes, by id.
+    pub fn envelopes(&self) -> &[PolicyEnvelope] {
+        &self.envelopes
+    }
+
+    /// One envelope.
+    pub fn get(&self, id: &str) -> Option<&PolicyEnvelope> {
+        self.envelopes
+            .binary_search_by(|e| e.id.as_str().cmp(id))
+            .ok()
+            .and_then(|i| self.envelopes.get(i))
+    }
+
+    /// A content hash of the whole set (blake3 over its canonical JSON): equal sets, equal
+    /// versions, whatever the file order or layout.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Number of envelopes.
+    pub fn len(&self) -> usize {
+        self.envelopes.len()
+    }
+
+    /// Whether the set holds no envelope.
+    pub fn is_empty(&self) -> bool {
+        self.envelopes.is_empty()
+    }
+}
+
+/// JSON text with object keys sorted at every level and no insignificant whitespace, so equal
+/// values hash equally whatever `serde_json`'s map order.
+pub fn canonical_json(value: &serde_json::Value) -> String {
+    use serde_json::Value as J;
+    match value {
+        J::Object(map) => {
+            let mut entries: Vec<(&String, &J)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let parts: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}:{}", J::String((*k).clone()), canonical_json(v)))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        J::Array(items) => {
+            let parts: Vec<String> = items.iter().map(canonical_json).collect();
+            format!("[{}]", parts.join(","))
+        }
+        other => other.to_string(),
+    }
+}

@@ -3,6 +3,7 @@
 //! format compiled to facts).
 #![warn(missing_docs)]
 
+pub mod decide;
 pub mod envelope;
 pub mod pack_test;
 pub mod packs;

@@ -1,0 +1,546 @@
+//! Decisions: a [`PolicyEngine`] materialises the built-in program over an envelope set and
+//! its subjects (runs, clearances, memories) once; each request is then a staged query that
+//! adds a few request facts, reads the decision relation and explains it.
+//!
+//! Every answer is an [`EnvelopeDecision`]: one effect, the rules that decided it, the proof of
+//! the decision fact (or, for a default denial, why nothing allowed it), the governing envelope
+//! versions and a hash of the input. An engine error denies (fail closed) and says why.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use tollgate_engine::{
+    Answer, Diagnostic, EvalError, Fact, FactSet, Limits, Model, Program, Proof, ProofStep, Value,
+    WhyNot,
+};
+
+use crate::envelope::request::{
+    ContextItem, Handoff, ModelCall, ToolCall, context_request_facts, handoff_facts,
+    memory_request_facts, model_request_facts, now_facts, tool_request_facts,
+};
+use crate::envelope::{EnvelopeSet, canonical_json};
+use crate::packs::builtin_program;
+
+mod decision;
+mod request;
+#[cfg(test)]
+mod tests;
+
+pub use decision::{
+    DecisionEffect, EnvelopeDecision, HandoffViolation, MemoryVerdict, RequestKind,
+};
+pub use request::{DecideRequestError, DecisionRequest, PolicyRequest, decide_request};
+
+/// Why a policy engine could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PolicyError {
+    /// The built-in program does not compile (a bug in the packs).
+    #[error("the built-in rule packs do not compile: {}", .0.first().map_or(String::new(), |d| d.message.clone()))]
+    Program(Vec<Diagnostic>),
+    /// Materialising envelopes and subjects failed (a limit, or a fact that does not fit).
+    #[error("cannot evaluate the envelopes: {0}")]
+    Eval(#[from] EvalError),
+}
+
+fn program() -> Result<Program, PolicyError> {
+    static PROGRAM: OnceLock<Result<Program, Vec<Diagnostic>>> = OnceLock::new();
+    PROGRAM
+        .get_or_init(builtin_program)
+        .clone()
+        .map_err(PolicyError::Program)
+}
+
+/// The built-in program materialised over an envelope set and its subjects; immutable and
+/// shareable, it answers any number of requests.
+#[derive(Debug)]
+pub struct PolicyEngine {
+    model: Model,
+    /// `id@version` per envelope id.
+    versions: BTreeMap<String, String>,
+    /// Envelope ids governing each run (the packs' `governs`).
+    governing: BTreeMap<String, BTreeSet<String>>,
+    /// Each run's `run` and `clearance` facts as text, for input hashes.
+    subject: BTreeMap<String, Vec<String>>,
+    /// Every `memory` fact as text, for the input hashes of retrievals.
+    memories: Vec<String>,
+    set_version: String,
+    limits: Limits,
+}
+
+impl PolicyEngine {
+    /// Materialises the built-in program over the set's facts and the subject facts
+    /// (see [`crate::envelope::request::subject_facts`]).
+    pub fn new(set: &EnvelopeSet, subjects: &FactSet) -> Result<PolicyEngine, PolicyError> {
+        PolicyEngine::with_limits(set, subjects, Limits::default())
+    }
+
+    /// Like [`PolicyEngine::new`], with limits for materialising and for every query.
+    pub fn with_limits(
+        set: &EnvelopeSet,
+        subjects: &FactSet,
+        limits: Limits,
+    ) -> Result<PolicyEngine, PolicyError> {
+        let program = program()?;
+        let mut facts = set.facts();
+        facts.extend_from(subjects);
+        let model = program.materialise(&facts, &limits)?;
+        let mut governing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for row in model.relation("governs").unwrap_or_default() {
+            if let [Value::Symbol(run), Value::Symbol(env)] = row.as_slice() {
+                governing
+                    .entry(run.clone())
+                    .or_default()
+                    .insert(env.clone());
+            }
+        }
+        let mut subject: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for rel in ["run", "clearance"] {
+            for row in model.relation(rel).unwrap_or_default() {
+                if let Some(Value::Symbol(run)) = row.first() {
+                    let text = Fact::new(rel, row.clone()).to_string();
+                    subject.entry(run.clone()).or_default().push(text);
+                }
+            }
+        }
+        let memories = model
+            .relation("memory")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|row| Fact::new("memory", row).to_string())
+            .collect();
+        Ok(PolicyEngine {
+            model,
+            versions: set
+                .envelopes()
+                .iter()
+                .map(|e| (e.id.clone(), e.label()))
+                .collect(),
+            governing,
+            subject,
+            memories,
+            set_version: set.version().to_string(),
+            limits,
+        })
+    }
+
+    /// The `ID@VERSION` of every envelope governing `run`, sorted.
+    pub fn governing(&self, run: &str) -> Vec<String> {
+        self.governing
+            .get(run)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.versions.get(id).cloned())
+            .collect()
+    }
+
+    /// May `run` call `tool` with `args`?
+    pub fn decide_tool(&self, run: &str, tool: &str, args: &serde_json::Value) -> EnvelopeDecision {
+        self.decide(&PolicyRequest::Tool {
+            run: run.to_string(),
+            call: ToolCall {
+                name: tool.to_string(),
+                args: args.clone(),
+                usage: Default::default(),
+            },
+            now: None,
+        })
+    }
+
+    /// May `run` see `item`?
+    pub fn decide_context(&self, run: &str, item: &ContextItem) -> EnvelopeDecision {
+        self.decide(&PolicyRequest::Context {
+            run: run.to_string(),
+            item: item.clone(),
+        })
+    }
+
+    /// May `run` make this model call?
+    pub fn decide_model(&self, run: &str, call: &ModelCall) -> EnvelopeDecision {
+        self.decide(&PolicyRequest::Model {
+            run: run.to_string(),
+            call: call.clone(),
+        })
+    }
+
+    /// Which of the engine's memories may `run` retrieve at time `now`? The decision's
+    /// `memories` lists every memory with its verdict; the effect is `deny` only when there
+    /// are memories and none is eligible.
+    pub fn retrieve_memories(&self, run: &str, now: Option<i32>) -> EnvelopeDecision {
+        self.decide(&PolicyRequest::Memory {
+            run: run.to_string(),
+            now,
+        })
+    }
+
+    /// Is this handoff valid? `deny` with every violation, or `allow`.
+    pub fn validate_handoff(&self, handoff: &Handoff) -> EnvelopeDecision {
+        self.decide(&PolicyRequest::Handoff {
+            handoff: handoff.clone(),
+        })
+    }
+
+    /// Decides any request.
+    pub fn decide(&self, request: &PolicyRequest) -> EnvelopeDecision {
+        let input_hash = self.input_hash(request);
+        let req = match request {
+            PolicyRequest::Handoff { handoff } => handoff.id.clone(),
+            _ => format!("req-{}", &input_hash[..16]),
+        };
+        let mut facts = match request {
+            PolicyRequest::Tool { run, call, .. } => tool_request_facts(&req, run, call),
+            PolicyRequest::Context { run, item } => context_request_facts(&req, run, item),
+            PolicyRequest::Model { run, call } => model_request_facts(&req, run, call),
+            PolicyRequest::Memory { run, .. } => memory_request_facts(&req, run),
+            PolicyRequest::Handoff { handoff } => handoff_facts(handoff),
+        };
+        if let PolicyRequest::Tool { now: Some(t), .. }
+        | PolicyRequest::Memory { now: Some(t), .. } = request
+        {
+            facts.extend_from(&now_facts(*t));
+        }
+        let mut decision = EnvelopeDecision {
+            kind: request.kind(),
+            request: req.clone(),
+            effect: DecisionEffect::Deny,
+            rules: Vec::new(),
+            proof: None,
+            why_not: Vec::new(),
+            envelope_versions: self.governing(request.run()),
+            input_hash,
+            error: None,
+            memories: Vec::new(),
+            violations: Vec::new(),
+        };
+        let answer = match self.model.query(&facts, &self.limits) {
+            Ok(a) => a,
+            Err(e) => return fail_closed(decision, e.to_string()),
+        };
+        let outcome = match request.kind() {
+            RequestKind::Tool => {
+                self.effect_decision(&answer, "tool_decision", &req, request.run(), &mut decision)
+            }
+            RequestKind::Context => self.effect_decision(
+                &answer,
+                "context_decision",
+                &req,
+                request.run(),
+                &mut decision,
+            ),
+            RequestKind::Model => self.effect_decision(
+                &answer,
+                "model_decision",
+                &req,
+                request.run(),
+                &mut decision,
+            ),
+            RequestKind::Memory => memory_decision(&answer, &req, &mut decision),
+            RequestKind::Handoff => handoff_decision(&answer, &req, &mut decision),
+        };
+        match outcome {
+            Ok(()) => decision,
+            Err(e) => fail_closed(decision, e),
+        }
+    }
+
+    /// The canonical input of a request: the request itself, the subject facts of the runs it
+    /// names (and the memories, for a retrieval), and the envelope set's version.
+    fn input_hash(&self, request: &PolicyRequest) -> String {
+        let mut runs: BTreeSet<&str> = BTreeSet::from([request.run()]);
+        if let PolicyRequest::Handoff { handoff } = request {
+            runs.insert(&handoff.from_run);
+        }
+        let mut subject: Vec<&String> = runs
+            .iter()
+            .filter_map(|r| self.subject.get(*r))
+            .flatten()
+            .collect();
+        if request.kind() == RequestKind::Memory {
+            subject.extend(&self.memories);
+        }
+        subject.sort();
+        let doc = serde_json::json!({
+            "request": serde_json::to_value(request).unwrap_or(serde_json::Value::Null),
+            "subject": subject,
+            "envelopes": self.set_version,
+        });
+        blake3::hash(canonical_json(&doc).as_bytes())
+            .to_hex()
+            .to_string()
+    }
+
+    /// Reads a `*_decision(req, effect, rule)` relation: one effect, its rules, its proof, and
+    /// for a default denial the why-not of the permitting facts.
+    fn effect_decision(
+        &self,
+        answer: &Answer<'_>,
+        relation: &str,
+        req: &str,
+        run: &str,
+        decision: &mut EnvelopeDecision,
+    ) -> Result<(), String> {
+        let rows = rows_for(answer, relation, req)?;
+        let mut decided: Vec<(DecisionEffect, String, String)> = Vec::new();
+        for row in rows {
+            let (Some(Value::Symbol(effect)), Some(Value::Symbol(rule))) = (row.get(1), row.get(2))
+            else {
+                continue;
+            };
+            let Some(e) = DecisionEffect::from_pack(effect) else {
+                return Err(format!("`{relation}` has an unknown effect `{effect}`"));
+            };
+            decided.push((e, effect.clone(), rule.clone()));
+        }
+        // The packs give every request exactly one effect; should two ever appear, the most
+        // restrictive wins.
+        let Some(effect) = decided.iter().map(|d| d.0).max() else {
+            return Err(format!("no `{relation}` was derived for the request"));
+        };
+        decided.retain(|d| d.0 == effect);
+        decided.sort();
+        decision.effect = effect;
+        decision.rules = decided.iter().map(|d| d.2.clone()).collect();
+        if let Some((_, pack_effect, rule)) = decided.first() {
+            let fact = Fact::new(
+                relation,
+                vec![Value::sym(req), Value::sym(pack_effect), Value::sym(rule)],
+            );
+            decision.proof = Some(answer.prove(&fact).map_err(|e| e.to_string())?);
+        }
+        if effect == DecisionEffect::Deny
+            && decision
+                .rules
+                .iter()
+                .all(|r| r == "default-deny" || r == "no-envelope")
+        {
+            decision.why_not = self.why_not_allowed(answer, relation, req, run);
+        }
+        Ok(())
+    }
+
+    /// Why a default-denied request was not allowed: the why-not of the request being
+    /// permitted, then for each permitting rule of the governing envelopes the first step that
+    /// failed: the rule does not match the request (its hit), a condition fails (it does not
+    /// apply), or it applies but another envelope withholds the request (its decision).
+    /// Explanations that cannot be given are left out: the decision is already a denial.
+    fn why_not_allowed(
+        &self,
+        answer: &Answer<'_>,
+        relation: &str,
+        req: &str,
+        run: &str,
+    ) -> Vec<WhyNot> {
+        let (permitted, rule_rel, hit, applies, permitting): (
+            &str,
+            &str,
+            &str,
+            &str,
+            &[(&str, &str)],
+        ) = match relation {
+            "tool_decision" => (
+                "tool_permitted",
+                "tool_rule",
+                "tool_rule_hit",
+                "tool_rule_applies",
+                &[("allow", "allow"), ("require_approval", "require_approval")],
+            ),
+            "context_decision" => (
+                "data_permitted",
+                "data_rule",
+                "data_rule_hit",
+                "data_rule_applies",
+                &[("see", "see"), ("redact", "redact")],
+            ),
+            _ => (
+                "model_permitted",
+                "model_rule",
+                "model_rule_applies",
+                "model_rule_applies",
+                &[("allow", "allow")],
+            ),
+        };
+        let q = Value::sym(req);
+        let mut out: Vec<WhyNot> = why_not(answer, Fact::new(permitted, vec![q.clone()]))
+            .into_iter()
+            .collect();
+        let governing = self.governing.get(run).cloned().unwrap_or_default();
+        let mut rules = BTreeSet::new();
+        for row in answer.relation(rule_rel).unwrap_or_default() {
+            if let (Some(Value::Symbol(env)), Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
+                (row.first(), row.get(1), row.get(2))
+                && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
+                && governing.contains(env)
+            {
+                rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+            }
+        }
+        // A bounded list: an envelope set with hundreds of permitting rules gets the first few.
+        for (env, rule, eff, decided) in rules.into_iter().take(8) {
+            let args = vec![
+                q.clone(),
+                Value::sym(&env),
+                Value::sym(&rule),
+                Value::sym(&eff),
+            ];
+            let hit_fact = Fact::new(hit, args.clone());
+            let applies_fact = Fact::new(applies, args);
+            let fact = if !answer.contains(&hit_fact) {
+                hit_fact
+            } else if !answer.contains(&applies_fact) {
+                applies_fact
+            } else {
+                Fact::new(
+                    relation,
+                    vec![q.clone(), Value::sym(decided), Value::sym(&rule)],
+                )
+            };
+            out.extend(why_not(answer, fact));
+        }
+        out
+    }
+}
+
+/// The why-not of a fact, without the rules whose head cannot produce it (noise for a
+/// reader: `deny` rules when asking why something is not allowed).
+fn why_not(answer: &Answer<'_>, fact: Fact) -> Option<WhyNot> {
+    let mut w = answer.why_not(&fact).ok()?;
+    w.rules.retain(|r| r.failed_literal.is_some());
+    Some(w)
+}
+
+pub(crate) fn fail_closed(mut decision: EnvelopeDecision, error: String) -> EnvelopeDecision {
+    decision.effect = DecisionEffect::Deny;
+    decision.rules.clear();
+    decision.proof = None;
+    decision.why_not.clear();
+    decision.memories.clear();
+    decision.violations.clear();
+    decision.error = Some(error);
+    decision
+}
+
+/// The rows of `relation` whose first column is `req`.
+fn rows_for(answer: &Answer<'_>, relation: &str, req: &str) -> Result<Vec<Vec<Value>>, String> {
+    let rows = answer
+        .relation(relation)
+        .ok_or_else(|| format!("the built-in program has no relation `{relation}`"))?;
+    let key = Value::sym(req);
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.first() == Some(&key))
+        .collect())
+}
+
+fn text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Symbol(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The rule at the root of a proof.
+fn root_rule(proof: &Proof) -> Option<String> {
+    match &proof.step {
+        ProofStep::Rule { rule, .. } => Some(rule.clone()),
+        ProofStep::Input { .. } => None,
+    }
+}
+
+fn memory_decision(
+    answer: &Answer<'_>,
+    req: &str,
+    decision: &mut EnvelopeDecision,
+) -> Result<(), String> {
+    let eligible: BTreeSet<String> = rows_for(answer, "memory_eligible", req)?
+        .iter()
+        .map(|r| text(r.get(1)))
+        .collect();
+    let ineligible = rows_for(answer, "memory_ineligible", req)?;
+    let memories: BTreeSet<String> = answer
+        .relation("memory")
+        .unwrap_or_default()
+        .iter()
+        .map(|r| text(r.first()))
+        .collect();
+    for m in &memories {
+        let is_eligible = eligible.contains(m);
+        let mut reasons: Vec<String> = ineligible
+            .iter()
+            .filter(|r| text(r.get(1)) == *m)
+            .map(|r| text(r.get(2)))
+            .collect();
+        reasons.sort();
+        let fact = if is_eligible {
+            Some(Fact::new(
+                "memory_eligible",
+                vec![Value::sym(req), Value::sym(m)],
+            ))
+        } else {
+            reasons.first().map(|reason| {
+                Fact::new(
+                    "memory_ineligible",
+                    vec![Value::sym(req), Value::sym(m), Value::sym(reason)],
+                )
+            })
+        };
+        let proof = match fact {
+            Some(f) => Some(answer.prove(&f).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        decision.memories.push(MemoryVerdict {
+            memory: m.clone(),
+            eligible: is_eligible,
+            reasons,
+            proof,
+        });
+    }
+    let any_eligible = decision.memories.iter().any(|m| m.eligible);
+    decision.effect = if any_eligible || decision.memories.is_empty() {
+        DecisionEffect::Allow
+    } else {
+        DecisionEffect::Deny
+    };
+    decision.proof = decision
+        .memories
+        .iter()
+        .find(|m| m.eligible == any_eligible)
+        .and_then(|m| m.proof.clone());
+    decision.rules = decision
+        .proof
+        .as_ref()
+        .and_then(root_rule)
+        .into_iter()
+        .collect();
+    Ok(())
+}
+
+fn handoff_decision(
+    answer: &Answer<'_>,
+    req: &str,
+    decision: &mut EnvelopeDecision,
+) -> Result<(), String> {
+    let mut rows = rows_for(answer, "handoff_violation", req)?;
+    rows.sort_by_key(|r| (text(r.get(1)), text(r.get(2))));
+    let mut rules = BTreeSet::new();
+    for row in rows {
+        let proof = answer
+            .prove(&Fact::new("handoff_violation", row.clone()))
+            .map_err(|e| e.to_string())?;
+        if let Some(r) = root_rule(&proof) {
+            rules.insert(r);
+        }
+        decision.violations.push(HandoffViolation {
+            code: text(row.get(1)),
+            detail: text(row.get(2)),
+            proof: Some(proof),
+        });
+    }
+    decision.effect = if decision.violations.is_empty() {
+        DecisionEffect::Allow
+    } else {
+        DecisionEffect::Deny
+    };
+    decision.rules = rules.into_iter().collect();
+    decision.proof = decision.violations.first().and_then(|v| v.proof.clone());
+    Ok(())
+}
