@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Datalog rule programs: evaluate, check, explain.
+    /// Datalog rule programs: evaluate, check, explain, and run pack tests.
     #[command(subcommand)]
     Rules(rules_cmd::RulesCommand),
     /// Policy envelopes: check, decide requests, diff versions.
