@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use regex::Regex;
 
@@ -104,12 +104,23 @@ pub fn to_number(s: &str) -> Option<i32> {
     s.trim().parse::<i32>().ok()
 }
 
-/// Compiled patterns for `match` and `glob`, cached by pattern text.
-#[derive(Debug, Default)]
+/// Compiled patterns for `match` and `glob`, cached by pattern text. Clones share one cache
+/// (thread-safe), so a model compiles each pattern once for all its queries: compiling a glob
+/// costs far more than matching it.
+#[derive(Debug, Default, Clone)]
 pub struct PatternCache {
+    shared: Arc<RwLock<Compiled>>,
+}
+
+#[derive(Debug, Default)]
+struct Compiled {
     regexes: HashMap<Arc<str>, Option<Regex>>,
     globs: HashMap<Arc<str>, Option<globset::GlobMatcher>>,
 }
+
+/// Patterns kept per cache at most; past that, new ones are compiled each time (patterns
+/// usually come from policy, but a program may take them from requests).
+const MAX_CACHED_PATTERNS: usize = 10_000;
 
 impl PatternCache {
     /// Evaluates a test functor. An invalid pattern never matches (the checker reports
@@ -118,24 +129,34 @@ impl PatternCache {
         match func {
             TestFn::Contains => subject.contains(pattern),
             TestFn::Match => {
-                if !self.regexes.contains_key(pattern) {
-                    self.regexes
-                        .insert(Arc::from(pattern), compile_regex(pattern).ok());
+                if let Ok(c) = self.shared.read()
+                    && let Some(re) = c.regexes.get(pattern)
+                {
+                    return re.as_ref().is_some_and(|re| re.is_match(subject));
                 }
-                self.regexes
-                    .get(pattern)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|re| re.is_match(subject))
+                let re = compile_regex(pattern).ok();
+                let hit = re.as_ref().is_some_and(|re| re.is_match(subject));
+                if let Ok(mut c) = self.shared.write()
+                    && c.regexes.len() < MAX_CACHED_PATTERNS
+                {
+                    c.regexes.insert(Arc::from(pattern), re);
+                }
+                hit
             }
             TestFn::Glob => {
-                if !self.globs.contains_key(pattern) {
-                    self.globs
-                        .insert(Arc::from(pattern), compile_glob(pattern).ok());
+                if let Ok(c) = self.shared.read()
+                    && let Some(g) = c.globs.get(pattern)
+                {
+                    return g.as_ref().is_some_and(|g| g.is_match(subject));
                 }
-                self.globs
-                    .get(pattern)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|g| g.is_match(subject))
+                let g = compile_glob(pattern).ok();
+                let hit = g.as_ref().is_some_and(|g| g.is_match(subject));
+                if let Ok(mut c) = self.shared.write()
+                    && c.globs.len() < MAX_CACHED_PATTERNS
+                {
+                    c.globs.insert(Arc::from(pattern), g);
+                }
+                hit
             }
         }
     }
@@ -210,6 +231,19 @@ mod tests {
         assert!(!p.test(TestFn::Glob, "src/*.rs", "src/a/main.rs"));
         assert!(p.test(TestFn::Glob, "src/**/*.rs", "src/a/main.rs"));
         assert!(!p.test(TestFn::Glob, "fs.read", "fs.write"));
+    }
+
+    #[test]
+    fn patterns_are_compiled_once_per_model_not_per_query() {
+        // A model hands a clone of its cache to every query; all clones share what is compiled.
+        let model = PatternCache::default();
+        let mut query_a = model.clone();
+        let mut query_b = model.clone();
+        assert!(query_a.test(TestFn::Glob, "fs.read*", "fs.read_file"));
+        assert!(query_b.test(TestFn::Glob, "fs.read*", "fs.read_dir"));
+        assert!(!query_b.test(TestFn::Match, "a+", "b"));
+        let compiled = model.shared.read().unwrap();
+        assert_eq!((compiled.globs.len(), compiled.regexes.len()), (1, 1));
     }
 
     #[test]

@@ -468,7 +468,7 @@ impl Model {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid, &[]);
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: Default::default() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
             explain::prove(d, &db, &mut cx, &[], &[], &[], fact)
         })
     }
@@ -478,7 +478,7 @@ impl Model {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid, &[]);
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: Default::default() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
             explain::why_not(d, &db, &mut cx, fact)
         })
     }
@@ -562,7 +562,7 @@ impl Answer<'_> {
     pub fn prove(&self, fact: &Fact) -> Result<Proof, explain::ExplainError> {
         with_answer!(self, d, q => {
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: Default::default() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
             explain::prove(d, &db, &mut cx, &q.inputs, &q.origins, &q.plan.affected, fact)
         })
     }
@@ -571,7 +571,7 @@ impl Answer<'_> {
     pub fn why_not(&self, fact: &Fact) -> Result<WhyNot, explain::ExplainError> {
         with_answer!(self, d, q => {
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: Default::default() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
             explain::why_not(d, &db, &mut cx, fact)
         })
     }

@@ -39,6 +39,8 @@ pub(crate) struct ModelData<const W: usize> {
     /// Proofs of model facts, built on first use and shared by every later proof (a model
     /// fact's proof is the same in every query that does not reach its relation).
     pub proof_cache: RwLock<HashMap<(RelId, Row<W>), Arc<crate::Proof>>>,
+    /// Compiled `glob` / `match` patterns, shared by materialisation and every query.
+    pub patterns: crate::functions::PatternCache,
     /// Per relation, its rules ordered by id (then head and alternative): the order in which
     /// proofs try them, independent of the order rules are written in.
     pub rules_by_id: Vec<Vec<usize>>,
@@ -149,9 +151,10 @@ impl<const W: usize> ModelData<W> {
         }
         all.extend_from(facts);
         let inputs = encode_facts::<W>(ir, &all, &mut symbols, &mut origins, &mut origin_ids)?;
+        let patterns = crate::functions::PatternCache::default();
         let cx = RefCell::new(EvalCx {
             symbols,
-            patterns: Default::default(),
+            patterns: patterns.clone(),
         });
         let n = ir.relations.len();
         let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
@@ -207,6 +210,7 @@ impl<const W: usize> ModelData<W> {
             with_ranks,
             query_plans: RwLock::new(HashMap::default()),
             proof_cache: RwLock::new(HashMap::default()),
+            patterns,
             rules_by_id: (0..ir.relations.len())
                 .map(|rel| {
                     let mut rs: Vec<usize> = (0..ir.rules.len())
@@ -256,7 +260,7 @@ impl<const W: usize> ModelData<W> {
         let qp = self.query_plan(&delta);
         let cx = RefCell::new(EvalCx {
             symbols,
-            patterns: Default::default(),
+            patterns: self.patterns.clone(),
         });
         let n = ir.relations.len();
         let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
