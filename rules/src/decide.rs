@@ -65,6 +65,8 @@ pub struct PolicyEngine {
     memories: Vec<String>,
     set_version: String,
     limits: Limits,
+    /// Whether default denials carry a why-not.
+    explain_denials: bool,
 }
 
 impl PolicyEngine {
@@ -120,7 +122,17 @@ impl PolicyEngine {
             memories,
             set_version: set.version().to_string(),
             limits,
+            explain_denials: true,
         })
+    }
+
+    /// Whether a default denial carries the why-not of its allow (on by default). A caller on
+    /// a hot path that records receipts can turn it off and explain a denial when someone
+    /// asks: decisions are deterministic, so the same inputs give the same why-not later.
+    #[must_use]
+    pub fn explain_denials(mut self, on: bool) -> Self {
+        self.explain_denials = on;
+        self
     }
 
     /// The `ID@VERSION` of every envelope governing `run`, sorted.
@@ -306,7 +318,8 @@ impl PolicyEngine {
             );
             decision.proof = Some(answer.prove(&fact).map_err(|e| e.to_string())?);
         }
-        if effect == DecisionEffect::Deny
+        if self.explain_denials
+            && effect == DecisionEffect::Deny
             && decision
                 .rules
                 .iter()

@@ -410,6 +410,7 @@ fn check_agreement(s: &mut Setup) {
 #[derive(Clone, Copy)]
 enum Variant {
     TollgateProof,
+    TollgateReceipt,
     TollgateQueryProof,
     TollgateNoProof,
     TollgateNoProvenance,
@@ -418,8 +419,9 @@ enum Variant {
     Plain,
 }
 
-const VARIANTS: [(Variant, &str); 7] = [
+const VARIANTS: [(Variant, &str); 8] = [
     (Variant::TollgateProof, "tollgate_proofs_on"),
+    (Variant::TollgateReceipt, "tollgate_proofs_on_no_why_not"),
     (Variant::TollgateQueryProof, "tollgate_query_and_proof"),
     (Variant::TollgateNoProof, "tollgate_proofs_off"),
     (Variant::TollgateNoProvenance, "tollgate_no_provenance"),
@@ -434,6 +436,9 @@ fn run(s: &mut Setup, v: Variant, i: usize) -> Effect {
         Variant::TollgateProof => s
             .tollgate
             .decide_with_proof(&s.agent_names[a], &s.tool_names[t]),
+        Variant::TollgateReceipt => s
+            .tollgate
+            .decide_receipt(&s.agent_names[a], &s.tool_names[t]),
         Variant::TollgateQueryProof => s
             .tollgate
             .decide_query_and_proof(&s.agent_names[a], &s.tool_names[t]),
@@ -500,7 +505,11 @@ fn manual(s: &mut Setup) -> BTreeMap<&'static str, (Duration, Duration, Duration
         out.insert(name, (p50, p90, p99));
     }
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    for base in ["tollgate_proofs_on", "tollgate_proofs_off"] {
+    for base in [
+        "tollgate_proofs_on",
+        "tollgate_proofs_on_no_why_not",
+        "tollgate_proofs_off",
+    ] {
         let b = out[base];
         for other in ["cedar", "regorus"] {
             let o = out[other];

@@ -422,6 +422,8 @@ pub fn from_decision(e: DecisionEffect) -> Effect {
 pub struct Tollgate {
     /// The public engine.
     pub engine: PolicyEngine,
+    /// The public engine with `explain_denials(false)`: receipts (proofs) without why-nots.
+    pub receipts: PolicyEngine,
     /// The same program and facts, for proof-less queries.
     pub model: Model,
     /// The same program evaluated without provenance (`Program::evaluate`).
@@ -436,6 +438,9 @@ impl Tollgate {
         let set = w.envelope_set()?;
         let subjects = w.subjects();
         let engine = PolicyEngine::new(&set, &subjects).map_err(|e| e.to_string())?;
+        let receipts = PolicyEngine::new(&set, &subjects)
+            .map_err(|e| e.to_string())?
+            .explain_denials(false);
         let program = builtin_program().map_err(|d| format!("{d:?}"))?;
         let mut facts = set.facts();
         facts.extend_from(&subjects);
@@ -448,6 +453,7 @@ impl Tollgate {
             .map_err(|e| e.to_string())?;
         Ok(Tollgate {
             engine,
+            receipts,
             model,
             model_no_provenance,
             limits,
@@ -459,6 +465,14 @@ impl Tollgate {
     /// proof of the decision, why-not for a default denial).
     pub fn decide_with_proof(&self, run: &str, tool: &str) -> Effect {
         let d = self.engine.decide_tool(run, tool, &self.args);
+        debug_assert!(d.error.is_none(), "{:?}", d.error);
+        from_decision(d.effect)
+    }
+
+    /// Proofs on without why-nots: `decide_tool` on an engine with `explain_denials(false)`
+    /// (input hash, staged query, proof of the decision).
+    pub fn decide_receipt(&self, run: &str, tool: &str) -> Effect {
+        let d = self.receipts.decide_tool(run, tool, &self.args);
         debug_assert!(d.error.is_none(), "{:?}", d.error);
         from_decision(d.effect)
     }

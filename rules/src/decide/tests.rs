@@ -167,6 +167,22 @@ fn a_used_up_budget_rate_limits() {
 }
 
 #[test]
+fn a_default_denial_without_explanations_keeps_its_proof_and_decision() {
+    let quiet = engine().explain_denials(false);
+    let d = tool(&quiet, "net.upload", serde_json::json!({}));
+    let loud = tool(&engine(), "net.upload", serde_json::json!({}));
+    assert_eq!(d.effect, DecisionEffect::Deny);
+    assert_eq!(d.rules, ["default-deny"]);
+    assert!(d.proof.is_some());
+    assert!(d.why_not.is_empty());
+    assert_eq!(
+        (d.input_hash.as_str(), d.proof.as_ref()),
+        (loud.input_hash.as_str(), loud.proof.as_ref())
+    );
+    assert!(!loud.why_not.is_empty());
+}
+
+#[test]
 fn a_default_denial_says_why_nothing_allowed_it() {
     let d = tool(&engine(), "net.upload", serde_json::json!({}));
     assert_eq!(d.effect, DecisionEffect::Deny);
