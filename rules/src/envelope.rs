@@ -101,21 +101,49 @@ impl EnvelopeSet {
 /// JSON text with object keys sorted at every level and no insignificant whitespace, so equal
 /// values hash equally whatever `serde_json`'s map order.
 pub fn canonical_json(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+/// Appends the canonical text of `value` to `out` (one buffer, no intermediate strings: this
+/// runs for every decision's input hash).
+fn write_canonical(value: &serde_json::Value, out: &mut String) {
     use serde_json::Value as J;
     match value {
         J::Object(map) => {
             let mut entries: Vec<(&String, &J)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            let parts: Vec<String> = entries
-                .iter()
-                .map(|(k, v)| format!("{}:{}", J::String((*k).clone()), canonical_json(v)))
-                .collect();
-            format!("{{{}}}", parts.join(","))
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(k, out);
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
         }
         J::Array(items) => {
-            let parts: Vec<String> = items.iter().map(canonical_json).collect();
-            format!("[{}]", parts.join(","))
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
         }
-        other => other.to_string(),
+        J::String(s) => write_json_string(s, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A JSON string literal, escaped as `serde_json` escapes it.
+fn write_json_string(s: &str, out: &mut String) {
+    match serde_json::to_string(s) {
+        Ok(text) => out.push_str(&text),
+        Err(_) => out.push_str("\"\""),
     }
 }
