@@ -2,31 +2,11 @@
 //! fixtures under `fixtures/rules/` and assert exit codes, files and printed explanations.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use std::path::PathBuf;
 
-fn tollgate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("run tollgate")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{stderr, stdout, tollgate};
 
 const POLICY: &str = "fixtures/rules/tool_policy/policy.dl";
 const FACTS: &str = "fixtures/rules/tool_policy";
