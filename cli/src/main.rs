@@ -3,8 +3,15 @@
 //! Exit codes: 0 ok; 1 a check failed or evaluation hit a limit; 2 usage or input error
 //! (bad program, bad facts, missing files).
 
+mod compile_cmd;
+mod db_cmd;
+mod jobs_cmd;
 mod policy_cmd;
+mod provenance_cmd;
+mod replay_cmd;
 mod rules_cmd;
+mod runs_cmd;
+mod store_arg;
 
 use std::process::ExitCode;
 
@@ -29,6 +36,22 @@ enum Command {
     /// Policy envelopes: check, decide requests, diff versions.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
+    /// The store's schema: check the version, upgrade, downgrade.
+    #[command(subcommand)]
+    Db(db_cmd::DbCommand),
+    /// Recorded runs: import, export, list, show, verify their hash chains.
+    #[command(subcommand)]
+    Runs(runs_cmd::RunsCommand),
+    /// Where a record came from (or, with --used-by, what used it).
+    Provenance(provenance_cmd::ProvenanceArgs),
+    /// Replay recorded runs: `exact` recompiles every step and reports drift.
+    #[command(subcommand)]
+    Replay(replay_cmd::ReplayCommand),
+    /// Compile candidate context items under a token budget and, with --envelope, policy.
+    Compile(compile_cmd::CompileArgs),
+    /// Background jobs: list, show, enqueue, cancel, and run a worker in the foreground.
+    #[command(subcommand)]
+    Jobs(jobs_cmd::JobsCommand),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +59,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rules(cmd) => rules_cmd::run(cmd),
         Command::Policy(cmd) => policy_cmd::run(cmd),
+        Command::Db(cmd) => db_cmd::run(cmd),
+        Command::Runs(cmd) => runs_cmd::run(cmd),
+        Command::Provenance(args) => provenance_cmd::run(args),
+        Command::Replay(cmd) => replay_cmd::run(cmd),
+        Command::Jobs(cmd) => jobs_cmd::run(cmd),
+        Command::Compile(args) => compile_cmd::run(args),
     };
     match result {
         Ok(code) => code,

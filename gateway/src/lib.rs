@@ -1,4 +1,16 @@
-//! Tollgate's application library. The store, recorder, context compiler, providers, policy
-//! enforcement and HTTP API arrive with their issues; today it exposes the rule layer.
+//! Tollgate's application library: the store and flight recorder, the provenance graph, the
+//! context compiler, provider adapters, exact replay, the job runner and the evaluators. The
+//! command line (`cli/`) and, later, the HTTP gateway are thin fronts over it.
+//!
+//! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
+
+pub mod compiler;
+pub mod evaluators;
+pub mod jobs;
+pub mod provenance;
+pub mod providers;
+pub mod recorder;
+pub mod replay;
+pub mod store;
 
 pub use tollgate_rules as rules;

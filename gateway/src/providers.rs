@@ -1,0 +1,131 @@
+//! Provider adapters: what answers a model call once policy has allowed it.
+//!
+//! Every adapter implements [`Provider`] over one request type, [`ChatRequest`], which is
+//! OpenAI's chat-completions request body (so an agent's request deserialises into it as it
+//! is) and whose [`ChatRequest::hash`] identifies a request for recording and replay.
+//!
+//! - [`FakeProvider`] (the default): a deterministic function of the whole request, so tests
+//!   and demos run offline and any change to the compiled context changes the output.
+//! - [`ReplayProvider`]: serves recorded responses by request hash; a request that differs
+//!   from every recording is a [`ProviderError::ReplayMiss`], never a silent live call.
+//! - [`OpenAiProvider`]: OpenAI-compatible chat completions over HTTP (blocking `ureq`).
+//!
+//! [`provider_from_env`] picks one from `TOLLGATE_PROVIDER` and friends (see [`config`]).
+//! Providers are synchronous; an async caller runs them on a blocking thread.
+//!
+//! Secrets: the API key lives in an [`ApiKey`], whose `Debug` is redacted, and no
+//! [`ProviderError`] ever carries it (server messages are scrubbed of it).
+
+pub mod config;
+mod fake;
+mod openai;
+mod replay;
+mod request;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+pub use config::{ProviderConfig, provider_from_env, provider_from_lookup};
+pub use fake::FakeProvider;
+pub use openai::{ApiKey, DEFAULT_TIMEOUT, OpenAiConfig, OpenAiProvider};
+pub use replay::ReplayProvider;
+pub use request::{ChatMessage, ChatRequest, ChatResponse, Usage};
+
+/// Something that completes chat requests.
+///
+/// Implementations are `Send + Sync` so one instance can serve concurrent requests; calls
+/// block (the HTTP gateway runs them on a blocking thread).
+pub trait Provider: Send + Sync {
+    /// A short stable name (`fake`, `replay`, `openai`), recorded with each call.
+    fn name(&self) -> &str;
+
+    /// Completes one request.
+    fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError>;
+}
+
+/// Why a provider could not complete a request or could not be configured.
+///
+/// No variant ever contains an API key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// Replay found no recording for the request.
+    #[error("replay miss: request `{hash}` (model `{model}`) differs from every recorded request")]
+    ReplayMiss {
+        /// The request's [`ChatRequest::hash`].
+        hash: String,
+        /// The request's model.
+        model: String,
+    },
+    /// `TOLLGATE_PROVIDER` names no provider that can be built from the environment.
+    #[error("unknown provider `{name}`: expected `fake` or `openai`")]
+    UnknownProvider {
+        /// The value given.
+        name: String,
+    },
+    /// The OpenAI provider was selected without a key.
+    #[error("the openai provider needs an api key: set `PROVIDER_API_KEY` or `OPENAI_API_KEY`")]
+    MissingApiKey,
+    /// A configuration value is malformed.
+    #[error("invalid provider setting `{name}`: {reason}")]
+    InvalidSetting {
+        /// The setting (an environment variable name).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The provider refused the credentials (HTTP 401 or 403). The server's message is
+    /// dropped: OpenAI's echoes part of the key.
+    #[error("the provider rejected the api key (http {status})")]
+    Unauthorized {
+        /// 401 or 403.
+        status: u16,
+    },
+    /// HTTP 429.
+    #[error("the provider is rate limiting requests{}", retry_hint(*retry_after))]
+    RateLimited {
+        /// The server's `Retry-After`, when it gave one in seconds.
+        retry_after: Option<Duration>,
+    },
+    /// HTTP 5xx.
+    #[error("the provider failed (http {status}): {message}")]
+    Server {
+        /// The status code.
+        status: u16,
+        /// The server's error message, if any (scrubbed of the key, shortened).
+        message: String,
+    },
+    /// Any other non-success status (400, 404, a redirect, …).
+    #[error("the provider refused the request (http {status}): {message}")]
+    Rejected {
+        /// The status code.
+        status: u16,
+        /// The server's error message, if any (scrubbed of the key, shortened).
+        message: String,
+    },
+    /// No answer within the configured timeout.
+    #[error("the provider did not answer within {} s", after.as_secs_f64())]
+    Timeout {
+        /// The configured timeout.
+        after: Duration,
+    },
+    /// The request never got an HTTP answer (DNS, connection, TLS, protocol).
+    #[error("could not reach the provider: {message}")]
+    Transport {
+        /// What went wrong (scrubbed of the key).
+        message: String,
+    },
+    /// A success status whose body is not a chat completion.
+    #[error("the provider's response is not a chat completion: {reason}")]
+    MalformedResponse {
+        /// What is missing or wrong.
+        reason: String,
+    },
+}
+
+fn retry_hint(retry_after: Option<Duration>) -> String {
+    match retry_after {
+        Some(after) => format!(" (retry after {} s)", after.as_secs_f64()),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,220 @@
+//! The request and response every provider speaks, in OpenAI's chat-completions wire shape.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value, json};
+use tollgate_rules::envelope::canonical_json;
+
+use super::ProviderError;
+
+/// A chat-completions request, as OpenAI's API takes it.
+///
+/// An OpenAI request body deserialises into it: the fields Tollgate reads are typed, and every
+/// other top-level field (`top_p`, `tools`, `response_format`, `stream`, …) is kept verbatim in
+/// `extra` and sent on unchanged.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The model name.
+    pub model: String,
+    /// The conversation, oldest first.
+    pub messages: Vec<ChatMessage>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Upper bound on generated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Every other top-level field, verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One message of a [`ChatRequest`].
+///
+/// Only `role`, `content` and `name` are kept; other per-message fields (`tool_calls`,
+/// `tool_call_id`) are dropped on deserialisation, so they neither reach the provider nor
+/// count in the hash. `content` may arrive as a string, `null` or missing (read as empty), or
+/// an array of text parts (joined with newlines); other parts (images, audio) are rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant`, `tool`, …
+    pub role: String,
+    /// The text.
+    #[serde(default, deserialize_with = "content_text")]
+    pub content: String,
+    /// The participant's name, if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message without a name.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+            name: None,
+        }
+    }
+}
+
+/// Reads OpenAI's `content`: a string, `null`, or an array of `{"type":"text","text":…}`.
+fn content_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    use serde::de::Error as _;
+    match Value::deserialize(deserializer)? {
+        Value::String(text) => Ok(text),
+        Value::Null => Ok(String::new()),
+        Value::Array(parts) => {
+            let mut texts = Vec::with_capacity(parts.len());
+            for part in &parts {
+                let kind = part.get("type").and_then(Value::as_str).unwrap_or("");
+                match (kind, part.get("text").and_then(Value::as_str)) {
+                    ("text", Some(text)) => texts.push(text),
+                    _ => {
+                        return Err(D::Error::custom(format!(
+                            "unsupported message content part `{kind}`: only text parts are \
+                             supported"
+                        )));
+                    }
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        _ => Err(D::Error::custom(
+            "message content must be a string, null or an array of text parts",
+        )),
+    }
+}
+
+impl ChatRequest {
+    /// The request's identity: blake3 (hex) of its canonical JSON (keys sorted, no
+    /// whitespace). Parsing the same request from differently ordered or spaced JSON gives
+    /// the same hash; any change to a message, parameter or extra field changes it.
+    pub fn hash(&self) -> String {
+        blake3::hash(canonical_json(&self.to_json()).as_bytes())
+            .to_hex()
+            .to_string()
+    }
+
+    /// The request as OpenAI's JSON body.
+    pub fn to_json(&self) -> Value {
+        #[expect(
+            clippy::expect_used,
+            reason = "a struct of strings, numbers and a JSON map with string keys always \
+                      converts to a JSON value"
+        )]
+        serde_json::to_value(self).expect("chat request converts to json")
+    }
+
+    /// The text of the last `user` message, if any.
+    pub fn last_user_message(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map(|m| m.content.as_str())
+    }
+}
+
+/// A completed chat request: one choice, text only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The provider's completion id.
+    pub id: String,
+    /// The model that answered (as the provider reports it).
+    pub model: String,
+    /// The assistant's text (empty when the provider returned none, e.g. only tool calls).
+    pub content: String,
+    /// Why generation stopped (`stop`, `length`, …; `unknown` if the provider said nothing).
+    pub finish_reason: String,
+    /// Token counts.
+    pub usage: Usage,
+}
+
+/// Token counts of a completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the request.
+    pub prompt_tokens: u32,
+    /// Tokens generated.
+    pub completion_tokens: u32,
+}
+
+impl ChatResponse {
+    /// The response as an OpenAI `chat.completion` object. `created` is always 0: responses
+    /// must be byte-identical on replay, so no clock is read here.
+    pub fn to_openai_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": self.content },
+                "finish_reason": self.finish_reason,
+            }],
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "total_tokens": self.usage.prompt_tokens.saturating_add(self.usage.completion_tokens),
+            },
+        })
+    }
+
+    /// Reads an OpenAI `chat.completion` object: `id`, `model` and the first choice's
+    /// message are required; a `null` content is read as empty, a missing `finish_reason`
+    /// as `unknown`, missing `usage` as zeros.
+    pub fn from_openai_json(value: &Value) -> Result<ChatResponse, ProviderError> {
+        let malformed = |reason: &str| ProviderError::MalformedResponse {
+            reason: reason.to_owned(),
+        };
+        let object = value
+            .as_object()
+            .ok_or_else(|| malformed("the body is not a json object"))?;
+        let text_field = |name: &str| {
+            object
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| malformed(&format!("`{name}` is missing or not a string")))
+        };
+        let id = text_field("id")?;
+        let model = text_field("model")?;
+        let choice = object
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| choices.first())
+            .ok_or_else(|| malformed("`choices` is missing or empty"))?;
+        let message = choice
+            .get("message")
+            .and_then(Value::as_object)
+            .ok_or_else(|| malformed("`choices[0].message` is missing"))?;
+        let content = match message.get("content") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(text)) => text.clone(),
+            Some(_) => return Err(malformed("`choices[0].message.content` is not a string")),
+        };
+        let finish_reason = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned();
+        let count = |name: &str| {
+            object
+                .get("usage")
+                .and_then(|usage| usage.get(name))
+                .and_then(Value::as_u64)
+                .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        Ok(ChatResponse {
+            id,
+            model,
+            content,
+            finish_reason,
+            usage: Usage {
+                prompt_tokens: count("prompt_tokens"),
+                completion_tokens: count("completion_tokens"),
+            },
+        })
+    }
+}

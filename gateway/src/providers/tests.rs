@@ -1,0 +1,426 @@
+//! Tests of the request types, the fake and replay providers and configuration. The OpenAI
+//! adapter's tests, against a mock server on loopback, are in `tests/openai.rs`.
+
+mod openai;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn request(messages: &[(&str, &str)]) -> ChatRequest {
+    ChatRequest {
+        model: "gpt-test".to_owned(),
+        messages: messages
+            .iter()
+            .map(|(role, content)| ChatMessage::new(*role, *content))
+            .collect(),
+        temperature: Some(0.2),
+        max_tokens: Some(64),
+        extra: serde_json::Map::new(),
+    }
+}
+
+fn conversation() -> ChatRequest {
+    request(&[
+        ("system", "You are a careful coding agent."),
+        (
+            "user",
+            "List the files in the repository and explain the layout please",
+        ),
+        ("assistant", "Here are the files."),
+        ("user", "Now summarise README.md"),
+    ])
+}
+
+fn response(content: &str) -> ChatResponse {
+    ChatResponse {
+        id: format!("rec-{content}"),
+        model: "gpt-test".to_owned(),
+        content: content.to_owned(),
+        finish_reason: "stop".to_owned(),
+        usage: Usage {
+            prompt_tokens: 3,
+            completion_tokens: 1,
+        },
+    }
+}
+
+// ---- request and response types ----
+
+#[test]
+fn hash_ignores_key_order_and_whitespace() {
+    let a = r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi","name":"ann"}],
+                "temperature":0.5,"top_p":1,"tools":[{"type":"function","function":{"name":"ls","parameters":{"b":1,"a":2}}}]}"#;
+    let b = r#"{
+        "tools": [ { "function": { "parameters": { "a": 2, "b": 1 }, "name": "ls" }, "type": "function" } ],
+        "top_p": 1,
+        "messages": [ { "name": "ann", "content": "hi", "role": "user" } ],
+        "temperature": 0.5,
+        "model": "gpt-4o"
+    }"#;
+    let a: ChatRequest = serde_json::from_str(a).unwrap();
+    let b: ChatRequest = serde_json::from_str(b).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.hash(), b.hash());
+    assert_eq!(a.hash().len(), 64);
+    assert_eq!(a.extra.get("top_p"), Some(&json!(1)));
+}
+
+#[test]
+fn hash_sees_every_field() {
+    let base = conversation();
+    let mut changes = Vec::new();
+    let mut c = base.clone();
+    c.model.push('x');
+    changes.push(c);
+    let mut c = base.clone();
+    c.temperature = None;
+    changes.push(c);
+    let mut c = base.clone();
+    c.max_tokens = Some(65);
+    changes.push(c);
+    let mut c = base.clone();
+    c.extra.insert("seed".to_owned(), json!(7));
+    changes.push(c);
+    let mut c = base.clone();
+    c.messages[0].name = Some("ops".to_owned());
+    changes.push(c);
+    let mut c = base.clone();
+    c.messages[2].role = "user".to_owned();
+    changes.push(c);
+    for changed in changes {
+        assert_ne!(changed.hash(), base.hash(), "{changed:?}");
+    }
+}
+
+#[test]
+fn unknown_fields_are_kept_and_sent_back_verbatim() {
+    let body = json!({
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi", "tool_call_id": "dropped"}],
+        "response_format": {"type": "json_object"},
+        "stream": true,
+    });
+    let parsed: ChatRequest = serde_json::from_value(body).unwrap();
+    assert_eq!(parsed.extra.len(), 2);
+    assert_eq!(
+        parsed.to_json(),
+        json!({
+            "model": "m",
+            "messages": [{"role": "user", "content": "hi"}],
+            "response_format": {"type": "json_object"},
+            "stream": true,
+        })
+    );
+}
+
+#[test]
+fn content_may_be_text_parts_or_null() {
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "assistant", "content": null},
+        {"role": "assistant"},
+    ]});
+    let parsed: ChatRequest = serde_json::from_value(body).unwrap();
+    let contents: Vec<&str> = parsed.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, ["a\nb", "", ""]);
+
+    let image = json!({"model": "m", "messages": [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+    ]});
+    let error = serde_json::from_value::<ChatRequest>(image).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("unsupported message content part `image_url`"),
+        "{error}"
+    );
+}
+
+#[test]
+fn response_round_trips_through_openai_json() {
+    let original = response("hello");
+    let value = original.to_openai_json();
+    assert_eq!(value["object"], "chat.completion");
+    assert_eq!(value["choices"][0]["message"]["role"], "assistant");
+    assert_eq!(value["usage"]["total_tokens"], 4);
+    assert_eq!(ChatResponse::from_openai_json(&value).unwrap(), original);
+}
+
+#[test]
+fn response_parsing_tolerates_optional_fields_and_names_missing_ones() {
+    let minimal = json!({"id": "c1", "model": "m", "choices": [{"message": {"content": null}}]});
+    let parsed = ChatResponse::from_openai_json(&minimal).unwrap();
+    assert_eq!(parsed.content, "");
+    assert_eq!(parsed.finish_reason, "unknown");
+    assert_eq!(parsed.usage, Usage::default());
+
+    let check = |value: serde_json::Value, expected: &str| {
+        let error = ChatResponse::from_openai_json(&value).unwrap_err();
+        assert_eq!(error.to_string(), expected);
+    };
+    check(
+        json!([1]),
+        "the provider's response is not a chat completion: the body is not a json object",
+    );
+    check(
+        json!({"model": "m", "choices": []}),
+        "the provider's response is not a chat completion: `id` is missing or not a string",
+    );
+    check(
+        json!({"id": "c", "model": "m", "choices": []}),
+        "the provider's response is not a chat completion: `choices` is missing or empty",
+    );
+}
+
+// ---- fake ----
+
+#[test]
+fn fake_is_deterministic_and_readable() {
+    let fake = FakeProvider::new();
+    let request = conversation();
+    let first = fake.complete(&request).unwrap();
+    let second = fake.complete(&request.clone()).unwrap();
+    assert_eq!(first, second);
+    assert_eq!(fake.name(), "fake");
+    let hash = request.hash();
+    assert_eq!(first.id, format!("fake-{}", &hash[..24]));
+    assert_eq!(
+        first.content,
+        format!(
+            "[fake gpt-test · 4 messages · request {}] you said: \"Now summarise README.md\"",
+            &hash[..12]
+        )
+    );
+    assert_eq!(first.finish_reason, "stop");
+    // 6 + 11 + 4 + 3 whitespace words in the messages.
+    assert_eq!(first.usage.prompt_tokens, 24);
+    assert_eq!(
+        first.usage.completion_tokens as usize,
+        first.content.split_whitespace().count()
+    );
+}
+
+#[test]
+fn fake_echo_is_cut_after_eight_words() {
+    let fake = FakeProvider::new();
+    let long = request(&[("user", "one two three four five six seven eight nine ten")]);
+    let answer = fake.complete(&long).unwrap().content;
+    assert!(answer.contains(" · 1 message · "), "{answer}");
+    assert!(
+        answer.ends_with("you said: \"one two three four five six seven eight…\""),
+        "{answer}"
+    );
+    let silent = request(&[("system", "rules")]);
+    assert!(
+        fake.complete(&silent)
+            .unwrap()
+            .content
+            .ends_with("no user message")
+    );
+}
+
+#[test]
+fn fake_changes_when_one_character_of_any_message_changes() {
+    let fake = FakeProvider::new();
+    let base = conversation();
+    let original = fake.complete(&base).unwrap();
+    for index in 0..base.messages.len() {
+        let length = base.messages[index].content.chars().count();
+        for position in [0, length / 2, length - 1] {
+            let mut changed = base.clone();
+            let text: String = changed.messages[index]
+                .content
+                .chars()
+                .enumerate()
+                .map(|(i, c)| if i == position { flip(c) } else { c })
+                .collect();
+            changed.messages[index].content = text;
+            let answer = fake.complete(&changed).unwrap();
+            assert_ne!(
+                answer.content, original.content,
+                "message {index} at {position}"
+            );
+            assert_ne!(answer.id, original.id);
+        }
+    }
+}
+
+fn flip(c: char) -> char {
+    if c == 'a' { 'b' } else { 'a' }
+}
+
+// ---- replay ----
+
+#[test]
+fn replay_serves_recordings_by_hash_and_reports_misses() {
+    let asked = conversation();
+    let other = request(&[("user", "never asked")]);
+    let replay = ReplayProvider::new([
+        (asked.hash(), response("first")),
+        (other.hash(), response("unused")),
+        (asked.hash(), response("second")),
+    ]);
+    assert_eq!(replay.name(), "replay");
+    assert_eq!(replay.len(), 3);
+
+    let contents: Vec<String> = (0..3)
+        .map(|_| replay.complete(&asked).unwrap().content)
+        .collect();
+    assert_eq!(contents, ["first", "second", "second"]);
+    assert_eq!(replay.served(), vec![asked.hash(); 3]);
+    assert_eq!(replay.unused(), [other.hash()]);
+
+    let mut changed = asked.clone();
+    changed.messages[0].content.push('!');
+    let error = replay.complete(&changed).unwrap_err();
+    assert_eq!(
+        error,
+        ProviderError::ReplayMiss {
+            hash: changed.hash(),
+            model: "gpt-test".to_owned(),
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "replay miss: request `{}` (model `gpt-test`) differs from every recorded request",
+            changed.hash()
+        )
+    );
+    assert_eq!(replay.served().len(), 3, "a miss is not served");
+}
+
+// ---- configuration ----
+
+fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let vars: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| vars.get(name).cloned()
+}
+
+#[test]
+fn configuration_defaults_to_fake() {
+    assert_eq!(
+        ProviderConfig::from_lookup(&lookup(&[])).unwrap(),
+        ProviderConfig::Fake
+    );
+    let provider = provider_from_lookup(&lookup(&[("TOLLGATE_PROVIDER", " ")])).unwrap();
+    assert_eq!(provider.name(), "fake");
+}
+
+#[test]
+fn configuration_reads_openai_settings_in_order_of_preference() {
+    let config = ProviderConfig::from_lookup(&lookup(&[
+        ("TOLLGATE_PROVIDER", "openai"),
+        ("PROVIDER_API_KEY", "sk-primary"),
+        ("OPENAI_API_KEY", "sk-secondary"),
+        ("TOLLGATE_PROVIDER_BASE_URL", "http://127.0.0.1:9/v1/"),
+        ("OPENAI_BASE_URL", "http://unused.invalid/v1"),
+        ("TOLLGATE_PROVIDER_TIMEOUT_SECS", "2.5"),
+    ]))
+    .unwrap();
+    let ProviderConfig::OpenAi(openai) = config.clone() else {
+        panic!("expected openai, got {config:?}");
+    };
+    assert_eq!(openai.api_key.expose(), "sk-primary");
+    assert_eq!(openai.base_url, "http://127.0.0.1:9/v1/");
+    assert_eq!(openai.timeout, Duration::from_millis(2500));
+    assert!(!format!("{config:?}").contains("sk-primary"));
+    let provider = OpenAiProvider::new(openai).unwrap();
+    assert_eq!(
+        provider.endpoint(),
+        "http://127.0.0.1:9/v1/chat/completions"
+    );
+    assert!(!format!("{provider:?}").contains("sk-primary"));
+
+    let fallback = ProviderConfig::from_lookup(&lookup(&[
+        ("TOLLGATE_PROVIDER", "openai"),
+        ("OPENAI_API_KEY", "sk-secondary"),
+    ]))
+    .unwrap();
+    let ProviderConfig::OpenAi(openai) = fallback else {
+        panic!("expected openai");
+    };
+    assert_eq!(openai.api_key.expose(), "sk-secondary");
+    assert_eq!(openai.base_url, "https://api.openai.com/v1");
+    assert_eq!(openai.timeout, Duration::from_secs(60));
+}
+
+#[test]
+fn configuration_errors_are_clear() {
+    let check = |vars: &[(&str, &str)], expected: &str| {
+        let error = provider_from_lookup(&lookup(vars)).err().unwrap();
+        assert_eq!(error.to_string(), expected);
+    };
+    check(
+        &[("TOLLGATE_PROVIDER", "openai"), ("PROVIDER_API_KEY", "")],
+        "the openai provider needs an api key: set `PROVIDER_API_KEY` or `OPENAI_API_KEY`",
+    );
+    check(
+        &[("TOLLGATE_PROVIDER", "anthropic")],
+        "unknown provider `anthropic`: expected `fake` or `openai`",
+    );
+    check(
+        &[
+            ("TOLLGATE_PROVIDER", "openai"),
+            ("OPENAI_API_KEY", "sk-x"),
+            ("TOLLGATE_PROVIDER_TIMEOUT_SECS", "0"),
+        ],
+        "invalid provider setting `TOLLGATE_PROVIDER_TIMEOUT_SECS`: `0` is not a positive \
+         number of seconds",
+    );
+    check(
+        &[
+            ("TOLLGATE_PROVIDER", "openai"),
+            ("OPENAI_API_KEY", "sk-x"),
+            ("OPENAI_BASE_URL", "ftp://host/v1"),
+        ],
+        "invalid provider setting `base url`: `ftp://host/v1` is not an http:// or https:// \
+         url with a host",
+    );
+}
+
+// ---- properties ----
+
+fn arb_message() -> impl Strategy<Value = ChatMessage> {
+    (
+        prop::sample::select(vec!["system", "user", "assistant", "tool"]),
+        any::<String>(),
+        prop::option::of("[a-z_]{1,8}"),
+    )
+        .prop_map(|(role, content, name)| ChatMessage {
+            role: role.to_owned(),
+            content,
+            name,
+        })
+}
+
+proptest! {
+    #[test]
+    fn hash_is_stable_under_serialisation_round_trip(
+        messages in prop::collection::vec(arb_message(), 0..6),
+        temperature in prop::option::of((0u32..=200).prop_map(|t| f64::from(t) / 100.0)),
+        max_tokens in prop::option::of(any::<u32>()),
+        seed in prop::option::of(any::<i64>()),
+    ) {
+        let mut extra = serde_json::Map::new();
+        if let Some(seed) = seed {
+            extra.insert("seed".to_owned(), json!(seed));
+        }
+        let request = ChatRequest { model: "m".to_owned(), messages, temperature, max_tokens, extra };
+        let compact = serde_json::to_string(&request).unwrap();
+        let pretty = serde_json::to_string_pretty(&request).unwrap();
+        let from_compact: ChatRequest = serde_json::from_str(&compact).unwrap();
+        let from_pretty: ChatRequest = serde_json::from_str(&pretty).unwrap();
+        prop_assert_eq!(&from_compact, &request);
+        prop_assert_eq!(from_compact.hash(), request.hash());
+        prop_assert_eq!(from_pretty.hash(), request.hash());
+    }
+}

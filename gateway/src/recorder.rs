@@ -1,0 +1,489 @@
+//! The flight recorder: runs, steps and append-only events in the store, each event chained to
+//! the previous one of its run by hash, large payloads stored once as artifacts, and the run
+//! file format for import and export.
+//!
+//! The chain: a run's *genesis* hash covers its immutable header (id, agent, task, scope,
+//! clearance, start, parent, envelopes, metadata); event `n` hashes its run, sequence number,
+//! step, kind, time, the hash of its payload and the hash of event `n-1` (the genesis hash for
+//! the first). The run row keeps the count and the last hash, so an edited event, a deleted
+//! one, a reordered one and a truncated tail are all detected by [`Recorder::verify`].
+
+pub mod format;
+pub mod otel;
+mod promote;
+mod timeline;
+mod write;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tollgate_rules::envelope::canonical_json;
+
+use crate::store::{Store, StoreError};
+use format::{EventKind, EventRecord, RunFile, RunHeader, StepRecord};
+
+pub use promote::{PromotedRecord, Provenance};
+pub use timeline::render_timeline;
+pub use write::ImportSummary;
+
+/// Payloads larger than this (canonical JSON bytes) are stored once as artifacts.
+pub const INLINE_PAYLOAD_LIMIT: usize = 4096;
+
+/// What can go wrong recording.
+#[derive(Debug, thiserror::Error)]
+pub enum RecorderError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A run file or an event is not acceptable; nothing was stored.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such run.
+    #[error("no run `{0}`\n  help: `tollgate runs list` shows the recorded runs")]
+    UnknownRun(String),
+}
+
+/// blake3 hex of a JSON value's canonical form.
+pub fn hash_json(value: &Value) -> String {
+    blake3::hash(canonical_json(value).as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// The genesis hash of a run: its immutable header fields.
+pub fn genesis_hash(header: &RunHeader) -> String {
+    hash_json(&json!({
+        "run": header.id,
+        "agent": header.agent,
+        "task": header.task,
+        "scope": header.scope,
+        "clearance": header.clearance,
+        "started_at": header.started_at,
+        "parent_run": header.parent_run,
+        "envelopes": header.envelopes,
+        "metadata": header.metadata,
+    }))
+}
+
+/// The hash of one event, given its payload's hash and its predecessor's hash.
+pub fn event_hash(
+    run: &str,
+    seq: u64,
+    step: u32,
+    kind: &str,
+    at: &str,
+    payload_hash: &str,
+    prev: &str,
+) -> String {
+    hash_json(&json!({
+        "run": run, "seq": seq, "step": step, "kind": kind, "at": at,
+        "payload": payload_hash, "prev": prev,
+    }))
+}
+
+/// A run as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Run id.
+    pub id: String,
+    /// Agent.
+    pub agent: String,
+    /// Task.
+    pub task: String,
+    /// Status.
+    pub status: String,
+    /// Start time.
+    pub started_at: String,
+    /// Number of steps.
+    pub steps: u32,
+    /// Number of events.
+    pub events: u64,
+}
+
+/// One problem `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainProblem {
+    /// The event concerned (`None` for the run itself).
+    pub seq: Option<u64>,
+    /// `edited`, `gap`, `chain_broken`, `missing_artifact`, `truncated`, `header_edited`,
+    /// `unknown_step`.
+    pub kind: String,
+    /// What exactly differs.
+    pub detail: String,
+}
+
+/// The result of verifying one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// Run id.
+    pub run: String,
+    /// Events checked.
+    pub events: u64,
+    /// The last hash of the chain as recomputed.
+    pub head: String,
+    /// Every problem, in event order.
+    pub problems: Vec<ChainProblem>,
+}
+
+impl VerifyReport {
+    /// Whether the chain holds.
+    pub fn is_intact(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// The flight recorder over a store.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    store: Store,
+}
+
+impl Recorder {
+    /// A recorder writing to `store`.
+    pub fn new(store: Store) -> Recorder {
+        Recorder { store }
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Every run, newest first.
+    pub fn list(&self) -> Result<Vec<RunSummary>, RecorderError> {
+        Ok(self.store.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
+                        (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)
+                 FROM runs r ORDER BY r.started_at DESC, r.id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(RunSummary {
+                    id: r.get(0)?,
+                    agent: r.get(1)?,
+                    task: r.get(2)?,
+                    status: r.get(3)?,
+                    started_at: r.get(4)?,
+                    events: r.get::<_, i64>(5)? as u64,
+                    steps: r.get(6)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })?)
+    }
+
+    /// The header of a run.
+    pub fn header(&self, run: &str) -> Result<RunHeader, RecorderError> {
+        let id = run.to_string();
+        self.store
+            .read(move |c| load_header(c, &id))?
+            .ok_or_else(|| RecorderError::UnknownRun(run.to_string()))
+    }
+
+    /// A whole run in the run format, with hashes.
+    pub fn export(&self, run: &str) -> Result<RunFile, RecorderError> {
+        let header = self.header(run)?;
+        let id = run.to_string();
+        let (steps, events, envelope_sources) = self.store.read(move |c| {
+            let steps = load_steps(c, &id)?;
+            let events = load_events(c, &id)?;
+            let sources = write::load_envelope_sources(c, &id)?;
+            Ok((steps, events, sources))
+        })?;
+        Ok(RunFile {
+            format: format::RUN_FORMAT.to_string(),
+            run: header,
+            steps,
+            events: events.into_iter().map(|e| e.record).collect(),
+            envelope_sources,
+        })
+    }
+
+    /// Events of a run, in order, optionally only of some kinds.
+    pub fn events(
+        &self,
+        run: &str,
+        kinds: Option<&[EventKind]>,
+    ) -> Result<Vec<EventRecord>, RecorderError> {
+        self.header(run)?;
+        let id = run.to_string();
+        let all = self.store.read(move |c| load_events(c, &id))?;
+        Ok(all
+            .into_iter()
+            .map(|e| e.record)
+            .filter(|e| {
+                kinds.is_none_or(|ks| EventKind::parse(&e.kind).is_some_and(|k| ks.contains(&k)))
+            })
+            .collect())
+    }
+
+    /// Recomputes a run's chain from what is stored and lists every place it does not hold.
+    pub fn verify(&self, run: &str) -> Result<VerifyReport, RecorderError> {
+        let header = self.header(run)?;
+        let id = run.to_string();
+        let (events, steps, stored_count, stored_head) = self.store.read(move |c| {
+            let events = load_events(c, &id)?;
+            let steps = load_steps(c, &id)?;
+            let (count, head): (u64, String) = c.query_row(
+                "SELECT event_count, head_hash FROM runs WHERE id = ?1",
+                [&id],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+            )?;
+            Ok((events, steps, count, head))
+        })?;
+        Ok(verify_chain(
+            &header,
+            &events,
+            &steps,
+            stored_count,
+            &stored_head,
+        ))
+    }
+}
+
+/// An event as stored, with what verification needs.
+#[derive(Debug, Clone)]
+struct StoredEvent {
+    record: EventRecord,
+    /// The payload hash column.
+    payload_hash: String,
+    /// Set when the payload lives in an artifact that is missing.
+    missing_artifact: bool,
+}
+
+fn load_header(c: &Connection, run: &str) -> Result<Option<RunHeader>, StoreError> {
+    let row = c
+        .query_row(
+            "SELECT id, agent, task, scope, clearance, status, started_at, finished_at,
+                    parent_run, envelopes, metadata
+             FROM runs WHERE id = ?1",
+            [run],
+            |r| {
+                Ok((
+                    RunHeader {
+                        id: r.get(0)?,
+                        agent: r.get(1)?,
+                        task: r.get(2)?,
+                        scope: r.get(3)?,
+                        clearance: r.get(4)?,
+                        status: r.get(5)?,
+                        started_at: r.get(6)?,
+                        finished_at: r.get(7)?,
+                        parent_run: r.get(8)?,
+                        envelopes: Vec::new(),
+                        metadata: Value::Null,
+                    },
+                    r.get::<_, String>(9)?,
+                    r.get::<_, String>(10)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((mut header, envelopes, metadata)) = row else {
+        return Ok(None);
+    };
+    header.envelopes = serde_json::from_str(&envelopes).map_err(StoreError::corrupt)?;
+    header.metadata = serde_json::from_str(&metadata).map_err(StoreError::corrupt)?;
+    Ok(Some(header))
+}
+
+fn load_steps(c: &Connection, run: &str) -> Result<Vec<StepRecord>, StoreError> {
+    let mut stmt =
+        c.prepare("SELECT idx, name, agent FROM steps WHERE run_id = ?1 ORDER BY idx")?;
+    let rows = stmt.query_map([run], |r| {
+        Ok(StepRecord {
+            index: r.get(0)?,
+            name: r.get(1)?,
+            agent: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn load_events(c: &Connection, run: &str) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut stmt = c.prepare(
+        "SELECT e.seq, e.step_idx, e.kind, e.at, e.payload, e.payload_hash, e.prev_hash, e.hash,
+                a.body
+         FROM events e LEFT JOIN artifacts a ON e.payload IS NULL AND a.hash = e.payload_hash
+         WHERE e.run_id = ?1 ORDER BY e.seq",
+    )?;
+    let rows = stmt.query_map(params![run], |r| {
+        Ok((
+            r.get::<_, i64>(0)? as u64,
+            r.get::<_, u32>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, Option<String>>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, String>(6)?,
+            r.get::<_, String>(7)?,
+            r.get::<_, Option<Vec<u8>>>(8)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, step, kind, at, inline, payload_hash, prev, hash, artifact) = row?;
+        let (text, missing_artifact) = match (inline, artifact) {
+            (Some(text), _) => (text, false),
+            (None, Some(body)) => (String::from_utf8_lossy(&body).into_owned(), false),
+            (None, None) => ("null".to_string(), true),
+        };
+        let payload = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        out.push(StoredEvent {
+            record: EventRecord {
+                seq,
+                step,
+                kind,
+                at,
+                payload,
+                prev: Some(prev),
+                hash: Some(hash),
+            },
+            payload_hash,
+            missing_artifact,
+        });
+    }
+    Ok(out)
+}
+
+fn verify_chain(
+    header: &RunHeader,
+    events: &[StoredEvent],
+    steps: &[StepRecord],
+    stored_count: u64,
+    stored_head: &str,
+) -> VerifyReport {
+    let mut problems = Vec::new();
+    let mut problem = |seq: Option<u64>, kind: &str, detail: String| {
+        problems.push(ChainProblem {
+            seq,
+            kind: kind.to_string(),
+            detail,
+        })
+    };
+    let genesis = genesis_hash(header);
+    let mut prev = genesis.clone();
+    let mut expected_seq = 0u64;
+    for e in events {
+        let r = &e.record;
+        if r.seq != expected_seq {
+            problem(
+                Some(r.seq),
+                "gap",
+                format!(
+                    "expected event {expected_seq} next, found {}: events {expected_seq}..{} are missing",
+                    r.seq,
+                    r.seq.saturating_sub(1)
+                ),
+            );
+            expected_seq = r.seq;
+        }
+        if e.missing_artifact {
+            problem(
+                Some(r.seq),
+                "missing_artifact",
+                format!("the payload artifact `{}` is missing", e.payload_hash),
+            );
+        } else {
+            let actual = hash_json(&r.payload);
+            if actual != e.payload_hash {
+                problem(
+                    Some(r.seq),
+                    "edited",
+                    format!(
+                        "event {} ({}) was edited: its payload hashes to {} but was recorded as {}",
+                        r.seq,
+                        r.kind,
+                        short(&actual),
+                        short(&e.payload_hash)
+                    ),
+                );
+            }
+        }
+        let recorded_prev = r.prev.as_deref().unwrap_or_default();
+        if recorded_prev != prev {
+            let what = if r.seq == 0 {
+                "the run header was edited (its genesis hash differs)".to_string()
+            } else {
+                format!("it does not follow event {} as recorded", r.seq - 1)
+            };
+            problem(
+                Some(r.seq),
+                if r.seq == 0 {
+                    "header_edited"
+                } else {
+                    "chain_broken"
+                },
+                format!("event {}: {what}", r.seq),
+            );
+        }
+        let recomputed = event_hash(
+            &header.id,
+            r.seq,
+            r.step,
+            &r.kind,
+            &r.at,
+            &e.payload_hash,
+            recorded_prev,
+        );
+        if Some(recomputed.as_str()) != r.hash.as_deref() {
+            problem(
+                Some(r.seq),
+                "edited",
+                format!(
+                    "event {} ({}) was edited: its fields hash to {} but it was recorded as {}",
+                    r.seq,
+                    r.kind,
+                    short(&recomputed),
+                    short(r.hash.as_deref().unwrap_or_default())
+                ),
+            );
+        }
+        if !steps.iter().any(|s| s.index == r.step) {
+            problem(
+                Some(r.seq),
+                "unknown_step",
+                format!(
+                    "event {} names step {}, which is not recorded",
+                    r.seq, r.step
+                ),
+            );
+        }
+        prev = r.hash.clone().unwrap_or_default();
+        expected_seq += 1;
+    }
+    let count = events.len() as u64;
+    if count != stored_count || (count > 0 && prev != stored_head) {
+        problem(
+            None,
+            "truncated",
+            format!(
+                "the run recorded {stored_count} events ending at {}, the store holds {count} ending at {}",
+                short(stored_head),
+                short(&prev)
+            ),
+        );
+    }
+    VerifyReport {
+        run: header.id.clone(),
+        events: count,
+        head: if count == 0 { genesis } else { prev },
+        problems,
+    }
+}
+
+/// A run's events for the provenance graph (payloads decoded).
+pub(crate) fn events_for_provenance(
+    c: &Connection,
+    run: &str,
+) -> Result<Vec<EventRecord>, StoreError> {
+    Ok(load_events(c, run)?.into_iter().map(|e| e.record).collect())
+}
+
+/// The first 12 hex digits of a hash, for messages.
+pub fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,352 @@
+use serde_json::json;
+
+use super::format::{EventKind, EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord};
+use super::*;
+use crate::store::StoreLocation;
+use crate::store::tests::tempdir::Dir;
+
+fn recorder() -> (Dir, Recorder) {
+    let dir = Dir::new("recorder");
+    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    (dir, Recorder::new(store))
+}
+
+fn header(id: &str) -> RunHeader {
+    RunHeader {
+        id: id.into(),
+        agent: "coder".into(),
+        task: "T-1".into(),
+        scope: "org:acme/repo:api".into(),
+        clearance: "internal".into(),
+        status: "succeeded".into(),
+        started_at: "2026-11-02T09:00:00Z".into(),
+        finished_at: Some("2026-11-02T09:01:00Z".into()),
+        parent_run: None,
+        envelopes: vec![],
+        metadata: json!({}),
+    }
+}
+
+fn sample(id: &str, events: usize) -> RunFile {
+    RunFile {
+        format: RUN_FORMAT.into(),
+        run: header(id),
+        steps: vec![
+            StepRecord {
+                index: 0,
+                name: "read".into(),
+                agent: "coder".into(),
+            },
+            StepRecord {
+                index: 1,
+                name: "fix".into(),
+                agent: "coder".into(),
+            },
+        ],
+        events: (0..events)
+            .map(|i| EventRecord {
+                seq: i as u64,
+                step: (i * 2 / events.max(1)) as u32,
+                kind: "note".into(),
+                at: format!("2026-11-02T09:00:{:02}Z", i % 60),
+                payload: if i == 1 {
+                    // Large enough to be stored as an artifact.
+                    json!({"text": "x".repeat(INLINE_PAYLOAD_LIMIT + 10)})
+                } else {
+                    json!({"text": format!("note {i}")})
+                },
+                prev: None,
+                hash: None,
+            })
+            .collect(),
+        envelope_sources: vec![],
+    }
+}
+
+#[test]
+fn import_export_round_trip_keeps_the_chain() {
+    let (_d, rec) = recorder();
+    let file = sample("run-1", 6);
+    let summary = rec.import(&file).unwrap();
+    assert_eq!((summary.steps, summary.events), (2, 6));
+    let exported = rec.export("run-1").unwrap();
+    assert_eq!(exported.run, file.run);
+    assert_eq!(exported.events.len(), 6);
+    for (a, b) in exported.events.iter().zip(&file.events) {
+        assert_eq!((a.seq, &a.kind, &a.payload), (b.seq, &b.kind, &b.payload));
+    }
+    assert_eq!(
+        exported.events[5].hash.as_deref(),
+        Some(summary.head.as_str())
+    );
+    // An exported file (with hashes) imports into a fresh store with the same head.
+    let (_d2, rec2) = recorder();
+    assert_eq!(rec2.import(&exported).unwrap().head, summary.head);
+    // Importing the same run again changes nothing.
+    assert!(rec.import(&exported).unwrap().already_recorded);
+    assert!(rec.verify("run-1").unwrap().is_intact());
+}
+
+#[test]
+fn import_refuses_a_tampered_file_and_stores_nothing() {
+    let (_d, rec) = recorder();
+    let mut exported = {
+        let (_d, r) = recorder();
+        r.import(&sample("run-1", 4)).unwrap();
+        r.export("run-1").unwrap()
+    };
+    exported.events[2].payload = json!({"text": "changed"});
+    let err = rec.import(&exported).unwrap_err().to_string();
+    assert!(
+        err.contains("events[2] (seq 2)") && err.contains("edited"),
+        "{err}"
+    );
+    assert!(rec.list().unwrap().is_empty());
+}
+
+#[test]
+fn import_refuses_bad_files_with_where_and_how() {
+    let (_d, rec) = recorder();
+    let mut f = sample("run-1", 3);
+    f.events[1].kind = "tool_cal".into();
+    let err = rec.import(&f).unwrap_err().to_string();
+    assert!(err.contains("unknown event kind `tool_cal`") && err.contains("tool_call"));
+    let mut f = sample("run-1", 3);
+    f.events[2].seq = 5;
+    assert!(
+        rec.import(&f)
+            .unwrap_err()
+            .to_string()
+            .contains("expected seq 2")
+    );
+    let mut f = sample("bad id", 1);
+    f.run.id = "bad id".into();
+    assert!(rec.import(&f).unwrap_err().to_string().contains("run id"));
+    let mut f = sample("run-1", 1);
+    f.run.clearance = "top".into();
+    assert!(
+        rec.import(&f)
+            .unwrap_err()
+            .to_string()
+            .contains("clearance")
+    );
+    assert!(rec.list().unwrap().is_empty());
+}
+
+#[test]
+fn a_different_run_under_an_existing_id_is_refused() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 3)).unwrap();
+    let err = rec.import(&sample("run-1", 4)).unwrap_err().to_string();
+    assert!(err.contains("already recorded"), "{err}");
+}
+
+fn tamper(rec: &Recorder, sql: &'static str) {
+    rec.store()
+        .write(move |c| {
+            c.execute_batch(sql)?;
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn problems(rec: &Recorder) -> Vec<(Option<u64>, String)> {
+    rec.verify("run-1")
+        .unwrap()
+        .problems
+        .into_iter()
+        .map(|p| (p.seq, p.kind))
+        .collect()
+}
+
+#[test]
+fn verify_names_an_edited_event() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 6)).unwrap();
+    tamper(
+        &rec,
+        r#"UPDATE events SET payload = '{"text":"forged"}' WHERE run_id = 'run-1' AND seq = 3"#,
+    );
+    assert_eq!(problems(&rec), [(Some(3), "edited".to_string())]);
+}
+
+#[test]
+fn verify_names_an_edited_artifact_payload() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 6)).unwrap();
+    tamper(
+        &rec,
+        r#"UPDATE artifacts SET body = CAST('{"text":"y"}' AS BLOB)"#,
+    );
+    assert_eq!(problems(&rec), [(Some(1), "edited".to_string())]);
+}
+
+#[test]
+fn verify_detects_an_edit_with_rehashed_payload() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 6)).unwrap();
+    // The forger also fixes the payload hash: the event hash still gives it away.
+    let forged = json!({"text": "forged"});
+    let hash = hash_json(&forged);
+    let payload = canonical_json(&forged);
+    rec.store()
+        .write(move |c| {
+            c.execute(
+                "UPDATE events SET payload = ?1, payload_hash = ?2 WHERE run_id = 'run-1' AND seq = 4",
+                rusqlite::params![payload, hash],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(problems(&rec), [(Some(4), "edited".to_string())]);
+}
+
+#[test]
+fn verify_detects_a_gap_and_a_truncated_tail() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 6)).unwrap();
+    tamper(
+        &rec,
+        "DELETE FROM events WHERE run_id = 'run-1' AND seq = 2",
+    );
+    let found = problems(&rec);
+    assert!(found.contains(&(Some(3), "gap".to_string())), "{found:?}");
+    assert!(
+        found.contains(&(Some(3), "chain_broken".to_string())),
+        "{found:?}"
+    );
+
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 6)).unwrap();
+    tamper(
+        &rec,
+        "DELETE FROM events WHERE run_id = 'run-1' AND seq = 5",
+    );
+    assert_eq!(problems(&rec), [(None, "truncated".to_string())]);
+}
+
+#[test]
+fn verify_detects_an_edited_header() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 3)).unwrap();
+    tamper(
+        &rec,
+        "UPDATE runs SET scope = 'org:other' WHERE id = 'run-1'",
+    );
+    assert_eq!(problems(&rec), [(Some(0), "header_edited".to_string())]);
+}
+
+#[test]
+fn live_appends_chain_like_an_import() {
+    let (_d, rec) = recorder();
+    let mut h = header("run-live");
+    h.status = "running".into();
+    h.finished_at = None;
+    rec.open_run(&h).unwrap();
+    let step = rec.add_step("run-live", "read", "coder").unwrap();
+    for i in 0..3 {
+        rec.append(
+            "run-live",
+            step,
+            EventKind::Note,
+            "2026-11-02T09:00:00Z",
+            json!({"text": i}),
+        )
+        .unwrap();
+    }
+    rec.finish_run("run-live", "succeeded", "2026-11-02T09:01:00Z")
+        .unwrap();
+    assert!(rec.verify("run-live").unwrap().is_intact());
+    let exported = rec.export("run-live").unwrap();
+    let (_d2, rec2) = recorder();
+    rec2.import(&exported).unwrap();
+    assert!(rec2.verify("run-live").unwrap().is_intact());
+    assert!(
+        rec.append("run-live", 7, EventKind::Note, "t", json!({}))
+            .unwrap_err()
+            .to_string()
+            .contains("no step 7")
+    );
+    assert!(
+        rec.append("run-live", 0, EventKind::Note, "t", json!([1]))
+            .unwrap_err()
+            .to_string()
+            .contains("JSON object")
+    );
+}
+
+#[test]
+fn promoted_records_need_provenance_scope_ttl_and_sensitivity() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 4)).unwrap();
+    let good = PromotedRecord {
+        id: "memory:m-1".into(),
+        kind: "memory".into(),
+        body: json!({"text": "use cargo nextest"}),
+        provenance: Some(Provenance {
+            run: "run-1".into(),
+            step: 0,
+            event: 1,
+        }),
+        scope: "org:acme/repo:api".into(),
+        ttl_seconds: Some(86_400),
+        sensitivity: Some("internal".into()),
+    };
+    rec.promote(&good).unwrap();
+    for (bad, expect) in [
+        (
+            PromotedRecord {
+                provenance: None,
+                ..good.clone()
+            },
+            "no provenance",
+        ),
+        (
+            PromotedRecord {
+                scope: " ".into(),
+                ..good.clone()
+            },
+            "no scope",
+        ),
+        (
+            PromotedRecord {
+                ttl_seconds: None,
+                ..good.clone()
+            },
+            "no TTL",
+        ),
+        (
+            PromotedRecord {
+                sensitivity: None,
+                ..good.clone()
+            },
+            "no sensitivity",
+        ),
+        (
+            PromotedRecord {
+                id: "memory:m-2".into(),
+                provenance: Some(Provenance {
+                    run: "run-1".into(),
+                    step: 0,
+                    event: 99,
+                }),
+                ..good.clone()
+            },
+            "has no event 99",
+        ),
+        (good.clone(), "refused"),
+    ] {
+        let err = rec.promote(&bad).unwrap_err().to_string();
+        assert!(err.contains(expect), "{expect}: {err}");
+    }
+}
+
+#[test]
+fn timeline_lists_every_event() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 4)).unwrap();
+    let text = render_timeline(&rec.export("run-1").unwrap());
+    assert!(text.starts_with("run run-1  [succeeded]"));
+    assert!(text.contains("step 1 · coder · fix"));
+    assert_eq!(text.matches("  note  ").count(), 4, "{text}");
+}

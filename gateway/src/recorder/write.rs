@@ -1,0 +1,542 @@
+//! Writing runs: opening one, adding steps, appending events to its chain, finishing it, and
+//! importing a whole run file in one transaction (all or nothing).
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+use tollgate_rules::envelope::Level;
+use tollgate_rules::envelope::canonical_json;
+
+use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
+use super::{
+    INLINE_PAYLOAD_LIMIT, Recorder, RecorderError, event_hash, genesis_hash, load_header, short,
+};
+use crate::store::{StoreError, now_rfc3339};
+
+/// Statuses a run may have.
+pub const RUN_STATUSES: [&str; 4] = ["running", "succeeded", "failed", "cancelled"];
+
+/// What an import stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportSummary {
+    /// Run id.
+    pub run: String,
+    /// Steps stored.
+    pub steps: u32,
+    /// Events stored.
+    pub events: u64,
+    /// The last hash of the chain.
+    pub head: String,
+    /// Envelope versions stored (new ones only).
+    pub envelope_versions: Vec<String>,
+    /// The run was already recorded with the same chain: nothing changed.
+    pub already_recorded: bool,
+}
+
+/// An appended event's place in its chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Appended {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Its hash.
+    pub hash: String,
+}
+
+impl Recorder {
+    /// Opens a run (status `running` unless the header says otherwise).
+    pub fn open_run(&self, header: &RunHeader) -> Result<(), RecorderError> {
+        check_header(header).map_err(RecorderError::Invalid)?;
+        let header = header.clone();
+        self.store.write(move |c| insert_run(c, &header))?;
+        Ok(())
+    }
+
+    /// Adds the next step of a run; returns its index.
+    pub fn add_step(&self, run: &str, name: &str, agent: &str) -> Result<u32, RecorderError> {
+        let (run, name, agent) = (run.to_string(), name.to_string(), agent.to_string());
+        self.store
+            .write(move |c| {
+                require_run(c, &run)?;
+                let next: u32 = c.query_row(
+                    "SELECT COUNT(*) FROM steps WHERE run_id = ?1",
+                    [&run],
+                    |r| r.get(0),
+                )?;
+                c.execute(
+                    "INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, ?2, ?3, ?4)",
+                    params![run, next, name, agent],
+                )?;
+                Ok(next)
+            })
+            .map_err(into_recorder)
+    }
+
+    /// Appends one event to a run's chain.
+    pub fn append(
+        &self,
+        run: &str,
+        step: u32,
+        kind: EventKind,
+        at: &str,
+        payload: Value,
+    ) -> Result<Appended, RecorderError> {
+        let mut done = self.append_many(run, vec![(step, kind, at.to_string(), payload)])?;
+        done.pop()
+            .ok_or_else(|| RecorderError::Invalid("nothing appended".into()))
+    }
+
+    /// Appends several events to a run's chain in one write.
+    pub fn append_many(
+        &self,
+        run: &str,
+        events: Vec<(u32, EventKind, String, Value)>,
+    ) -> Result<Vec<Appended>, RecorderError> {
+        for (_, kind, _, payload) in &events {
+            if !payload.is_object() {
+                return Err(RecorderError::Invalid(format!(
+                    "a `{}` event's payload must be a JSON object",
+                    kind.as_str()
+                )));
+            }
+        }
+        let run = run.to_string();
+        self.store
+            .write(move |c| {
+                require_run(c, &run)?;
+                let (mut seq, mut prev): (u64, String) = c.query_row(
+                    "SELECT event_count, head_hash FROM runs WHERE id = ?1",
+                    [&run],
+                    |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+                )?;
+                if seq == 0 {
+                    let header =
+                        load_header(c, &run)?.ok_or_else(|| StoreError::NotFound(run.clone()))?;
+                    prev = genesis_hash(&header);
+                }
+                let mut out = Vec::with_capacity(events.len());
+                for (step, kind, at, payload) in events {
+                    let steps: u32 = c.query_row(
+                        "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2",
+                        params![run, step],
+                        |r| r.get(0),
+                    )?;
+                    if steps == 0 {
+                        return Err(StoreError::Invalid(format!(
+                            "run `{run}` has no step {step}\n  help: add the step before its events"
+                        )));
+                    }
+                    let hash =
+                        insert_event(c, &run, seq, step, kind.as_str(), &at, &payload, &prev)?;
+                    out.push(Appended {
+                        seq,
+                        hash: hash.clone(),
+                    });
+                    prev = hash;
+                    seq += 1;
+                }
+                c.execute(
+                    "UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1",
+                    params![run, seq as i64, prev],
+                )?;
+                Ok(out)
+            })
+            .map_err(into_recorder)
+    }
+
+    /// Marks a run finished.
+    pub fn finish_run(
+        &self,
+        run: &str,
+        status: &str,
+        finished_at: &str,
+    ) -> Result<(), RecorderError> {
+        if !RUN_STATUSES.contains(&status) || status == "running" {
+            return Err(RecorderError::Invalid(format!(
+                "`{status}` is not a final run status\n  help: use succeeded, failed or cancelled"
+            )));
+        }
+        let (run, status, at) = (run.to_string(), status.to_string(), finished_at.to_string());
+        self.store
+            .write(move |c| {
+                require_run(c, &run)?;
+                c.execute(
+                    "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
+                    params![run, status, at],
+                )?;
+                Ok(())
+            })
+            .map_err(into_recorder)
+    }
+
+    /// Imports a whole run in one transaction. Hashes given in the file are checked; missing
+    /// ones are computed. Importing the same run again is a no-op; a different run under an
+    /// existing id is refused.
+    pub fn import(&self, file: &RunFile) -> Result<ImportSummary, RecorderError> {
+        let plan = plan_import(file).map_err(RecorderError::Invalid)?;
+        self.store
+            .write(move |c| {
+                if let Some(existing) = load_header(c, &plan.header.id)? {
+                    let head: String = c.query_row(
+                        "SELECT head_hash FROM runs WHERE id = ?1",
+                        [&plan.header.id],
+                        |r| r.get(0),
+                    )?;
+                    if genesis_hash(&existing) == genesis_hash(&plan.header) && head == plan.head {
+                        return Ok(ImportSummary {
+                            run: plan.header.id.clone(),
+                            steps: plan.steps.len() as u32,
+                            events: plan.events.len() as u64,
+                            head,
+                            envelope_versions: Vec::new(),
+                            already_recorded: true,
+                        });
+                    }
+                    return Err(StoreError::Invalid(format!(
+                        "a different run `{}` is already recorded\n  help: runs are append-only; import it under another id",
+                        plan.header.id
+                    )));
+                }
+                insert_run(c, &plan.header)?;
+                let envelope_versions = store_envelope_sources(c, &plan.header.id, &plan.sources)?;
+                for s in &plan.steps {
+                    c.execute(
+                        "INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, ?2, ?3, ?4)",
+                        params![plan.header.id, s.index, s.name, s.agent],
+                    )?;
+                }
+                let mut prev = genesis_hash(&plan.header);
+                for e in &plan.events {
+                    prev = insert_event(
+                        c,
+                        &plan.header.id,
+                        e.seq,
+                        e.step,
+                        &e.kind,
+                        &e.at,
+                        &e.payload,
+                        &prev,
+                    )?;
+                }
+                c.execute(
+                    "UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1",
+                    params![plan.header.id, plan.events.len() as i64, prev],
+                )?;
+                Ok(ImportSummary {
+                    run: plan.header.id.clone(),
+                    steps: plan.steps.len() as u32,
+                    events: plan.events.len() as u64,
+                    head: prev,
+                    envelope_versions,
+                    already_recorded: false,
+                })
+            })
+            .map_err(into_recorder)
+    }
+
+    /// The YAML of the envelope versions a run was recorded with.
+    pub fn envelope_sources(&self, run: &str) -> Result<Vec<EnvelopeSource>, RecorderError> {
+        self.header(run)?;
+        let run = run.to_string();
+        Ok(self.store.read(move |c| load_envelope_sources(c, &run))?)
+    }
+}
+
+fn into_recorder(e: StoreError) -> RecorderError {
+    match e {
+        StoreError::Invalid(m) => RecorderError::Invalid(m),
+        StoreError::NotFound(run) => RecorderError::UnknownRun(run),
+        other => RecorderError::Store(other),
+    }
+}
+
+fn require_run(c: &Connection, run: &str) -> Result<(), StoreError> {
+    let found: Option<String> = c
+        .query_row("SELECT id FROM runs WHERE id = ?1", [run], |r| r.get(0))
+        .optional()?;
+    found
+        .map(|_| ())
+        .ok_or_else(|| StoreError::NotFound(run.to_string()))
+}
+
+fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
+    let envelopes = serde_json::to_string(&h.envelopes).map_err(StoreError::corrupt)?;
+    c.execute(
+        "INSERT INTO runs (id, agent, task, scope, clearance, status, started_at, finished_at,
+                           parent_run, envelopes, metadata, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            h.id,
+            h.agent,
+            h.task,
+            h.scope,
+            h.clearance,
+            h.status,
+            h.started_at,
+            h.finished_at,
+            h.parent_run,
+            envelopes,
+            canonical_json(&h.metadata),
+            now_rfc3339()
+        ],
+    )
+    .map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::Invalid(format!("run `{}` is already recorded", h.id))
+        }
+        other => other.into(),
+    })?;
+    Ok(())
+}
+
+/// Inserts one event (its payload inline or as an artifact) and returns its hash.
+#[expect(clippy::too_many_arguments, reason = "the columns of one event")]
+fn insert_event(
+    c: &Connection,
+    run: &str,
+    seq: u64,
+    step: u32,
+    kind: &str,
+    at: &str,
+    payload: &Value,
+    prev: &str,
+) -> Result<String, StoreError> {
+    let text = canonical_json(payload);
+    let payload_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
+    let inline = if text.len() > INLINE_PAYLOAD_LIMIT {
+        store_artifact(c, &payload_hash, "application/json", text.as_bytes())?;
+        None
+    } else {
+        Some(text)
+    };
+    let hash = event_hash(run, seq, step, kind, at, &payload_hash, prev);
+    c.execute(
+        "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_hash, prev_hash, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![run, seq as i64, step, kind, at, inline, payload_hash, prev, hash],
+    )?;
+    Ok(hash)
+}
+
+/// Stores a body once under its content hash.
+pub(crate) fn store_artifact(
+    c: &Connection,
+    hash: &str,
+    media_type: &str,
+    body: &[u8],
+) -> Result<(), StoreError> {
+    c.execute(
+        "INSERT INTO artifacts (hash, media_type, size, body, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE hash = ?1)",
+        params![hash, media_type, body.len() as i64, body, now_rfc3339()],
+    )?;
+    Ok(())
+}
+
+/// Stores envelope YAML as versions (content-addressed); returns the new `ID@VERSION`s.
+fn store_envelope_sources(
+    c: &Connection,
+    run: &str,
+    sources: &[EnvelopeSource],
+) -> Result<Vec<String>, StoreError> {
+    let mut added = Vec::new();
+    for s in sources {
+        let hash = blake3::hash(s.yaml.as_bytes()).to_hex().to_string();
+        store_artifact(c, &hash, "application/yaml", s.yaml.as_bytes())?;
+        let n = c.execute(
+            "INSERT INTO envelope_versions (id, version, content_hash, artifact, created_at)
+             SELECT ?1, ?2, ?3, ?3, ?4
+             WHERE NOT EXISTS (SELECT 1 FROM envelope_versions WHERE id = ?1 AND content_hash = ?3)",
+            params![s.id, s.version, hash, now_rfc3339()],
+        )?;
+        if n > 0 {
+            added.push(format!("{}@{}", s.id, s.version));
+        }
+        c.execute(
+            "INSERT INTO run_envelopes (run_id, envelope_id, content_hash) VALUES (?1, ?2, ?3)",
+            params![run, s.id, hash],
+        )?;
+    }
+    Ok(added)
+}
+
+/// The envelope YAML recorded with a run.
+pub(super) fn load_envelope_sources(
+    c: &Connection,
+    run: &str,
+) -> Result<Vec<EnvelopeSource>, StoreError> {
+    let mut stmt = c.prepare(
+        "SELECT v.id, v.version, a.body FROM run_envelopes r
+         JOIN envelope_versions v ON v.id = r.envelope_id AND v.content_hash = r.content_hash
+         JOIN artifacts a ON a.hash = v.artifact
+         WHERE r.run_id = ?1
+         ORDER BY v.id",
+    )?;
+    let rows = stmt.query_map([run], |r| {
+        Ok(EnvelopeSource {
+            id: r.get(0)?,
+            version: r.get(1)?,
+            yaml: String::from_utf8_lossy(&r.get::<_, Vec<u8>>(2)?).into_owned(),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A checked run file, ready to insert.
+struct ImportPlan {
+    header: RunHeader,
+    steps: Vec<StepRecord>,
+    events: Vec<PlannedEvent>,
+    sources: Vec<EnvelopeSource>,
+    head: String,
+}
+
+struct PlannedEvent {
+    seq: u64,
+    step: u32,
+    kind: String,
+    at: String,
+    payload: Value,
+}
+
+/// Checks a run file completely before anything is written.
+fn plan_import(file: &RunFile) -> Result<ImportPlan, String> {
+    if file.format != RUN_FORMAT {
+        return Err(format!(
+            "run file format is `{}`, expected `{RUN_FORMAT}`",
+            file.format
+        ));
+    }
+    check_header(&file.run)?;
+    for (i, s) in file.steps.iter().enumerate() {
+        if s.index as usize != i {
+            return Err(format!(
+                "steps[{i}] has index {}, expected {i}\n  help: steps are numbered 0, 1, 2... in order",
+                s.index
+            ));
+        }
+    }
+    if !file.envelope_sources.is_empty() {
+        let named: Vec<(String, &str)> = file
+            .envelope_sources
+            .iter()
+            .map(|s| (format!("envelope_sources/{}", s.id), s.yaml.as_str()))
+            .collect();
+        tollgate_rules::envelope::load_envelopes(&named)
+            .map_err(|e| format!("the run's envelope sources do not load:\n{}", e.render()))?;
+    }
+    let mut prev = genesis_hash(&file.run);
+    let mut events = Vec::with_capacity(file.events.len());
+    for (i, e) in file.events.iter().enumerate() {
+        let at = format!("events[{i}] (seq {})", e.seq);
+        if e.seq != i as u64 {
+            return Err(format!(
+                "{at}: expected seq {i}\n  help: events are numbered 0, 1, 2... in order"
+            ));
+        }
+        if e.step as usize >= file.steps.len() {
+            return Err(format!(
+                "{at}: step {} is not among the run's {} steps",
+                e.step,
+                file.steps.len()
+            ));
+        }
+        if EventKind::parse(&e.kind).is_none() {
+            let known: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+            return Err(format!(
+                "{at}: unknown event kind `{}`\n  help: use one of {}",
+                e.kind,
+                known.join(", ")
+            ));
+        }
+        if !e.payload.is_object() {
+            return Err(format!("{at}: the payload must be a JSON object"));
+        }
+        let payload_hash = super::hash_json(&e.payload);
+        if let Some(given) = &e.prev
+            && *given != prev
+        {
+            return Err(format!(
+                "{at}: `prev` is {} but the chain gives {}: the file was edited or events are missing",
+                short(given),
+                short(&prev)
+            ));
+        }
+        let hash = event_hash(
+            &file.run.id,
+            e.seq,
+            e.step,
+            &e.kind,
+            &e.at,
+            &payload_hash,
+            &prev,
+        );
+        if let Some(given) = &e.hash
+            && *given != hash
+        {
+            return Err(format!(
+                "{at}: `hash` is {} but the event hashes to {}: the event was edited",
+                short(given),
+                short(&hash)
+            ));
+        }
+        events.push(PlannedEvent {
+            seq: e.seq,
+            step: e.step,
+            kind: e.kind.clone(),
+            at: e.at.clone(),
+            payload: e.payload.clone(),
+        });
+        prev = hash;
+    }
+    Ok(ImportPlan {
+        header: file.run.clone(),
+        steps: file.steps.clone(),
+        events,
+        sources: file.envelope_sources.clone(),
+        head: prev,
+    })
+}
+
+/// Checks what every run must carry.
+fn check_header(h: &RunHeader) -> Result<(), String> {
+    let id_ok = !h.id.is_empty()
+        && h.id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+    if !id_ok {
+        return Err(format!(
+            "run id `{}` is not valid\n  help: use letters, digits, `-`, `_`, `.` and `:`",
+            h.id
+        ));
+    }
+    for (field, value) in [
+        ("agent", &h.agent),
+        ("task", &h.task),
+        ("scope", &h.scope),
+        ("started_at", &h.started_at),
+    ] {
+        if value.trim().is_empty() {
+            return Err(format!("run `{}` has no `{field}`", h.id));
+        }
+    }
+    if serde_json::from_value::<Level>(Value::String(h.clearance.clone())).is_err() {
+        return Err(format!(
+            "run `{}`: clearance `{}` is not a sensitivity level\n  help: use public, internal, confidential or secret",
+            h.id, h.clearance
+        ));
+    }
+    if !RUN_STATUSES.contains(&h.status.as_str()) {
+        return Err(format!(
+            "run `{}`: status `{}` is not known\n  help: use one of {}",
+            h.id,
+            h.status,
+            RUN_STATUSES.join(", ")
+        ));
+    }
+    if !h.metadata.is_object() {
+        return Err(format!("run `{}`: `metadata` must be a JSON object", h.id));
+    }
+    Ok(())
+}

@@ -1,0 +1,283 @@
+//! The store: one SQLite database (`.tollgate/tollgate.db` by default) in WAL mode, its
+//! migrations, and the two ways in — [`Store::read`] on a pooled read-only connection and
+//! [`Store::write`] through the single writer thread, which commits writes in batches.
+//!
+//! Several processes (the CLI and a running server) may open the same database: WAL lets
+//! readers proceed while one writer commits, and a busy timeout makes writers of different
+//! processes queue instead of failing.
+
+mod migrate;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use migrate::{Migration, MigrationStatus, migrations};
+use writer::Writer;
+
+/// The environment variable naming the database (`sqlite:PATH`).
+pub const DATABASE_URL_VAR: &str = "TOLLGATE_DATABASE_URL";
+/// The default database path, under the working directory.
+pub const DEFAULT_DATABASE: &str = ".tollgate/tollgate.db";
+
+/// How long a connection waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Idle read connections kept for reuse.
+const READ_POOL: usize = 8;
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// `TOLLGATE_DATABASE_URL` is not a `sqlite:` URL.
+    #[error(
+        "`{0}` is not a supported database url\n  help: use `sqlite:PATH`, for example `sqlite:.tollgate/tollgate.db`"
+    )]
+    BadUrl(String),
+    /// The database file or its folder could not be created or opened.
+    #[error("cannot open the database `{path}`: {source}")]
+    Open {
+        /// The database path.
+        path: PathBuf,
+        /// The cause.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// SQLite refused a statement.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored value could not be decoded.
+    #[error("stored data is not valid: {0}")]
+    Corrupt(String),
+    /// The caller asked for something that does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The caller's record breaks a rule of the store (missing provenance, a duplicate id).
+    #[error("{0}")]
+    Invalid(String),
+    /// The database was migrated by a newer build, or a migration step failed.
+    #[error("{0}")]
+    Migration(String),
+    /// The transaction holding the write could not begin or commit; nothing was written.
+    #[error("the write was not committed: {0}")]
+    Commit(String),
+    /// The writer thread is gone (the store is shutting down).
+    #[error("the store's writer has stopped")]
+    WriterGone,
+}
+
+impl StoreError {
+    /// Wraps a decoding problem.
+    pub fn corrupt(what: impl std::fmt::Display) -> Self {
+        StoreError::Corrupt(what.to_string())
+    }
+}
+
+/// Where the database lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreLocation {
+    path: PathBuf,
+}
+
+impl StoreLocation {
+    /// A database file.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        StoreLocation { path: path.into() }
+    }
+
+    /// `TOLLGATE_DATABASE_URL` when set (through `env`, so tests need not touch the process
+    /// environment), else `.tollgate/tollgate.db` under `cwd`.
+    pub fn from_env(
+        env: &dyn Fn(&str) -> Option<String>,
+        cwd: &Path,
+    ) -> Result<StoreLocation, StoreError> {
+        match env(DATABASE_URL_VAR) {
+            Some(url) if !url.trim().is_empty() => {
+                let rest = url
+                    .strip_prefix("sqlite://")
+                    .or_else(|| url.strip_prefix("sqlite:"))
+                    .ok_or_else(|| StoreError::BadUrl(url.clone()))?;
+                if rest.is_empty() {
+                    return Err(StoreError::BadUrl(url));
+                }
+                let path = Path::new(rest);
+                Ok(StoreLocation::file(if path.is_absolute() {
+                    path.to_path_buf()
+                } else {
+                    cwd.join(path)
+                }))
+            }
+            _ => Ok(StoreLocation::file(cwd.join(DEFAULT_DATABASE))),
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The store. Cheap to clone; all clones share one writer and one read pool.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Writer,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating it if needed) the database and applies pending migrations.
+    pub fn open(location: &StoreLocation) -> Result<Store, StoreError> {
+        let store = Store::open_unmigrated(location)?;
+        store.write(|conn| migrate::upgrade(conn).map(|_| ()))?;
+        Ok(store)
+    }
+
+    /// Opens the database as it is, without migrating (for `db check` and `db downgrade`).
+    pub fn open_unmigrated(location: &StoreLocation) -> Result<Store, StoreError> {
+        let path = location.path().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: path.clone(),
+                source: Box::new(e),
+            })?;
+        }
+        let conn = open_connection(&path, false)?;
+        // WAL is a property of the file: set once, every later connection sees it.
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Open {
+                path,
+                source: format!("journal mode is `{mode}`, expected `wal`").into(),
+            });
+        }
+        let writer = Writer::start(conn)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path,
+                writer,
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on a read-only connection. Reads see the last committed state and never
+    /// block the writer.
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = match self.pool().pop() {
+            Some(conn) => conn,
+            None => open_connection(&self.inner.path, true)?,
+        };
+        let result = f(&conn);
+        let mut pool = self.pool();
+        if pool.len() < READ_POOL {
+            pool.push(conn);
+        }
+        result
+    }
+
+    /// Runs `f` inside the writer's current transaction and returns once that transaction
+    /// has committed: an `Ok` is durable. If `f` fails, its changes are rolled back and the
+    /// other writes of the batch still commit.
+    pub fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.inner.writer.submit(f)
+    }
+
+    /// The migration status: current version and pending migrations.
+    pub fn migration_status(&self) -> Result<MigrationStatus, StoreError> {
+        self.read(migrate::status)
+    }
+
+    /// Applies every pending migration; returns the versions applied.
+    pub fn upgrade(&self) -> Result<Vec<u32>, StoreError> {
+        self.write(migrate::upgrade)
+    }
+
+    /// Reverts migrations above `to` (default: the current version minus one), newest first;
+    /// returns the versions reverted.
+    pub fn downgrade(&self, to: Option<u32>) -> Result<Vec<u32>, StoreError> {
+        self.write(move |conn| migrate::downgrade(conn, to))
+    }
+
+    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+        // A panic while holding the pool lock leaves only a Vec of connections behind.
+        self.inner
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Opens one connection with the store's settings.
+fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+    Ok(conn)
+}
+
+/// The current time as RFC 3339 UTC with seconds, for `recorded_at`-style columns. The
+/// gateway may read the clock; the engine never does.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,179 @@
+//! Versioned, reversible migrations. The SQL lives in `migrations/` at the repository root;
+//! `build.rs` embeds it. Applied migrations are rows of `tollgate_migrations` (a table rather
+//! than SQLite's `user_version`, so the same bookkeeping works on PostgreSQL).
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use super::{StoreError, now_rfc3339};
+
+include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+
+/// One embedded migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// Its number (1, 2, ...).
+    pub version: u32,
+    /// Its name (`core`).
+    pub name: &'static str,
+    /// The SQL that applies it.
+    pub up: &'static str,
+    /// The SQL that reverts it.
+    pub down: &'static str,
+}
+
+impl Migration {
+    /// blake3 of the up SQL: an applied migration whose file later changed is reported.
+    pub fn checksum(&self) -> String {
+        blake3::hash(self.up.as_bytes()).to_hex().to_string()
+    }
+}
+
+/// Every migration this build knows, in order.
+pub fn migrations() -> Vec<Migration> {
+    MIGRATIONS
+        .iter()
+        .map(|&(version, name, up, down)| Migration {
+            version,
+            name,
+            up,
+            down,
+        })
+        .collect()
+}
+
+/// Where a database stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MigrationStatus {
+    /// The highest applied version (0 for an empty database).
+    pub current: u32,
+    /// The newest version this build knows.
+    pub latest: u32,
+    /// Versions and names not yet applied.
+    pub pending: Vec<(u32, String)>,
+    /// Applied versions whose SQL differs from this build's.
+    pub changed: Vec<u32>,
+    /// Applied versions this build does not know (the database is newer than the binary).
+    pub unknown: Vec<u32>,
+}
+
+impl MigrationStatus {
+    /// Whether every known migration is applied and nothing is unknown.
+    pub fn is_current(&self) -> bool {
+        self.pending.is_empty() && self.unknown.is_empty()
+    }
+}
+
+const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS tollgate_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)";
+
+fn applied(conn: &Connection) -> Result<Vec<(u32, String)>, StoreError> {
+    let exists: Option<String> = conn
+        .query_row(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tollgate_migrations'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if exists.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut stmt =
+        conn.prepare("SELECT version, checksum FROM tollgate_migrations ORDER BY version")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The status of the database behind `conn`.
+pub(super) fn status(conn: &Connection) -> Result<MigrationStatus, StoreError> {
+    let known = migrations();
+    let applied = applied(conn)?;
+    let current = applied.iter().map(|(v, _)| *v).max().unwrap_or(0);
+    let pending = known
+        .iter()
+        .filter(|m| !applied.iter().any(|(v, _)| *v == m.version))
+        .map(|m| (m.version, m.name.to_string()))
+        .collect();
+    let changed = applied
+        .iter()
+        .filter(|(v, sum)| {
+            known
+                .iter()
+                .any(|m| m.version == *v && m.checksum() != *sum)
+        })
+        .map(|(v, _)| *v)
+        .collect();
+    let unknown = applied
+        .iter()
+        .filter(|(v, _)| !known.iter().any(|m| m.version == *v))
+        .map(|(v, _)| *v)
+        .collect();
+    Ok(MigrationStatus {
+        current,
+        latest: known.last().map(|m| m.version).unwrap_or(0),
+        pending,
+        changed,
+        unknown,
+    })
+}
+
+/// Applies the pending migrations in order. Runs inside the writer's transaction: if one
+/// fails, none of them is applied.
+pub(super) fn upgrade(conn: &Connection) -> Result<Vec<u32>, StoreError> {
+    conn.execute_batch(BOOKKEEPING)?;
+    let state = status(conn)?;
+    if let Some(v) = state.unknown.first() {
+        return Err(StoreError::Migration(format!(
+            "the database has migration {v}, which this build does not know\n  help: use a newer `tollgate`, or `tollgate db downgrade --to {}` with the build that applied it",
+            state.latest
+        )));
+    }
+    let mut done = Vec::new();
+    for m in migrations() {
+        if !state.pending.iter().any(|(v, _)| *v == m.version) {
+            continue;
+        }
+        conn.execute_batch(m.up).map_err(|e| {
+            StoreError::Migration(format!("migration {} `{}` failed: {e}", m.version, m.name))
+        })?;
+        conn.execute(
+            "INSERT INTO tollgate_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)",
+            params![m.version, m.name, m.checksum(), now_rfc3339()],
+        )?;
+        done.push(m.version);
+    }
+    Ok(done)
+}
+
+/// Reverts the applied migrations above `to`, newest first.
+pub(super) fn downgrade(conn: &Connection, to: Option<u32>) -> Result<Vec<u32>, StoreError> {
+    let state = status(conn)?;
+    let target = to.unwrap_or(state.current.saturating_sub(1));
+    if target > state.current {
+        return Err(StoreError::Migration(format!(
+            "cannot downgrade to {target}: the database is at {}\n  help: use `tollgate db upgrade` to move forward",
+            state.current
+        )));
+    }
+    let known = migrations();
+    let mut done = Vec::new();
+    let mut versions: Vec<u32> = applied(conn)?.into_iter().map(|(v, _)| v).collect();
+    versions.sort_unstable_by(|a, b| b.cmp(a));
+    for v in versions.into_iter().filter(|v| *v > target) {
+        let m = known.iter().find(|m| m.version == v).ok_or_else(|| {
+            StoreError::Migration(format!(
+                "migration {v} is not known to this build, so it cannot be reverted"
+            ))
+        })?;
+        conn.execute_batch(m.down).map_err(|e| {
+            StoreError::Migration(format!("reverting migration {v} `{}` failed: {e}", m.name))
+        })?;
+        conn.execute("DELETE FROM tollgate_migrations WHERE version = ?1", [v])?;
+        done.push(v);
+    }
+    Ok(done)
+}

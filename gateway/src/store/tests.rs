@@ -1,0 +1,171 @@
+use super::*;
+
+fn temp_store() -> (tempdir::Dir, Store) {
+    let dir = tempdir::Dir::new("store");
+    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    (dir, store)
+}
+
+/// A throwaway directory under the target dir's temp, removed on drop.
+pub(crate) mod tempdir {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    pub(crate) struct Dir(PathBuf);
+
+    impl Dir {
+        pub(crate) fn new(tag: &str) -> Dir {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "tollgate-{tag}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(&path).unwrap();
+            Dir(path)
+        }
+        pub(crate) fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[test]
+fn location_from_env() {
+    let cwd = Path::new("/work/x");
+    let none = |_: &str| None;
+    assert_eq!(
+        StoreLocation::from_env(&none, cwd).unwrap().path(),
+        Path::new("/work/x/.tollgate/tollgate.db")
+    );
+    let rel = |_: &str| Some("sqlite:data/t.db".to_string());
+    assert_eq!(
+        StoreLocation::from_env(&rel, cwd).unwrap().path(),
+        Path::new("/work/x/data/t.db")
+    );
+    let abs = |_: &str| Some("sqlite:///tmp/t.db".to_string());
+    assert_eq!(
+        StoreLocation::from_env(&abs, cwd).unwrap().path(),
+        Path::new("/tmp/t.db")
+    );
+    let bad = |_: &str| Some("postgres://x".to_string());
+    assert!(matches!(
+        StoreLocation::from_env(&bad, cwd),
+        Err(StoreError::BadUrl(_))
+    ));
+}
+
+#[test]
+fn open_applies_every_migration_and_uses_wal() {
+    let (_dir, store) = temp_store();
+    let status = store.migration_status().unwrap();
+    assert!(status.is_current(), "{status:?}");
+    assert_eq!(status.current, status.latest);
+    let mode: String = store
+        .read(|c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn failed_write_changes_nothing_and_others_in_the_batch_commit() {
+    let (_dir, store) = temp_store();
+    let insert = |id: &'static str| {
+        move |c: &Connection| {
+            c.execute(
+                "INSERT INTO provenance_edges (parent, child, relation) VALUES (?1, 'c', 'r')",
+                [id],
+            )?;
+            Ok(())
+        }
+    };
+    store.write(insert("a")).unwrap();
+    let failed = store.write(move |c| {
+        insert("b")(c)?;
+        Err::<(), _>(StoreError::Invalid("refused".into()))
+    });
+    assert!(matches!(failed, Err(StoreError::Invalid(_))));
+    store.write(insert("c")).unwrap();
+    let parents: Vec<String> = store
+        .read(|c| {
+            let mut s = c.prepare("SELECT parent FROM provenance_edges ORDER BY parent")?;
+            let rows = s.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+        .unwrap();
+    assert_eq!(parents, ["a", "c"]);
+}
+
+#[test]
+fn concurrent_writers_are_batched_and_all_acknowledged() {
+    let (_dir, store) = temp_store();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let store = store.clone();
+            s.spawn(move || {
+                for i in 0..50 {
+                    store
+                        .write(move |c| {
+                            c.execute(
+                                "INSERT INTO provenance_edges (parent, child, relation) VALUES (?1, ?2, 'r')",
+                                [format!("t{t}"), format!("i{i}")],
+                            )?;
+                            Ok(())
+                        })
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let n: i64 = store
+        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM provenance_edges", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(n, 400);
+}
+
+#[test]
+fn a_second_store_on_the_same_file_sees_committed_writes() {
+    let dir = tempdir::Dir::new("two");
+    let location = StoreLocation::file(dir.path().join("t.db"));
+    let a = Store::open(&location).unwrap();
+    let b = Store::open(&location).unwrap();
+    a.write(|c| {
+        c.execute(
+            "INSERT INTO provenance_edges (parent, child, relation) VALUES ('p', 'c', 'r')",
+            [],
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let n: i64 = b
+        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM provenance_edges", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn downgrade_then_upgrade() {
+    let (_dir, store) = temp_store();
+    let latest = store.migration_status().unwrap().latest;
+    let reverted = store.downgrade(Some(0)).unwrap();
+    assert_eq!(reverted.len() as u32, latest);
+    let status = store.migration_status().unwrap();
+    assert_eq!(status.current, 0);
+    assert_eq!(status.pending.len() as u32, latest);
+    assert_eq!(store.upgrade().unwrap().len() as u32, latest);
+    assert!(store.migration_status().unwrap().is_current());
+}
+
+#[test]
+fn rfc3339_formats_known_instants() {
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(rfc3339(1_795_000_000), "2026-11-18T11:06:40Z");
+}

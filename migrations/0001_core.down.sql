@@ -1,0 +1,10 @@
+DROP INDEX provenance_by_child;
+DROP TABLE provenance_edges;
+DROP TABLE promoted_records;
+DROP TABLE run_envelopes;
+DROP TABLE envelope_versions;
+DROP TABLE artifacts;
+DROP INDEX events_by_kind;
+DROP TABLE events;
+DROP TABLE steps;
+DROP TABLE runs;
