@@ -465,3 +465,74 @@ fn diff_of_identical_sets_says_so() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "no envelope changed\n");
 }
+
+#[test]
+fn envelope_versions_are_kept_in_the_store_and_diffed_by_reference() {
+    let dir = support::TempDir::new("versions");
+    let url = dir.database_url();
+    let run = |args: &[&str]| support::tollgate_env(&[("TOLLGATE_DATABASE_URL", &url)], args);
+    let out = run(&["policy", "store", ENVELOPES]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("stored     coding-agent@2"),
+        "{}",
+        stdout(&out)
+    );
+    // Storing the same content again keeps one version.
+    assert!(stdout(&run(&["policy", "store", ENVELOPES])).contains("unchanged  coding-agent@2"));
+    // A change without a new version number is refused, and nothing is stored.
+    let original =
+        std::fs::read_to_string(root().join("fixtures/envelopes/coding-agent.yaml")).unwrap();
+    let changed = original.replace(
+        "tools: [\"fs.read*\", \"fs.list\", \"search.*\"]",
+        "tools: [\"fs.list\", \"search.*\"]",
+    );
+    assert_ne!(changed, original);
+    let edited = dir.path().join("coding-agent.yaml");
+    std::fs::write(&edited, &changed).unwrap();
+    let baseline = root().join("fixtures/envelopes/org-baseline.yaml");
+    let paths = [edited.to_str().unwrap(), baseline.to_str().unwrap()];
+    let out = run(&["policy", "store", paths[0], paths[1]]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("already stored with different content"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&edited, changed.replace("version: 2", "version: 3")).unwrap();
+    let out = run(&["policy", "store", paths[0], paths[1]]);
+    assert!(
+        stdout(&out).contains("stored     coding-agent@3"),
+        "{}",
+        stdout(&out)
+    );
+    let versions = stdout(&run(&["policy", "versions", "coding-agent"]));
+    assert!(
+        versions.contains("coding-agent@2") && versions.contains("coding-agent@3"),
+        "{versions}"
+    );
+    assert_eq!(
+        stdout(&run(&["policy", "show", "coding-agent@2"])),
+        original
+    );
+    // The diff between stored versions names the rule and the decision it changes.
+    let requests = dir.path().join("requests.jsonl");
+    let read = std::fs::read_to_string(root().join(request("read-file"))).unwrap();
+    let one_line: serde_json::Value = serde_json::from_str(&read).unwrap();
+    std::fs::write(&requests, format!("{one_line}\n")).unwrap();
+    let out = run(&[
+        "policy",
+        "diff",
+        "coding-agent@2",
+        "coding-agent@3",
+        "--requests",
+        requests.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("modified coding-agent (version 2 -> 3)"),
+        "{text}"
+    );
+    assert!(text.contains("coding-agent/read-only"), "{text}");
+    assert!(text.contains("1 of 1 request"), "{text}");
+}

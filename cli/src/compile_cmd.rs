@@ -12,17 +12,17 @@
 //! `--explain`. Exit codes: 0 compiled (whatever was excluded); 1 evaluating the envelopes hit
 //! a limit; 2 a bad items file, bad envelopes or bad flags.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use crate::envelope_arg::load;
+use anyhow::{Context, Result};
 use clap::Args;
 use tollgate_engine::ast::Span;
 use tollgate_engine::diag::{Diagnostic, Source};
 use tollgate_gateway::compiler::{CompileInput, CompilePolicy, CompiledContext, compile};
 use tollgate_rules::decide::{PolicyEngine, PolicyError};
 use tollgate_rules::envelope::request::subject_facts;
-use tollgate_rules::envelope::{EnvelopeSet, load_envelopes};
 
 #[derive(Args, Debug)]
 pub struct CompileArgs {
@@ -140,56 +140,4 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
         .map(str::len)
         .sum();
     (start + column.saturating_sub(1)).min(text.len())
-}
-
-/// Envelope files named by `paths` (folders give their `*.yaml`, `*.yml`, `*.json` files),
-/// sorted within each folder; the same reading as `policy decide`.
-fn envelope_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let is_envelope = |p: &Path| {
-        p.is_file()
-            && p.extension()
-                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-    };
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("cannot read `{}`", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|e| is_envelope(e))
-                .collect();
-            entries.sort();
-            out.extend(entries);
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            bail!("`{}` does not exist", p.display());
-        }
-    }
-    Ok(out)
-}
-
-/// Loads envelopes, printing their diagnostics on failure; `Err(exit code)` when they do not
-/// load.
-fn load(paths: &[PathBuf]) -> Result<std::result::Result<EnvelopeSet, ExitCode>> {
-    let sources = envelope_files(paths)?
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read `{}`", f.display()))?;
-            Ok((f.display().to_string(), text))
-        })
-        .collect::<Result<Vec<(String, String)>>>()?;
-    match load_envelopes(&sources) {
-        Ok(set) => Ok(Ok(set)),
-        Err(errors) => {
-            eprint!("{}", errors.render());
-            let n = errors.diagnostics.len();
-            eprintln!(
-                "error: the envelopes have {n} error{}",
-                if n == 1 { "" } else { "s" }
-            );
-            Ok(Err(ExitCode::from(2)))
-        }
-    }
 }

@@ -5,8 +5,10 @@
 
 mod compile_cmd;
 mod db_cmd;
+mod envelope_arg;
 mod jobs_cmd;
 mod policy_cmd;
+mod policy_versions_cmd;
 mod provenance_cmd;
 mod replay_cmd;
 mod rules_cmd;

@@ -4,14 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use crate::envelope_arg::{envelope_files, load, read_sources, report_errors};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use tollgate_engine::ast::Span;
 use tollgate_engine::diag::{Diagnostic, Source};
 use tollgate_rules::decide::{DecisionRequest, EnvelopeDecision, decide_request};
-use tollgate_rules::envelope::{
-    EnvelopeDiff, EnvelopeErrors, EnvelopeSet, diff_envelopes, load_envelopes,
-};
+use tollgate_rules::envelope::{EnvelopeDiff, diff_envelopes, load_envelopes};
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
@@ -22,6 +21,13 @@ pub enum PolicyCommand {
     /// Show the rules two versions of an envelope set add, remove or modify, and the
     /// decisions that change.
     Diff(DiffArgs),
+    /// Validate envelope files together and keep each envelope as a version in the store
+    /// (unchanged content is not a new version; changed content needs a higher `version`).
+    Store(crate::policy_versions_cmd::StoreArgs),
+    /// List the envelope versions kept in the store.
+    Versions(crate::policy_versions_cmd::VersionsArgs),
+    /// Print a stored version's source.
+    Show(crate::policy_versions_cmd::ShowArgs),
 }
 
 #[derive(Args, Debug)]
@@ -54,9 +60,10 @@ pub struct DecideArgs {
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
-    /// The old envelope file or folder.
+    /// The old envelope file or folder, or a stored version `ID@VERSION` (with the latest
+    /// stored versions of the other envelopes, unless `--with` is given).
     old: PathBuf,
-    /// The new envelope file or folder.
+    /// The new envelope file or folder, or a stored version `ID@VERSION`.
     new: PathBuf,
     /// Envelope files loaded on both sides (a shared baseline the two extend).
     #[arg(long = "with", short = 'w')]
@@ -75,65 +82,10 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
         PolicyCommand::Check(a) => check(a),
         PolicyCommand::Decide(a) => decide(a),
         PolicyCommand::Diff(a) => diff(a),
+        PolicyCommand::Store(a) => crate::policy_versions_cmd::store(a),
+        PolicyCommand::Versions(a) => crate::policy_versions_cmd::versions(a),
+        PolicyCommand::Show(a) => crate::policy_versions_cmd::show(a),
     }
-}
-
-/// Envelope files named by `paths` (folders give their `*.yaml`, `*.yml`, `*.json` files),
-/// sorted within each folder.
-fn envelope_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("cannot read `{}`", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|e| {
-                    e.is_file()
-                        && e.extension()
-                            .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-                })
-                .collect();
-            entries.sort();
-            out.extend(entries);
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            bail!("`{}` does not exist", p.display());
-        }
-    }
-    Ok(out)
-}
-
-fn read_sources(files: &[PathBuf]) -> Result<Vec<(String, String)>> {
-    files
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read `{}`", f.display()))?;
-            Ok((f.display().to_string(), text))
-        })
-        .collect()
-}
-
-/// Loads envelopes, printing diagnostics on failure; `Err(exit code)` when they do not load.
-fn load(paths: &[PathBuf]) -> Result<std::result::Result<EnvelopeSet, ExitCode>> {
-    let sources = read_sources(&envelope_files(paths)?)?;
-    match load_envelopes(&sources) {
-        Ok(set) => Ok(Ok(set)),
-        Err(errors) => {
-            report_errors(&errors);
-            Ok(Err(ExitCode::from(2)))
-        }
-    }
-}
-
-fn report_errors(errors: &EnvelopeErrors) {
-    eprint!("{}", errors.render());
-    let n = errors.diagnostics.len();
-    eprintln!(
-        "error: the envelopes have {n} error{}",
-        if n == 1 { "" } else { "s" }
-    );
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode> {
@@ -279,15 +231,21 @@ fn summary(d: &EnvelopeDecision) -> String {
 }
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {
-    let mut old_paths = args.with.clone();
-    old_paths.push(args.old.clone());
-    let mut new_paths = args.with.clone();
-    new_paths.push(args.new.clone());
-    let old = match load(&old_paths)? {
+    let side = |path: &PathBuf| -> Result<std::result::Result<_, ExitCode>> {
+        if crate::policy_versions_cmd::is_stored_reference(path) {
+            let with = read_sources(&envelope_files(&args.with)?)?;
+            crate::policy_versions_cmd::stored_side(&path.display().to_string(), &with)
+        } else {
+            let mut paths = args.with.clone();
+            paths.push(path.clone());
+            load(&paths)
+        }
+    };
+    let old = match side(&args.old)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let new = match load(&new_paths)? {
+    let new = match side(&args.new)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };

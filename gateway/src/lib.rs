@@ -7,6 +7,7 @@
 pub mod compiler;
 pub mod evaluators;
 pub mod jobs;
+pub mod policy;
 pub mod provenance;
 pub mod providers;
 pub mod recorder;

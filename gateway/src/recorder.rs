@@ -12,7 +12,7 @@ pub mod format;
 pub mod otel;
 mod promote;
 mod timeline;
-mod write;
+pub(crate) mod write;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;

@@ -4,8 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
-use tollgate_rules::envelope::Level;
 use tollgate_rules::envelope::canonical_json;
+use tollgate_rules::envelope::{Level, PolicyEnvelope};
 
 use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use super::{
@@ -197,7 +197,7 @@ impl Recorder {
                     )));
                 }
                 insert_run(c, &plan.header)?;
-                let envelope_versions = store_envelope_sources(c, &plan.header.id, &plan.sources)?;
+                let envelope_versions = store_envelope_sources(c, &plan.header.id, &plan.envelopes)?;
                 for s in &plan.steps {
                     c.execute(
                         "INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, ?2, ?3, ?4)",
@@ -334,28 +334,21 @@ pub(crate) fn store_artifact(
     Ok(())
 }
 
-/// Stores envelope YAML as versions (content-addressed); returns the new `ID@VERSION`s.
+/// Stores a run's envelopes as versions; returns the new `ID@VERSION`s.
 fn store_envelope_sources(
     c: &Connection,
     run: &str,
-    sources: &[EnvelopeSource],
+    envelopes: &[(PolicyEnvelope, String)],
 ) -> Result<Vec<String>, StoreError> {
     let mut added = Vec::new();
-    for s in sources {
-        let hash = blake3::hash(s.yaml.as_bytes()).to_hex().to_string();
-        store_artifact(c, &hash, "application/yaml", s.yaml.as_bytes())?;
-        let n = c.execute(
-            "INSERT INTO envelope_versions (id, version, content_hash, artifact, created_at)
-             SELECT ?1, ?2, ?3, ?3, ?4
-             WHERE NOT EXISTS (SELECT 1 FROM envelope_versions WHERE id = ?1 AND content_hash = ?3)",
-            params![s.id, s.version, hash, now_rfc3339()],
-        )?;
-        if n > 0 {
-            added.push(format!("{}@{}", s.id, s.version));
+    for (envelope, text) in envelopes {
+        let stored = crate::policy::store_version(c, envelope, text, false)?;
+        if stored.new {
+            added.push(stored.version.label());
         }
         c.execute(
             "INSERT INTO run_envelopes (run_id, envelope_id, content_hash) VALUES (?1, ?2, ?3)",
-            params![run, s.id, hash],
+            params![run, envelope.id, stored.version.content_hash],
         )?;
     }
     Ok(added)
@@ -388,7 +381,7 @@ struct ImportPlan {
     header: RunHeader,
     steps: Vec<StepRecord>,
     events: Vec<PlannedEvent>,
-    sources: Vec<EnvelopeSource>,
+    envelopes: Vec<(PolicyEnvelope, String)>,
     head: String,
 }
 
@@ -417,14 +410,24 @@ fn plan_import(file: &RunFile) -> Result<ImportPlan, String> {
             ));
         }
     }
+    let mut envelopes = Vec::new();
     if !file.envelope_sources.is_empty() {
         let named: Vec<(String, &str)> = file
             .envelope_sources
             .iter()
             .map(|s| (format!("envelope_sources/{}", s.id), s.yaml.as_str()))
             .collect();
-        tollgate_rules::envelope::load_envelopes(&named)
+        let set = tollgate_rules::envelope::load_envelopes(&named)
             .map_err(|e| format!("the run's envelope sources do not load:\n{}", e.render()))?;
+        for source in &file.envelope_sources {
+            let envelope = set.get(&source.id).ok_or_else(|| {
+                format!(
+                    "envelope_sources: `{}` does not hold an envelope with id `{}`",
+                    source.id, source.id
+                )
+            })?;
+            envelopes.push((envelope.clone(), source.yaml.clone()));
+        }
     }
     let mut prev = genesis_hash(&file.run);
     let mut events = Vec::with_capacity(file.events.len());
@@ -494,7 +497,7 @@ fn plan_import(file: &RunFile) -> Result<ImportPlan, String> {
         header: file.run.clone(),
         steps: file.steps.clone(),
         events,
-        sources: file.envelope_sources.clone(),
+        envelopes,
         head: prev,
     })
 }
