@@ -216,3 +216,27 @@ fn bad_input_changes_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("sqlite:PATH"), "{}", stderr(&out));
 }
+
+#[test]
+fn an_otlp_trace_imports_as_a_run_with_a_holding_chain() {
+    let db = Db::new("otel");
+    let out = db.ok(&[
+        "runs",
+        "import",
+        "fixtures/otel/coding-agent-trace.json",
+        "--scope",
+        "org:acme/repo:api",
+        "--json",
+    ]);
+    let summaries: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let run = summaries[0]["run"].as_str().unwrap().to_string();
+    assert!(run.starts_with("otel-"), "{run}");
+    assert!(summaries[0]["events"].as_u64().unwrap() > 10, "{out}");
+    assert!(db.ok(&["runs", "verify", &run]).contains("chain intact"));
+    let show = db.ok(&["runs", "show", &run]);
+    assert!(
+        show.contains("tool_call") && show.contains("model_call"),
+        "{show}"
+    );
+    assert!(show.contains("scope org:acme/repo:api"), "{show}");
+}

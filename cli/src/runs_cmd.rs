@@ -91,13 +91,15 @@ pub fn run(cmd: RunsCommand) -> Result<ExitCode> {
             } else if runs.is_empty() {
                 println!("no runs recorded\nhelp: `tollgate runs import fixtures/runs/*.json`");
             } else {
+                let w = runs.iter().map(|r| r.id.len()).max().unwrap_or(3).max(3);
+                let a = runs.iter().map(|r| r.agent.len()).max().unwrap_or(5).max(5);
                 println!(
-                    "{:<32} {:<10} {:<8} {:<10} {:>5} {:>6}  started",
+                    "{:<w$}  {:<a$}  {:<8} {:<10} {:>5} {:>6}  started",
                     "run", "agent", "task", "status", "steps", "events"
                 );
                 for r in runs {
                     println!(
-                        "{:<32} {:<10} {:<8} {:<10} {:>5} {:>6}  {}",
+                        "{:<w$}  {:<a$}  {:<8} {:<10} {:>5} {:>6}  {}",
                         r.id, r.agent, r.task, r.status, r.steps, r.events, r.started_at
                     );
                 }

@@ -243,6 +243,54 @@ pub fn run_subject(h: &RunHeader) -> Result<RunSubject, String> {
     })
 }
 
+/// The job kind that replays a stored run exactly: payload `{"run": "RUN"}`; the result is the
+/// report's figures and the steps that drifted (drift is a result, not a failure).
+pub const REPLAY_EXACT_JOB: &str = "replay.exact";
+
+/// The `replay.exact` job handler.
+pub fn replay_exact_job(
+    context: &crate::jobs::JobContext<'_>,
+    payload: &Value,
+) -> Result<Value, crate::jobs::JobFailure> {
+    let run = payload.get("run").and_then(Value::as_str).ok_or_else(|| {
+        crate::jobs::JobFailure::permanent(
+            "a `replay.exact` payload names its run\n  help: {\"run\": \"run-1\"}",
+        )
+    })?;
+    context.progress(0, 1, &format!("replaying {run}"))?;
+    let recorder = Recorder::new(context.store().clone());
+    let report = match replay_exact(&recorder, run) {
+        Ok(r) => r,
+        Err(ReplayError::Recorder(RecorderError::UnknownRun(r))) => {
+            return Err(crate::jobs::JobFailure::permanent(format!("no run `{r}`")));
+        }
+        Err(e) => return Err(crate::jobs::JobFailure::permanent(e.to_string())),
+    };
+    let drifted: Vec<u32> = report
+        .steps
+        .iter()
+        .filter(|s| !s.matched())
+        .map(|s| s.step)
+        .collect();
+    context.progress(
+        1,
+        1,
+        if drifted.is_empty() {
+            "no drift"
+        } else {
+            "drift"
+        },
+    )?;
+    Ok(serde_json::json!({
+        "run": report.run,
+        "drift": !drifted.is_empty(),
+        "drifted_steps": drifted,
+        "compiles": report.compiles,
+        "model_calls": report.model_calls,
+        "tool_calls": report.tool_calls,
+    }))
+}
+
 fn str_of(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }

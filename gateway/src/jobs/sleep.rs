@@ -24,11 +24,16 @@ const MAX_MS: u64 = 3_600_000;
 /// The most steps.
 const MAX_STEPS: u64 = 10_000;
 
-/// The handlers every worker has: today only [`SLEEP_KIND`]. Later kinds are added with
+/// The handlers every worker has: [`SLEEP_KIND`] and `replay.exact` (see
+/// [`crate::replay::replay_exact_job`]). Later kinds are added with
 /// [`JobRegistry::register`].
 pub fn builtin_registry() -> JobRegistry {
     let mut registry = JobRegistry::new();
     registry.register(SLEEP_KIND, sleep_job);
+    registry.register(
+        crate::replay::REPLAY_EXACT_JOB,
+        crate::replay::replay_exact_job,
+    );
     registry
 }
 

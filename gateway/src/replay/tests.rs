@@ -220,3 +220,42 @@ fn a_policy_change_shows_as_decision_drift() {
         "{decision:?}"
     );
 }
+
+#[test]
+fn replay_exact_runs_as_a_job() {
+    use crate::jobs::{EnqueueOptions, JobQueue, JobState, Worker, WorkerConfig, builtin_registry};
+    use crate::store::tests::tempdir::Dir;
+    use crate::store::{Store, StoreLocation};
+
+    let dir = Dir::new("replay-job");
+    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    Recorder::new(store.clone())
+        .import(&recorded_run(true))
+        .unwrap();
+    let queue = JobQueue::new(store);
+    let good = queue
+        .enqueue(
+            REPLAY_EXACT_JOB,
+            json!({"run": "run-r"}),
+            EnqueueOptions::default(),
+        )
+        .unwrap();
+    let missing = queue
+        .enqueue(
+            REPLAY_EXACT_JOB,
+            json!({"run": "nope"}),
+            EnqueueOptions::default(),
+        )
+        .unwrap();
+    let worker = Worker::new(queue.clone(), builtin_registry(), WorkerConfig::default()).unwrap();
+    worker.run_once().unwrap();
+    worker.run_once().unwrap();
+    let done = queue.get(good).unwrap();
+    assert_eq!(done.state, JobState::Succeeded);
+    let result = done.result.unwrap();
+    assert_eq!(result["drift"], json!(false));
+    assert_eq!(result["compiles"], json!(1));
+    let failed = queue.get(missing).unwrap();
+    assert_eq!(failed.state, JobState::Dead, "{failed:?}");
+    assert!(failed.last_error.unwrap().contains("no run `nope`"));
+}
