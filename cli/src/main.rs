@@ -13,6 +13,7 @@ mod provenance_cmd;
 mod replay_cmd;
 mod rules_cmd;
 mod runs_cmd;
+mod serve_cmd;
 mod store_arg;
 
 use std::process::ExitCode;
@@ -46,6 +47,8 @@ enum Command {
     Runs(runs_cmd::RunsCommand),
     /// Where a record came from (or, with --used-by, what used it).
     Provenance(provenance_cmd::ProvenanceArgs),
+    /// Start the HTTP gateway (agents route compiles, model calls and tool calls through it).
+    Serve(serve_cmd::ServeArgs),
     /// Replay recorded runs: `exact` recompiles every step and reports drift.
     #[command(subcommand)]
     Replay(replay_cmd::ReplayCommand),
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Db(cmd) => db_cmd::run(cmd),
         Command::Runs(cmd) => runs_cmd::run(cmd),
         Command::Provenance(args) => provenance_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
         Command::Replay(cmd) => replay_cmd::run(cmd),
         Command::Jobs(cmd) => jobs_cmd::run(cmd),
         Command::Compile(args) => compile_cmd::run(args),

@@ -6,12 +6,14 @@
 
 pub mod compiler;
 pub mod evaluators;
+pub mod http;
 pub mod jobs;
 pub mod policy;
 pub mod provenance;
 pub mod providers;
 pub mod recorder;
 pub mod replay;
+pub mod runtime;
 pub mod store;
 
 pub use tollgate_rules as rules;

@@ -1,0 +1,91 @@
+//! `tollgate serve`: the HTTP gateway on loopback, over the embedded store.
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve};
+use tollgate_gateway::providers::provider_from_env;
+use tollgate_gateway::runtime::Runtime;
+
+use crate::store_arg;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    addr: IpAddr,
+    /// Port (0 picks a free one; the chosen port is printed).
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = tollgate_gateway::http::DEFAULT_BODY_LIMIT)]
+    body_limit: usize,
+}
+
+pub fn run(args: ServeArgs) -> Result<ExitCode> {
+    let store = store_arg::open()?;
+    let token_dir = store
+        .path()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let token = resolve_token(std::env::var("TOLLGATE_TOKEN").ok(), &token_dir)
+        .context("cannot create the token file")?;
+    let provider = provider_from_env()?;
+    let runtime = Runtime::new(store, Arc::from(provider))?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    tokio.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((args.addr, args.port))
+            .await
+            .with_context(|| format!("cannot listen on {}:{}", args.addr, args.port))?;
+        let local = listener.local_addr()?;
+        let config = ServeConfig {
+            addr: args.addr,
+            port: local.port(),
+            body_limit: args.body_limit,
+            extra_hosts: Vec::new(),
+        };
+        let state = AppState {
+            runtime: Arc::new(runtime),
+            token: Arc::from(token.as_str()),
+            config: Arc::new(config),
+        };
+        eprintln!(
+            "tollgate: listening on http://{local} (bearer token in {}, or TOLLGATE_TOKEN)",
+            token_dir.join("token").display()
+        );
+        // Lines for scripts and tests that start the gateway on port 0.
+        println!("listening on http://{local}");
+        serve(listener, state, shutdown_signal()).await?;
+        eprintln!("tollgate: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

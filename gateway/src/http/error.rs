@@ -1,0 +1,257 @@
+//! One error type for every route: `{"error": {"code", "message", "details"}}` with the right
+//! status, and a JSON extractor whose rejections use the same body. A 5xx body says only that
+//! something failed; the detail goes to the log (stderr).
+
+use axum::Json;
+use axum::extract::FromRequest;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::recorder::RecorderError;
+use crate::runtime::RuntimeError;
+use crate::store::StoreError;
+
+/// An error answered to an HTTP client.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: the request cannot be read.
+    BadRequest {
+        /// Machine-readable code (`malformed_json`).
+        code: &'static str,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// 401: no or wrong bearer token.
+    Unauthorized,
+    /// 403: a foreign Host or Origin, or an action not permitted.
+    Forbidden {
+        /// Machine-readable code.
+        code: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// 404.
+    NotFound(String),
+    /// 409: conflicts with stored state.
+    Conflict(String),
+    /// 413: the body is larger than the limit.
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// 415: not JSON.
+    UnsupportedMediaType(String),
+    /// 422: well-formed but invalid.
+    Unprocessable {
+        /// Machine-readable code.
+        code: &'static str,
+        /// What is wrong.
+        message: String,
+        /// Structured detail (diagnostics with line and column...).
+        details: Value,
+    },
+    /// 429: rate limited.
+    TooManyRequests {
+        /// Why.
+        message: String,
+        /// Seconds until a retry may succeed.
+        retry_after: u64,
+    },
+    /// 502: the upstream model provider failed (its message carries no secret).
+    Upstream(String),
+    /// 500: logged, never shown.
+    Internal(String),
+}
+
+impl ApiError {
+    /// 400 with a code.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 422 without details.
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::Unprocessable {
+            code,
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message, details, retry_after) = match self {
+            ApiError::BadRequest { code, message } => {
+                (StatusCode::BAD_REQUEST, code, message, Value::Null, None)
+            }
+            ApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a bearer token is required: send `Authorization: Bearer TOKEN` (the token is in .tollgate/token, or TOLLGATE_TOKEN)".to_string(),
+                Value::Null,
+                None,
+            ),
+            ApiError::Forbidden { code, message } => {
+                (StatusCode::FORBIDDEN, code, message, Value::Null, None)
+            }
+            ApiError::NotFound(message) => {
+                (StatusCode::NOT_FOUND, "not_found", message, Value::Null, None)
+            }
+            ApiError::Conflict(message) => {
+                (StatusCode::CONFLICT, "conflict", message, Value::Null, None)
+            }
+            ApiError::PayloadTooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("the request body is larger than {limit} bytes"),
+                json!({ "limit": limit }),
+                None,
+            ),
+            ApiError::UnsupportedMediaType(message) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                message,
+                Value::Null,
+                None,
+            ),
+            ApiError::Unprocessable {
+                code,
+                message,
+                details,
+            } => (StatusCode::UNPROCESSABLE_ENTITY, code, message, details, None),
+            ApiError::TooManyRequests {
+                message,
+                retry_after,
+            } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                message,
+                json!({ "retry_after": retry_after }),
+                Some(retry_after),
+            ),
+            ApiError::Upstream(message) => (
+                StatusCode::BAD_GATEWAY,
+                "upstream_error",
+                message,
+                Value::Null,
+                None,
+            ),
+            ApiError::Internal(detail) => {
+                eprintln!("tollgate: internal error: {detail}");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the gateway failed to handle the request; see its log".to_string(),
+                    Value::Null,
+                    None,
+                )
+            }
+        };
+        let body = json!({ "error": { "code": code, "message": message, "details": details } });
+        let mut response = (status, Json(body)).into_response();
+        if let Some(seconds) = retry_after
+            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(m) => ApiError::NotFound(m),
+            StoreError::Invalid(m) => ApiError::invalid("invalid", m),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<RecorderError> for ApiError {
+    fn from(e: RecorderError) -> Self {
+        match e {
+            RecorderError::Store(s) => s.into(),
+            RecorderError::Invalid(m) => ApiError::invalid("invalid_record", m),
+            RecorderError::UnknownRun(run) => ApiError::NotFound(format!("no run `{run}`")),
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::Store(s) => s.into(),
+            RuntimeError::Recorder(r) => r.into(),
+            RuntimeError::Policy(p) => match p {
+                crate::policy::PolicyStoreError::Envelopes(errors) => ApiError::Unprocessable {
+                    code: "invalid_envelope",
+                    message: errors.render(),
+                    details: serde_json::to_value(errors.located()).unwrap_or(Value::Null),
+                },
+                crate::policy::PolicyStoreError::Version(m) => ApiError::Conflict(m),
+                crate::policy::PolicyStoreError::NotFound(m) => ApiError::NotFound(m),
+                crate::policy::PolicyStoreError::Store(s) => s.into(),
+            },
+            RuntimeError::Invalid(m) => ApiError::invalid("invalid", m),
+            RuntimeError::NotFound(m) => ApiError::NotFound(m),
+            RuntimeError::Conflict(m) => ApiError::Conflict(m),
+            RuntimeError::Evaluation(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+/// `Json<T>` whose rejections are [`ApiError`]s: malformed JSON is a 400 saying where, a body
+/// of the wrong shape a 422 saying which field, a body over the limit a 413.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    axum::Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    match rejection {
+        JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(
+            "malformed_json",
+            format!("the body is not valid JSON: {}", e.body_text()),
+        ),
+        JsonRejection::JsonDataError(e) => ApiError::invalid("invalid_body", e.body_text()),
+        JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
+            "send the body as JSON with `Content-Type: application/json`".into(),
+        ),
+        JsonRejection::BytesRejection(e) => {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge {
+                    limit: super::DEFAULT_BODY_LIMIT,
+                }
+            } else {
+                ApiError::bad_request("unreadable_body", e.body_text())
+            }
+        }
+        other => ApiError::bad_request("unreadable_body", other.body_text()),
+    }
+}
+
+impl<T: serde::Serialize> IntoResponse for ApiJson<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}

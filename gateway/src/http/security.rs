@@ -1,0 +1,133 @@
+//! The sidecar's front door, checked in this order for every request: the Host and Origin
+//! headers (a page on another site, or a DNS-rebound name, is refused with 403), the body size
+//! (413 from `Content-Length` before the body is read; streamed bodies are cut by the
+//! extractor's limit), then the bearer token (401) — every route except `GET /health`.
+
+use std::path::Path;
+
+use axum::extract::{Request, State};
+use axum::http::{Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{ApiError, AppState};
+
+/// Host and Origin must name this loopback listener.
+pub async fn check_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let port = state.config.port;
+    let allowed_host = |host: &str| {
+        let (name, host_port) = match host.rsplit_once(':') {
+            Some((n, p)) if !n.ends_with(']') || host.starts_with('[') => (n, Some(p)),
+            _ => (host, None),
+        };
+        let name_ok = matches!(name, "127.0.0.1" | "localhost" | "[::1]")
+            || state.config.extra_hosts.iter().any(|h| h == name);
+        name_ok && host_port.is_none_or(|p| p == port.to_string())
+    };
+    if let Some(host) = req.headers().get(header::HOST) {
+        let host = host.to_str().unwrap_or("");
+        if !allowed_host(host) {
+            return ApiError::Forbidden {
+                code: "foreign_host",
+                message: format!(
+                    "host `{host}` is not this gateway: it answers only on 127.0.0.1:{port} and localhost:{port}"
+                ),
+            }
+            .into_response();
+        }
+    }
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let host = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        if !host.is_some_and(allowed_host) {
+            return ApiError::Forbidden {
+                code: "foreign_origin",
+                message: format!("requests from origin `{origin}` are refused"),
+            }
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Refuses a declared body larger than the limit before reading it.
+pub async fn check_body_size(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > state.config.body_limit) {
+        return ApiError::PayloadTooLarge {
+            limit: state.config.body_limit,
+        }
+        .into_response();
+    }
+    next.run(req).await
+}
+
+/// Requires `Authorization: Bearer TOKEN` except on `GET /health`.
+pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if req.method() == Method::GET && req.uri().path() == "/health" {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if !constant_time_eq(given.as_bytes(), state.token.as_bytes()) {
+        return ApiError::Unauthorized.into_response();
+    }
+    next.run(req).await
+}
+
+/// Compares without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The token: `TOLLGATE_TOKEN` when set, else `.tollgate/token` (created on first start with
+/// 32 random bytes in hex, readable by its owner only).
+pub fn resolve_token(env_token: Option<String>, dir: &Path) -> std::io::Result<String> {
+    if let Some(token) = env_token.filter(|t| !t.trim().is_empty()) {
+        return Ok(token.trim().to_string());
+    }
+    let path = dir.join("token");
+    if let Ok(existing) = std::fs::read_to_string(&path)
+        && !existing.trim().is_empty()
+    {
+        return Ok(existing.trim().to_string());
+    }
+    std::fs::create_dir_all(dir)?;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    write_private(&path, &token)?;
+    Ok(token)
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.write_all(b"\n")
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    std::fs::write(path, format!("{text}\n"))
+}

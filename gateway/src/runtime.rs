@@ -1,0 +1,176 @@
+//! The agent runtime: what the HTTP gateway (and the CLI, where it acts locally) does for an
+//! agent — open runs, record steps and events, compile context, decide tool calls and model
+//! calls under the envelopes in force, keep approvals and rate-limit counters — on top of the
+//! store, the recorder, the compiler, the providers and the policy engine.
+//!
+//! One `Runtime` per process, shared by every request. The envelope set in force is the latest
+//! stored version of every envelope (`policy::current_set`); a policy engine is materialised per
+//! run (the set plus the run's subject facts) and cached until the set changes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tollgate_rules::decide::PolicyEngine;
+use tollgate_rules::engine::Value;
+use tollgate_rules::envelope::EnvelopeSet;
+use tollgate_rules::envelope::request::{SUBJECT_ORIGIN, subject_facts};
+
+use crate::policy::{PolicyStoreError, current_set};
+use crate::providers::Provider;
+use crate::recorder::{Recorder, RecorderError};
+use crate::replay::run_subject;
+use crate::store::{Store, StoreError};
+
+/// What can go wrong in the runtime, before it is mapped to an HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The recorder refused or failed.
+    #[error(transparent)]
+    Recorder(#[from] RecorderError),
+    /// Envelope versions could not be read or stored.
+    #[error(transparent)]
+    Policy(#[from] PolicyStoreError),
+    /// The request is not acceptable (a message for the caller).
+    #[error("{0}")]
+    Invalid(String),
+    /// Something named does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with what is stored (an approval used twice, a finished run).
+    #[error("{0}")]
+    Conflict(String),
+    /// Policy could not be evaluated (fail closed: the caller denies).
+    #[error("policy evaluation failed: {0}")]
+    Evaluation(String),
+}
+
+/// The shared runtime.
+pub struct Runtime {
+    store: Store,
+    recorder: Recorder,
+    provider: Arc<dyn Provider>,
+    envelopes: RwLock<Arc<EnvelopeSet>>,
+    engines: Mutex<HashMap<String, Arc<PolicyEngine>>>,
+    /// Woken whenever an approval is decided (long polls wait on it).
+    pub approvals_changed: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("store", &self.store)
+            .field("provider", &self.provider.name())
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime over `store`, calling models through `provider`, with the stored envelope
+    /// versions in force.
+    pub fn new(store: Store, provider: Arc<dyn Provider>) -> Result<Runtime, RuntimeError> {
+        let envelopes = current_set(&store)?;
+        Ok(Runtime {
+            recorder: Recorder::new(store.clone()),
+            store,
+            provider,
+            envelopes: RwLock::new(Arc::new(envelopes)),
+            engines: Mutex::new(HashMap::new()),
+            approvals_changed: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// The model provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The envelope set in force.
+    pub fn envelopes(&self) -> Arc<EnvelopeSet> {
+        self.envelopes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Re-reads the envelope set in force from the store (after envelopes were stored) and
+    /// drops every cached engine.
+    pub fn reload_envelopes(&self) -> Result<(), RuntimeError> {
+        let set = current_set(&self.store)?;
+        *self
+            .envelopes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        Ok(())
+    }
+
+    /// The policy engine for a recorded run: the envelopes in force plus the run's subject
+    /// facts, materialised once and cached.
+    pub fn engine_for(&self, run: &str) -> Result<Arc<PolicyEngine>, RuntimeError> {
+        if let Some(engine) = self
+            .engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run)
+        {
+            return Ok(engine.clone());
+        }
+        let header = self.recorder.header(run)?;
+        let subject = run_subject(&header).map_err(RuntimeError::Invalid)?;
+        let mut facts = subject_facts(&[subject], &[]);
+        // Envelopes attached to this run when it was opened (besides those attached to its
+        // agent or task in the envelopes themselves).
+        for id in attached_envelopes(&header.metadata) {
+            facts.add(
+                "envelope_attached",
+                vec![
+                    Value::Symbol(id),
+                    Value::Symbol("run".into()),
+                    Value::Symbol(run.to_string()),
+                ],
+                SUBJECT_ORIGIN,
+            );
+        }
+        let engine = PolicyEngine::new(&self.envelopes(), &facts)
+            .map_err(|e| RuntimeError::Evaluation(e.to_string()))?;
+        let engine = Arc::new(engine);
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run.to_string(), engine.clone());
+        Ok(engine)
+    }
+}
+
+/// The metadata key holding the ids of envelopes attached to a run when it was opened.
+pub const ATTACHED_ENVELOPES: &str = "attached_envelopes";
+
+/// The envelope ids a run's metadata attaches to it.
+pub fn attached_envelopes(metadata: &serde_json::Value) -> Vec<String> {
+    metadata
+        .get(ATTACHED_ENVELOPES)
+        .and_then(serde_json::Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
