@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok; 1 a check failed or evaluation hit a limit; 2 usage or input error
 //! (bad program, bad facts, missing files).
 
+mod approvals_cmd;
 mod compile_cmd;
 mod db_cmd;
 mod envelope_arg;
@@ -14,6 +15,7 @@ mod replay_cmd;
 mod rules_cmd;
 mod runs_cmd;
 mod serve_cmd;
+mod simulate_cmd;
 mod store_arg;
 
 use std::process::ExitCode;
@@ -57,6 +59,9 @@ enum Command {
     /// Background jobs: list, show, enqueue, cancel, and run a worker in the foreground.
     #[command(subcommand)]
     Jobs(jobs_cmd::JobsCommand),
+    /// Approvals of gated tool calls: list, approve, reject.
+    #[command(subcommand)]
+    Approvals(approvals_cmd::ApprovalsCommand),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         Command::Replay(cmd) => replay_cmd::run(cmd),
         Command::Jobs(cmd) => jobs_cmd::run(cmd),
         Command::Compile(args) => compile_cmd::run(args),
+        Command::Approvals(cmd) => approvals_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -28,6 +28,9 @@ pub enum PolicyCommand {
     Versions(crate::policy_versions_cmd::VersionsArgs),
     /// Print a stored version's source.
     Show(crate::policy_versions_cmd::ShowArgs),
+    /// Dry-run envelopes on a recorded run: what they would allow, deny or redact at each
+    /// compile, tool call and model call, compared with what was recorded.
+    Simulate(crate::simulate_cmd::SimulateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -85,6 +88,7 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
         PolicyCommand::Store(a) => crate::policy_versions_cmd::store(a),
         PolicyCommand::Versions(a) => crate::policy_versions_cmd::versions(a),
         PolicyCommand::Show(a) => crate::policy_versions_cmd::show(a),
+        PolicyCommand::Simulate(a) => crate::simulate_cmd::run(a),
     }
 }
 

@@ -21,8 +21,7 @@ use std::process::ExitCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tollgate_gateway::compiler::{
-    CandidateItem, CompileInput, CompilePolicy, CompileSettings, CompiledContext, ItemKind,
-    ItemOutcome, compile,
+    CandidateItem, CompileInput, CompilePolicy, CompileSettings, ItemKind, compile,
 };
 use tollgate_gateway::providers::{ChatResponse, Usage};
 use tollgate_gateway::recorder::format::{
@@ -286,7 +285,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
                 "item_ids": offered.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
                 "hash": compiled.hash,
                 "tokens": compiled.tokens,
-                "outcomes": outcomes_for_record(&compiled),
+                "outcomes": compiled.outcomes_for_record(),
                 "text": compiled.text,
             }),
         ));
@@ -471,20 +470,6 @@ fn refused(
         Some(_) => Err(format!("{told}, yet the session gives it an `output`").into()),
         None => Ok(told),
     }
-}
-
-/// The compile's outcomes, each allowed item's decision without its proof: that proof is the
-/// same in every compile of the run (decisions are deterministic, so it can be rebuilt), and
-/// repeating it per item per step would multiply a run file's size by six. Redacted and
-/// blocked items keep their full receipts.
-fn outcomes_for_record(compiled: &CompiledContext) -> Vec<ItemOutcome> {
-    let mut outcomes = compiled.outcomes.clone();
-    for decision in outcomes.iter_mut().filter_map(|o| o.policy.as_mut()) {
-        if decision.effect == DecisionEffect::Allow {
-            decision.proof = None;
-        }
-    }
-    outcomes
 }
 
 /// Tool results outrank docs, files and memories (weight 2) and yield to messages (3); a later

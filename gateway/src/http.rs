@@ -25,7 +25,11 @@ use serde_json::json;
 pub use error::{ApiError, ApiJson};
 pub use security::resolve_token;
 
-use crate::runtime::Runtime;
+use utoipa::{OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::runtime::{Runtime, RuntimeError};
 
 /// Request bodies above this are refused with 413 (unless configured otherwise).
 pub const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
@@ -67,20 +71,106 @@ pub struct AppState {
 
 /// The whole API. Layers run outside in: Host/Origin, body size, token.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/health", get(health))
+    let (api, openapi) = api_routes().split_for_parts();
+    let openapi = Arc::new(openapi);
+    api.route(
+        "/openapi.json",
+        get(move || {
+            let doc = openapi.clone();
+            async move { axum::Json(doc.as_ref().clone()) }
+        }),
+    )
+    .fallback(not_found)
+    .layer(DefaultBodyLimit::max(state.config.body_limit))
+    .layer(from_fn_with_state(state.clone(), security::require_token))
+    .layer(from_fn_with_state(state.clone(), security::check_body_size))
+    .layer(from_fn_with_state(state.clone(), security::check_origin))
+    .with_state(state)
+}
+
+/// Every documented route, with its OpenAPI description.
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health))
         .merge(runs::routes())
         .merge(tools::routes())
         .merge(chat::routes())
         .merge(policies::routes())
-        .fallback(not_found)
-        .layer(DefaultBodyLimit::max(state.config.body_limit))
-        .layer(from_fn_with_state(state.clone(), security::require_token))
-        .layer(from_fn_with_state(state.clone(), security::check_body_size))
-        .layer(from_fn_with_state(state.clone(), security::check_origin))
-        .with_state(state)
 }
 
+/// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api_routes().into_openapi()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tollgate",
+        description = "A policy gateway with a Datalog core for LLM agents: runs, compiles, tool-call decisions with approvals and rate limits, an OpenAI-compatible model proxy, and the /v2/policies module. Every route but /health needs `Authorization: Bearer TOKEN`.",
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    components(schemas(ErrorBody, ErrorDetail)),
+    tags(
+        (name = "runs", description = "Runs, steps, events and compiles"),
+        (name = "tools", description = "Tool-call decisions and approvals"),
+        (name = "models", description = "The OpenAI-compatible model proxy"),
+        (name = "policies", description = "Policy envelopes, simulation, decisions and approvals"),
+        (name = "health", description = "Liveness"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The body of every error.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Machine-readable (`unauthorized`, `malformed_json`, `policy_denied`, ...).
+    code: String,
+    /// What is wrong and how to fix it.
+    message: String,
+    /// Structured detail (diagnostics, the denying decision), or null.
+    #[schema(value_type = Object)]
+    details: serde_json::Value,
+}
+
+/// Runs blocking runtime work (store writes wait for their commit; providers block) off the
+/// async workers.
+pub(crate) async fn blocking<T, F>(state: &AppState, f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Runtime) -> Result<T, RuntimeError> + Send + 'static,
+{
+    let runtime = state.runtime.clone();
+    tokio::task::spawn_blocking(move || f(&runtime))
+        .await
+        .map_err(|e| ApiError::Internal(format!("a blocking task failed: {e}")))?
+        .map_err(ApiError::from)
+}
+
+/// Liveness: no token needed.
+#[utoipa::path(get, path = "/health", tag = "health", security(()),
+    responses((status = 200, description = "`{\"status\": \"ok\", \"version\"}`", body = Object)))]
 async fn health() -> axum::Json<serde_json::Value> {
     axum::Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
 }

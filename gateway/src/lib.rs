@@ -1,9 +1,11 @@
 //! Tollgate's application library: the store and flight recorder, the provenance graph, the
-//! context compiler, provider adapters, exact replay, the job runner and the evaluators. The
-//! command line (`cli/`) and, later, the HTTP gateway are thin fronts over it.
+//! context compiler, provider adapters, exact replay, the job runner, the evaluators, the
+//! agent runtime (runs, compiles, tool calls with approvals and rate limits, the model proxy)
+//! and the HTTP gateway over it. The command line (`cli/`) is a thin front.
 //!
 //! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
 
+pub mod approvals;
 pub mod compiler;
 pub mod evaluators;
 pub mod http;
@@ -11,9 +13,11 @@ pub mod jobs;
 pub mod policy;
 pub mod provenance;
 pub mod providers;
+pub mod ratelimit;
 pub mod recorder;
 pub mod replay;
 pub mod runtime;
+pub mod simulate;
 pub mod store;
 
 pub use tollgate_rules as rules;

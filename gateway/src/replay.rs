@@ -12,8 +12,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use tollgate_rules::decide::{DecisionEffect, PolicyEngine};
-use tollgate_rules::envelope::request::{RunSubject, subject_facts};
+use tollgate_rules::decide::{DecisionEffect, PolicyEngine, PolicyRequest};
+use tollgate_rules::engine::{FactSet, Value as EngineValue};
+use tollgate_rules::envelope::request::{RunSubject, SUBJECT_ORIGIN, ToolCall, subject_facts};
 use tollgate_rules::envelope::{EnvelopeSet, Level, load_envelopes};
 
 use crate::compiler::{
@@ -218,16 +219,52 @@ fn policy_engine(file: &RunFile) -> Result<Option<PolicyEngine>, ReplayError> {
         run: file.run.id.clone(),
         detail: e.render(),
     })?;
-    let subject = run_subject(&file.run).map_err(|detail| ReplayError::Policy {
+    let facts = run_facts(&file.run).map_err(|detail| ReplayError::Policy {
         run: file.run.id.clone(),
         detail,
     })?;
-    PolicyEngine::new(&set, &subject_facts(&[subject], &[]))
+    PolicyEngine::new(&set, &facts)
         .map(Some)
         .map_err(|e| ReplayError::Policy {
             run: file.run.id.clone(),
             detail: e.to_string(),
         })
+}
+
+/// The subject facts a run's policy is materialised over: the run (agent, task, scope,
+/// clearance) and the envelopes attached to the run itself when it was opened (kept in its
+/// metadata under [`crate::runtime::ATTACHED_ENVELOPES`]).
+pub fn run_facts(h: &RunHeader) -> Result<FactSet, String> {
+    let mut facts = subject_facts(&[run_subject(h)?], &[]);
+    for id in crate::runtime::attached_envelopes(&h.metadata) {
+        facts.add(
+            "envelope_attached",
+            vec![
+                EngineValue::Symbol(id),
+                EngineValue::Symbol("run".into()),
+                EngineValue::Symbol(h.id.clone()),
+            ],
+            SUBJECT_ORIGIN,
+        );
+    }
+    Ok(facts)
+}
+
+/// The tool decision request a recorded `tool_call` event stands for: its tool, arguments and
+/// the rate-limit usage the gateway counted when it was decided.
+pub fn recorded_tool_request(run: &str, payload: &Value) -> PolicyRequest {
+    PolicyRequest::Tool {
+        run: run.to_string(),
+        call: ToolCall {
+            name: str_of(payload, "tool"),
+            args: payload.get("arguments").cloned().unwrap_or(Value::Null),
+            usage: payload
+                .get("usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok())
+                .unwrap_or_default(),
+        },
+        now: None,
+    }
 }
 
 /// The policy subject of a run.
@@ -521,8 +558,9 @@ impl Replayer<'_> {
         let result = later("tool_result");
         let mut checks = Vec::new();
         if let (Some(policy), Some(recorded)) = (self.policy, recorded_decision) {
-            let args = p.get("arguments").cloned().unwrap_or(Value::Null);
-            let now = policy.engine.decide_tool(&self.file.run.id, &tool, &args);
+            let now = policy
+                .engine
+                .decide(&recorded_tool_request(&self.file.run.id, p));
             let was = recorded
                 .payload
                 .pointer("/decision/effect")

@@ -7,18 +7,24 @@
 //! stored version of every envelope (`policy::current_set`); a policy engine is materialised per
 //! run (the set plus the run's subject facts) and cached until the set changes.
 
+mod chat;
+mod compile;
+mod decisions;
+mod runs;
+mod tools;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use tollgate_rules::decide::PolicyEngine;
-use tollgate_rules::engine::Value;
 use tollgate_rules::envelope::EnvelopeSet;
-use tollgate_rules::envelope::request::{SUBJECT_ORIGIN, subject_facts};
 
+use crate::jobs::{Clock, SystemClock};
 use crate::policy::{PolicyStoreError, current_set};
 use crate::providers::Provider;
+use crate::recorder::format::RunHeader;
 use crate::recorder::{Recorder, RecorderError};
-use crate::replay::run_subject;
+use crate::replay::run_facts;
 use crate::store::{Store, StoreError};
 
 /// What can go wrong in the runtime, before it is mapped to an HTTP status.
@@ -33,6 +39,9 @@ pub enum RuntimeError {
     /// Envelope versions could not be read or stored.
     #[error(transparent)]
     Policy(#[from] PolicyStoreError),
+    /// Envelopes given with the request do not load (diagnostics with line and column).
+    #[error("{}", .0.render())]
+    Envelopes(tollgate_rules::envelope::EnvelopeErrors),
     /// The request is not acceptable (a message for the caller).
     #[error("{0}")]
     Invalid(String),
@@ -42,6 +51,20 @@ pub enum RuntimeError {
     /// The request conflicts with what is stored (an approval used twice, a finished run).
     #[error("{0}")]
     Conflict(String),
+    /// Policy refused the request (a model call, a message); the decision says why.
+    #[error("{message}")]
+    Denied {
+        /// What was refused.
+        message: String,
+        /// The decision, with its receipt.
+        decision: Box<tollgate_rules::decide::EnvelopeDecision>,
+    },
+    /// The caller may not do this (an approver the rule does not name).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The model provider failed.
+    #[error(transparent)]
+    Upstream(#[from] crate::providers::ProviderError),
     /// Policy could not be evaluated (fail closed: the caller denies).
     #[error("policy evaluation failed: {0}")]
     Evaluation(String),
@@ -54,6 +77,7 @@ pub struct Runtime {
     provider: Arc<dyn Provider>,
     envelopes: RwLock<Arc<EnvelopeSet>>,
     engines: Mutex<HashMap<String, Arc<PolicyEngine>>>,
+    clock: Arc<dyn Clock>,
     /// Woken whenever an approval is decided (long polls wait on it).
     pub approvals_changed: tokio::sync::Notify,
 }
@@ -71,6 +95,16 @@ impl Runtime {
     /// A runtime over `store`, calling models through `provider`, with the stored envelope
     /// versions in force.
     pub fn new(store: Store, provider: Arc<dyn Provider>) -> Result<Runtime, RuntimeError> {
+        Runtime::with_clock(store, provider, Arc::new(SystemClock))
+    }
+
+    /// Like [`Runtime::new`], reading time from `clock` (approval expiries, rate-limit
+    /// windows, event times).
+    pub fn with_clock(
+        store: Store,
+        provider: Arc<dyn Provider>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Runtime, RuntimeError> {
         let envelopes = current_set(&store)?;
         Ok(Runtime {
             recorder: Recorder::new(store.clone()),
@@ -78,6 +112,7 @@ impl Runtime {
             provider,
             envelopes: RwLock::new(Arc::new(envelopes)),
             engines: Mutex::new(HashMap::new()),
+            clock,
             approvals_changed: tokio::sync::Notify::new(),
         })
     }
@@ -95,6 +130,16 @@ impl Runtime {
     /// The model provider.
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
+    }
+
+    /// Milliseconds since the epoch, from the runtime's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The runtime's clock as RFC 3339 (event times).
+    pub fn now_rfc3339(&self) -> String {
+        crate::store::rfc3339(u64::try_from(self.now_ms() / 1000).unwrap_or(0))
     }
 
     /// The envelope set in force.
@@ -132,29 +177,45 @@ impl Runtime {
             return Ok(engine.clone());
         }
         let header = self.recorder.header(run)?;
-        let subject = run_subject(&header).map_err(RuntimeError::Invalid)?;
-        let mut facts = subject_facts(&[subject], &[]);
-        // Envelopes attached to this run when it was opened (besides those attached to its
-        // agent or task in the envelopes themselves).
-        for id in attached_envelopes(&header.metadata) {
-            facts.add(
-                "envelope_attached",
-                vec![
-                    Value::Symbol(id),
-                    Value::Symbol("run".into()),
-                    Value::Symbol(run.to_string()),
-                ],
-                SUBJECT_ORIGIN,
-            );
-        }
-        let engine = PolicyEngine::new(&self.envelopes(), &facts)
-            .map_err(|e| RuntimeError::Evaluation(e.to_string()))?;
+        let engine = self.build_engine(&header)?;
         let engine = Arc::new(engine);
         self.engines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(run.to_string(), engine.clone());
         Ok(engine)
+    }
+}
+
+pub use chat::{ChatOutcome, MessageDecision, provider_and_model};
+pub use compile::CompileAnswer;
+pub use decisions::{DecisionFilter, RecordedDecision};
+pub use runs::{EventInput, OpenRun, RunView};
+pub use tools::{ApprovalView, Receipt, ToolCallAnswer, ToolCallRequest};
+
+impl Runtime {
+    /// Materialises the envelopes in force over a run's subject facts (the run need not be
+    /// stored yet).
+    pub(crate) fn build_engine(&self, header: &RunHeader) -> Result<PolicyEngine, RuntimeError> {
+        let facts = run_facts(header).map_err(RuntimeError::Invalid)?;
+        PolicyEngine::new(&self.envelopes(), &facts)
+            .map_err(|e| RuntimeError::Evaluation(e.to_string()))
+    }
+
+    /// Drops a run's cached engine (a finished run needs it no more).
+    pub(crate) fn forget_engine(&self, run: &str) {
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(run);
+    }
+
+    /// Caches an engine built for a run.
+    pub(crate) fn keep_engine(&self, run: &str, engine: Arc<PolicyEngine>) {
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run.to_string(), engine);
     }
 }
 

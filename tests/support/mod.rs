@@ -76,3 +76,123 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A running `tollgate serve` on a free loopback port with its own database, stopped (killed)
+/// when dropped.
+pub struct Gateway {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The bearer token.
+    pub token: String,
+    /// The gateway's working directory (holds `.tollgate/`).
+    pub dir: TempDir,
+}
+
+impl Gateway {
+    /// Starts a gateway with extra environment variables.
+    pub fn start_with(envs: &[(&str, &str)]) -> Gateway {
+        use std::io::BufRead as _;
+        let dir = TempDir::new("gateway");
+        let token = "test-token-0123456789".to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(dir.path())
+            .env("TOLLGATE_TOKEN", &token)
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .envs(envs.iter().copied())
+            .args(["serve", "--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start tollgate serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        Gateway {
+            child,
+            base,
+            token,
+            dir,
+        }
+    }
+
+    /// Starts a gateway.
+    pub fn start() -> Gateway {
+        Gateway::start_with(&[])
+    }
+
+    /// Sends a request with the token; returns the status and the body as JSON (or as a JSON
+    /// string when it is not JSON).
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        self.call_with(
+            method,
+            path,
+            body,
+            &[("Authorization", &format!("Bearer {}", self.token))],
+        )
+    }
+
+    /// Sends a request with exactly these headers.
+    pub fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        headers: &[(&str, &str)],
+    ) -> (u16, serde_json::Value) {
+        let raw = self.raw(method, path, body.map(|b| b.to_string()), headers);
+        let json = serde_json::from_str(&raw.1).unwrap_or(serde_json::Value::String(raw.1));
+        (raw.0, json)
+    }
+
+    /// Sends a request with a raw body; returns the status and the body text.
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+        headers: &[(&str, &str)],
+    ) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let url = format!("{}{path}", self.base);
+        let mut req = ureq::http::Request::builder().method(method).uri(&url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let has_body = body.is_some();
+        if has_body
+            && !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            req = req.header("Content-Type", "application/json");
+        }
+        let req = req.body(body.unwrap_or_default()).expect("build request");
+        let mut resp = agent.run(req).expect("send request");
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        (status, text)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -242,6 +242,19 @@ pub struct CompiledContext {
 }
 
 impl CompiledContext {
+    /// The outcomes as a `compile` event records them: an allowed item's proof is left out
+    /// (decisions are deterministic: replay recomputes it), a redaction's or an exclusion's is
+    /// kept.
+    pub fn outcomes_for_record(&self) -> Vec<ItemOutcome> {
+        let mut outcomes = self.outcomes.clone();
+        for decision in outcomes.iter_mut().filter_map(|o| o.policy.as_mut()) {
+            if decision.effect == tollgate_rules::decide::DecisionEffect::Allow {
+                decision.proof = None;
+            }
+        }
+        outcomes
+    }
+
     /// The outcome of the item `id`.
     pub fn outcome(&self, id: &str) -> Option<&ItemOutcome> {
         self.outcomes.iter().find(|o| o.id == id)

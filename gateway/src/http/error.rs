@@ -31,6 +31,8 @@ pub enum ApiError {
         code: &'static str,
         /// Why.
         message: String,
+        /// Structured detail (the denying decision with its receipt).
+        details: Value,
     },
     /// 404.
     NotFound(String),
@@ -97,9 +99,11 @@ impl IntoResponse for ApiError {
                 Value::Null,
                 None,
             ),
-            ApiError::Forbidden { code, message } => {
-                (StatusCode::FORBIDDEN, code, message, Value::Null, None)
-            }
+            ApiError::Forbidden {
+                code,
+                message,
+                details,
+            } => (StatusCode::FORBIDDEN, code, message, details, None),
             ApiError::NotFound(message) => {
                 (StatusCode::NOT_FOUND, "not_found", message, Value::Null, None)
             }
@@ -199,9 +203,33 @@ impl From<RuntimeError> for ApiError {
                 crate::policy::PolicyStoreError::NotFound(m) => ApiError::NotFound(m),
                 crate::policy::PolicyStoreError::Store(s) => s.into(),
             },
+            RuntimeError::Envelopes(errors) => ApiError::Unprocessable {
+                code: "invalid_envelope",
+                message: errors.render(),
+                details: serde_json::to_value(errors.located()).unwrap_or(Value::Null),
+            },
             RuntimeError::Invalid(m) => ApiError::invalid("invalid", m),
             RuntimeError::NotFound(m) => ApiError::NotFound(m),
             RuntimeError::Conflict(m) => ApiError::Conflict(m),
+            RuntimeError::Denied { message, decision } => ApiError::Forbidden {
+                code: "policy_denied",
+                message,
+                details: serde_json::to_value(&decision).unwrap_or(Value::Null),
+            },
+            RuntimeError::Forbidden(message) => ApiError::Forbidden {
+                code: "forbidden",
+                message,
+                details: Value::Null,
+            },
+            RuntimeError::Upstream(e) => match e {
+                crate::providers::ProviderError::RateLimited { retry_after } => {
+                    ApiError::TooManyRequests {
+                        message: e.to_string(),
+                        retry_after: retry_after.map_or(1, |d| d.as_secs().max(1)),
+                    }
+                }
+                other => ApiError::Upstream(other.to_string()),
+            },
             RuntimeError::Evaluation(m) => ApiError::Internal(m),
         }
     }

@@ -1,10 +1,358 @@
-//! (in progress)
+//! `/v2/policies`: the Policy Envelopes module — store envelope versions (YAML or JSON),
+//! read them and their diffs, dry-run one on a recorded run, list a run's decisions with
+//! their receipts, and approve or reject a gated action.
 
-use axum::Router;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tollgate_rules::envelope::{diff_envelopes, load_envelopes};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::AppState;
+use super::{ApiError, ApiJson, AppState, blocking};
+use crate::approvals::{self, ApprovalAnswer};
+use crate::policy::{list_versions, store_envelopes, version_source};
+use crate::runtime::{DecisionFilter, RuntimeError};
+use crate::simulate::simulate;
 
 /// The routes of this resource.
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(store, list))
+        .routes(routes!(get_envelope))
+        .routes(routes!(diff))
+        .routes(routes!(simulate_on_run))
+        .routes(routes!(decisions))
+        .routes(routes!(decide_approval))
+}
+
+/// Creates or updates envelopes: the body is YAML (one or more documents) or JSON (one
+/// envelope, or an array). Validated as one set with the envelopes already stored, all or
+/// nothing; a changed envelope needs a higher `version`. Answers the versions stored and what
+/// changed, rule by rule.
+#[utoipa::path(post, path = "/v2/policies/envelopes", tag = "policies",
+    request_body(content = String, description = "Envelope YAML (`application/yaml`) or JSON", content_type = "application/yaml"),
+    responses(
+        (status = 201, description = "`{\"stored\": [...], \"changes\": {...}}`", body = Object),
+        (status = 200, description = "Nothing new: every envelope was stored already", body = Object),
+        (status = 422, description = "Invalid envelopes, with line, column and help per problem in `details`", body = super::ErrorBody),
+        (status = 409, description = "A changed envelope reuses or lowers a stored version", body = super::ErrorBody),
+    ))]
+async fn store(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let text = String::from_utf8(body.to_vec())
+        .map_err(|_| ApiError::bad_request("unreadable_body", "the body is not UTF-8 text"))?;
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    // JSON is YAML; an array of envelopes becomes one document per envelope.
+    let text = if is_json {
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {e}"))
+        })?;
+        match value {
+            Value::Array(items) => items
+                .iter()
+                .map(|i| format!("---\n{}\n", i))
+                .collect::<String>(),
+            other => other.to_string(),
+        }
+    } else {
+        text
+    };
+    let (stored, changes) = blocking(&state, move |rt| {
+        let before = rt.envelopes();
+        let stored = store_envelopes(rt.store(), &[("request".to_string(), text)])?;
+        rt.reload_envelopes()?;
+        let changes = diff_envelopes(&before, &rt.envelopes());
+        Ok((stored, changes))
+    })
+    .await?;
+    let status = if stored.iter().any(|s| s.new) {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(json!({ "stored": stored, "changes": changes })),
+    ))
+}
+
+/// Every stored envelope version, by id then version.
+#[utoipa::path(get, path = "/v2/policies/envelopes", tag = "policies",
+    responses((status = 200, description = "`{\"versions\": [{id, version, content_hash, created_at}]}`", body = Object)))]
+async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let versions = blocking(&state, |rt| Ok(list_versions(rt.store(), None)?)).await?;
+    Ok(Json(json!({ "versions": versions })))
+}
+
+/// An envelope's versions and the source of its latest (or `?version=N`).
+#[utoipa::path(get, path = "/v2/policies/envelopes/{id}", tag = "policies",
+    params(("id" = String, Path, description = "Envelope id"), VersionQuery),
+    responses(
+        (status = 200, description = "`{\"id\", \"versions\", \"version\", \"source\", \"envelope\"}`", body = Object),
+        (status = 404, description = "No such envelope or version", body = super::ErrorBody),
+    ))]
+async fn get_envelope(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<VersionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let doc = blocking(&state, move |rt| {
+        let versions = list_versions(rt.store(), Some(&id))?;
+        let reference = match q.version {
+            Some(v) => format!("{id}@{v}"),
+            None => id.clone(),
+        };
+        let (label, source) = version_source(rt.store(), &reference)?;
+        let set = set_with_version(rt, &id, &reference)?;
+        Ok(json!({
+            "id": id,
+            "versions": versions,
+            "version": label,
+            "source": source,
+            "envelope": set.get(&id),
+        }))
+    })
+    .await?;
+    Ok(Json(doc))
+}
+
+/// The set in force with `reference` (`ID@VERSION`) in place of its envelope's latest
+/// version, so a version that extends others loads with its parents.
+fn set_with_version(
+    rt: &crate::runtime::Runtime,
+    id: &str,
+    reference: &str,
+) -> Result<tollgate_rules::envelope::EnvelopeSet, RuntimeError> {
+    let mut sources = Vec::new();
+    for e in rt.envelopes().envelopes() {
+        if e.id != id {
+            sources.push(version_source(rt.store(), &e.label())?);
+        }
+    }
+    sources.push(version_source(rt.store(), reference)?);
+    load_envelopes(&sources).map_err(RuntimeError::Envelopes)
+}
+
+/// Which version.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct VersionQuery {
+    /// A stored version number (default: the latest).
+    version: Option<u32>,
+}
+
+/// Versions to compare.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct DiffQuery {
+    /// The old version.
+    from: u32,
+    /// The new version (default: the latest).
+    to: Option<u32>,
+}
+
+/// What changed between two stored versions of an envelope, rule by rule.
+#[utoipa::path(get, path = "/v2/policies/envelopes/{id}/diff", tag = "policies",
+    params(("id" = String, Path, description = "Envelope id"), DiffQuery),
+    responses(
+        (status = 200, description = "`{\"from\", \"to\", \"changes\"}`", body = Object),
+        (status = 404, description = "No such version", body = super::ErrorBody),
+    ))]
+async fn diff(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<DiffQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let doc = blocking(&state, move |rt| {
+        let side = |reference: String| -> Result<_, RuntimeError> {
+            let (label, _) = version_source(rt.store(), &reference)?;
+            Ok((label, set_with_version(rt, &id, &reference)?))
+        };
+        let (from, old) = side(format!("{id}@{}", q.from))?;
+        let (to, new) = side(match q.to {
+            Some(v) => format!("{id}@{v}"),
+            None => id.clone(),
+        })?;
+        Ok(json!({ "from": from, "to": to, "changes": diff_envelopes(&old, &new) }))
+    })
+    .await?;
+    Ok(Json(doc))
+}
+
+/// What to simulate.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SimulateBody {
+    /// The recorded run to dry-run on.
+    run_id: String,
+    /// The candidate envelope as YAML or JSON text (default: the stored latest version of
+    /// `{id}`). Its `id` must be `{id}`.
+    #[serde(default)]
+    envelope: Option<String>,
+}
+
+/// Dry-runs an envelope on a recorded run: what it would allow, deny or redact at each
+/// compile, tool call and model call, compared with what the run recorded. Enforces nothing
+/// and writes nothing.
+#[utoipa::path(post, path = "/v2/policies/envelopes/{id}/simulate", tag = "policies",
+    params(("id" = String, Path, description = "Envelope id")),
+    request_body = SimulateBody,
+    responses(
+        (status = 200, description = "The simulation: every decision point, recorded and simulated, the changed ones with their new receipts", body = Object),
+        (status = 404, description = "No such run or envelope", body = super::ErrorBody),
+        (status = 422, description = "The candidate does not load with the run's envelopes", body = super::ErrorBody),
+    ))]
+async fn simulate_on_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SimulateBody>,
+) -> Result<Json<Value>, ApiError> {
+    let report = blocking(&state, move |rt| {
+        let (label, text) = match body.envelope {
+            Some(text) => ("request".to_string(), text),
+            None => version_source(rt.store(), &id)?,
+        };
+        let file = rt.recorder().export(&body.run_id)?;
+        let ids = crate::simulate::candidate_ids(&[(label.clone(), text.clone())]);
+        if ids != [id.clone()] {
+            return Err(RuntimeError::Invalid(format!(
+                "the envelope given must be one envelope with `id: {id}` (found {})",
+                if ids.is_empty() {
+                    "none".to_string()
+                } else {
+                    ids.join(", ")
+                }
+            )));
+        }
+        simulate(&file, &[(label, text)]).map_err(|e| match e {
+            crate::simulate::SimulateError::Envelopes(errors) => RuntimeError::Envelopes(errors),
+            crate::simulate::SimulateError::Policy(m) => RuntimeError::Evaluation(m),
+        })
+    })
+    .await?;
+    let changed = report.changed().count();
+    let mut doc = json!(report);
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert("changed".into(), json!(changed));
+    }
+    Ok(Json(doc))
+}
+
+/// Filters for a run's decisions.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct DecisionsQuery {
+    /// Only with this effect: `allow`, `deny`, `redact`, `require_approval`, `rate_limited`.
+    effect: Option<String>,
+    /// Only of this kind: `tool`, `context`, `model`.
+    kind: Option<String>,
+}
+
+/// Every decision of a run with its receipt: rule ids, proof (or why-not), envelope versions,
+/// input hash, and the recorded event that holds it.
+#[utoipa::path(get, path = "/v2/policies/decisions/{run_id}", tag = "policies",
+    params(("run_id" = String, Path, description = "Run id"), DecisionsQuery),
+    responses(
+        (status = 200, description = "`{\"run\", \"decisions\": [...]}`", body = Object),
+        (status = 404, description = "No such run", body = super::ErrorBody),
+        (status = 422, description = "Unknown effect or kind", body = super::ErrorBody),
+    ))]
+async fn decisions(
+    State(state): State<AppState>,
+    Path(run): Path<String>,
+    Query(q): Query<DecisionsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let effect = match q.effect {
+        Some(v) => Some(serde_json::from_value(Value::String(v.clone())).map_err(|_| {
+            ApiError::invalid(
+                "invalid_query",
+                format!("`{v}` is not an effect: use allow, deny, redact, require_approval or rate_limited"),
+            )
+        })?),
+        None => None,
+    };
+    let kind = match q.kind {
+        Some(v) => Some(
+            serde_json::from_value(Value::String(v.clone())).map_err(|_| {
+                ApiError::invalid(
+                    "invalid_query",
+                    format!("`{v}` is not a kind: use tool, context, model, memory or handoff"),
+                )
+            })?,
+        ),
+        None => None,
+    };
+    let filter = DecisionFilter { effect, kind };
+    let key = run.clone();
+    let list = blocking(&state, move |rt| rt.decisions(&key, &filter)).await?;
+    Ok(Json(json!({ "run": run, "decisions": list })))
+}
+
+/// A human's answer to a gated action.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApprovalBody {
+    /// `approve` or `reject`.
+    decision: String,
+    /// Who answers (must be one of the rule's approvers when it names any).
+    by: String,
+    /// Why.
+    #[serde(default)]
+    reason: String,
+}
+
+/// Approves or rejects a gated action; recorded as an `approval` event of its run.
+#[utoipa::path(post, path = "/v2/policies/approvals/{id}", tag = "policies",
+    params(("id" = String, Path, description = "Approval id")),
+    request_body = ApprovalBody,
+    responses(
+        (status = 200, description = "The approval, decided", body = Object),
+        (status = 403, description = "`by` is not an approver the rule names", body = super::ErrorBody),
+        (status = 404, description = "No such approval", body = super::ErrorBody),
+        (status = 409, description = "Already decided, used or expired", body = super::ErrorBody),
+        (status = 422, description = "`decision` is not approve or reject, or `by` is empty", body = super::ErrorBody),
+    ))]
+async fn decide_approval(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ApprovalBody>,
+) -> Result<Json<Value>, ApiError> {
+    let approve = match body.decision.as_str() {
+        "approve" | "approved" => true,
+        "reject" | "rejected" => false,
+        other => {
+            return Err(ApiError::invalid(
+                "invalid_decision",
+                format!("`{other}` is not a decision: use `approve` or `reject`"),
+            ));
+        }
+    };
+    let answer = ApprovalAnswer {
+        approve,
+        by: body.by,
+        reason: body.reason,
+    };
+    let approval = blocking(&state, move |rt| {
+        Ok(approvals::decide(
+            rt.store(),
+            &id,
+            &answer,
+            rt.now_ms(),
+            &rt.now_rfc3339(),
+        )?)
+    })
+    .await?;
+    state.runtime.approvals_changed.notify_waiters();
+    Ok(Json(json!(approval)))
 }

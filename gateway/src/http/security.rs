@@ -32,6 +32,7 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
                 message: format!(
                     "host `{host}` is not this gateway: it answers only on 127.0.0.1:{port} and localhost:{port}"
                 ),
+                details: serde_json::Value::Null,
             }
             .into_response();
         }
@@ -45,6 +46,7 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
             return ApiError::Forbidden {
                 code: "foreign_origin",
                 message: format!("requests from origin `{origin}` are refused"),
+                details: serde_json::Value::Null,
             }
             .into_response();
         }

@@ -1,10 +1,144 @@
-//! (in progress)
+//! Tool calls and approvals for agents: `POST /v1/runs/{run_id}/tool-calls` decides a call
+//! before the agent executes it; `GET /v1/approvals/{id}?wait=SECONDS` long-polls an approval
+//! until a human decides it (or the wait ends); `GET /v1/approvals` lists them.
 
-use axum::Router;
+use std::time::Duration;
 
-use super::AppState;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiError, ApiJson, AppState, blocking};
+use crate::approvals::{self, ApprovalFilter, ApprovalState};
+use crate::runtime::ToolCallRequest;
+
+/// The longest a long poll waits.
+pub const MAX_WAIT_SECONDS: u64 = 60;
 
 /// The routes of this resource.
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(tool_call))
+        .routes(routes!(list_approvals))
+        .routes(routes!(get_approval))
+}
+
+/// Decides a tool call before the agent executes it, and records it.
+///
+/// The answer's `effect` is `allow` (execute), `redact` (execute with the returned
+/// `arguments`, secrets replaced), `deny`, `rate_limited` (retry after `retry_after` seconds)
+/// or `require_approval` (wait on `approval.id`, then ask again with `approval_id`). Every
+/// answer carries the decision with its proof and a receipt (the recorded event).
+#[utoipa::path(post, path = "/v1/runs/{run_id}/tool-calls", tag = "tools",
+    params(("run_id" = String, Path, description = "Run id")),
+    request_body = ToolCallRequest,
+    responses(
+        (status = 200, description = "The decision, what to do, and the receipt", body = Object),
+        (status = 404, description = "No such run or approval", body = super::ErrorBody),
+        (status = 409, description = "The approval given does not authorise this call (other arguments, used, expired), or the run is finished", body = super::ErrorBody),
+        (status = 422, description = "Invalid call", body = super::ErrorBody),
+    ))]
+async fn tool_call(
+    State(state): State<AppState>,
+    Path(run): Path<String>,
+    ApiJson(body): ApiJson<ToolCallRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let answer = blocking(&state, move |rt| rt.tool_call(&run, body)).await?;
+    Ok(Json(json!(answer)))
+}
+
+/// Filters for the approval list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ApprovalQuery {
+    /// Only this run's.
+    run: Option<String>,
+    /// Only in this state: `pending`, `approved`, `rejected`, `used`, `expired`.
+    state: Option<String>,
+}
+
+/// Lists approvals, oldest first.
+#[utoipa::path(get, path = "/v1/approvals", tag = "tools",
+    params(ApprovalQuery),
+    responses(
+        (status = 200, description = "`{\"approvals\": [...]}`", body = Object),
+        (status = 422, description = "Unknown state", body = super::ErrorBody),
+    ))]
+async fn list_approvals(
+    State(state): State<AppState>,
+    Query(q): Query<ApprovalQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let wanted = match q.state.as_deref() {
+        None => None,
+        Some(s) => Some(parse_state(s)?),
+    };
+    let now = state.runtime.now_ms();
+    let filter = ApprovalFilter {
+        run: q.run,
+        state: wanted,
+    };
+    let list = blocking(&state, move |rt| {
+        Ok(approvals::list(rt.store(), &filter, now)?)
+    })
+    .await?;
+    Ok(Json(json!({ "approvals": list })))
+}
+
+fn parse_state(s: &str) -> Result<ApprovalState, ApiError> {
+    serde_json::from_value(Value::String(s.to_string())).map_err(|_| {
+        ApiError::invalid(
+            "invalid_query",
+            format!(
+                "`{s}` is not an approval state: use pending, approved, rejected, used or expired"
+            ),
+        )
+    })
+}
+
+/// Long-poll parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct WaitQuery {
+    /// Seconds to wait while the approval is pending (0 to 60; default 0).
+    wait: Option<u64>,
+}
+
+/// An approval; with `wait`, answers as soon as it is decided (or expires), or when the wait
+/// ends with it still pending.
+#[utoipa::path(get, path = "/v1/approvals/{id}", tag = "tools",
+    params(("id" = String, Path, description = "Approval id"), WaitQuery),
+    responses(
+        (status = 200, description = "The approval", body = Object),
+        (status = 404, description = "No such approval", body = super::ErrorBody),
+    ))]
+async fn get_approval(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<WaitQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_WAIT_SECONDS));
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        // Register interest before reading, so a decision between the read and the wait
+        // is not missed.
+        let notified = state.runtime.approvals_changed.notified();
+        let now = state.runtime.now_ms();
+        let key = id.clone();
+        let approval =
+            blocking(&state, move |rt| Ok(approvals::get(rt.store(), &key, now)?)).await?;
+        if approval.state != ApprovalState::Pending || tokio::time::Instant::now() >= deadline {
+            return Ok(Json(json!(approval)));
+        }
+        // Decisions made by this process wake the wait at once; those made by another
+        // process on the same database (the CLI) are seen at the next look.
+        let _ = tokio::time::timeout_at(
+            deadline.min(tokio::time::Instant::now() + Duration::from_millis(250)),
+            notified,
+        )
+        .await;
+    }
 }

@@ -51,6 +51,30 @@ impl Recorder {
         Ok(())
     }
 
+    /// Opens a run governed by stored envelope versions (`(id, content hash)`), recording the
+    /// link in the same write so replay and simulation can rebuild its policy.
+    pub fn open_run_governed(
+        &self,
+        header: &RunHeader,
+        envelopes: Vec<(String, String)>,
+    ) -> Result<(), RecorderError> {
+        check_header(header).map_err(RecorderError::Invalid)?;
+        let header = header.clone();
+        self.store
+            .write(move |c| {
+                insert_run(c, &header)?;
+                for (id, hash) in &envelopes {
+                    c.execute(
+                        "INSERT INTO run_envelopes (run_id, envelope_id, content_hash)
+                         VALUES (?1, ?2, ?3)",
+                        params![header.id, id, hash],
+                    )?;
+                }
+                Ok(())
+            })
+            .map_err(into_recorder)
+    }
+
     /// Adds the next step of a run; returns its index.
     pub fn add_step(&self, run: &str, name: &str, agent: &str) -> Result<u32, RecorderError> {
         let (run, name, agent) = (run.to_string(), name.to_string(), agent.to_string());
@@ -101,45 +125,7 @@ impl Recorder {
         }
         let run = run.to_string();
         self.store
-            .write(move |c| {
-                require_run(c, &run)?;
-                let (mut seq, mut prev): (u64, String) = c.query_row(
-                    "SELECT event_count, head_hash FROM runs WHERE id = ?1",
-                    [&run],
-                    |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
-                )?;
-                if seq == 0 {
-                    let header =
-                        load_header(c, &run)?.ok_or_else(|| StoreError::NotFound(run.clone()))?;
-                    prev = genesis_hash(&header);
-                }
-                let mut out = Vec::with_capacity(events.len());
-                for (step, kind, at, payload) in events {
-                    let steps: u32 = c.query_row(
-                        "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2",
-                        params![run, step],
-                        |r| r.get(0),
-                    )?;
-                    if steps == 0 {
-                        return Err(StoreError::Invalid(format!(
-                            "run `{run}` has no step {step}\n  help: add the step before its events"
-                        )));
-                    }
-                    let hash =
-                        insert_event(c, &run, seq, step, kind.as_str(), &at, &payload, &prev)?;
-                    out.push(Appended {
-                        seq,
-                        hash: hash.clone(),
-                    });
-                    prev = hash;
-                    seq += 1;
-                }
-                c.execute(
-                    "UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1",
-                    params![run, seq as i64, prev],
-                )?;
-                Ok(out)
-            })
+            .write(move |c| append_in(c, &run, events))
             .map_err(into_recorder)
     }
 
@@ -241,12 +227,62 @@ impl Recorder {
     }
 }
 
-fn into_recorder(e: StoreError) -> RecorderError {
+pub(crate) fn into_recorder(e: StoreError) -> RecorderError {
     match e {
         StoreError::Invalid(m) => RecorderError::Invalid(m),
         StoreError::NotFound(run) => RecorderError::UnknownRun(run),
         other => RecorderError::Store(other),
     }
+}
+
+/// Appends events to a run's chain inside the caller's write (so a projection row and the
+/// events that record it commit together). Payloads must be JSON objects.
+pub(crate) fn append_in(
+    c: &Connection,
+    run: &str,
+    events: Vec<(u32, EventKind, String, Value)>,
+) -> Result<Vec<Appended>, StoreError> {
+    require_run(c, run)?;
+    let (mut seq, mut prev): (u64, String) = c.query_row(
+        "SELECT event_count, head_hash FROM runs WHERE id = ?1",
+        [run],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+    )?;
+    if seq == 0 {
+        let header = load_header(c, run)?.ok_or_else(|| StoreError::NotFound(run.to_string()))?;
+        prev = genesis_hash(&header);
+    }
+    let mut out = Vec::with_capacity(events.len());
+    for (step, kind, at, payload) in events {
+        if !payload.is_object() {
+            return Err(StoreError::Invalid(format!(
+                "a `{}` event's payload must be a JSON object",
+                kind.as_str()
+            )));
+        }
+        let steps: u32 = c.query_row(
+            "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2",
+            params![run, step],
+            |r| r.get(0),
+        )?;
+        if steps == 0 {
+            return Err(StoreError::Invalid(format!(
+                "run `{run}` has no step {step}\n  help: add the step before its events"
+            )));
+        }
+        let hash = insert_event(c, run, seq, step, kind.as_str(), &at, &payload, &prev)?;
+        out.push(Appended {
+            seq,
+            hash: hash.clone(),
+        });
+        prev = hash;
+        seq += 1;
+    }
+    c.execute(
+        "UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1",
+        params![run, seq as i64, prev],
+    )?;
+    Ok(out)
 }
 
 fn require_run(c: &Connection, run: &str) -> Result<(), StoreError> {

@@ -1,0 +1,162 @@
+use serde_json::json;
+
+use super::*;
+use crate::recorder::Recorder;
+use crate::recorder::format::RunHeader;
+use crate::store::StoreLocation;
+use crate::store::tests::tempdir::Dir;
+
+fn store_with_run() -> (Dir, Store) {
+    let dir = Dir::new("approvals");
+    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let recorder = Recorder::new(store.clone());
+    recorder
+        .open_run(&RunHeader {
+            id: "r1".into(),
+            agent: "coder".into(),
+            task: "T-1".into(),
+            scope: "org:acme".into(),
+            clearance: "internal".into(),
+            status: "running".into(),
+            started_at: "2026-11-24T00:00:00Z".into(),
+            finished_at: None,
+            parent_run: None,
+            envelopes: vec![],
+            metadata: json!({}),
+        })
+        .unwrap();
+    recorder.add_step("r1", "main", "coder").unwrap();
+    (dir, store)
+}
+
+fn request(approvers: &[&str]) -> ApprovalRequest {
+    ApprovalRequest {
+        run: "r1".into(),
+        call_id: "c1".into(),
+        tool: "shell.exec".into(),
+        arguments: json!({"cmd": "make"}),
+        envelopes: vec!["e@1".into()],
+        rules: vec!["e/gate".into()],
+        approvers: approvers.iter().map(|s| s.to_string()).collect(),
+        ttl_seconds: 60,
+    }
+}
+
+fn pending(store: &Store, req: ApprovalRequest, now: i64) -> Approval {
+    store.write(move |c| insert_pending(c, &req, now)).unwrap()
+}
+
+fn answer(approve: bool, by: &str) -> ApprovalAnswer {
+    ApprovalAnswer {
+        approve,
+        by: by.into(),
+        reason: "looked at it".into(),
+    }
+}
+
+#[test]
+fn an_approval_is_decided_once_and_recorded_in_the_run() {
+    let (_d, store) = store_with_run();
+    let a = pending(&store, request(&[]), 1_000);
+    assert_eq!(a.state, ApprovalState::Pending);
+    assert_eq!(a.id, approval_id("r1", "c1"));
+    assert_eq!(a.expires_at, 61_000);
+    let decided = decide(&store, &a.id, &answer(true, "lead"), 2_000, "t").unwrap();
+    assert_eq!(decided.state, ApprovalState::Approved);
+    assert_eq!(decided.decided_by.as_deref(), Some("lead"));
+    let again = decide(&store, &a.id, &answer(false, "lead"), 3_000, "t").unwrap_err();
+    assert!(
+        matches!(
+            again,
+            ApprovalError::Final {
+                state: ApprovalState::Approved,
+                ..
+            }
+        ),
+        "{again}"
+    );
+    let events = Recorder::new(store.clone())
+        .events("r1", Some(&[EventKind::Approval]))
+        .unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].payload["decision"], "approved");
+    assert_eq!(events[0].payload["approval_id"], a.id.as_str());
+}
+
+#[test]
+fn only_a_named_approver_may_decide() {
+    let (_d, store) = store_with_run();
+    let a = pending(&store, request(&["team-lead"]), 0);
+    let err = decide(&store, &a.id, &answer(true, "intern"), 1, "t").unwrap_err();
+    assert!(matches!(err, ApprovalError::NotAnApprover { .. }), "{err}");
+    assert_eq!(get(&store, &a.id, 1).unwrap().state, ApprovalState::Pending);
+    let empty = decide(&store, &a.id, &answer(true, " "), 1, "t").unwrap_err();
+    assert!(matches!(empty, ApprovalError::Invalid(_)));
+    decide(&store, &a.id, &answer(true, "team-lead"), 1, "t").unwrap();
+}
+
+#[test]
+fn an_approval_expires_and_then_cannot_be_decided() {
+    let (_d, store) = store_with_run();
+    let a = pending(&store, request(&[]), 0);
+    assert_eq!(
+        get(&store, &a.id, 59_999).unwrap().state,
+        ApprovalState::Pending
+    );
+    assert_eq!(
+        get(&store, &a.id, 60_000).unwrap().state,
+        ApprovalState::Expired
+    );
+    let err = decide(&store, &a.id, &answer(true, "lead"), 60_000, "t").unwrap_err();
+    assert!(matches!(
+        err,
+        ApprovalError::Final {
+            state: ApprovalState::Expired,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn an_approval_authorises_only_its_exact_call_once() {
+    let (_d, store) = store_with_run();
+    let a = pending(&store, request(&[]), 0);
+    let envs = vec!["e@1".to_string()];
+    let hash = call_hash("r1", "shell.exec", &json!({"cmd": "make"}));
+    let other = call_hash("r1", "shell.exec", &json!({"cmd": "make install"}));
+    assert!(matches!(
+        check_use(&get(&store, &a.id, 1).unwrap(), "r1", &hash, &envs),
+        Err(ApprovalError::Pending(_))
+    ));
+    decide(&store, &a.id, &answer(true, "lead"), 1, "t").unwrap();
+    let approved = get(&store, &a.id, 2).unwrap();
+    assert!(matches!(
+        check_use(&approved, "r1", &other, &envs),
+        Err(ApprovalError::Mismatch { .. })
+    ));
+    assert!(matches!(
+        check_use(&approved, "r1", &hash, &["e@2".to_string()]),
+        Err(ApprovalError::Mismatch { .. })
+    ));
+    let (id, h, e) = (a.id.clone(), hash.clone(), envs.clone());
+    let used = store
+        .write(move |c| {
+            use_in(c, &id, "r1", &h, &e, 3).map_err(|e| StoreError::Invalid(e.to_string()))
+        })
+        .unwrap();
+    assert_eq!(used.state, ApprovalState::Used);
+    let (id, h, e) = (a.id.clone(), hash, envs);
+    let twice = store.write(move |c| {
+        use_in(c, &id, "r1", &h, &e, 4).map_err(|e| StoreError::Invalid(e.to_string()))
+    });
+    assert!(twice.unwrap_err().to_string().contains("used"));
+}
+
+#[test]
+fn the_call_hash_ignores_key_order_but_not_values() {
+    let a = call_hash("r", "t", &json!({"a": 1, "b": [1, 2]}));
+    let b = call_hash("r", "t", &json!({"b": [1, 2], "a": 1}));
+    assert_eq!(a, b);
+    assert_ne!(a, call_hash("r", "t", &json!({"a": 1, "b": [2, 1]})));
+    assert_ne!(a, call_hash("r2", "t", &json!({"a": 1, "b": [1, 2]})));
+}

@@ -1,0 +1,270 @@
+//! The model proxy's work: an OpenAI-style chat request of a run is decided by the model rules
+//! (provider, model, reasoning mode), each message by the data rules (a message in which a
+//! detector finds a secret is labelled `secret`; `redact` replaces the secret, `block` refuses
+//! the call) — all before anything leaves — then sent to the configured provider, and the call,
+//! its decisions and the response are recorded.
+//!
+//! The model string may name its provider (`openai/gpt-4.1-mini`); without one the provider
+//! is `openai`, the dialect the endpoint speaks. The provider the gateway forwards to (`fake`,
+//! `openai`, `replay`) is a deployment setting, recorded with each call.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
+use tollgate_rules::envelope::Level;
+use tollgate_rules::envelope::request::{ContextItem, ModelCall};
+
+use super::{Runtime, RuntimeError};
+use crate::compiler::redact::{BodyPart, find_spans, redact};
+use crate::providers::{ChatRequest, ChatResponse};
+use crate::recorder::format::EventKind;
+
+/// Request fields the gateway handles itself and does not forward.
+const GATEWAY_FIELDS: [&str; 2] = ["stream", "stream_options"];
+
+/// What policy did to one message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageDecision {
+    /// Its index in `messages`.
+    pub index: usize,
+    /// `allow`, `redact` (or `deny`, which refuses the call).
+    pub effect: DecisionEffect,
+    /// The deciding rules.
+    pub rules: Vec<String>,
+    /// Secrets replaced in it.
+    pub redacted_spans: usize,
+}
+
+/// A proxied chat call that went through.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatOutcome {
+    /// The provider's response.
+    pub response: ChatResponse,
+    /// The run.
+    pub run: String,
+    /// The request as forwarded (after redaction).
+    pub request_hash: String,
+    /// The model decision.
+    pub model_decision: EnvelopeDecision,
+    /// Per message.
+    pub messages: Vec<MessageDecision>,
+    /// The `model_output` event's sequence number.
+    pub seq: u64,
+}
+
+/// Splits `provider/model`; a bare model is `openai`'s.
+pub fn provider_and_model(model: &str) -> (String, String) {
+    match model.split_once('/') {
+        Some((p, m)) if !p.is_empty() && !m.is_empty() => (p.to_string(), m.to_string()),
+        _ => ("openai".to_string(), model.to_string()),
+    }
+}
+
+impl Runtime {
+    /// Decides, forwards and records a chat call of `run`. Blocking (the provider is).
+    pub fn chat(&self, run: &str, mut request: ChatRequest) -> Result<ChatOutcome, RuntimeError> {
+        if request.model.trim().is_empty() {
+            return Err(RuntimeError::Invalid("`model` must not be empty".into()));
+        }
+        if request.messages.is_empty() {
+            return Err(RuntimeError::Invalid(
+                "`messages` must hold at least one message".into(),
+            ));
+        }
+        for field in GATEWAY_FIELDS {
+            request.extra.remove(field);
+        }
+        let header = self.running(run)?;
+        let engine = self.engine_for(run)?;
+        let step = self.current_step(run, &header)?;
+        let (provider, model) = provider_and_model(&request.model);
+        let reasoning = request
+            .extra
+            .get("reasoning_effort")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let model_decision = engine.decide_model(
+            run,
+            &ModelCall {
+                provider: provider.clone(),
+                model: model.clone(),
+                reasoning,
+            },
+        );
+        if model_decision.effect != DecisionEffect::Allow {
+            let message = format!(
+                "model `{}` is not allowed for run `{run}` ({} by {})",
+                request.model,
+                model_decision.effect.as_str(),
+                model_decision.rules.join(", ")
+            );
+            self.record_refusal(run, step, &model_decision, None, &message)?;
+            return Err(RuntimeError::Denied {
+                message,
+                decision: Box::new(model_decision),
+            });
+        }
+        request.model = model;
+
+        // Data rules over every message before it leaves.
+        let mut messages = Vec::with_capacity(request.messages.len());
+        let mut message_decisions = Vec::new();
+        for (index, m) in request.messages.iter_mut().enumerate() {
+            let spans = find_spans(&m.content);
+            let item = ContextItem {
+                id: format!("message-{index}"),
+                kind: "message".into(),
+                scope: header.scope.clone(),
+                sensitivity: Level::Internal,
+                labels: if spans.is_empty() {
+                    Vec::new()
+                } else {
+                    vec!["secret".into()]
+                },
+            };
+            let decision = engine.decide_context(run, &item);
+            let mut redacted_spans = 0;
+            match decision.effect {
+                DecisionEffect::Allow => {}
+                DecisionEffect::Redact => {
+                    let r = redact(&m.content, BodyPart::Content, &decision.rules.join(","));
+                    redacted_spans = r.spans.len();
+                    m.content = r.text;
+                }
+                DecisionEffect::Deny
+                | DecisionEffect::RequireApproval
+                | DecisionEffect::RateLimited => {
+                    let message = format!(
+                        "message {index} may not be sent for run `{run}` (denied by {})",
+                        decision.rules.join(", ")
+                    );
+                    self.record_refusal(run, step, &model_decision, Some(&decision), &message)?;
+                    return Err(RuntimeError::Denied {
+                        message,
+                        decision: Box::new(decision),
+                    });
+                }
+            }
+            messages.push(MessageDecision {
+                index,
+                effect: decision.effect,
+                rules: decision.rules.clone(),
+                redacted_spans,
+            });
+            if decision.effect != DecisionEffect::Allow {
+                message_decisions.push(decision);
+            }
+        }
+
+        let request_hash = request.hash();
+        let provider_name = self.provider().name().to_string();
+        let at = self.now_rfc3339();
+        let mut events = vec![(
+            step,
+            EventKind::Decision,
+            at.clone(),
+            json!({ "decision": model_decision, "outcome": model_decision.effect }),
+        )];
+        for d in &message_decisions {
+            events.push((
+                step,
+                EventKind::Decision,
+                at.clone(),
+                json!({ "decision": d, "outcome": d.effect, "request_hash": request_hash }),
+            ));
+        }
+        events.push((
+            step,
+            EventKind::ModelCall,
+            at.clone(),
+            json!({
+                "provider": provider_name,
+                "request": request,
+                "request_hash": request_hash,
+                "messages": messages,
+            }),
+        ));
+        self.recorder().append_many(run, events)?;
+
+        let response = match self.provider().complete(&request) {
+            Ok(r) => r,
+            Err(e) => {
+                self.recorder().append(
+                    run,
+                    step,
+                    EventKind::Error,
+                    &self.now_rfc3339(),
+                    json!({ "message": e.to_string(), "request_hash": request_hash }),
+                )?;
+                return Err(RuntimeError::Upstream(e));
+            }
+        };
+        let appended = self.recorder().append(
+            run,
+            step,
+            EventKind::ModelOutput,
+            &self.now_rfc3339(),
+            json!({ "request_hash": request_hash, "response": response }),
+        )?;
+        Ok(ChatOutcome {
+            response,
+            run: run.to_string(),
+            request_hash,
+            model_decision,
+            messages,
+            seq: appended.seq,
+        })
+    }
+
+    /// Records a refused model call: the model decision and, when a message was refused, its
+    /// decision, and an error event saying why.
+    fn record_refusal(
+        &self,
+        run: &str,
+        step: u32,
+        model: &EnvelopeDecision,
+        data: Option<&EnvelopeDecision>,
+        message: &str,
+    ) -> Result<(), RuntimeError> {
+        let at = self.now_rfc3339();
+        let mut events = vec![(
+            step,
+            EventKind::Decision,
+            at.clone(),
+            json!({ "decision": model, "outcome": model.effect }),
+        )];
+        if let Some(d) = data {
+            events.push((
+                step,
+                EventKind::Decision,
+                at.clone(),
+                json!({ "decision": d, "outcome": d.effect }),
+            ));
+        }
+        events.push((step, EventKind::Error, at, json!({ "message": message })));
+        self.recorder().append_many(run, events)?;
+        Ok(())
+    }
+}
+
+impl ChatOutcome {
+    /// The completion in OpenAI's shape, with a `tollgate` member naming the run, the receipt
+    /// and what policy did (clients ignore members they do not know).
+    pub fn to_openai_json(&self) -> Value {
+        let mut body = self.response.to_openai_json();
+        if let Some(obj) = body.as_object_mut() {
+            obj.insert(
+                "tollgate".into(),
+                json!({
+                    "run": self.run,
+                    "seq": self.seq,
+                    "request_hash": self.request_hash,
+                    "model_rules": self.model_decision.rules,
+                    "messages": self.messages,
+                }),
+            );
+        }
+        body
+    }
+}

@@ -1,0 +1,283 @@
+//! Runs through the gateway: open one (who, what, where, under which envelopes), add steps,
+//! append events, finish it, read it back.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tollgate_rules::envelope::Level;
+
+use super::{ATTACHED_ENVELOPES, Runtime, RuntimeError};
+use crate::recorder::format::{EventKind, RunHeader};
+use crate::recorder::write::Appended;
+use crate::recorder::{RecorderError, RunSummary};
+
+/// What an agent sends to open a run.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenRun {
+    /// Run id; generated (`run-…`) when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The agent.
+    pub agent: String,
+    /// The task.
+    pub task: String,
+    /// Scope path (`org:acme/repo:api/task:T-12`).
+    pub scope: String,
+    /// The highest sensitivity the run may see: `public` (default), `internal`,
+    /// `confidential`, `secret`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub clearance: Option<Level>,
+    /// Ids of stored envelopes to attach to this run (besides those attached to its agent or
+    /// task by the envelopes themselves).
+    #[serde(default)]
+    pub envelopes: Vec<String>,
+    /// The run that started this one.
+    #[serde(default)]
+    pub parent_run: Option<String>,
+    /// Free metadata.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+}
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunView {
+    /// The header.
+    pub run: RunHeader,
+    /// Steps, events, head of the chain.
+    pub summary: RunSummary,
+    /// `ID@VERSION` of every envelope governing it now.
+    pub governing: Vec<String>,
+}
+
+/// One event to append.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventInput {
+    /// The step (default: the run's last; a first step is added when it has none).
+    #[serde(default)]
+    pub step: Option<u32>,
+    /// The kind (`note`, `tool_result`, `output`, …).
+    pub kind: String,
+    /// A JSON object.
+    #[serde(default = "empty")]
+    pub payload: Value,
+}
+
+fn empty() -> Value {
+    Value::Object(Map::new())
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+}
+
+impl Runtime {
+    /// Opens a run. Envelope ids must name stored envelopes; the run records their versions.
+    pub fn open_run(&self, req: OpenRun) -> Result<RunView, RuntimeError> {
+        let id = match req.id {
+            Some(id) if !valid_id(&id) => {
+                return Err(RuntimeError::Invalid(format!(
+                    "run id `{id}` is not valid: use letters, digits and `-_.:`, at most 128"
+                )));
+            }
+            Some(id) => id,
+            None => format!("run-{}", random_hex(8)),
+        };
+        for (what, value) in [
+            ("agent", &req.agent),
+            ("task", &req.task),
+            ("scope", &req.scope),
+        ] {
+            if value.trim().is_empty() {
+                return Err(RuntimeError::Invalid(format!("`{what}` must not be empty")));
+            }
+        }
+        let set = self.envelopes();
+        for env in &req.envelopes {
+            match set.get(env) {
+                Some(_) => {}
+                None => {
+                    return Err(RuntimeError::Invalid(format!(
+                        "no stored envelope `{env}`\n  help: store it first (POST /v2/policies/envelopes or `tollgate policy store`)"
+                    )));
+                }
+            }
+        }
+        let mut metadata = req.metadata;
+        if !req.envelopes.is_empty() {
+            metadata.insert(
+                ATTACHED_ENVELOPES.into(),
+                Value::Array(req.envelopes.iter().cloned().map(Value::String).collect()),
+            );
+        }
+        let mut header = RunHeader {
+            id: id.clone(),
+            agent: req.agent,
+            task: req.task,
+            scope: req.scope,
+            clearance: req.clearance.unwrap_or(Level::Public).as_str().to_string(),
+            status: "running".into(),
+            started_at: self.now_rfc3339(),
+            finished_at: None,
+            parent_run: req.parent_run,
+            envelopes: Vec::new(),
+            metadata: Value::Object(metadata),
+        };
+        // The header records every version that governs the run: attached here, or through
+        // its agent or task.
+        let engine = std::sync::Arc::new(self.build_engine(&header)?);
+        header.envelopes = engine.governing(&id);
+        let links = header
+            .envelopes
+            .iter()
+            .filter_map(|label| {
+                let env_id = label.split_once('@').map_or(label.as_str(), |(i, _)| i);
+                set.get(env_id)
+                    .map(|e| (e.id.clone(), crate::policy::content_hash(e)))
+            })
+            .collect();
+        self.recorder().open_run_governed(&header, links)?;
+        self.keep_engine(&id, engine);
+        self.run_view(&id)
+    }
+
+    /// A run with its summary and governing envelopes.
+    pub fn run_view(&self, run: &str) -> Result<RunView, RuntimeError> {
+        let header = self.recorder().header(run)?;
+        let summary = self
+            .recorder()
+            .list()?
+            .into_iter()
+            .find(|s| s.id == run)
+            .ok_or_else(|| RuntimeError::NotFound(format!("no run `{run}`")))?;
+        let governing = self.engine_for(run)?.governing(run);
+        Ok(RunView {
+            run: header,
+            summary,
+            governing,
+        })
+    }
+
+    /// Adds a step; returns its index.
+    pub fn add_step(
+        &self,
+        run: &str,
+        name: &str,
+        agent: Option<&str>,
+    ) -> Result<u32, RuntimeError> {
+        let header = self.running(run)?;
+        let agent = agent.unwrap_or(&header.agent);
+        Ok(self.recorder().add_step(run, name, agent)?)
+    }
+
+    /// The step events go to when the caller names none: the last, or a first one.
+    pub(crate) fn current_step(&self, run: &str, header: &RunHeader) -> Result<u32, RuntimeError> {
+        let steps = self
+            .recorder()
+            .export(run)
+            .map(|f| f.steps.len())
+            .unwrap_or(0);
+        if steps == 0 {
+            return Ok(self.recorder().add_step(run, "main", &header.agent)?);
+        }
+        Ok(u32::try_from(steps - 1).unwrap_or(0))
+    }
+
+    /// Appends agent-reported events (notes, tool results, outputs, errors, handoffs). The
+    /// kinds the gateway records itself (compiles, model calls, decisions, approvals) cannot
+    /// be appended from outside.
+    pub fn append_events(
+        &self,
+        run: &str,
+        events: Vec<EventInput>,
+    ) -> Result<Vec<Appended>, RuntimeError> {
+        let header = self.running(run)?;
+        let mut batch = Vec::with_capacity(events.len());
+        let mut default_step = None;
+        for e in events {
+            let kind = EventKind::parse(&e.kind).ok_or_else(|| {
+                RuntimeError::Invalid(format!(
+                    "unknown event kind `{}`\n  help: agents append `note`, `tool_result`, `output`, `error`, `handoff` or `context_offered`",
+                    e.kind
+                ))
+            })?;
+            if matches!(
+                kind,
+                EventKind::Compile
+                    | EventKind::ModelCall
+                    | EventKind::ModelOutput
+                    | EventKind::Decision
+                    | EventKind::Approval
+                    | EventKind::ToolCall
+            ) {
+                return Err(RuntimeError::Invalid(format!(
+                    "`{}` events are recorded by the gateway itself\n  help: use the compile, tool-call and chat routes, which decide and record",
+                    e.kind
+                )));
+            }
+            let step = match e.step {
+                Some(s) => s,
+                None => match default_step {
+                    Some(s) => s,
+                    None => {
+                        let s = self.current_step(run, &header)?;
+                        default_step = Some(s);
+                        s
+                    }
+                },
+            };
+            batch.push((step, kind, self.now_rfc3339(), e.payload));
+        }
+        Ok(self.recorder().append_many(run, batch)?)
+    }
+
+    /// Finishes a run.
+    pub fn finish_run(&self, run: &str, status: &str) -> Result<RunView, RuntimeError> {
+        self.running(run)?;
+        self.recorder()
+            .finish_run(run, status, &self.now_rfc3339())?;
+        self.forget_engine(run);
+        self.run_view(run)
+    }
+
+    /// The header of a run that is still running.
+    pub(crate) fn running(&self, run: &str) -> Result<RunHeader, RuntimeError> {
+        let header = self.recorder().header(run).map_err(|e| match e {
+            RecorderError::UnknownRun(r) => RuntimeError::NotFound(format!("no run `{r}`")),
+            other => other.into(),
+        })?;
+        if header.status != "running" {
+            return Err(RuntimeError::Conflict(format!(
+                "run `{run}` is {}; a finished run takes no more steps, calls or events",
+                header.status
+            )));
+        }
+        Ok(header)
+    }
+}
+
+/// `n` random bytes as hex (ids only; never in the engine).
+pub(crate) fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Ids must still be unique: fall back on the time and a counter.
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let c = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return blake3::hash(format!("{t}-{c}").as_bytes())
+            .to_hex()
+            .chars()
+            .take(n * 2)
+            .collect();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

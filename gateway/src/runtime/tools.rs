@@ -1,0 +1,509 @@
+//! Tool calls: the agent asks before it executes. The answer is the tool decision of the
+//! envelopes in force (with the run's rate-limit usage as facts), then, for a call that may go
+//! ahead, the data rules over its arguments (secrets found in them are redacted or block the
+//! call), then approvals: a `require_approval` call gets an approval bound to it, and the same
+//! call presented again with an approved approval id goes ahead once.
+//!
+//! The call, its decision (with the receipt) and any approval use are recorded in one write,
+//! together with the rate-limit count, so a crash never leaves a counted call unrecorded.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyRequest};
+use tollgate_rules::envelope::request::{ContextItem, ToolCall};
+use tollgate_rules::envelope::{Level, Section};
+
+use super::{Runtime, RuntimeError};
+use crate::approvals::{
+    self, Approval, ApprovalError, ApprovalRequest, ApprovalState, approval_id, call_hash,
+};
+use crate::compiler::redact::{find_spans, marker};
+use crate::ratelimit;
+use crate::recorder::format::EventKind;
+use crate::recorder::write::append_in;
+
+/// How long an approval holds when the rule that gated the call names no `ttl_seconds`.
+pub const DEFAULT_APPROVAL_TTL_SECONDS: i64 = 3600;
+
+/// What an agent asks before it executes a tool.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallRequest {
+    /// The tool (`fs.read_file`).
+    pub tool: String,
+    /// Its arguments, a JSON object.
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// The step (default: the run's last).
+    #[serde(default)]
+    pub step: Option<u32>,
+    /// The agent's id for the call (generated when absent). Asking again with the same id
+    /// after an approval reuses the approval.
+    #[serde(default)]
+    pub call_id: Option<String>,
+    /// An approval granted for exactly this call.
+    #[serde(default)]
+    pub approval_id: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// An approval as an answer shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalView {
+    /// Its id.
+    pub id: String,
+    /// `pending`, `approved`, `rejected`, `used`, `expired`.
+    pub state: ApprovalState,
+    /// RFC 3339.
+    pub expires_at: String,
+    /// Who may approve (empty: anyone).
+    pub approvers: Vec<String>,
+    /// Who decided, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// Why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl From<&Approval> for ApprovalView {
+    fn from(a: &Approval) -> Self {
+        ApprovalView {
+            id: a.id.clone(),
+            state: a.state,
+            expires_at: a.expires_at_rfc3339(),
+            approvers: a.approvers.clone(),
+            decided_by: a.decided_by.clone(),
+            reason: a.reason.clone(),
+        }
+    }
+}
+
+/// The gateway's answer to a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallAnswer {
+    /// The call's id.
+    pub call_id: String,
+    /// What the agent must do: `allow` (execute), `redact` (execute with `arguments`),
+    /// `deny`, `rate_limited` (retry after `retry_after` seconds), `require_approval` (wait
+    /// for `approval`, then ask again with its id).
+    pub effect: DecisionEffect,
+    /// Whether the agent may execute the call now.
+    pub execute: bool,
+    /// The tool.
+    pub tool: String,
+    /// The arguments to execute with (secrets replaced when `effect` is `redact`).
+    pub arguments: Value,
+    /// A sentence for the agent (and its logs).
+    pub reason: String,
+    /// The deciding rules.
+    pub rules: Vec<String>,
+    /// Seconds until a rate-limited call may succeed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    /// The approval gating the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalView>,
+    /// The receipt: where the decision is recorded.
+    pub receipt: Receipt,
+    /// The tool decision, with its proof.
+    pub decision: EnvelopeDecision,
+    /// The data decision over the arguments, when they held something to hide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_decision: Option<EnvelopeDecision>,
+}
+
+/// Where a decision is recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    /// The run.
+    pub run: String,
+    /// The `decision` event's sequence number.
+    pub seq: u64,
+    /// Its hash in the run's chain.
+    pub hash: String,
+    /// The decision's input hash.
+    pub input_hash: String,
+    /// `ID@VERSION` of the envelopes that decided.
+    pub envelopes: Vec<String>,
+}
+
+/// The data decision over a call's arguments and the arguments to execute with.
+struct ArgumentCheck {
+    decision: EnvelopeDecision,
+    arguments: Value,
+}
+
+impl Runtime {
+    /// Decides a tool call of `run` and records it.
+    pub fn tool_call(
+        &self,
+        run: &str,
+        req: ToolCallRequest,
+    ) -> Result<ToolCallAnswer, RuntimeError> {
+        if req.tool.trim().is_empty() {
+            return Err(RuntimeError::Invalid("`tool` must not be empty".into()));
+        }
+        if !req.arguments.is_object() {
+            return Err(RuntimeError::Invalid(
+                "`arguments` must be a JSON object".into(),
+            ));
+        }
+        let header = self.running(run)?;
+        let engine = self.engine_for(run)?;
+        let set = self.envelopes();
+        let governing = engine.governing(run);
+        let now = self.now_ms();
+        let call_id = req
+            .call_id
+            .clone()
+            .unwrap_or_else(|| format!("call-{}", super::runs::random_hex(6)));
+        let step = match req.step {
+            Some(s) => s,
+            None => self.current_step(run, &header)?,
+        };
+
+        // Rate-limit usage first: the packs decide `rate_limited` from it.
+        let limited = ratelimit::applicable(&set, &governing, &req.tool, &req.arguments);
+        let usage = {
+            let (h, l) = (header.clone(), limited.clone());
+            self.store()
+                .read(move |c| ratelimit::usage(c, &h, &l, now))?
+        };
+        let call = ToolCall {
+            name: req.tool.clone(),
+            args: req.arguments.clone(),
+            usage: usage.iter().map(|(k, u)| (k.clone(), u.used)).collect(),
+        };
+        let decision = engine.decide(&PolicyRequest::Tool {
+            run: run.to_string(),
+            call: call.clone(),
+            now: None,
+        });
+        let hash = call_hash(run, &req.tool, &req.arguments);
+
+        let mut effect = decision.effect;
+        let mut reason;
+        let mut approval: Option<Approval> = None;
+        let mut use_approval = None;
+        let mut new_approval = None;
+        let mut retry_after = None;
+        match decision.effect {
+            DecisionEffect::Allow => reason = format!("allowed by {}", decision.rules.join(", ")),
+            DecisionEffect::Deny | DecisionEffect::Redact => {
+                effect = DecisionEffect::Deny;
+                reason = format!("denied by {}", decision.rules.join(", "));
+            }
+            DecisionEffect::RateLimited => {
+                let after = ratelimit::retry_after(&limited, &usage, &decision.rules, now);
+                retry_after = Some(after);
+                reason = format!(
+                    "rate limited by {}; retry after {after} s",
+                    decision.rules.join(", ")
+                );
+            }
+            DecisionEffect::RequireApproval => match &req.approval_id {
+                Some(id) => {
+                    let a = approvals::get(self.store(), id, now)?;
+                    match a.state {
+                        ApprovalState::Rejected => {
+                            effect = DecisionEffect::Deny;
+                            reason = format!(
+                                "approval {id} was rejected by {}{}",
+                                a.decided_by.as_deref().unwrap_or("?"),
+                                a.reason
+                                    .as_deref()
+                                    .filter(|r| !r.is_empty())
+                                    .map(|r| format!(": {r}"))
+                                    .unwrap_or_default()
+                            );
+                            approval = Some(a);
+                        }
+                        ApprovalState::Pending => {
+                            approvals::check_use(
+                                &Approval {
+                                    state: ApprovalState::Approved,
+                                    ..a.clone()
+                                },
+                                run,
+                                &hash,
+                                &governing,
+                            )?;
+                            reason = format!("waiting for approval {id}");
+                            approval = Some(a);
+                        }
+                        _ => {
+                            approvals::check_use(&a, run, &hash, &governing)?;
+                            effect = DecisionEffect::Allow;
+                            reason = format!(
+                                "approved by {} (approval {id}); required by {}",
+                                a.decided_by.as_deref().unwrap_or("?"),
+                                decision.rules.join(", ")
+                            );
+                            use_approval = Some(id.clone());
+                        }
+                    }
+                }
+                None => {
+                    let (approvers, ttl) = approval_terms(&set, &decision.rules);
+                    new_approval = Some(ApprovalRequest {
+                        run: run.to_string(),
+                        call_id: call_id.clone(),
+                        tool: req.tool.clone(),
+                        arguments: req.arguments.clone(),
+                        envelopes: governing.clone(),
+                        rules: decision.rules.clone(),
+                        approvers,
+                        ttl_seconds: ttl,
+                    });
+                    reason = format!(
+                        "needs approval {} (required by {})",
+                        approval_id(run, &call_id),
+                        decision.rules.join(", ")
+                    );
+                }
+            },
+        }
+
+        // Data rules over the arguments of a call that may go ahead.
+        let mut arguments = req.arguments.clone();
+        let mut data_decision = None;
+        if effect == DecisionEffect::Allow
+            && let Some(check) = self.check_arguments(&engine, run, &header.scope, &call_id, &req)
+        {
+            match check.decision.effect {
+                DecisionEffect::Allow => {}
+                DecisionEffect::Redact => {
+                    effect = DecisionEffect::Redact;
+                    arguments = check.arguments;
+                    reason = format!(
+                        "{reason}; secrets in the arguments redacted by {}",
+                        check.decision.rules.join(", ")
+                    );
+                }
+                _ => {
+                    effect = DecisionEffect::Deny;
+                    reason = format!(
+                        "the arguments hold data the run may not pass on ({})",
+                        check.decision.rules.join(", ")
+                    );
+                    use_approval = None;
+                }
+            }
+            data_decision = Some(check.decision);
+        }
+        let execute = matches!(effect, DecisionEffect::Allow | DecisionEffect::Redact);
+
+        // Record: the call (with secrets already replaced), the decision, the approval use or
+        // request, and the rate-limit count — one write.
+        let at = self.now_rfc3339();
+        let recorded_args = if effect == DecisionEffect::Redact {
+            arguments.clone()
+        } else {
+            redact_all(&req.arguments)
+        };
+        let call_event = json!({
+            "call_id": call_id,
+            "tool": req.tool,
+            "arguments": recorded_args,
+            "usage": call.usage,
+            "call_hash": hash,
+        });
+        let decision_event = json!({
+            "decision": decision,
+            "call_id": call_id,
+            "outcome": effect,
+            "reason": reason,
+            "data_decision": data_decision,
+            "approval_id": req.approval_id.clone().or_else(|| new_approval.as_ref().map(|a| approval_id(run, &a.call_id))),
+        });
+        let (run_id, h, gov) = (run.to_string(), header.clone(), governing.clone());
+        let counted = if execute { limited.clone() } else { Vec::new() };
+        let cid = call_id.clone();
+        let written = self.store().write(move |c| {
+            let mut used = None;
+            if let Some(id) = &use_approval {
+                used = Some(
+                    approvals::use_in(c, id, &run_id, &hash, &gov, now)
+                        .map_err(|e| crate::store::StoreError::Invalid(e.to_string()))?,
+                );
+            }
+            let created = match &new_approval {
+                Some(r) => Some(approvals::insert_pending(c, r, now)?),
+                None => None,
+            };
+            ratelimit::record_in(c, &h, &counted, &cid, now)?;
+            let appended = append_in(
+                c,
+                &run_id,
+                vec![
+                    (step, EventKind::ToolCall, at.clone(), call_event),
+                    (step, EventKind::Decision, at, decision_event),
+                ],
+            )?;
+            Ok((appended, used.or(created)))
+        });
+        let (appended, stored_approval) = written.map_err(|e| match e {
+            crate::store::StoreError::Invalid(m) => RuntimeError::Conflict(m),
+            other => other.into(),
+        })?;
+        if stored_approval.is_some() {
+            approval = stored_approval;
+        }
+        let last = appended
+            .last()
+            .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
+        Ok(ToolCallAnswer {
+            call_id,
+            effect,
+            execute,
+            tool: req.tool,
+            arguments: if execute { arguments } else { Value::Null },
+            reason,
+            rules: decision.rules.clone(),
+            retry_after,
+            approval: approval.as_ref().map(ApprovalView::from),
+            receipt: Receipt {
+                run: run.to_string(),
+                seq: last.seq,
+                hash: last.hash.clone(),
+                input_hash: decision.input_hash.clone(),
+                envelopes: decision.envelope_versions.clone(),
+            },
+            decision,
+            data_decision,
+        })
+    }
+
+    /// The data rules over a call's arguments, when a detector finds a secret in them: the
+    /// arguments are a context item of kind `tool_arguments`, in the run's scope, labelled
+    /// `secret`.
+    fn check_arguments(
+        &self,
+        engine: &tollgate_rules::decide::PolicyEngine,
+        run: &str,
+        scope: &str,
+        call_id: &str,
+        req: &ToolCallRequest,
+    ) -> Option<ArgumentCheck> {
+        let mut found = false;
+        let mut rules = String::new();
+        let _ = rewrite_strings(&req.arguments, &mut |s| {
+            found |= !find_spans(s).is_empty();
+            None
+        });
+        if !found {
+            return None;
+        }
+        let item = ContextItem {
+            id: format!("{call_id}/arguments"),
+            kind: "tool_arguments".into(),
+            scope: scope.to_string(),
+            sensitivity: Level::Internal,
+            labels: vec!["secret".into()],
+        };
+        let decision = engine.decide_context(run, &item);
+        rules.push_str(&decision.rules.join(","));
+        let arguments = rewrite_strings(&req.arguments, &mut |s| {
+            let spans = find_spans(s);
+            if spans.is_empty() {
+                return None;
+            }
+            let mut out = String::with_capacity(s.len());
+            let mut last = 0;
+            for (start, end, _) in spans {
+                out.push_str(s.get(last..start).unwrap_or(""));
+                out.push_str(&marker(&rules));
+                last = end;
+            }
+            out.push_str(s.get(last..).unwrap_or(""));
+            Some(out)
+        });
+        Some(ArgumentCheck {
+            decision,
+            arguments,
+        })
+    }
+}
+
+/// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
+fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
+    match v {
+        Value::String(s) => Value::String(f(s).unwrap_or_else(|| s.clone())),
+        Value::Array(items) => Value::Array(items.iter().map(|i| rewrite_strings(i, f)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, i)| (k.clone(), rewrite_strings(i, f)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The arguments as the recorder keeps them: any secret a detector finds is replaced, whatever
+/// the decision (the flight recorder never stores a detected secret).
+fn redact_all(v: &Value) -> Value {
+    rewrite_strings(v, &mut |s| {
+        let spans = find_spans(s);
+        if spans.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut last = 0;
+        for (start, end, detector) in spans {
+            out.push_str(s.get(last..start).unwrap_or(""));
+            out.push_str(&format!("[SECRET:{detector}]"));
+            last = end;
+        }
+        out.push_str(s.get(last..).unwrap_or(""));
+        Some(out)
+    })
+}
+
+/// Who may approve and for how long, from the approval rules among the deciding rules; a
+/// `require_approval` tool rule names nobody (anyone may approve) and holds for an hour.
+fn approval_terms(
+    set: &tollgate_rules::envelope::EnvelopeSet,
+    rules: &[String],
+) -> (Vec<String>, i64) {
+    let mut approvers = Vec::new();
+    let mut ttl: Option<i64> = None;
+    for rule in rules {
+        let Some((env_id, local)) = rule.split_once('/') else {
+            continue;
+        };
+        let Some(env) = set.get(env_id) else { continue };
+        for (i, a) in env.approvals.iter().enumerate() {
+            let id = a
+                .id
+                .clone()
+                .unwrap_or_else(|| tollgate_rules::envelope::local_rule_id(Section::Approvals, i));
+            if id == local {
+                approvers.extend(a.approvers.iter().cloned());
+                let t = i64::from(a.ttl_seconds);
+                ttl = Some(ttl.map_or(t, |old: i64| old.min(t)));
+            }
+        }
+    }
+    approvers.sort();
+    approvers.dedup();
+    (approvers, ttl.unwrap_or(DEFAULT_APPROVAL_TTL_SECONDS))
+}
+
+impl From<ApprovalError> for RuntimeError {
+    fn from(e: ApprovalError) -> Self {
+        match e {
+            ApprovalError::Store(s) => RuntimeError::Store(s),
+            ApprovalError::NotFound(id) => RuntimeError::NotFound(format!("no approval `{id}`")),
+            ApprovalError::Invalid(m) => RuntimeError::Invalid(m),
+            e @ ApprovalError::NotAnApprover { .. } => RuntimeError::Forbidden(e.to_string()),
+            other @ (ApprovalError::Final { .. }
+            | ApprovalError::Mismatch { .. }
+            | ApprovalError::Pending(_)) => RuntimeError::Conflict(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The dry-run simulator: what a candidate envelope would have allowed, denied or redacted on a
+//! recorded run, compared with what the run recorded — at each compile (every item offered),
+//! each tool call and each model call — without enforcing or writing anything.
+//!
+//! The candidate replaces the envelope of the same id among those the run was recorded with
+//! (or joins them when the run had none of that id); the other envelopes keep their recorded
+//! versions, so the report isolates the candidate's effect. The set must still load as a
+//! whole (parents present, no cycles), or nothing is simulated.
+
+use serde::Serialize;
+use serde_json::Value;
+use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyEngine, RequestKind};
+use tollgate_rules::envelope::request::ModelCall;
+use tollgate_rules::envelope::{EnvelopeErrors, EnvelopeSet, PolicyEnvelope, load_envelopes};
+
+use crate::compiler::CandidateItem;
+use crate::recorder::format::RunFile;
+use crate::replay::{recorded_tool_request, run_facts};
+use crate::runtime::provider_and_model;
+
+/// Why a simulation could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    /// The candidate with the run's other envelopes does not load.
+    #[error("{0}")]
+    Envelopes(#[from] EnvelopeErrors),
+    /// The run's subject or the policy could not be built.
+    #[error("{0}")]
+    Policy(String),
+}
+
+/// One decision point of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimulatedDecision {
+    /// The event it comes from.
+    pub seq: u64,
+    /// Its step.
+    pub step: u32,
+    /// `tool`, `context`, `model`.
+    pub kind: RequestKind,
+    /// The tool call, context item or model concerned.
+    pub subject: String,
+    /// What the run recorded; where it recorded no decision (a run recorded without the
+    /// gateway), what its recorded envelopes decide.
+    pub recorded: DecisionEffect,
+    /// Whether `recorded` was read from the run (`true`) or recomputed from its envelopes.
+    pub recorded_in_run: bool,
+    /// The rules that decided then.
+    pub recorded_rules: Vec<String>,
+    /// What the candidate decides.
+    pub simulated: DecisionEffect,
+    /// The rules that decide now.
+    pub simulated_rules: Vec<String>,
+    /// Whether the effect differs.
+    pub changed: bool,
+    /// For a changed decision: the simulated decision with its proof (or why-not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<EnvelopeDecision>,
+}
+
+/// The simulation of a candidate on one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimulationReport {
+    /// The run.
+    pub run: String,
+    /// `ID@VERSION` of the candidates.
+    pub candidates: Vec<String>,
+    /// What they replaced (`ID@VERSION`) among the run's envelopes.
+    pub replaces: Vec<String>,
+    /// `ID@VERSION` of every envelope governing the run in the simulation.
+    pub governing: Vec<String>,
+    /// Every decision point, in event order.
+    pub decisions: Vec<SimulatedDecision>,
+}
+
+impl SimulationReport {
+    /// The decisions whose effect changes.
+    pub fn changed(&self) -> impl Iterator<Item = &SimulatedDecision> {
+        self.decisions.iter().filter(|d| d.changed)
+    }
+
+    /// Counts by simulated effect: `(effect, count)`, in effect order.
+    pub fn totals(&self) -> Vec<(DecisionEffect, usize)> {
+        let mut counts: std::collections::BTreeMap<DecisionEffect, usize> = Default::default();
+        for d in &self.decisions {
+            *counts.entry(d.simulated).or_default() += 1;
+        }
+        counts.into_iter().collect()
+    }
+
+    /// A readable report: a header, every changed decision with its new receipt, then totals.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "simulating {} on run {}{}",
+            self.candidates.join(", "),
+            self.run,
+            if self.replaces.is_empty() {
+                String::new()
+            } else {
+                format!(" (in place of {})", self.replaces.join(", "))
+            }
+        );
+        let _ = writeln!(out, "governing: {}", self.governing.join(", "));
+        let changed: Vec<_> = self.changed().collect();
+        for d in &changed {
+            let _ = writeln!(
+                out,
+                "CHANGED event {:>4} step {:>3} {:<7} {:<28} {} -> {} by {}",
+                d.seq,
+                d.step,
+                d.kind.as_str(),
+                d.subject,
+                d.recorded.as_str(),
+                d.simulated.as_str(),
+                d.simulated_rules.join(", ")
+            );
+        }
+        let totals: Vec<String> = self
+            .totals()
+            .iter()
+            .map(|(e, n)| format!("{n} {}", e.as_str()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{} decision(s): {}; {} changed",
+            self.decisions.len(),
+            totals.join(", "),
+            changed.len()
+        );
+        out
+    }
+}
+
+/// Simulates the envelopes of `candidates` (`(name, YAML or JSON text)`) on a recorded run:
+/// they replace the run's envelopes of the same ids, the run's other envelopes stay as
+/// recorded, and the whole set must load (all or nothing).
+pub fn simulate(
+    file: &RunFile,
+    candidates: &[(String, String)],
+) -> Result<SimulationReport, SimulateError> {
+    let named: Vec<(String, String)> = file
+        .envelope_sources
+        .iter()
+        .map(|s| (format!("{}@{}", s.id, s.version), s.yaml.clone()))
+        .collect();
+    let recorded_set: EnvelopeSet = load_envelopes(&named)?;
+    // The candidates alone first, for their ids (their parents may be the run's envelopes).
+    let ids: Vec<String> = candidate_ids(candidates);
+    let mut sources: Vec<(String, String)> = file
+        .envelope_sources
+        .iter()
+        .filter(|s| !ids.contains(&s.id))
+        .map(|s| (format!("{}@{}", s.id, s.version), s.yaml.clone()))
+        .collect();
+    sources.extend(candidates.iter().cloned());
+    let set = load_envelopes(&sources)?;
+    let labels: Vec<String> = set
+        .envelopes()
+        .iter()
+        .filter(|e| ids.contains(&e.id))
+        .map(PolicyEnvelope::label)
+        .collect();
+    if labels.is_empty() {
+        return Err(SimulateError::Policy(
+            "the candidate files hold no envelope".into(),
+        ));
+    }
+    let replaces: Vec<String> = recorded_set
+        .envelopes()
+        .iter()
+        .filter(|e| ids.contains(&e.id))
+        .map(PolicyEnvelope::label)
+        .collect();
+    let facts = run_facts(&file.run).map_err(SimulateError::Policy)?;
+    let engine =
+        PolicyEngine::new(&set, &facts).map_err(|e| SimulateError::Policy(e.to_string()))?;
+    let baseline = PolicyEngine::new(&recorded_set, &facts)
+        .map_err(|e| SimulateError::Policy(e.to_string()))?;
+    let run = file.run.id.as_str();
+    let mut decisions = Vec::new();
+    let mut offered: std::collections::HashMap<String, CandidateItem> = Default::default();
+    for e in &file.events {
+        let p = &e.payload;
+        match e.kind.as_str() {
+            "context_offered" => {
+                for item in p
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Ok(item) = serde_json::from_value::<CandidateItem>(item.clone()) {
+                        offered.insert(item.id.clone(), item);
+                    }
+                }
+            }
+            "compile" => {
+                let outcomes = p.get("outcomes").and_then(Value::as_array);
+                for id in p
+                    .get("item_ids")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let Some(item) = id.as_str().and_then(|id| offered.get(id)) else {
+                        continue;
+                    };
+                    let recorded = outcomes
+                        .into_iter()
+                        .flatten()
+                        .find(|o| o.get("id") == Some(id))
+                        .and_then(|o| o.get("policy"))
+                        .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
+                    let in_run = recorded.is_some();
+                    let ctx = item.context_item();
+                    let recorded = recorded.unwrap_or_else(|| baseline.decide_context(run, &ctx));
+                    let now = engine.decide_context(run, &ctx);
+                    decisions.push(point(
+                        e.seq,
+                        e.step,
+                        RequestKind::Context,
+                        &item.id,
+                        in_run,
+                        &recorded,
+                        now,
+                    ));
+                }
+            }
+            "tool_call" => {
+                let call = p.get("call_id").and_then(Value::as_str).unwrap_or("");
+                let recorded = file
+                    .events
+                    .iter()
+                    .find(|o| {
+                        o.kind == "decision"
+                            && o.seq > e.seq
+                            && o.payload.get("call_id").and_then(Value::as_str) == Some(call)
+                    })
+                    .and_then(|o| o.payload.get("decision"))
+                    .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
+                let request = recorded_tool_request(run, p);
+                let in_run = recorded.is_some();
+                let recorded = recorded.unwrap_or_else(|| baseline.decide(&request));
+                let now = engine.decide(&request);
+                let tool = p.get("tool").and_then(Value::as_str).unwrap_or("");
+                decisions.push(point(
+                    e.seq,
+                    e.step,
+                    RequestKind::Tool,
+                    &format!("{call} {tool}"),
+                    in_run,
+                    &recorded,
+                    now,
+                ));
+            }
+            "model_call" => {
+                let Some(model) = p.pointer("/request/model").and_then(Value::as_str) else {
+                    continue;
+                };
+                // The recorded model decision, when the gateway made one just before.
+                let recorded = file
+                    .events
+                    .iter()
+                    .rev()
+                    .filter(|o| o.seq < e.seq && o.kind == "decision")
+                    .take_while(|o| o.step == e.step)
+                    .filter_map(|o| o.payload.get("decision"))
+                    .filter_map(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok())
+                    .find(|d| d.kind == RequestKind::Model);
+                let (provider, model) = match p.get("provider").and_then(Value::as_str) {
+                    // A compile-driven call records the logical provider (`openai`); the
+                    // gateway's proxy records the upstream (`fake`) and the model as sent.
+                    Some(prov) if recorded.is_none() && prov != "fake" && prov != "replay" => {
+                        (prov.to_string(), model.to_string())
+                    }
+                    _ => provider_and_model(model),
+                };
+                let call = ModelCall {
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    reasoning: p
+                        .pointer("/request/reasoning_effort")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                };
+                let in_run = recorded.is_some();
+                let recorded = recorded.unwrap_or_else(|| baseline.decide_model(run, &call));
+                let now = engine.decide_model(run, &call);
+                decisions.push(point(
+                    e.seq,
+                    e.step,
+                    RequestKind::Model,
+                    &format!("{provider}/{model}"),
+                    in_run,
+                    &recorded,
+                    now,
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(SimulationReport {
+        run: file.run.id.clone(),
+        candidates: labels,
+        replaces,
+        governing: engine.governing(run),
+        decisions,
+    })
+}
+
+/// The `id` of every document in the candidate sources (YAML or JSON; unreadable documents are
+/// left to the loader to report).
+pub fn candidate_ids(candidates: &[(String, String)]) -> Vec<String> {
+    use serde::Deserialize as _;
+    let mut ids = Vec::new();
+    for (_, text) in candidates {
+        for doc in serde_yaml::Deserializer::from_str(text) {
+            if let Ok(v) = serde_yaml::Value::deserialize(doc)
+                && let Some(id) = v.get("id").and_then(|i| i.as_str())
+            {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    ids
+}
+
+fn point(
+    seq: u64,
+    step: u32,
+    kind: RequestKind,
+    subject: &str,
+    in_run: bool,
+    recorded: &EnvelopeDecision,
+    now: EnvelopeDecision,
+) -> SimulatedDecision {
+    let changed = recorded.effect != now.effect;
+    SimulatedDecision {
+        seq,
+        step,
+        kind,
+        subject: subject.to_string(),
+        recorded: recorded.effect,
+        recorded_in_run: in_run,
+        recorded_rules: recorded.rules.clone(),
+        simulated: now.effect,
+        simulated_rules: now.rules.clone(),
+        changed,
+        receipt: changed.then_some(now),
+    }
+}
