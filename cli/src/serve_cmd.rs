@@ -10,7 +10,9 @@ use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve};
 use tollgate_gateway::providers::provider_from_env;
 use tollgate_gateway::runtime::Runtime;
 
+use crate::envelope_arg::{envelope_files, read_sources, report_errors};
 use crate::store_arg;
+use tollgate_gateway::policy::{PolicyStoreError, store_envelopes};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -23,10 +25,29 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = tollgate_gateway::http::DEFAULT_BODY_LIMIT)]
     body_limit: usize,
+    /// Envelope files or folders to store (as `tollgate policy store` does) before serving;
+    /// invalid envelopes stop the start with their diagnostics.
+    #[arg(long = "envelopes", short = 'e')]
+    envelopes: Vec<std::path::PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let store = store_arg::open()?;
+    if !args.envelopes.is_empty() {
+        let sources = read_sources(&envelope_files(&args.envelopes)?)?;
+        match store_envelopes(&store, &sources) {
+            Ok(stored) => {
+                for s in stored.iter().filter(|s| s.new) {
+                    eprintln!("tollgate: stored envelope {}", s.version.label());
+                }
+            }
+            Err(PolicyStoreError::Envelopes(errors)) => {
+                report_errors(&errors);
+                return Ok(ExitCode::from(2));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     let token_dir = store
         .path()
         .parent()

@@ -68,12 +68,25 @@ pub fn content_hash(envelope: &PolicyEnvelope) -> String {
         .to_string()
 }
 
-/// Validates `sources` (`(file name, text)`) as one set and stores every envelope in it.
+/// Validates `sources` (`(file name, text)`) as one set with the stored envelopes they do not
+/// redefine (so an envelope can extend one already stored), and stores every envelope the
+/// sources define. All or nothing.
 pub fn store_envelopes(
     store: &Store,
     sources: &[(String, String)],
 ) -> Result<Vec<Stored>, PolicyStoreError> {
-    let set = load_envelopes(sources)?;
+    let given: Vec<String> = sources.iter().flat_map(|(_, t)| document_ids(t)).collect();
+    let mut all: Vec<(String, String)> = sources.to_vec();
+    let mut stored_ids: Vec<String> = list_versions(store, None)?
+        .into_iter()
+        .map(|v| v.id)
+        .filter(|id| !given.contains(id))
+        .collect();
+    stored_ids.dedup();
+    for id in &stored_ids {
+        all.push(version_source(store, id)?);
+    }
+    let set = load_envelopes(&all)?;
     // An envelope alone in its file keeps its text (comments and all); otherwise its
     // canonical JSON is what is kept.
     let single_file_text = |id: &str| {
@@ -85,6 +98,7 @@ pub fn store_envelopes(
     let entries: Vec<(PolicyEnvelope, String)> = set
         .envelopes()
         .iter()
+        .filter(|e| !stored_ids.contains(&e.id))
         .map(|e| {
             let text = single_file_text(&e.id)
                 .unwrap_or_else(|| serde_json::to_string_pretty(e).unwrap_or_default() + "\n");

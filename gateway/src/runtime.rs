@@ -235,3 +235,5 @@ pub fn attached_envelopes(metadata: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+#[cfg(test)]
+mod tests;

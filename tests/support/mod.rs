@@ -92,6 +92,20 @@ pub struct Gateway {
 impl Gateway {
     /// Starts a gateway with extra environment variables.
     pub fn start_with(envs: &[(&str, &str)]) -> Gateway {
+        Gateway::start_args(envs, &[])
+    }
+
+    /// Starts a gateway serving the sample envelopes of `fixtures/envelopes`.
+    pub fn with_fixture_envelopes() -> Gateway {
+        let envelopes = root().join("fixtures/envelopes");
+        Gateway::start_args(
+            &[],
+            &["--envelopes", envelopes.to_str().expect("utf-8 path")],
+        )
+    }
+
+    /// Starts a gateway with extra environment variables and `serve` arguments.
+    pub fn start_args(envs: &[(&str, &str)], args: &[&str]) -> Gateway {
         use std::io::BufRead as _;
         let dir = TempDir::new("gateway");
         let token = "test-token-0123456789".to_string();
@@ -101,6 +115,7 @@ impl Gateway {
             .env_remove("TOLLGATE_DATABASE_URL")
             .envs(envs.iter().copied())
             .args(["serve", "--port", "0"])
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -187,6 +202,34 @@ impl Gateway {
         let status = resp.status().as_u16();
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         (status, text)
+    }
+}
+
+impl Gateway {
+    /// Runs `tollgate ARGS...` in the gateway's directory (so it uses the same store).
+    pub fn tollgate(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(self.dir.path())
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .args(args)
+            .output()
+            .expect("run tollgate")
+    }
+
+    /// Rows of `table` in the gateway's database.
+    pub fn count(&self, table: &str) -> i64 {
+        let db = self.dir.path().join(".tollgate/tollgate.db");
+        let c = rusqlite::Connection::open(db).expect("open the database");
+        c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count rows")
+    }
+
+    /// Stops the gateway with SIGTERM and waits; returns whether it exited cleanly. Its
+    /// directory stays until the `Gateway` is dropped.
+    pub fn terminate(&mut self) -> bool {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        self.child.wait().map(|s| s.success()).unwrap_or(false)
     }
 }
 

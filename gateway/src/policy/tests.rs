@@ -134,3 +134,22 @@ fn invalid_envelopes_store_nothing() {
             .contains("ID@VERSION")
     );
 }
+
+#[test]
+fn an_envelope_may_extend_one_already_stored() {
+    let (_d, store) = store();
+    store_envelopes(&store, &[fixture("org-baseline")]).unwrap();
+    let stored = store_envelopes(&store, &[fixture("coding-agent")]).unwrap();
+    let labels: Vec<String> = stored.iter().map(|s| s.version.label()).collect();
+    assert_eq!(labels, ["coding-agent@2"], "only what was given is stored");
+    // A parent that is neither given nor stored is still an error, and nothing is stored.
+    let orphan = (
+        "o.yaml".to_string(),
+        "id: o\nversion: 1\nextends: [nobody]\n".to_string(),
+    );
+    assert!(matches!(
+        store_envelopes(&store, &[orphan]),
+        Err(PolicyStoreError::Envelopes(_))
+    ));
+    assert_eq!(list_versions(&store, None).unwrap().len(), 2);
+}

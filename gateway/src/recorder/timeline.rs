@@ -120,8 +120,16 @@ fn describe(kind: &str, p: &Value) -> String {
                 .and_then(Value::as_array)
                 .map(|rs| rs.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
+            // What the gateway answered, when it differs from the policy's effect (an
+            // approved call, secrets redacted from arguments).
+            let outcome = s(p, "outcome");
+            let answered = if outcome.is_empty() || outcome == s(d, "effect") {
+                String::new()
+            } else {
+                format!(" -> {}", outcome.to_uppercase())
+            };
             format!(
-                "{} {} {} by {}",
+                "{} {} {}{answered} by {}",
                 s(p, "call_id"),
                 s(d, "kind"),
                 s(d, "effect").to_uppercase(),

@@ -1,0 +1,342 @@
+//! The agent runtime end to end on a real store, with a manual clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tollgate_rules::decide::DecisionEffect;
+
+use super::*;
+use crate::approvals::{self, ApprovalAnswer, ApprovalState};
+use crate::compiler::{CandidateItem, CompileInput, ItemKind};
+use crate::jobs::ManualClock;
+use crate::providers::{ChatMessage, ChatRequest, FakeProvider};
+use crate::store::tests::tempdir::Dir;
+use crate::store::{Store, StoreLocation};
+
+const START_MS: i64 = 1_795_000_000_000;
+
+fn fixture_sources() -> Vec<(String, String)> {
+    ["org-baseline", "coding-agent"]
+        .iter()
+        .map(|n| {
+            let path = format!(
+                "{}/../fixtures/envelopes/{n}.yaml",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            (path.clone(), std::fs::read_to_string(&path).unwrap())
+        })
+        .collect()
+}
+
+/// A store with the fixture envelopes, and a runtime over it.
+fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
+    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    crate::policy::store_envelopes(&store, &fixture_sources()).unwrap();
+    Runtime::with_clock(
+        store,
+        Arc::new(FakeProvider::new()),
+        Arc::new(clock.clone()),
+    )
+    .unwrap()
+}
+
+fn open(rt: &Runtime, id: &str) {
+    rt.open_run(OpenRun {
+        id: Some(id.into()),
+        agent: "coder".into(),
+        task: "T-12".into(),
+        scope: "org:acme/repo:api/task:T-12".into(),
+        clearance: Some(tollgate_rules::envelope::Level::Confidential),
+        envelopes: vec![],
+        parent_run: None,
+        metadata: Default::default(),
+    })
+    .unwrap();
+}
+
+fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
+    ToolCallRequest {
+        tool: tool.into(),
+        arguments: args,
+        step: None,
+        call_id: None,
+        approval_id: None,
+    }
+}
+
+#[test]
+fn a_run_records_the_governing_envelope_versions_and_replays_without_drift() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let view = rt.run_view("r1").unwrap();
+    assert_eq!(view.run.envelopes, ["coding-agent@2", "org-baseline@1"]);
+    let mut item = CandidateItem::new("f1", ItemKind::File, "fn main() {}");
+    item.scope = "org:acme/repo:api".into();
+    let mut secret = CandidateItem::new("env", ItemKind::File, "AWS_KEY=AKIAABCDEFGHIJKLMNOP");
+    secret.scope = "org:acme/repo:api".into();
+    secret.labels = vec!["secret".into()];
+    let answer = rt
+        .compile("r1", CompileInput::new(vec![item, secret]), None)
+        .unwrap();
+    assert!(
+        !answer.compiled.text.contains("AKIA"),
+        "{}",
+        answer.compiled.text
+    );
+    rt.tool_call("r1", call("fs.read_file", json!({"path": "a"})))
+        .unwrap();
+    rt.chat(
+        "r1",
+        ChatRequest {
+            model: "gpt-4.1-mini".into(),
+            messages: vec![ChatMessage::new("user", "hello")],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(rt.recorder().verify("r1").unwrap().is_intact());
+    let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
+    assert!(!report.drifted(), "{}", report.to_text());
+    assert_eq!(
+        (report.compiles, report.tool_calls, report.model_calls),
+        (1, 1, 1)
+    );
+}
+
+#[test]
+fn rate_limits_are_counted_in_the_store_and_survive_a_restart() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    // coding-agent/web-budget: 30 calls of http.get per hour per run.
+    for i in 0..29 {
+        let a = rt
+            .tool_call(
+                "r1",
+                call("http.get", json!({"url": format!("https://docs.rs/{i}")})),
+            )
+            .unwrap();
+        assert_eq!(a.effect, DecisionEffect::Allow, "call {i}: {}", a.reason);
+        clock.advance(Duration::from_secs(60));
+    }
+    drop(rt);
+    // A new process on the same database.
+    let rt = runtime(&dir, &clock);
+    let last = rt
+        .tool_call(
+            "r1",
+            call("http.get", json!({"url": "https://docs.rs/last"})),
+        )
+        .unwrap();
+    assert_eq!(last.effect, DecisionEffect::Allow);
+    let over = rt
+        .tool_call(
+            "r1",
+            call("http.get", json!({"url": "https://docs.rs/over"})),
+        )
+        .unwrap();
+    assert_eq!(over.effect, DecisionEffect::RateLimited, "{}", over.reason);
+    assert!(!over.execute);
+    assert_eq!(over.rules, ["coding-agent/web-budget"]);
+    // The first call was made 29 minutes ago; it leaves the hour's window in 31 minutes.
+    assert_eq!(over.retry_after, Some(31 * 60));
+    clock.advance(Duration::from_secs(31 * 60));
+    let again = rt
+        .tool_call(
+            "r1",
+            call("http.get", json!({"url": "https://docs.rs/again"})),
+        )
+        .unwrap();
+    assert_eq!(again.effect, DecisionEffect::Allow);
+    // Another run has its own budget (`per: run`).
+    open(&rt, "r2");
+    let other = rt
+        .tool_call("r2", call("http.get", json!({"url": "https://docs.rs"})))
+        .unwrap();
+    assert_eq!(other.effect, DecisionEffect::Allow);
+    // Replay re-decides the limited call with the usage recorded for it.
+    let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
+    assert!(!report.drifted(), "{}", report.to_text());
+}
+
+#[test]
+fn an_approval_binds_the_call_expires_and_is_used_once() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let asked = rt
+        .tool_call("r1", call("shell.exec", json!({"cmd": "make test"})))
+        .unwrap();
+    assert_eq!(asked.effect, DecisionEffect::RequireApproval);
+    let approval = asked.approval.clone().unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending);
+    assert_eq!(approval.approvers, ["team-lead"]);
+    let id = approval.id.clone();
+    let answer = |by: &str| ApprovalAnswer {
+        approve: true,
+        by: by.into(),
+        reason: String::new(),
+    };
+    approvals::decide(rt.store(), &id, &answer("team-lead"), rt.now_ms(), "t").unwrap();
+
+    let with = |args: serde_json::Value| ToolCallRequest {
+        approval_id: Some(id.clone()),
+        ..call("shell.exec", args)
+    };
+    let other = rt
+        .tool_call("r1", with(json!({"cmd": "rm -rf /"})))
+        .unwrap_err();
+    assert!(
+        matches!(other, RuntimeError::Conflict(ref m) if m.contains("other arguments")),
+        "{other}"
+    );
+    let ran = rt
+        .tool_call("r1", with(json!({"cmd": "make test"})))
+        .unwrap();
+    assert_eq!(ran.effect, DecisionEffect::Allow, "{}", ran.reason);
+    assert!(ran.execute);
+    assert_eq!(ran.approval.as_ref().unwrap().state, ApprovalState::Used);
+    let twice = rt
+        .tool_call("r1", with(json!({"cmd": "make test"})))
+        .unwrap_err();
+    assert!(
+        matches!(twice, RuntimeError::Conflict(ref m) if m.contains("used")),
+        "{twice}"
+    );
+
+    // A second approval, left to expire (lead-approves holds 900 s).
+    let asked = rt
+        .tool_call("r1", call("fs.write_file", json!({"path": "src/a.rs"})))
+        .unwrap();
+    let id2 = asked.approval.unwrap().id;
+    clock.advance(Duration::from_secs(901));
+    let late = approvals::decide(rt.store(), &id2, &answer("team-lead"), rt.now_ms(), "t");
+    assert!(late.is_err());
+    assert_eq!(
+        approvals::get(rt.store(), &id2, rt.now_ms()).unwrap().state,
+        ApprovalState::Expired
+    );
+}
+
+#[test]
+fn a_rejected_approval_denies_the_call() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let asked = rt
+        .tool_call("r1", call("shell.exec", json!({"cmd": "make"})))
+        .unwrap();
+    let id = asked.approval.unwrap().id;
+    let no = ApprovalAnswer {
+        approve: false,
+        by: "team-lead".into(),
+        reason: "not today".into(),
+    };
+    approvals::decide(rt.store(), &id, &no, rt.now_ms(), "t").unwrap();
+    let denied = rt
+        .tool_call(
+            "r1",
+            ToolCallRequest {
+                approval_id: Some(id),
+                ..call("shell.exec", json!({"cmd": "make"}))
+            },
+        )
+        .unwrap();
+    assert_eq!(denied.effect, DecisionEffect::Deny);
+    assert!(denied.reason.contains("not today"), "{}", denied.reason);
+}
+
+#[test]
+fn secrets_in_arguments_are_redacted_and_never_recorded() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let key = "sk-abcdefghijklmnopqrstuvwxyz";
+    let a = rt
+        .tool_call(
+            "r1",
+            call(
+                "http.get",
+                json!({"url": format!("https://x.example/?key={key}")}),
+            ),
+        )
+        .unwrap();
+    assert_eq!(a.effect, DecisionEffect::Redact, "{}", a.reason);
+    assert!(a.execute);
+    let url = a.arguments["url"].as_str().unwrap();
+    assert!(
+        !url.contains(key) && url.contains("[REDACTED:org-baseline/secrets-redacted]"),
+        "{url}"
+    );
+    assert_eq!(
+        a.data_decision.unwrap().rules,
+        ["org-baseline/secrets-redacted"]
+    );
+    // A denied call's secret is not recorded either.
+    rt.tool_call("r1", call("secrets.read", json!({"token": key})))
+        .unwrap();
+    let file = rt.recorder().export("r1").unwrap();
+    let text = serde_json::to_string(&file).unwrap();
+    assert!(!text.contains(key), "a secret reached the recorder");
+}
+
+#[test]
+fn a_denied_model_is_refused_before_anything_leaves_and_recorded() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let err = rt
+        .chat(
+            "r1",
+            ChatRequest {
+                model: "anthropic/claude".into(),
+                messages: vec![ChatMessage::new("user", "hi")],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    let RuntimeError::Denied { decision, .. } = err else {
+        panic!("expected a denial, got {err}");
+    };
+    assert_eq!(decision.effect, DecisionEffect::Deny);
+    let recorded = rt.decisions("r1", &DecisionFilter::default()).unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].effect, DecisionEffect::Deny);
+    let events = rt.recorder().events("r1", None).unwrap();
+    assert!(
+        events.iter().all(|e| e.kind != "model_call"),
+        "nothing was sent"
+    );
+}
+
+#[test]
+fn a_finished_run_takes_no_more_calls() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    rt.finish_run("r1", "succeeded").unwrap();
+    let err = rt
+        .tool_call("r1", call("fs.read_file", json!({})))
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::Conflict(_)), "{err}");
+    let err = rt.open_run(OpenRun {
+        id: Some("bad id".into()),
+        agent: "a".into(),
+        task: "t".into(),
+        scope: "s".into(),
+        clearance: None,
+        envelopes: vec!["no-such".into()],
+        parent_run: None,
+        metadata: Default::default(),
+    });
+    assert!(matches!(err, Err(RuntimeError::Invalid(_))));
+}
