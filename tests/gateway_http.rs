@@ -450,3 +450,14 @@ fn graceful_shutdown_keeps_every_acknowledged_write() {
         .unwrap();
     assert_eq!(events, 40, "every acknowledged call and decision is stored");
 }
+
+#[test]
+fn the_openapi_document_is_served_with_the_token() {
+    let gw = Gateway::start();
+    let (status, _) = gw.call_with("GET", "/openapi.json", None, &[]);
+    assert_eq!(status, 401);
+    let (status, doc) = gw.call("GET", "/openapi.json", None);
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(doc["paths"]["/v1/chat/completions"]["post"].is_object());
+}

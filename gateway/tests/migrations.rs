@@ -108,6 +108,18 @@ fn populate(store: &Store) {
                  VALUES ('memory:m', 'memory', '{}', 'run-m', 0, 1, 'org:acme', 60, 'internal', 't')",
                 [],
             )?;
+            c.execute(
+                "INSERT INTO approvals (id, run_id, call_id, tool, arguments, call_hash, envelopes,
+                    rules, approvers, state, requested_at, expires_at)
+                 VALUES ('apr-1', 'run-m', 'c1', 'shell.exec', '{}', 'h', 'e@1', 'e/r', '',
+                    'pending', 1, 2)",
+                [],
+            )?;
+            c.execute(
+                "INSERT INTO tool_usage (rule_id, per_kind, per_id, run_id, call_id, at)
+                 VALUES ('e/limit', 'run', 'run-m', 'run-m', 'c1', 1)",
+                [],
+            )?;
             Ok(())
         })
         .unwrap();

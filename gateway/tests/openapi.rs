@@ -1,0 +1,63 @@
+//! The OpenAPI document is generated from the handlers; this snapshot makes every change to
+//! the HTTP contract visible in review. Regenerate with `UPDATE_SNAPSHOTS=1 cargo test -p
+//! tollgate-gateway --test openapi`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/openapi.json");
+
+#[test]
+fn the_openapi_document_matches_its_snapshot() {
+    let doc = serde_json::to_string_pretty(&tollgate_gateway::http::openapi()).unwrap() + "\n";
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(SNAPSHOT, &doc).unwrap();
+    }
+    let expected = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
+    assert!(
+        doc == expected,
+        "the OpenAPI document changed; review it and run with UPDATE_SNAPSHOTS=1\n{doc}"
+    );
+}
+
+#[test]
+fn every_route_is_documented_with_its_method() {
+    let doc = serde_json::to_value(tollgate_gateway::http::openapi()).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let mut routes = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            routes.insert(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    let expected: BTreeSet<String> = [
+        "GET /health",
+        "POST /v1/runs",
+        "GET /v1/runs/{run_id}",
+        "POST /v1/runs/{run_id}/steps",
+        "POST /v1/runs/{run_id}/events",
+        "POST /v1/runs/{run_id}/compile",
+        "POST /v1/runs/{run_id}/finish",
+        "POST /v1/runs/{run_id}/tool-calls",
+        "GET /v1/approvals",
+        "GET /v1/approvals/{id}",
+        "POST /v1/chat/completions",
+        "POST /v2/policies/envelopes",
+        "GET /v2/policies/envelopes",
+        "GET /v2/policies/envelopes/{id}",
+        "GET /v2/policies/envelopes/{id}/diff",
+        "POST /v2/policies/envelopes/{id}/simulate",
+        "GET /v2/policies/decisions/{run_id}",
+        "POST /v2/policies/approvals/{id}",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(routes, expected);
+    // Every route but /health needs the bearer token.
+    assert_eq!(doc["security"], serde_json::json!([{ "bearer": [] }]));
+    assert_eq!(
+        doc["paths"]["/health"]["get"]["security"],
+        serde_json::json!([{}])
+    );
+}

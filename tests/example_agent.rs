@@ -1,0 +1,127 @@
+//! The example agent (`examples/agent/agent.py`, the official `openai` Python client plus plain
+//! HTTP tool calls) against a real gateway: a redacted secret, a denied model, a denied tool
+//! and a gated call approved from the CLI, all visible in the run's recorded decisions.
+//!
+//! The Python interpreter is `TOLLGATE_TEST_PYTHON`, else `.ci/venv/bin/python` (which
+//! `.ci/run` creates with `openai` installed), else `python3` if it can import `openai`. Under
+//! `CI` a missing interpreter fails the test; elsewhere the test says so and passes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+use support::Gateway;
+
+fn python() -> Option<String> {
+    if let Ok(p) = std::env::var("TOLLGATE_TEST_PYTHON") {
+        return Some(p);
+    }
+    let venv = support::root().join(".ci/venv/bin/python");
+    let candidates = [venv.display().to_string(), "python3".to_string()];
+    candidates.into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", "import openai"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+#[test]
+fn the_openai_client_agent_is_governed_and_recorded() {
+    let Some(python) = python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no Python with the `openai` package: .ci/run installs it into .ci/venv"
+        );
+        eprintln!(
+            "skipped: no Python with the `openai` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+        return;
+    };
+    let gw = Gateway::with_fixture_envelopes();
+    let mut agent = Command::new(&python)
+        .arg(support::root().join("examples/agent/agent.py"))
+        .args([
+            "--url",
+            &gw.base,
+            "--run",
+            "agent-e2e",
+            "--approval-wait",
+            "30",
+        ])
+        .env("TOLLGATE_TOKEN", &gw.token)
+        .current_dir(gw.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the example agent");
+    let mut lines = Vec::new();
+    for line in BufReader::new(agent.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("waiting for approval ") {
+            let id = rest.split(':').next().unwrap().to_string();
+            let out = gw.tollgate(&[
+                "approvals",
+                "approve",
+                &id,
+                "--by",
+                "team-lead",
+                "--reason",
+                "e2e",
+            ]);
+            assert!(out.status.success(), "{}", support::stderr(&out));
+        }
+        lines.push(line);
+    }
+    let status = agent.wait().unwrap();
+    let output = lines.join("\n");
+    assert!(status.success(), "the agent failed:\n{output}");
+    assert!(
+        output.contains("[REDACTED:org-baseline/secrets-redacted]"),
+        "{output}"
+    );
+    assert!(!output.contains("AKIAABCDEFGHIJKLMNOP"), "{output}");
+    assert!(output.contains("model gpt-5: denied"), "{output}");
+    assert!(output.contains("tool shell.rm: deny"), "{output}");
+    assert!(
+        output.contains("tool shell.exec: allow - approved by team-lead"),
+        "{output}"
+    );
+
+    let (status, doc) = gw.call("GET", "/v2/policies/decisions/agent-e2e", None);
+    assert_eq!(status, 200);
+    let decisions = doc["decisions"].as_array().unwrap();
+    let has = |kind: &str, effect: &str, rule: &str| {
+        decisions.iter().any(|d| {
+            d["kind"] == kind
+                && d["effect"] == effect
+                && d["rules"].as_array().unwrap().contains(&json!(rule))
+        })
+    };
+    assert!(has("tool", "deny", "org-baseline/no-rm"), "{doc}");
+    assert!(
+        has("context", "redact", "org-baseline/secrets-redacted"),
+        "{doc}"
+    );
+    assert!(has("model", "deny", "default-deny"), "{doc}");
+    assert!(has("tool", "allow", "coding-agent/shell"), "{doc}");
+    // The client's calls were recorded as model calls, the streamed one included.
+    let (_, run) = gw.call("GET", "/v1/runs/agent-e2e", None);
+    assert_eq!(run["run"]["status"], "succeeded");
+    let export = gw.tollgate(&["runs", "export", "agent-e2e"]);
+    let file: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let model_calls = file["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "model_call")
+        .count();
+    assert_eq!(model_calls, 2);
+    let replay = gw.tollgate(&["replay", "exact", "agent-e2e"]);
+    assert!(replay.status.success(), "{}", support::stdout(&replay));
+}
