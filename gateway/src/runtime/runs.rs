@@ -179,15 +179,18 @@ impl Runtime {
 
     /// The step events go to when the caller names none: the last, or a first one.
     pub(crate) fn current_step(&self, run: &str, header: &RunHeader) -> Result<u32, RuntimeError> {
-        let steps = self
-            .recorder()
-            .export(run)
-            .map(|f| f.steps.len())
-            .unwrap_or(0);
+        let key = run.to_string();
+        let steps: u32 = self.store().read(move |c| {
+            Ok(c.query_row(
+                "SELECT COUNT(*) FROM steps WHERE run_id = ?1",
+                [&key],
+                |r| r.get(0),
+            )?)
+        })?;
         if steps == 0 {
             return Ok(self.recorder().add_step(run, "main", &header.agent)?);
         }
-        Ok(u32::try_from(steps - 1).unwrap_or(0))
+        Ok(steps - 1)
     }
 
     /// Appends agent-reported events (notes, tool results, outputs, errors, handoffs). The
