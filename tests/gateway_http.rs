@@ -109,12 +109,7 @@ fn refused_requests_write_nothing() {
     );
     assert_eq!(status, 422, "{text}");
     assert!(text.contains("task"), "{text}");
-    let big = format!(
-        r#"{{"agent":"{}","task":"t","scope":"s"}}"#,
-        "x".repeat(3 << 20)
-    );
-    let (status, _) = gw.raw("POST", "/v1/runs", Some(big), &[("Authorization", &auth)]);
-    assert_eq!(status, 413);
+    assert!(head_only(&gw, 3 << 20).starts_with("HTTP/1.1 413"));
     assert_eq!(gw.count("runs"), 0);
     assert_eq!(gw.count("events"), 0);
     // An invalid envelope is refused whole, with its line and column, and stores nothing.

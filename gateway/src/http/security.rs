@@ -27,14 +27,14 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
     if let Some(host) = req.headers().get(header::HOST) {
         let host = host.to_str().unwrap_or("");
         if !allowed_host(host) {
-            return ApiError::Forbidden {
+            let error = ApiError::Forbidden {
                 code: "foreign_host",
                 message: format!(
                     "host `{host}` is not this gateway: it answers only on 127.0.0.1:{port} and localhost:{port}"
                 ),
                 details: serde_json::Value::Null,
-            }
-            .into_response();
+            };
+            return refuse(req, error).await;
         }
     }
     if let Some(origin) = req.headers().get(header::ORIGIN) {
@@ -43,12 +43,12 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
             .strip_prefix("http://")
             .or_else(|| origin.strip_prefix("https://"));
         if !host.is_some_and(allowed_host) {
-            return ApiError::Forbidden {
+            let error = ApiError::Forbidden {
                 code: "foreign_origin",
                 message: format!("requests from origin `{origin}` are refused"),
                 details: serde_json::Value::Null,
-            }
-            .into_response();
+            };
+            return refuse(req, error).await;
         }
     }
     next.run(req).await
@@ -82,10 +82,28 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     if !constant_time_eq(given.as_bytes(), state.token.as_bytes()) {
-        return ApiError::Unauthorized.into_response();
+        return refuse(req, ApiError::Unauthorized).await;
     }
     next.run(req).await
 }
+
+/// A refusal that first reads a small request body: closing a connection with unread bytes
+/// makes the kernel reset it, and a reset can destroy the refusal before the client reads it.
+/// Bodies over [`DRAIN_LIMIT`] are not read (the connection is closed after the answer).
+async fn refuse(req: Request, error: ApiError) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n <= DRAIN_LIMIT) {
+        let _ = axum::body::to_bytes(req.into_body(), DRAIN_LIMIT).await;
+    }
+    error.into_response()
+}
+
+/// The largest body a refusal reads before answering.
+const DRAIN_LIMIT: usize = 64 * 1024;
 
 /// Compares without an early exit on the first differing byte.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
