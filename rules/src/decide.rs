@@ -14,14 +14,16 @@ use tollgate_engine::{
     WhyNot,
 };
 
+use crate::envelope::EnvelopeSet;
 use crate::envelope::request::{
     ContextItem, Handoff, ModelCall, ToolCall, context_request_facts, handoff_facts,
     memory_request_facts, model_request_facts, now_facts, tool_request_facts,
 };
-use crate::envelope::{EnvelopeSet, canonical_json};
 use crate::packs::builtin_program;
+use input_hash::InputHasher;
 
 mod decision;
+mod input_hash;
 mod request;
 #[cfg(test)]
 mod tests;
@@ -59,11 +61,8 @@ pub struct PolicyEngine {
     versions: BTreeMap<String, String>,
     /// Envelope ids governing each run (the packs' `governs`).
     governing: BTreeMap<String, BTreeSet<String>>,
-    /// Each run's `run` and `clearance` facts as text, for input hashes.
-    subject: BTreeMap<String, Vec<String>>,
-    /// Every `memory` fact as text, for the input hashes of retrievals.
-    memories: Vec<String>,
-    set_version: String,
+    /// The subject facts and envelope-set version every input hash includes, pre-written.
+    hasher: InputHasher,
     limits: Limits,
     /// Whether default denials carry a why-not.
     explain_denials: bool,
@@ -118,9 +117,7 @@ impl PolicyEngine {
                 .map(|e| (e.id.clone(), e.label()))
                 .collect(),
             governing,
-            subject,
-            memories,
-            set_version: set.version().to_string(),
+            hasher: InputHasher::new(set.version(), subject, memories),
             limits,
             explain_denials: true,
         })
@@ -257,27 +254,7 @@ impl PolicyEngine {
     /// The canonical input of a request: the request itself, the subject facts of the runs it
     /// names (and the memories, for a retrieval), and the envelope set's version.
     fn input_hash(&self, request: &PolicyRequest) -> String {
-        let mut runs: BTreeSet<&str> = BTreeSet::from([request.run()]);
-        if let PolicyRequest::Handoff { handoff } = request {
-            runs.insert(&handoff.from_run);
-        }
-        let mut subject: Vec<&String> = runs
-            .iter()
-            .filter_map(|r| self.subject.get(*r))
-            .flatten()
-            .collect();
-        if request.kind() == RequestKind::Memory {
-            subject.extend(&self.memories);
-        }
-        subject.sort();
-        let doc = serde_json::json!({
-            "request": serde_json::to_value(request).unwrap_or(serde_json::Value::Null),
-            "subject": subject,
-            "envelopes": self.set_version,
-        });
-        blake3::hash(canonical_json(&doc).as_bytes())
-            .to_hex()
-            .to_string()
+        self.hasher.hash(request)
     }
 
     /// Reads a `*_decision(req, effect, rule)` relation: one effect, its rules, its proof, and

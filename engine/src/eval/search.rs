@@ -35,9 +35,8 @@ pub(crate) fn apply_filter<const W: usize>(
             let (Some(p), Some(s)) = (p.eval(env, cx), s.eval(env, cx)) else {
                 return false;
             };
-            let pattern = cx.symbols.resolve(p).to_string();
-            let subject = cx.symbols.resolve(s).to_string();
-            cx.patterns.test(*f, &pattern, &subject) != *negated
+            let (symbols, patterns) = (&cx.symbols, &mut cx.patterns);
+            patterns.test(*f, symbols.resolve(p), symbols.resolve(s)) != *negated
         }
         CLit::Bind(v, e) => match e.eval(env, cx) {
             Some(x) => {
@@ -71,7 +70,9 @@ pub(crate) fn negated_present<const W: usize>(
     db: &Db<'_, W>,
     cx: &mut EvalCx,
 ) -> bool {
-    let mut cols = Vec::with_capacity(a.args.len());
+    // Columns that are not `_`, and their values: at most `W` (no allocation per test).
+    let mut cols = [0usize; W];
+    let mut n = 0;
     let mut key = [0u32; W];
     for (c, arg) in a.args.iter().enumerate() {
         let v = match arg {
@@ -84,17 +85,16 @@ pub(crate) fn negated_present<const W: usize>(
                 None => return false,
             },
         };
-        key[cols.len()] = v;
-        cols.push(c);
+        key[n] = v;
+        cols[n] = c;
+        n += 1;
     }
-    let full = cols.len() == a.args.len();
+    let full = n == a.args.len();
     db.parts(a.rel).iter().flatten().any(|p| {
         if full {
-            let mut t = [0u32; W];
-            t[..cols.len()].copy_from_slice(&key[..cols.len()]);
-            p.contains(&t)
+            p.contains(&key)
         } else {
-            p.has_projection(&cols, &key)
+            p.has_projection(&cols[..n], &key)
         }
     })
 }
