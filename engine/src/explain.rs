@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::Fact;
 use crate::eval::{self, Db, Part, Row};
 use crate::ir::{DisplayLit, RelId};
-use crate::model::{InputPart, ModelData, QUERY_RANK_BASE};
+use crate::model::{InputPart, ModelData, QUERY_RANK_BASE, SparseInputs, sparse_input};
 use crate::plan::{CArg, CExpr, CLit, EvalCx};
 use crate::value::{Interner, Value, decode, encode};
 
@@ -307,7 +307,7 @@ enum Step<const W: usize> {
 struct Prover<'a, const W: usize> {
     data: &'a ModelData<W>,
     db: &'a Db<'a, W>,
-    query_inputs: &'a [InputPart<W>],
+    query_inputs: &'a SparseInputs<W>,
     query_origins: &'a [Arc<str>],
     /// Relations the request reaches; empty when proving in the model itself.
     affected: &'a [bool],
@@ -318,7 +318,7 @@ pub(crate) fn prove<const W: usize>(
     data: &ModelData<W>,
     db: &Db<'_, W>,
     cx: &mut EvalCx,
-    query_inputs: &[InputPart<W>],
+    query_inputs: &SparseInputs<W>,
     query_origins: &[Arc<str>],
     affected: &[bool],
     fact: &Fact,
@@ -346,17 +346,17 @@ pub(crate) fn prove<const W: usize>(
 
 impl<const W: usize> Prover<'_, W> {
     fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<String> {
-        let find = |inputs: &[InputPart<W>], origins: &[Arc<str>]| {
-            let part = inputs.get(rel)?;
+        let find = |part: Option<&InputPart<W>>, origins: &[Arc<str>]| {
+            let part = part?;
             let i = part.binary_search_by(|(u, _)| u.cmp(t)).ok()?;
             origins.get(part[i].1 as usize).map(|o| o.to_string())
         };
         // The model's input facts are inputs of every query too (recomputed relations are
         // seeded with them).
-        if let Some(o) = find(&self.data.inputs, &self.data.origins) {
+        if let Some(o) = find(self.data.inputs.get(rel), &self.data.origins) {
             return Some(o);
         }
-        find(self.query_inputs, self.query_origins)
+        find(sparse_input(self.query_inputs, rel), self.query_origins)
     }
 
     /// Whether a fact's proof is the same in every query on this model (its relation is not

@@ -469,7 +469,7 @@ impl Model {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid, &[]);
             let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
-            explain::prove(d, &db, &mut cx, &[], &[], &[], fact)
+            explain::prove(d, &db, &mut cx, &Vec::new(), &[], &[], fact)
         })
     }
 
