@@ -225,6 +225,14 @@ fn encode_fact<const W: usize>(
     }
     let mut t = [0u32; W];
     for (i, v) in fact.values.iter().enumerate() {
+        // Symbols are looked up where they are (no copy of the string).
+        if let (Value::Symbol(s), crate::Type::Symbol) = (v, info.types[i]) {
+            match symbols.get(s) {
+                Some(id) => t[i] = id,
+                None => return Ok((rel, None)),
+            }
+            continue;
+        }
         let v = match (v, info.types[i]) {
             (Value::Number(n), crate::Type::Unsigned) if *n >= 0 => Value::Unsigned(*n as u32),
             (Value::Number(n), crate::Type::Float) => Value::Float(*n as f32),
@@ -396,10 +404,15 @@ impl<const W: usize> Prover<'_, W> {
     fn choose(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Step<W> {
         let ir = self.data.program.ir();
         let my_rank = rank_of(self.data, self.db, rel, t);
+        // One pair of buffers for every rule tried.
+        let mut env: Vec<u32> = Vec::new();
+        let mut bound: Vec<bool> = Vec::new();
         for &ri in &self.data.rules_by_id[rel] {
             let rule = &self.data.rules[ri];
-            let mut env = vec![0u32; rule.nvars];
-            let mut bound = vec![false; rule.nvars];
+            env.clear();
+            env.resize(rule.nvars, 0);
+            bound.clear();
+            bound.resize(rule.nvars, false);
             if !unify_head(&rule.head, t, &mut env, &mut bound) {
                 continue;
             }

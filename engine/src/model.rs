@@ -116,6 +116,11 @@ pub(crate) fn encode_facts_sparse<const W: usize>(
         }
         let mut t = [0u32; W];
         for (i, v) in fact.values.iter().enumerate() {
+            // Symbols are interned where they are (no copy of the string).
+            if let (Value::Symbol(s), crate::value::Type::Symbol) = (v, info.types[i]) {
+                t[i] = symbols.intern(s);
+                continue;
+            }
             let v = coerce(v, info.types[i]).ok_or_else(|| EvalError::BadFact {
                 origin: origin.to_string(),
                 message: format!(

@@ -57,10 +57,10 @@ fn program() -> Result<Program, PolicyError> {
 #[derive(Debug)]
 pub struct PolicyEngine {
     model: Model,
-    /// `id@version` per envelope id.
-    versions: BTreeMap<String, String>,
     /// Envelope ids governing each run (the packs' `governs`).
     governing: BTreeMap<String, BTreeSet<String>>,
+    /// `ID@VERSION` of the envelopes governing each run, sorted: every decision carries them.
+    governing_versions: BTreeMap<String, Vec<String>>,
     /// The subject facts and envelope-set version every input hash includes, pre-written.
     hasher: InputHasher,
     limits: Limits,
@@ -109,14 +109,22 @@ impl PolicyEngine {
             .into_iter()
             .map(|row| Fact::new("memory", row).to_string())
             .collect();
+        let versions: BTreeMap<String, String> = set
+            .envelopes()
+            .iter()
+            .map(|e| (e.id.clone(), e.label()))
+            .collect();
+        let governing_versions = governing
+            .iter()
+            .map(|(run, ids)| {
+                let labels = ids.iter().filter_map(|id| versions.get(id).cloned());
+                (run.clone(), labels.collect())
+            })
+            .collect();
         Ok(PolicyEngine {
             model,
-            versions: set
-                .envelopes()
-                .iter()
-                .map(|e| (e.id.clone(), e.label()))
-                .collect(),
             governing,
+            governing_versions,
             hasher: InputHasher::new(set.version(), subject, memories),
             limits,
             explain_denials: true,
@@ -134,12 +142,10 @@ impl PolicyEngine {
 
     /// The `ID@VERSION` of every envelope governing `run`, sorted.
     pub fn governing(&self, run: &str) -> Vec<String> {
-        self.governing
+        self.governing_versions
             .get(run)
-            .into_iter()
-            .flatten()
-            .filter_map(|id| self.versions.get(id).cloned())
-            .collect()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// May `run` call `tool` with `args`?

@@ -101,6 +101,11 @@ pub(crate) fn run_stratum_once<const W: usize>(
             tuples.retain(|t| !mp.contains(t));
         }
         *facts_so_far += tuples.len();
+        // No part for a relation the stratum derived nothing for: an absent part reads as an
+        // empty one, and a query would allocate one for each of dozens of relations.
+        if tuples.is_empty() {
+            continue;
+        }
         // Every premise lies in a lower stratum, so one round number serves all.
         let part = if job.record_ranks {
             Part::with_uniform_rank(Relation::from_vec(tuples), job.rank_base + 1)

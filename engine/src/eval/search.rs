@@ -216,8 +216,10 @@ pub(crate) fn search_with<const W: usize>(
             let mut cols_buf = [0usize; W];
             let mut ncols = 0;
             let mut key = [0u32; W];
-            let mut binds: Vec<(usize, usize)> = Vec::new();
-            let mut eqs = Vec::new();
+            let mut binds_buf = [(0usize, 0usize); W];
+            let mut nbinds = 0;
+            let mut eqs_buf = [(0usize, 0usize); W];
+            let mut neqs = 0;
             for (c, arg) in a.args.iter().enumerate() {
                 match arg {
                     CArg::Const(k) => {
@@ -231,16 +233,20 @@ pub(crate) fn search_with<const W: usize>(
                         ncols += 1;
                     }
                     CArg::Var(v) => {
-                        if let Some(&(first, _)) = binds.iter().find(|(_, w)| w == v) {
-                            eqs.push((first, c));
+                        if let Some(&(first, _)) = binds_buf[..nbinds].iter().find(|(_, w)| w == v)
+                        {
+                            eqs_buf[neqs] = (first, c);
+                            neqs += 1;
                         } else {
-                            binds.push((c, *v));
+                            binds_buf[nbinds] = (c, *v);
+                            nbinds += 1;
                         }
                     }
                     CArg::Wild | CArg::Expr(_) => {}
                 }
             }
             let cols = &cols_buf[..ncols];
+            let (binds, eqs) = (&binds_buf[..nbinds], &eqs_buf[..neqs]);
             for part in db.parts(a.rel).into_iter().flatten() {
                 // A part of a few tuples (a query's own) is scanned: cheaper than indexing it.
                 let ix;
@@ -263,14 +269,14 @@ pub(crate) fn search_with<const W: usize>(
                     {
                         continue;
                     }
-                    for &(c, v) in &binds {
+                    for &(c, v) in binds {
                         env[v] = t[c];
                         bound[v] = true;
                     }
                     trail.push((a.rel, *t));
                     let go_on = search_with(lits, i + 1, env, bound, db, cx, accept, trail, f);
                     trail.pop();
-                    for &(_, v) in &binds {
+                    for &(_, v) in binds {
                         bound[v] = false;
                     }
                     if !go_on {
