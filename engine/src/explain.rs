@@ -743,7 +743,10 @@ fn deepest_failure<const W: usize>(
     match lit {
         CLit::Pos(a) => {
             let one = std::slice::from_ref(lit);
-            let mut matches: Vec<Vec<u32>> = Vec::new();
+            // Every match's bindings, back to back (one buffer, not one per match).
+            let width = env.len();
+            let mut matches: Vec<u32> = Vec::new();
+            let mut count = 0usize;
             let outs: Vec<usize> = a
                 .args
                 .iter()
@@ -753,17 +756,20 @@ fn deepest_failure<const W: usize>(
                 })
                 .collect();
             eval::search(one, 0, env, bound, db, cx, &mut |e, _| {
-                matches.push(e.to_vec());
-                matches.len() < 10_000
+                matches.extend_from_slice(&e[..width]);
+                count += 1;
+                count < 10_000
             });
-            for m in matches {
+            if count > 0 {
                 any = true;
                 let saved = env.clone();
-                *env = m;
-                outs.iter().for_each(|&v| bound[v] = true);
-                deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
-                outs.iter().for_each(|&v| bound[v] = false);
-                *env = saved;
+                for m in 0..count {
+                    env.copy_from_slice(&matches[m * width..(m + 1) * width]);
+                    outs.iter().for_each(|&v| bound[v] = true);
+                    deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
+                    outs.iter().for_each(|&v| bound[v] = false);
+                }
+                env.copy_from_slice(&saved);
             }
         }
         other => {

@@ -540,6 +540,21 @@ impl Answer<'_> {
         })
     }
 
+    /// The rows of a relation as seen by this query whose column `column` holds `value`,
+    /// sorted. Like filtering [`Answer::relation`], without decoding the other rows.
+    pub fn relation_where(
+        &self,
+        name: &str,
+        column: usize,
+        value: &Value,
+    ) -> Option<Vec<Vec<Value>>> {
+        with_answer!(self, d, q => {
+            let rel = d.program.ir().relation(name)?;
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            Some(d.rows_where(rel, &db, &q.symbols, column, value))
+        })
+    }
+
     /// The `.output` relations as seen by this query.
     pub fn outputs(&self) -> Outputs {
         with_answer!(self, d, q => {

@@ -415,6 +415,45 @@ impl<const W: usize> ModelData<W> {
     }
 }
 
+impl<const W: usize> ModelData<W> {
+    /// Like [`ModelData::rows`], only the rows whose `column` holds `value`.
+    pub(crate) fn rows_where(
+        &self,
+        rel: RelId,
+        db: &Db<'_, W>,
+        symbols: &Interner,
+        column: usize,
+        value: &Value,
+    ) -> Vec<Vec<Value>> {
+        let info = &self.program.ir().relations[rel];
+        let Some(&ty) = info.types.get(column) else {
+            return Vec::new();
+        };
+        // The value's slot; a symbol never interned matches no row.
+        let slot = match (value, ty) {
+            (Value::Symbol(s), crate::value::Type::Symbol) => symbols.get(s),
+            (v, t) => coerce(v, t).map(|v| encode(&v, &mut Interner::default())),
+        };
+        let Some(slot) = slot else {
+            return Vec::new();
+        };
+        let mut rows: Vec<Vec<Value>> = db
+            .parts(rel)
+            .iter()
+            .flatten()
+            .flat_map(|p| p.tuples.elements.iter())
+            .filter(|t| t[column] == slot)
+            .map(|t| {
+                (0..info.arity())
+                    .map(|i| decode(t[i], info.types[i], symbols))
+                    .collect()
+            })
+            .collect();
+        sort_rows(&mut rows);
+        rows
+    }
+}
+
 /// Sorts rows in output order and removes duplicates.
 pub(crate) fn sort_rows(rows: &mut Vec<Vec<Value>>) {
     rows.sort_by(|a, b| {

@@ -358,15 +358,17 @@ impl PolicyEngine {
         let mut out: Vec<WhyNot> = why_not(answer, Fact::new(permitted, vec![q.clone()]))
             .into_iter()
             .collect();
-        let governing = self.governing.get(run).cloned().unwrap_or_default();
         let mut rules = BTreeSet::new();
-        for row in answer.relation(rule_rel).unwrap_or_default() {
-            if let (Some(Value::Symbol(env)), Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
-                (row.first(), row.get(1), row.get(2))
-                && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
-                && governing.contains(env)
-            {
-                rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+        // The rules of the governing envelopes only (not the whole relation, decoded).
+        for env in self.governing.get(run).into_iter().flatten() {
+            let rows = answer.relation_where(rule_rel, 0, &Value::sym(env));
+            for row in rows.unwrap_or_default() {
+                if let (Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
+                    (row.get(1), row.get(2))
+                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
+                {
+                    rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+                }
             }
         }
         // A bounded list: an envelope set with hundreds of permitting rules gets the first few.
@@ -416,14 +418,9 @@ pub(crate) fn fail_closed(mut decision: EnvelopeDecision, error: String) -> Enve
 
 /// The rows of `relation` whose first column is `req`.
 fn rows_for(answer: &Answer<'_>, relation: &str, req: &str) -> Result<Vec<Vec<Value>>, String> {
-    let rows = answer
-        .relation(relation)
-        .ok_or_else(|| format!("the built-in program has no relation `{relation}`"))?;
-    let key = Value::sym(req);
-    Ok(rows
-        .into_iter()
-        .filter(|r| r.first() == Some(&key))
-        .collect())
+    answer
+        .relation_where(relation, 0, &Value::sym(req))
+        .ok_or_else(|| format!("the built-in program has no relation `{relation}`"))
 }
 
 fn text(v: Option<&Value>) -> String {
