@@ -303,6 +303,7 @@ impl<const W: usize> ModelData<W> {
         let scans = std::cell::Cell::new(0);
         // Reused by every stratum: most strata of a query run a rule variant or two.
         let mut runnable: Vec<&RulePlan> = Vec::new();
+        let mut scratch = eval::OnceScratch::default();
         for (rels, plans) in &qp.strata {
             // Skip variants reading an empty local part of a lower stratum.
             runnable.clear();
@@ -363,7 +364,7 @@ impl<const W: usize> ModelData<W> {
             let done = if rels.iter().any(|&r| ir.recursive[r]) {
                 eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?
             } else {
-                eval::run_stratum_once(job, &db, &cx, limits, &mut facts_so_far)?
+                eval::run_stratum_once(job, &db, &cx, limits, &mut facts_so_far, &mut scratch)?
             };
             for (r, part) in done {
                 local[r] = Some(Box::new(part));

@@ -21,21 +21,23 @@ pub(crate) fn run_stratum_once<const W: usize>(
     cx: &RefCell<EvalCx>,
     limits: &Limits,
     facts_so_far: &mut usize,
+    scratch: &mut OnceScratch<W>,
 ) -> Result<Vec<(RelId, Part<W>)>, EvalError> {
     if let Some(deadline) = &limits.deadline
         && deadline()
     {
         return Err(EvalError::Deadline);
     }
-    let mut derived: Vec<(RelId, Vec<Row<W>>)> =
-        job.relations.iter().map(|&r| (r, Vec::new())).collect();
+    let derived = &mut scratch.derived;
+    derived.clear();
+    derived.extend(job.relations.iter().map(|&r| (r, Vec::new())));
     for (r, tuples) in job.seeds {
         if let Some((_, d)) = derived.iter_mut().find(|(x, _)| *x == r) {
             d.extend(tuples);
         }
     }
     let mut cxm = cx.borrow_mut();
-    let mut env = Vec::new();
+    let env = &mut scratch.env;
     // The plan's operators, flattened to atoms (with their part's index) and filters; one
     // buffer for every plan of the stratum.
     let mut steps: Vec<OnceStep<'_, W>> = Vec::new();
@@ -82,7 +84,7 @@ pub(crate) fn run_stratum_once<const W: usize>(
             rule,
             &steps,
             0,
-            &mut env,
+            env,
             db,
             &mut cxm,
             job.subtract_model,
@@ -91,8 +93,8 @@ pub(crate) fn run_stratum_once<const W: usize>(
         derived[slot].1 = out;
     }
     drop(cxm);
-    let mut parts = Vec::with_capacity(derived.len());
-    for (r, mut tuples) in derived {
+    let mut parts = Vec::new(); // most strata of a query derive nothing: no allocation then
+    for (r, mut tuples) in derived.drain(..) {
         tuples.sort_unstable();
         tuples.dedup();
         if job.subtract_model.get(r).copied().unwrap_or(false)
@@ -120,6 +122,21 @@ pub(crate) fn run_stratum_once<const W: usize>(
         });
     }
     Ok(parts)
+}
+
+/// Buffers a query's one-pass strata share, so that each stratum does not allocate its own.
+pub(crate) struct OnceScratch<const W: usize> {
+    env: Vec<u32>,
+    derived: Vec<(RelId, Vec<Row<W>>)>,
+}
+
+impl<const W: usize> Default for OnceScratch<W> {
+    fn default() -> Self {
+        OnceScratch {
+            env: Vec::new(),
+            derived: Vec::new(),
+        }
+    }
 }
 
 /// One step of a one-pass rule evaluation.
