@@ -303,7 +303,7 @@ fn rank_of<const W: usize>(
 
 /// How one fact is derived: an input, or an instance of a rule (its slots and premises).
 enum Step<const W: usize> {
-    Input(String),
+    Input(Arc<str>),
     Rule {
         rule: usize,
         env: Vec<u32>,
@@ -353,11 +353,11 @@ pub(crate) fn prove<const W: usize>(
 }
 
 impl<const W: usize> Prover<'_, W> {
-    fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<String> {
+    fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<Arc<str>> {
         let find = |part: Option<&InputPart<W>>, origins: &[Arc<str>]| {
             let part = part?;
             let i = part.binary_search_by(|(u, _)| u.cmp(t)).ok()?;
-            origins.get(part[i].1 as usize).map(|o| o.to_string())
+            origins.get(part[i].1 as usize).cloned()
         };
         // The model's input facts are inputs of every query too (recomputed relations are
         // seeded with them).
@@ -482,7 +482,7 @@ impl<const W: usize> Prover<'_, W> {
             Some(Step::Input(origin)) => Proof {
                 fact,
                 step: ProofStep::Input {
-                    origin: origin.clone(),
+                    origin: origin.to_string(),
                 },
             },
             Some(Step::Rule {
