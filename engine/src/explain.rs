@@ -344,7 +344,8 @@ pub(crate) fn prove<const W: usize>(
         query_inputs,
         query_origins,
         affected,
-        steps: HashMap::default(),
+        // A decision proof has a dozen or so facts: no regrowing on the way.
+        steps: HashMap::with_capacity_and_hasher(16, Default::default()),
     };
     // First choose a derivation for every fact involved (each once), then write the tree.
     p.derive(rel, &t, cx);
