@@ -22,7 +22,7 @@ use crate::{EvalError, Limits};
 mod once;
 mod search;
 
-pub(crate) use once::run_stratum_once;
+pub(crate) use once::{OnceScratch, run_stratum_once};
 pub(crate) use search::{apply_bound_filter, apply_filter, search, search_with};
 
 /// A tuple or a row of variable values.
@@ -36,6 +36,8 @@ pub(crate) struct Part<const W: usize> {
     pub tuples: Relation<Row<W>>,
     /// Round of first derivation per tuple (aligned with `tuples`); empty when not recorded.
     pub ranks: Vec<u32>,
+    /// The round of every tuple, when all share one (a one-pass stratum); `ranks` is empty.
+    uniform_rank: Option<u32>,
     indexes: RwLock<HashMap<Vec<usize>, Arc<Index<W>>>>,
     projections: RwLock<HashMap<Vec<usize>, Arc<Vec<Row<W>>>>>,
 }
@@ -45,8 +47,17 @@ impl<const W: usize> Part<W> {
         Part {
             tuples,
             ranks,
+            uniform_rank: None,
             indexes: RwLock::new(HashMap::default()),
             projections: RwLock::new(HashMap::default()),
+        }
+    }
+
+    /// A part whose tuples were all first derived in round `rank`.
+    pub(crate) fn with_uniform_rank(tuples: Relation<Row<W>>, rank: u32) -> Self {
+        Part {
+            uniform_rank: Some(rank),
+            ..Part::new(tuples, Vec::new())
         }
     }
 
@@ -60,7 +71,10 @@ impl<const W: usize> Part<W> {
 
     pub(crate) fn rank(&self, t: &Row<W>) -> Option<u32> {
         let i = self.tuples.elements.binary_search(t).ok()?;
-        Some(self.ranks.get(i).copied().unwrap_or(0))
+        Some(
+            self.uniform_rank
+                .unwrap_or_else(|| self.ranks.get(i).copied().unwrap_or(0)),
+        )
     }
 
     /// The tuples keyed by `cols` (datafrog `(key, tuple)` pairs, sorted).
@@ -93,6 +107,14 @@ impl<const W: usize> Part<W> {
 
     /// Whether some tuple has `key` in `cols`.
     pub(crate) fn has_projection(&self, cols: &[usize], key: &Row<W>) -> bool {
+        // A handful of tuples (a query's own part) is scanned rather than projected.
+        if self.len() <= 8 {
+            return self
+                .tuples
+                .elements
+                .iter()
+                .any(|t| project(t, cols) == *key);
+        }
         let proj = {
             let found = self
                 .projections
@@ -138,7 +160,8 @@ pub(crate) struct Db<'a, const W: usize> {
     /// Whether the model's part of a relation is still valid for this evaluation.
     pub model_valid: &'a [bool],
     /// Parts completed earlier in this evaluation.
-    pub local: &'a [Option<Part<W>>],
+    /// Boxed so that a query's table of parts stays small (one pointer per relation).
+    pub local: &'a [Option<Box<Part<W>>>],
 }
 
 impl<const W: usize> Db<'_, W> {
@@ -151,7 +174,7 @@ impl<const W: usize> Db<'_, W> {
                     None
                 }
             }
-            Which::Local => self.local.get(rel).and_then(Option::as_ref),
+            Which::Local => self.local.get(rel).and_then(|p| p.as_deref()),
         }
     }
 

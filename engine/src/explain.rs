@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::Fact;
 use crate::eval::{self, Db, Part, Row};
 use crate::ir::{DisplayLit, RelId};
-use crate::model::{InputPart, ModelData, QUERY_RANK_BASE};
+use crate::model::{InputPart, ModelData, QUERY_RANK_BASE, SparseInputs, sparse_input};
 use crate::plan::{CArg, CExpr, CLit, EvalCx};
 use crate::value::{Interner, Value, decode, encode};
 
@@ -225,6 +225,14 @@ fn encode_fact<const W: usize>(
     }
     let mut t = [0u32; W];
     for (i, v) in fact.values.iter().enumerate() {
+        // Symbols are looked up where they are (no copy of the string).
+        if let (Value::Symbol(s), crate::Type::Symbol) = (v, info.types[i]) {
+            match symbols.get(s) {
+                Some(id) => t[i] = id,
+                None => return Ok((rel, None)),
+            }
+            continue;
+        }
         let v = match (v, info.types[i]) {
             (Value::Number(n), crate::Type::Unsigned) if *n >= 0 => Value::Unsigned(*n as u32),
             (Value::Number(n), crate::Type::Float) => Value::Float(*n as f32),
@@ -295,7 +303,7 @@ fn rank_of<const W: usize>(
 
 /// How one fact is derived: an input, or an instance of a rule (its slots and premises).
 enum Step<const W: usize> {
-    Input(String),
+    Input(Arc<str>),
     Rule {
         rule: usize,
         env: Vec<u32>,
@@ -307,7 +315,7 @@ enum Step<const W: usize> {
 struct Prover<'a, const W: usize> {
     data: &'a ModelData<W>,
     db: &'a Db<'a, W>,
-    query_inputs: &'a [InputPart<W>],
+    query_inputs: &'a SparseInputs<W>,
     query_origins: &'a [Arc<str>],
     /// Relations the request reaches; empty when proving in the model itself.
     affected: &'a [bool],
@@ -318,7 +326,7 @@ pub(crate) fn prove<const W: usize>(
     data: &ModelData<W>,
     db: &Db<'_, W>,
     cx: &mut EvalCx,
-    query_inputs: &[InputPart<W>],
+    query_inputs: &SparseInputs<W>,
     query_origins: &[Arc<str>],
     affected: &[bool],
     fact: &Fact,
@@ -336,7 +344,8 @@ pub(crate) fn prove<const W: usize>(
         query_inputs,
         query_origins,
         affected,
-        steps: HashMap::default(),
+        // A decision proof has a dozen or so facts: no regrowing on the way.
+        steps: HashMap::with_capacity_and_hasher(16, Default::default()),
     };
     // First choose a derivation for every fact involved (each once), then write the tree.
     p.derive(rel, &t, cx);
@@ -345,18 +354,18 @@ pub(crate) fn prove<const W: usize>(
 }
 
 impl<const W: usize> Prover<'_, W> {
-    fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<String> {
-        let find = |inputs: &[InputPart<W>], origins: &[Arc<str>]| {
-            let part = inputs.get(rel)?;
+    fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<Arc<str>> {
+        let find = |part: Option<&InputPart<W>>, origins: &[Arc<str>]| {
+            let part = part?;
             let i = part.binary_search_by(|(u, _)| u.cmp(t)).ok()?;
-            origins.get(part[i].1 as usize).map(|o| o.to_string())
+            origins.get(part[i].1 as usize).cloned()
         };
         // The model's input facts are inputs of every query too (recomputed relations are
         // seeded with them).
-        if let Some(o) = find(&self.data.inputs, &self.data.origins) {
+        if let Some(o) = find(self.data.inputs.get(rel), &self.data.origins) {
             return Some(o);
         }
-        find(self.query_inputs, self.query_origins)
+        find(sparse_input(self.query_inputs, rel), self.query_origins)
     }
 
     /// Whether a fact's proof is the same in every query on this model (its relation is not
@@ -396,10 +405,15 @@ impl<const W: usize> Prover<'_, W> {
     fn choose(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Step<W> {
         let ir = self.data.program.ir();
         let my_rank = rank_of(self.data, self.db, rel, t);
+        // One pair of buffers for every rule tried.
+        let mut env: Vec<u32> = Vec::new();
+        let mut bound: Vec<bool> = Vec::new();
         for &ri in &self.data.rules_by_id[rel] {
             let rule = &self.data.rules[ri];
-            let mut env = vec![0u32; rule.nvars];
-            let mut bound = vec![false; rule.nvars];
+            env.clear();
+            env.resize(rule.nvars, 0);
+            bound.clear();
+            bound.resize(rule.nvars, false);
             if !unify_head(&rule.head, t, &mut env, &mut bound) {
                 continue;
             }
@@ -469,7 +483,7 @@ impl<const W: usize> Prover<'_, W> {
             Some(Step::Input(origin)) => Proof {
                 fact,
                 step: ProofStep::Input {
-                    origin: origin.clone(),
+                    origin: origin.to_string(),
                 },
             },
             Some(Step::Rule {
@@ -730,7 +744,10 @@ fn deepest_failure<const W: usize>(
     match lit {
         CLit::Pos(a) => {
             let one = std::slice::from_ref(lit);
-            let mut matches: Vec<Vec<u32>> = Vec::new();
+            // Every match's bindings, back to back (one buffer, not one per match).
+            let width = env.len();
+            let mut matches: Vec<u32> = Vec::new();
+            let mut count = 0usize;
             let outs: Vec<usize> = a
                 .args
                 .iter()
@@ -740,17 +757,20 @@ fn deepest_failure<const W: usize>(
                 })
                 .collect();
             eval::search(one, 0, env, bound, db, cx, &mut |e, _| {
-                matches.push(e.to_vec());
-                matches.len() < 10_000
+                matches.extend_from_slice(&e[..width]);
+                count += 1;
+                count < 10_000
             });
-            for m in matches {
+            if count > 0 {
                 any = true;
                 let saved = env.clone();
-                *env = m;
-                outs.iter().for_each(|&v| bound[v] = true);
-                deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
-                outs.iter().for_each(|&v| bound[v] = false);
-                *env = saved;
+                for m in 0..count {
+                    env.copy_from_slice(&matches[m * width..(m + 1) * width]);
+                    outs.iter().for_each(|&v| bound[v] = true);
+                    deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
+                    outs.iter().for_each(|&v| bound[v] = false);
+                }
+                env.copy_from_slice(&saved);
             }
         }
         other => {

@@ -8,10 +8,10 @@
 //! rule instance yields nothing instead.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use regex::Regex;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::ast::{ArithOp, CmpOp, TestFn};
 use crate::value::Type;
@@ -115,7 +115,44 @@ pub struct PatternCache {
 #[derive(Debug, Default)]
 struct Compiled {
     regexes: HashMap<Arc<str>, Option<Regex>>,
-    globs: HashMap<Arc<str>, Option<globset::GlobMatcher>>,
+    globs: HashMap<Arc<str>, Option<CompiledGlob>>,
+}
+
+/// A compiled glob. The common shapes of policy patterns (a literal name, `prefix*`, `*`) are
+/// matched directly; everything else by `globset`. With `literal_separator`, `*` is `[^/]*`,
+/// so the direct forms are exactly globset's meaning (`fast_globs_agree_with_globset`).
+#[derive(Debug)]
+enum CompiledGlob {
+    /// No metacharacter: the subject equals the pattern.
+    Literal(Box<str>),
+    /// `PREFIX*` with a literal prefix: the subject starts with it, no `/` after.
+    Prefix(Box<str>),
+    Matcher(globset::GlobMatcher),
+}
+
+impl CompiledGlob {
+    fn new(pattern: &str) -> Result<CompiledGlob, String> {
+        let literal = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '\\']);
+        if literal(pattern) {
+            return Ok(CompiledGlob::Literal(pattern.into()));
+        }
+        if let Some(prefix) = pattern.strip_suffix('*')
+            && literal(prefix)
+        {
+            return Ok(CompiledGlob::Prefix(prefix.into()));
+        }
+        compile_glob(pattern).map(CompiledGlob::Matcher)
+    }
+
+    fn is_match(&self, subject: &str) -> bool {
+        match self {
+            CompiledGlob::Literal(l) => subject == &**l,
+            CompiledGlob::Prefix(p) => subject
+                .strip_prefix(&**p)
+                .is_some_and(|rest| !rest.contains('/')),
+            CompiledGlob::Matcher(m) => m.is_match(subject),
+        }
+    }
 }
 
 /// Patterns kept per cache at most; past that, new ones are compiled each time (patterns
@@ -149,7 +186,7 @@ impl PatternCache {
                 {
                     return g.as_ref().is_some_and(|g| g.is_match(subject));
                 }
-                let g = compile_glob(pattern).ok();
+                let g = CompiledGlob::new(pattern).ok();
                 let hit = g.as_ref().is_some_and(|g| g.is_match(subject));
                 if let Ok(mut c) = self.shared.write()
                     && c.globs.len() < MAX_CACHED_PATTERNS
@@ -244,6 +281,47 @@ mod tests {
         assert!(!query_b.test(TestFn::Match, "a+", "b"));
         let compiled = model.shared.read().unwrap();
         assert_eq!((compiled.globs.len(), compiled.regexes.len()), (1, 1));
+    }
+
+    #[test]
+    fn fast_globs_agree_with_globset() {
+        let patterns = [
+            "", "*", "fs.read", "fs.read*", "cat03.*", "a/*", "a/", "src/", "é*", "a b*", "a.b.c",
+            "org:acme", "/", "//*",
+        ];
+        let subjects = [
+            "",
+            "fs.read",
+            "fs.read_file",
+            "fs.readx/y",
+            "cat03.tool001",
+            "cat03.",
+            "cat030",
+            "a/",
+            "a/b",
+            "a/b/c",
+            "a",
+            "/",
+            "//",
+            "//x",
+            "x/",
+            "é",
+            "éa",
+            "éa/b",
+            "a b c",
+            "a.b.c",
+            "aXb.c",
+            "org:acme",
+            "org:acme/repo",
+        ];
+        for p in patterns {
+            let fast = CompiledGlob::new(p).unwrap();
+            assert!(!matches!(fast, CompiledGlob::Matcher(_)), "{p}");
+            let slow = compile_glob(p).unwrap();
+            for s in subjects {
+                assert_eq!(fast.is_match(s), slow.is_match(s), "`{p}` on `{s}`");
+            }
+        }
     }
 
     #[test]

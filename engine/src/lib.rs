@@ -469,7 +469,7 @@ impl Model {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid, &[]);
             let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
-            explain::prove(d, &db, &mut cx, &[], &[], &[], fact)
+            explain::prove(d, &db, &mut cx, &Vec::new(), &[], &[], fact)
         })
     }
 
@@ -537,6 +537,21 @@ impl Answer<'_> {
             let rel = d.program.ir().relation(name)?;
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
             Some(d.rows(rel, &db, &q.symbols))
+        })
+    }
+
+    /// The rows of a relation as seen by this query whose column `column` holds `value`,
+    /// sorted. Like filtering [`Answer::relation`], without decoding the other rows.
+    pub fn relation_where(
+        &self,
+        name: &str,
+        column: usize,
+        value: &Value,
+    ) -> Option<Vec<Vec<Value>>> {
+        with_answer!(self, d, q => {
+            let rel = d.program.ir().relation(name)?;
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            Some(d.rows_where(rel, &db, &q.symbols, column, value))
         })
     }
 

@@ -59,7 +59,19 @@ pub(crate) struct QueryPlan {
     pub strata: Vec<(Vec<RelId>, Vec<RulePlan>)>,
 }
 
-/// Encodes facts, checking relation, arity and types.
+/// Input facts of the relations a query's request touches, sorted by relation: a request
+/// touches a few relations, and a table over all of them would be allocated per query.
+pub(crate) type SparseInputs<const W: usize> = Vec<(RelId, InputPart<W>)>;
+
+/// The input part of `rel` in sparse inputs.
+pub(crate) fn sparse_input<const W: usize>(
+    inputs: &SparseInputs<W>,
+    rel: RelId,
+) -> Option<&InputPart<W>> {
+    inputs.iter().find(|(r, _)| *r == rel).map(|(_, p)| p)
+}
+
+/// Encodes facts, checking relation, arity and types; one input part per relation.
 pub(crate) fn encode_facts<const W: usize>(
     ir: &Ir,
     facts: &FactSet,
@@ -68,6 +80,21 @@ pub(crate) fn encode_facts<const W: usize>(
     origin_ids: &mut HashMap<Arc<str>, u32>,
 ) -> Result<Vec<InputPart<W>>, EvalError> {
     let mut out: Vec<InputPart<W>> = vec![Vec::new(); ir.relations.len()];
+    for (rel, part) in encode_facts_sparse(ir, facts, symbols, origins, origin_ids)? {
+        out[rel] = part;
+    }
+    Ok(out)
+}
+
+/// Encodes facts, checking relation, arity and types; parts only for relations with facts.
+pub(crate) fn encode_facts_sparse<const W: usize>(
+    ir: &Ir,
+    facts: &FactSet,
+    symbols: &mut Interner,
+    origins: &mut Vec<Arc<str>>,
+    origin_ids: &mut HashMap<Arc<str>, u32>,
+) -> Result<SparseInputs<W>, EvalError> {
+    let mut out: SparseInputs<W> = Vec::new();
     for (fact, origin) in facts.iter() {
         let Some(rel) = ir.relation(&fact.relation) else {
             return Err(EvalError::BadFact {
@@ -89,6 +116,11 @@ pub(crate) fn encode_facts<const W: usize>(
         }
         let mut t = [0u32; W];
         for (i, v) in fact.values.iter().enumerate() {
+            // Symbols are interned where they are (no copy of the string).
+            if let (Value::Symbol(s), crate::value::Type::Symbol) = (v, info.types[i]) {
+                t[i] = symbols.intern(s);
+                continue;
+            }
             let v = coerce(v, info.types[i]).ok_or_else(|| EvalError::BadFact {
                 origin: origin.to_string(),
                 message: format!(
@@ -105,9 +137,13 @@ pub(crate) fn encode_facts<const W: usize>(
             origins.push(origin.clone());
             (origins.len() - 1) as u32
         });
-        out[rel].push((t, oid));
+        match out.iter_mut().find(|(r, _)| *r == rel) {
+            Some((_, part)) => part.push((t, oid)),
+            None => out.push((rel, vec![(t, oid)])),
+        }
     }
-    for p in &mut out {
+    out.sort_by_key(|(r, _)| *r);
+    for (_, p) in &mut out {
         // Keep the first origin of a duplicated fact in the order given.
         p.sort_by_key(|a| a.0);
         p.dedup_by(|a, b| a.0 == b.0);
@@ -157,7 +193,7 @@ impl<const W: usize> ModelData<W> {
             patterns: patterns.clone(),
         });
         let n = ir.relations.len();
-        let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
+        let mut local: Vec<Option<Box<Part<W>>>> = (0..n).map(|_| None).collect();
         let mut facts_so_far = 0usize;
         let no_subtract = vec![false; n];
         let scans = std::cell::Cell::new(0);
@@ -192,12 +228,12 @@ impl<const W: usize> ModelData<W> {
             };
             let done = eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?;
             for (r, part) in done {
-                local[r] = Some(part);
+                local[r] = Some(Box::new(part));
             }
         }
         let parts: Vec<Part<W>> = local
             .into_iter()
-            .map(|p| p.unwrap_or_else(|| Part::new(Vec::new().into(), Vec::new())))
+            .map(|p| p.map_or_else(|| Part::new(Vec::new().into(), Vec::new()), |p| *p))
             .collect();
         let EvalCx { symbols, .. } = cx.into_inner();
         Ok(ModelData {
@@ -253,40 +289,49 @@ impl<const W: usize> ModelData<W> {
         let mut symbols = Interner::child(self.symbols.clone());
         let mut origins = Vec::new();
         let mut origin_ids = HashMap::default();
-        let inputs = encode_facts::<W>(ir, request, &mut symbols, &mut origins, &mut origin_ids)?;
-        let delta: Vec<RelId> = (0..inputs.len())
-            .filter(|&r| !inputs[r].is_empty())
-            .collect();
+        let inputs =
+            encode_facts_sparse::<W>(ir, request, &mut symbols, &mut origins, &mut origin_ids)?;
+        let delta: Vec<RelId> = inputs.iter().map(|(r, _)| *r).collect();
         let qp = self.query_plan(&delta);
         let cx = RefCell::new(EvalCx {
             symbols,
             patterns: self.patterns.clone(),
         });
         let n = ir.relations.len();
-        let mut local: Vec<Option<Part<W>>> = (0..n).map(|_| None).collect();
+        let mut local: Vec<Option<Box<Part<W>>>> = (0..n).map(|_| None).collect();
         let mut facts_so_far = 0usize;
         let scans = std::cell::Cell::new(0);
+        // Reused by every stratum: most strata of a query run a rule variant or two.
+        let mut runnable: Vec<&RulePlan> = Vec::new();
+        let mut scratch = eval::OnceScratch::default();
         for (rels, plans) in &qp.strata {
             // Skip variants reading an empty local part of a lower stratum.
-            let runnable: Vec<&RulePlan> = plans
-                .iter()
-                .filter(|p| {
-                    p.ops.iter().all(|op| match op {
-                        plan::Op::Scan { m, .. }
-                        | plan::Op::Lookup { m, .. }
-                        | plan::Op::Join { m, .. } => {
-                            m.which == Which::Model
-                                || rels.contains(&m.rel)
-                                || local[m.rel].as_ref().is_some_and(|p| p.len() > 0)
-                        }
-                        plan::Op::Map { .. } => true,
-                    })
+            runnable.clear();
+            runnable.extend(plans.iter().filter(|p| {
+                p.ops.iter().all(|op| match op {
+                    plan::Op::Scan { m, .. }
+                    | plan::Op::Lookup { m, .. }
+                    | plan::Op::Join { m, .. } => {
+                        m.which == Which::Model
+                            || rels.contains(&m.rel)
+                            || local[m.rel].as_ref().is_some_and(|p| p.len() > 0)
+                    }
+                    plan::Op::Map { .. } => true,
                 })
-                .collect();
+            }));
+            // Only relations with tuples to start from (no allocation for the others).
             let seeds: Vec<(RelId, Vec<Row<W>>)> = rels
                 .iter()
+                .filter(|&&r| {
+                    sparse_input(&inputs, r).is_some_and(|p| !p.is_empty())
+                        || (!qp.model_valid[r] && !self.inputs[r].is_empty())
+                })
                 .map(|&r| {
-                    let mut s: Vec<Row<W>> = inputs[r].iter().map(|(t, _)| *t).collect();
+                    let mut s: Vec<Row<W>> = sparse_input(&inputs, r)
+                        .into_iter()
+                        .flatten()
+                        .map(|(t, _)| *t)
+                        .collect();
                     if qp.subtract_model[r] {
                         s.retain(|t| !self.parts[r].contains(t));
                     }
@@ -319,14 +364,14 @@ impl<const W: usize> ModelData<W> {
             let done = if rels.iter().any(|&r| ir.recursive[r]) {
                 eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?
             } else {
-                eval::run_stratum_once(job, &db, &cx, limits, &mut facts_so_far)?
+                eval::run_stratum_once(job, &db, &cx, limits, &mut facts_so_far, &mut scratch)?
             };
             for (r, part) in done {
-                local[r] = Some(part);
+                local[r] = Some(Box::new(part));
             }
         }
         let EvalCx { symbols, .. } = cx.into_inner();
-        let derived = local.iter().flatten().map(Part::len).sum();
+        let derived = local.iter().flatten().map(|p| p.len()).sum();
         Ok(QueryState {
             stats: QueryStats {
                 model_tuples_scanned: scans.get(),
@@ -340,7 +385,11 @@ impl<const W: usize> ModelData<W> {
         })
     }
 
-    pub(crate) fn db<'a>(&'a self, valid: &'a [bool], local: &'a [Option<Part<W>>]) -> Db<'a, W> {
+    pub(crate) fn db<'a>(
+        &'a self,
+        valid: &'a [bool],
+        local: &'a [Option<Box<Part<W>>>],
+    ) -> Db<'a, W> {
         Db {
             model: Some(&self.parts),
             model_valid: valid,
@@ -356,6 +405,45 @@ impl<const W: usize> ModelData<W> {
             .iter()
             .flatten()
             .flat_map(|p| p.tuples.elements.iter())
+            .map(|t| {
+                (0..info.arity())
+                    .map(|i| decode(t[i], info.types[i], symbols))
+                    .collect()
+            })
+            .collect();
+        sort_rows(&mut rows);
+        rows
+    }
+}
+
+impl<const W: usize> ModelData<W> {
+    /// Like [`ModelData::rows`], only the rows whose `column` holds `value`.
+    pub(crate) fn rows_where(
+        &self,
+        rel: RelId,
+        db: &Db<'_, W>,
+        symbols: &Interner,
+        column: usize,
+        value: &Value,
+    ) -> Vec<Vec<Value>> {
+        let info = &self.program.ir().relations[rel];
+        let Some(&ty) = info.types.get(column) else {
+            return Vec::new();
+        };
+        // The value's slot; a symbol never interned matches no row.
+        let slot = match (value, ty) {
+            (Value::Symbol(s), crate::value::Type::Symbol) => symbols.get(s),
+            (v, t) => coerce(v, t).map(|v| encode(&v, &mut Interner::default())),
+        };
+        let Some(slot) = slot else {
+            return Vec::new();
+        };
+        let mut rows: Vec<Vec<Value>> = db
+            .parts(rel)
+            .iter()
+            .flatten()
+            .flat_map(|p| p.tuples.elements.iter())
+            .filter(|t| t[column] == slot)
             .map(|t| {
                 (0..info.arity())
                     .map(|i| decode(t[i], info.types[i], symbols))
@@ -383,9 +471,9 @@ pub(crate) fn sort_rows(rows: &mut Vec<Vec<Value>>) {
 pub(crate) struct QueryState<const W: usize> {
     pub stats: QueryStats,
     pub plan: Arc<QueryPlan>,
-    pub local: Vec<Option<Part<W>>>,
+    pub local: Vec<Option<Box<Part<W>>>>,
     pub symbols: Arc<Interner>,
-    pub inputs: Vec<InputPart<W>>,
+    pub inputs: SparseInputs<W>,
     pub origins: Vec<Arc<str>>,
 }
 

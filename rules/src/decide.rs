@@ -14,14 +14,16 @@ use tollgate_engine::{
     WhyNot,
 };
 
+use crate::envelope::EnvelopeSet;
 use crate::envelope::request::{
     ContextItem, Handoff, ModelCall, ToolCall, context_request_facts, handoff_facts,
     memory_request_facts, model_request_facts, now_facts, tool_request_facts,
 };
-use crate::envelope::{EnvelopeSet, canonical_json};
 use crate::packs::builtin_program;
+use input_hash::InputHasher;
 
 mod decision;
+mod input_hash;
 mod request;
 #[cfg(test)]
 mod tests;
@@ -55,15 +57,12 @@ fn program() -> Result<Program, PolicyError> {
 #[derive(Debug)]
 pub struct PolicyEngine {
     model: Model,
-    /// `id@version` per envelope id.
-    versions: BTreeMap<String, String>,
     /// Envelope ids governing each run (the packs' `governs`).
     governing: BTreeMap<String, BTreeSet<String>>,
-    /// Each run's `run` and `clearance` facts as text, for input hashes.
-    subject: BTreeMap<String, Vec<String>>,
-    /// Every `memory` fact as text, for the input hashes of retrievals.
-    memories: Vec<String>,
-    set_version: String,
+    /// `ID@VERSION` of the envelopes governing each run, sorted: every decision carries them.
+    governing_versions: BTreeMap<String, Vec<String>>,
+    /// The subject facts and envelope-set version every input hash includes, pre-written.
+    hasher: InputHasher,
     limits: Limits,
     /// Whether default denials carry a why-not.
     explain_denials: bool,
@@ -110,17 +109,23 @@ impl PolicyEngine {
             .into_iter()
             .map(|row| Fact::new("memory", row).to_string())
             .collect();
+        let versions: BTreeMap<String, String> = set
+            .envelopes()
+            .iter()
+            .map(|e| (e.id.clone(), e.label()))
+            .collect();
+        let governing_versions = governing
+            .iter()
+            .map(|(run, ids)| {
+                let labels = ids.iter().filter_map(|id| versions.get(id).cloned());
+                (run.clone(), labels.collect())
+            })
+            .collect();
         Ok(PolicyEngine {
             model,
-            versions: set
-                .envelopes()
-                .iter()
-                .map(|e| (e.id.clone(), e.label()))
-                .collect(),
             governing,
-            subject,
-            memories,
-            set_version: set.version().to_string(),
+            governing_versions,
+            hasher: InputHasher::new(set.version(), subject, memories),
             limits,
             explain_denials: true,
         })
@@ -137,12 +142,10 @@ impl PolicyEngine {
 
     /// The `ID@VERSION` of every envelope governing `run`, sorted.
     pub fn governing(&self, run: &str) -> Vec<String> {
-        self.governing
+        self.governing_versions
             .get(run)
-            .into_iter()
-            .flatten()
-            .filter_map(|id| self.versions.get(id).cloned())
-            .collect()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// May `run` call `tool` with `args`?
@@ -257,27 +260,7 @@ impl PolicyEngine {
     /// The canonical input of a request: the request itself, the subject facts of the runs it
     /// names (and the memories, for a retrieval), and the envelope set's version.
     fn input_hash(&self, request: &PolicyRequest) -> String {
-        let mut runs: BTreeSet<&str> = BTreeSet::from([request.run()]);
-        if let PolicyRequest::Handoff { handoff } = request {
-            runs.insert(&handoff.from_run);
-        }
-        let mut subject: Vec<&String> = runs
-            .iter()
-            .filter_map(|r| self.subject.get(*r))
-            .flatten()
-            .collect();
-        if request.kind() == RequestKind::Memory {
-            subject.extend(&self.memories);
-        }
-        subject.sort();
-        let doc = serde_json::json!({
-            "request": serde_json::to_value(request).unwrap_or(serde_json::Value::Null),
-            "subject": subject,
-            "envelopes": self.set_version,
-        });
-        blake3::hash(canonical_json(&doc).as_bytes())
-            .to_hex()
-            .to_string()
+        self.hasher.hash(request)
     }
 
     /// Reads a `*_decision(req, effect, rule)` relation: one effect, its rules, its proof, and
@@ -375,15 +358,17 @@ impl PolicyEngine {
         let mut out: Vec<WhyNot> = why_not(answer, Fact::new(permitted, vec![q.clone()]))
             .into_iter()
             .collect();
-        let governing = self.governing.get(run).cloned().unwrap_or_default();
         let mut rules = BTreeSet::new();
-        for row in answer.relation(rule_rel).unwrap_or_default() {
-            if let (Some(Value::Symbol(env)), Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
-                (row.first(), row.get(1), row.get(2))
-                && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
-                && governing.contains(env)
-            {
-                rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+        // The rules of the governing envelopes only (not the whole relation, decoded).
+        for env in self.governing.get(run).into_iter().flatten() {
+            let rows = answer.relation_where(rule_rel, 0, &Value::sym(env));
+            for row in rows.unwrap_or_default() {
+                if let (Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
+                    (row.get(1), row.get(2))
+                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
+                {
+                    rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+                }
             }
         }
         // A bounded list: an envelope set with hundreds of permitting rules gets the first few.
@@ -433,14 +418,9 @@ pub(crate) fn fail_closed(mut decision: EnvelopeDecision, error: String) -> Enve
 
 /// The rows of `relation` whose first column is `req`.
 fn rows_for(answer: &Answer<'_>, relation: &str, req: &str) -> Result<Vec<Vec<Value>>, String> {
-    let rows = answer
-        .relation(relation)
-        .ok_or_else(|| format!("the built-in program has no relation `{relation}`"))?;
-    let key = Value::sym(req);
-    Ok(rows
-        .into_iter()
-        .filter(|r| r.first() == Some(&key))
-        .collect())
+    answer
+        .relation_where(relation, 0, &Value::sym(req))
+        .ok_or_else(|| format!("the built-in program has no relation `{relation}`"))
 }
 
 fn text(v: Option<&Value>) -> String {

@@ -140,8 +140,20 @@ fn write_canonical(value: &serde_json::Value, out: &mut String) {
     }
 }
 
-/// A JSON string literal, escaped as `serde_json` escapes it.
-fn write_json_string(s: &str, out: &mut String) {
+/// Appends the canonical text of `value` to `out`; what [`canonical_json`] returns.
+pub(crate) fn write_canonical_into(value: &serde_json::Value, out: &mut String) {
+    write_canonical(value, out);
+}
+
+/// A JSON string literal, escaped as `serde_json` escapes it. Strings with nothing to escape
+/// (the usual case) are copied as they are; the rest go through `serde_json`.
+pub(crate) fn write_json_string(s: &str, out: &mut String) {
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     match serde_json::to_string(s) {
         Ok(text) => out.push_str(&text),
         Err(_) => out.push_str("\"\""),

@@ -35,9 +35,8 @@ pub(crate) fn apply_filter<const W: usize>(
             let (Some(p), Some(s)) = (p.eval(env, cx), s.eval(env, cx)) else {
                 return false;
             };
-            let pattern = cx.symbols.resolve(p).to_string();
-            let subject = cx.symbols.resolve(s).to_string();
-            cx.patterns.test(*f, &pattern, &subject) != *negated
+            let (symbols, patterns) = (&cx.symbols, &mut cx.patterns);
+            patterns.test(*f, symbols.resolve(p), symbols.resolve(s)) != *negated
         }
         CLit::Bind(v, e) => match e.eval(env, cx) {
             Some(x) => {
@@ -71,7 +70,9 @@ pub(crate) fn negated_present<const W: usize>(
     db: &Db<'_, W>,
     cx: &mut EvalCx,
 ) -> bool {
-    let mut cols = Vec::with_capacity(a.args.len());
+    // Columns that are not `_`, and their values: at most `W` (no allocation per test).
+    let mut cols = [0usize; W];
+    let mut n = 0;
     let mut key = [0u32; W];
     for (c, arg) in a.args.iter().enumerate() {
         let v = match arg {
@@ -84,17 +85,16 @@ pub(crate) fn negated_present<const W: usize>(
                 None => return false,
             },
         };
-        key[cols.len()] = v;
-        cols.push(c);
+        key[n] = v;
+        cols[n] = c;
+        n += 1;
     }
-    let full = cols.len() == a.args.len();
+    let full = n == a.args.len();
     db.parts(a.rel).iter().flatten().any(|p| {
         if full {
-            let mut t = [0u32; W];
-            t[..cols.len()].copy_from_slice(&key[..cols.len()]);
-            p.contains(&t)
+            p.contains(&key)
         } else {
-            p.has_projection(&cols, &key)
+            p.has_projection(&cols[..n], &key)
         }
     })
 }
@@ -216,8 +216,10 @@ pub(crate) fn search_with<const W: usize>(
             let mut cols_buf = [0usize; W];
             let mut ncols = 0;
             let mut key = [0u32; W];
-            let mut binds: Vec<(usize, usize)> = Vec::new();
-            let mut eqs = Vec::new();
+            let mut binds_buf = [(0usize, 0usize); W];
+            let mut nbinds = 0;
+            let mut eqs_buf = [(0usize, 0usize); W];
+            let mut neqs = 0;
             for (c, arg) in a.args.iter().enumerate() {
                 match arg {
                     CArg::Const(k) => {
@@ -231,16 +233,20 @@ pub(crate) fn search_with<const W: usize>(
                         ncols += 1;
                     }
                     CArg::Var(v) => {
-                        if let Some(&(first, _)) = binds.iter().find(|(_, w)| w == v) {
-                            eqs.push((first, c));
+                        if let Some(&(first, _)) = binds_buf[..nbinds].iter().find(|(_, w)| w == v)
+                        {
+                            eqs_buf[neqs] = (first, c);
+                            neqs += 1;
                         } else {
-                            binds.push((c, *v));
+                            binds_buf[nbinds] = (c, *v);
+                            nbinds += 1;
                         }
                     }
                     CArg::Wild | CArg::Expr(_) => {}
                 }
             }
             let cols = &cols_buf[..ncols];
+            let (binds, eqs) = (&binds_buf[..nbinds], &eqs_buf[..neqs]);
             for part in db.parts(a.rel).into_iter().flatten() {
                 // A part of a few tuples (a query's own) is scanned: cheaper than indexing it.
                 let ix;
@@ -263,14 +269,14 @@ pub(crate) fn search_with<const W: usize>(
                     {
                         continue;
                     }
-                    for &(c, v) in &binds {
+                    for &(c, v) in binds {
                         env[v] = t[c];
                         bound[v] = true;
                     }
                     trail.push((a.rel, *t));
                     let go_on = search_with(lits, i + 1, env, bound, db, cx, accept, trail, f);
                     trail.pop();
-                    for &(_, v) in &binds {
+                    for &(_, v) in binds {
                         bound[v] = false;
                     }
                     if !go_on {
