@@ -684,16 +684,14 @@ pub(crate) fn why_not<const W: usize>(
                             .insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
                     }
                 }
-                let shown: Vec<String> = failure
-                    .bindings
-                    .iter()
-                    .map(|(k, v)| format!("{k} = {}", v.to_literal()))
-                    .collect();
-                let under = if shown.is_empty() {
-                    String::new()
-                } else {
-                    format!(" with {}", shown.join(", "))
-                };
+                // ` with a = "x", b = 3`, written into one buffer.
+                let mut under = String::new();
+                for (k, v) in &failure.bindings {
+                    under.push_str(if under.is_empty() { " with " } else { ", " });
+                    under.push_str(k);
+                    under.push_str(" = ");
+                    v.write_literal(&mut under);
+                }
                 failure.reason = match &rule.lits[i] {
                     CLit::Pos(_) => format!("`{text}` found no match{under}"),
                     CLit::Neg(_) => format!("`{text}` failed: the atom is present{under}"),
