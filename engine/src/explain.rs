@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
@@ -319,7 +318,9 @@ struct Prover<'a, const W: usize> {
     query_origins: &'a [Arc<str>],
     /// Relations the request reaches; empty when proving in the model itself.
     affected: &'a [bool],
-    steps: HashMap<(RelId, Row<W>), Step<W>>,
+    /// The derivation chosen for each fact of the proof. A proof has a dozen facts or so: a
+    /// list searched in place costs less than a hash table of 64-byte keys.
+    steps: Vec<((RelId, Row<W>), Step<W>)>,
 }
 
 pub(crate) fn prove<const W: usize>(
@@ -344,8 +345,7 @@ pub(crate) fn prove<const W: usize>(
         query_inputs,
         query_origins,
         affected,
-        // A decision proof has a dozen or so facts: no regrowing on the way.
-        steps: HashMap::with_capacity_and_hasher(16, Default::default()),
+        steps: Vec::new(),
     };
     // First choose a derivation for every fact involved (each once), then write the tree.
     p.derive(rel, &t, cx);
@@ -368,6 +368,13 @@ impl<const W: usize> Prover<'_, W> {
         find(sparse_input(self.query_inputs, rel), self.query_origins)
     }
 
+    fn step(&self, rel: RelId, t: &Row<W>) -> Option<&Step<W>> {
+        self.steps
+            .iter()
+            .find(|((r, u), _)| *r == rel && u == t)
+            .map(|(_, s)| s)
+    }
+
     /// Whether a fact's proof is the same in every query on this model (its relation is not
     /// reached by the request), so it can be shared through the model's proof cache.
     fn shareable(&self, rel: RelId) -> bool {
@@ -382,11 +389,11 @@ impl<const W: usize> Prover<'_, W> {
     }
 
     fn derive(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) {
-        if self.steps.contains_key(&(rel, *t)) || self.cached(rel, t).is_some() {
+        if self.step(rel, t).is_some() || self.cached(rel, t).is_some() {
             return;
         }
         if let Some(origin) = self.input_origin(rel, t) {
-            self.steps.insert((rel, *t), Step::Input(origin));
+            self.steps.push(((rel, *t), Step::Input(origin)));
             return;
         }
         let step = self.choose(rel, t, cx);
@@ -394,7 +401,7 @@ impl<const W: usize> Prover<'_, W> {
             Step::Rule { premises, .. } => premises.clone(),
             Step::Input(_) | Step::Unexplained => Vec::new(),
         };
-        self.steps.insert((rel, *t), step);
+        self.steps.push(((rel, *t), step));
         for (r, u) in premises {
             self.derive(r, &u, cx);
         }
@@ -479,7 +486,7 @@ impl<const W: usize> Prover<'_, W> {
     fn build_step(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
         let fact = decode_fact(self.data, &cx.symbols, rel, t);
         let ir = self.data.program.ir();
-        match self.steps.get(&(rel, *t)) {
+        match self.step(rel, t) {
             Some(Step::Input(origin)) => Proof {
                 fact,
                 step: ProofStep::Input {
@@ -677,16 +684,14 @@ pub(crate) fn why_not<const W: usize>(
                             .insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
                     }
                 }
-                let shown: Vec<String> = failure
-                    .bindings
-                    .iter()
-                    .map(|(k, v)| format!("{k} = {}", v.to_literal()))
-                    .collect();
-                let under = if shown.is_empty() {
-                    String::new()
-                } else {
-                    format!(" with {}", shown.join(", "))
-                };
+                // ` with a = "x", b = 3`, written into one buffer.
+                let mut under = String::new();
+                for (k, v) in &failure.bindings {
+                    under.push_str(if under.is_empty() { " with " } else { ", " });
+                    under.push_str(k);
+                    under.push_str(" = ");
+                    v.write_literal(&mut under);
+                }
                 failure.reason = match &rule.lits[i] {
                     CLit::Pos(_) => format!("`{text}` found no match{under}"),
                     CLit::Neg(_) => format!("`{text}` failed: the atom is present{under}"),

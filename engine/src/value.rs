@@ -90,11 +90,11 @@ impl Value {
         }
     }
 
-    /// Writes the value as a Datalog literal (`"a"`, `3`, `3u`, `1.5`).
-    pub fn to_literal(&self) -> String {
+    /// Appends [`Value::to_literal`] to `out` (symbols without an intermediate string).
+    pub(crate) fn write_literal(&self, out: &mut String) {
         match self {
             Value::Symbol(s) => {
-                let mut out = String::with_capacity(s.len() + 2);
+                out.reserve(s.len() + 2);
                 out.push('"');
                 for c in s.chars() {
                     match c {
@@ -107,6 +107,17 @@ impl Value {
                     }
                 }
                 out.push('"');
+            }
+            other => out.push_str(&other.to_literal()),
+        }
+    }
+
+    /// Writes the value as a Datalog literal (`"a"`, `3`, `3u`, `1.5`).
+    pub fn to_literal(&self) -> String {
+        match self {
+            Value::Symbol(_) => {
+                let mut out = String::new();
+                self.write_literal(&mut out);
                 out
             }
             Value::Unsigned(u) => format!("{u}u"),

@@ -219,9 +219,12 @@ fn once_search<const W: usize>(
                     KeySrc::Const(c) => *c,
                 };
             }
-            let start = ix.elements.partition_point(|(k, _)| *k < key);
+            // Keys are zero past their columns: compare only those.
+            let n = m.key.len();
+            let key = &key[..n];
+            let start = ix.elements.partition_point(|(k, _)| k[..n] < *key);
             for (k, t) in &ix.elements[start..] {
-                if *k != key {
+                if k[..n] != *key {
                     break;
                 }
                 if !m.eqs.iter().all(|&(a, b)| t[a] == t[b]) {
