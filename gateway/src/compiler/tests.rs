@@ -530,12 +530,15 @@ fn each_detector_finds_its_secret() {
 /// A generated item: `(kind, weight, scope, secret label, sensitivity, secret, summary,
 /// explicit tokens, words)`.
 fn arb_item(i: usize) -> impl Strategy<Value = CandidateItem> {
+    // Secret material has no `q`: items are tagged `c{n}q` / `s{n}q`, and a key that happened
+    // to spell another item's tag made a denied item look rendered (CI seed d2d876ec: a key
+    // body holding `c0q` while item 0 was denied).
     let secret = prop_oneof![
         Just(None),
         "[A-Z0-9]{16}".prop_map(|s| Some(format!("AKIA{s}"))),
-        "[a-zA-Z0-9]{20}".prop_map(|s| Some(format!("sk-{s}"))),
-        "[a-zA-Z0-9]{12}".prop_map(|s| Some(format!("password={s}"))),
-        "[a-zA-Z0-9]{24}".prop_map(|s| Some(format!(
+        "[a-pr-zA-Z0-9]{20}".prop_map(|s| Some(format!("sk-{s}"))),
+        "[a-pr-zA-Z0-9]{12}".prop_map(|s| Some(format!("password={s}"))),
+        "[a-pr-zA-Z0-9]{24}".prop_map(|s| Some(format!(
             "-----BEGIN PRIVATE KEY-----\n{s}\n-----END PRIVATE KEY-----"
         ))),
     ];
