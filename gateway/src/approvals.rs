@@ -452,42 +452,47 @@ pub fn check_use(
     hash: &str,
     envelopes: &[String],
 ) -> Result<(), ApprovalError> {
-    let id = approval.id.clone();
-    if approval.run != run {
-        return Err(ApprovalError::Mismatch {
-            id,
-            detail: format!("it belongs to run `{}`", approval.run),
-        });
-    }
+    check_binding(approval, run, hash, envelopes)?;
     match approval.state {
-        ApprovalState::Approved => {}
-        ApprovalState::Pending => return Err(ApprovalError::Pending(id)),
-        state => {
-            return Err(ApprovalError::Final {
-                id,
-                state,
-                help: "call again without `approval_id` to ask for a new approval",
-            });
-        }
+        ApprovalState::Approved => Ok(()),
+        ApprovalState::Pending => Err(ApprovalError::Pending(approval.id.clone())),
+        state => Err(ApprovalError::Final {
+            id: approval.id.clone(),
+            state,
+            help: "call again without `approval_id` to ask for a new approval",
+        }),
+    }
+}
+
+/// Whether `approval` was asked for the call `hash` of `run` under `envelopes`, whatever its
+/// state.
+pub fn check_binding(
+    approval: &Approval,
+    run: &str,
+    hash: &str,
+    envelopes: &[String],
+) -> Result<(), ApprovalError> {
+    let mismatch = |detail: String| {
+        Err(ApprovalError::Mismatch {
+            id: approval.id.clone(),
+            detail,
+        })
+    };
+    if approval.run != run {
+        return mismatch(format!("it belongs to run `{}`", approval.run));
     }
     if approval.call_hash != hash {
-        return Err(ApprovalError::Mismatch {
-            id,
-            detail: format!(
-                "it approves `{}` with other arguments; different arguments need a new approval",
-                approval.tool
-            ),
-        });
+        return mismatch(format!(
+            "it approves `{}` with other arguments; different arguments need a new approval",
+            approval.tool
+        ));
     }
     if approval.envelopes != envelopes {
-        return Err(ApprovalError::Mismatch {
-            id,
-            detail: format!(
-                "it was granted under {}, the call is now governed by {}",
-                approval.envelopes.join(", "),
-                envelopes.join(", ")
-            ),
-        });
+        return mismatch(format!(
+            "it was granted under {}, the call is now governed by {}",
+            approval.envelopes.join(", "),
+            envelopes.join(", ")
+        ));
     }
     Ok(())
 }

@@ -154,6 +154,25 @@ pub struct ErrorDetail {
     details: serde_json::Value,
 }
 
+/// A query parameter naming one value of a snake_case enum (`effect=deny`), or a 422 saying
+/// which values there are.
+pub(crate) fn query_enum<T: serde::de::DeserializeOwned>(
+    value: Option<String>,
+    what: &str,
+    choices: &str,
+) -> Result<Option<T>, ApiError> {
+    value
+        .map(|v| {
+            serde_json::from_value(serde_json::Value::String(v.clone())).map_err(|_| {
+                ApiError::invalid(
+                    "invalid_query",
+                    format!("`{v}` is not {what}: use {choices}"),
+                )
+            })
+        })
+        .transpose()
+}
+
 /// Runs blocking runtime work (store writes wait for their commit; providers block) off the
 /// async workers.
 pub(crate) async fn blocking<T, F>(state: &AppState, f: F) -> Result<T, ApiError>

@@ -151,13 +151,26 @@ impl Recorder {
 
     /// Every run, newest first.
     pub fn list(&self) -> Result<Vec<RunSummary>, RecorderError> {
-        Ok(self.store.read(|c| {
+        self.summaries(None)
+    }
+
+    /// One run's summary.
+    pub fn summary(&self, run: &str) -> Result<RunSummary, RecorderError> {
+        self.summaries(Some(run))?
+            .pop()
+            .ok_or_else(|| RecorderError::UnknownRun(run.to_string()))
+    }
+
+    fn summaries(&self, run: Option<&str>) -> Result<Vec<RunSummary>, RecorderError> {
+        let run = run.map(str::to_string);
+        Ok(self.store.read(move |c| {
             let mut stmt = c.prepare(
                 "SELECT r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
                         (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)
-                 FROM runs r ORDER BY r.started_at DESC, r.id",
+                 FROM runs r WHERE ?1 IS NULL OR r.id = ?1
+                 ORDER BY r.started_at DESC, r.id",
             )?;
-            let rows = stmt.query_map([], |r| {
+            let rows = stmt.query_map([run], |r| {
                 Ok(RunSummary {
                     id: r.get(0)?,
                     agent: r.get(1)?,

@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
+use super::{ApiError, ApiJson, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalAnswer};
 use crate::policy::{list_versions, store_envelopes, version_source};
 use crate::runtime::{DecisionFilter, RuntimeError};
@@ -273,26 +273,12 @@ async fn decisions(
     Path(run): Path<String>,
     Query(q): Query<DecisionsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let effect = match q.effect {
-        Some(v) => Some(serde_json::from_value(Value::String(v.clone())).map_err(|_| {
-            ApiError::invalid(
-                "invalid_query",
-                format!("`{v}` is not an effect: use allow, deny, redact, require_approval or rate_limited"),
-            )
-        })?),
-        None => None,
-    };
-    let kind = match q.kind {
-        Some(v) => Some(
-            serde_json::from_value(Value::String(v.clone())).map_err(|_| {
-                ApiError::invalid(
-                    "invalid_query",
-                    format!("`{v}` is not a kind: use tool, context, model, memory or handoff"),
-                )
-            })?,
-        ),
-        None => None,
-    };
+    let effect = query_enum(
+        q.effect,
+        "an effect",
+        "allow, deny, redact, require_approval or rate_limited",
+    )?;
+    let kind = query_enum(q.kind, "a kind", "tool, context, model, memory or handoff")?;
     let filter = DecisionFilter { effect, kind };
     let key = run.clone();
     let list = blocking(&state, move |rt| rt.decisions(&key, &filter)).await?;

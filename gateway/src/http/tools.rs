@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
+use super::{ApiError, ApiJson, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalFilter, ApprovalState};
 use crate::runtime::ToolCallRequest;
 
@@ -72,10 +72,11 @@ async fn list_approvals(
     State(state): State<AppState>,
     Query(q): Query<ApprovalQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let wanted = match q.state.as_deref() {
-        None => None,
-        Some(s) => Some(parse_state(s)?),
-    };
+    let wanted = query_enum(
+        q.state,
+        "an approval state",
+        "pending, approved, rejected, used or expired",
+    )?;
     let now = state.runtime.now_ms();
     let filter = ApprovalFilter {
         run: q.run,
@@ -86,17 +87,6 @@ async fn list_approvals(
     })
     .await?;
     Ok(Json(json!({ "approvals": list })))
-}
-
-fn parse_state(s: &str) -> Result<ApprovalState, ApiError> {
-    serde_json::from_value(Value::String(s.to_string())).map_err(|_| {
-        ApiError::invalid(
-            "invalid_query",
-            format!(
-                "`{s}` is not an approval state: use pending, approved, rejected, used or expired"
-            ),
-        )
-    })
 }
 
 /// Long-poll parameters.

@@ -151,12 +151,7 @@ impl Runtime {
     /// A run with its summary and governing envelopes.
     pub fn run_view(&self, run: &str) -> Result<RunView, RuntimeError> {
         let header = self.recorder().header(run)?;
-        let summary = self
-            .recorder()
-            .list()?
-            .into_iter()
-            .find(|s| s.id == run)
-            .ok_or_else(|| RuntimeError::NotFound(format!("no run `{run}`")))?;
+        let summary = self.recorder().summary(run)?;
         let governing = self.engine_for(run)?.governing(run);
         Ok(RunView {
             run: header,

@@ -17,7 +17,7 @@ use super::{Runtime, RuntimeError};
 use crate::approvals::{
     self, Approval, ApprovalError, ApprovalRequest, ApprovalState, approval_id, call_hash,
 };
-use crate::compiler::redact::{find_spans, marker};
+use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::ratelimit;
 use crate::recorder::format::EventKind;
 use crate::recorder::write::append_in;
@@ -185,6 +185,8 @@ impl Runtime {
             now: None,
         });
         let hash = call_hash(run, &req.tool, &req.arguments);
+        // One scan for secrets per call: it decides whether data rules apply to the arguments.
+        let secret = holds_secret(&req.arguments);
 
         let mut effect = decision.effect;
         let mut reason;
@@ -224,15 +226,7 @@ impl Runtime {
                             approval = Some(a);
                         }
                         ApprovalState::Pending => {
-                            approvals::check_use(
-                                &Approval {
-                                    state: ApprovalState::Approved,
-                                    ..a.clone()
-                                },
-                                run,
-                                &hash,
-                                &governing,
-                            )?;
+                            approvals::check_binding(&a, run, &hash, &governing)?;
                             reason = format!("waiting for approval {id}");
                             approval = Some(a);
                         }
@@ -272,9 +266,8 @@ impl Runtime {
         // Data rules over the arguments of a call that may go ahead.
         let mut arguments = req.arguments.clone();
         let mut data_decision = None;
-        if effect == DecisionEffect::Allow
-            && let Some(check) = self.check_arguments(&engine, run, &header.scope, &call_id, &req)
-        {
+        if effect == DecisionEffect::Allow && secret {
+            let check = self.check_arguments(&engine, run, &header.scope, &call_id, &req.arguments);
             match check.decision.effect {
                 DecisionEffect::Allow => {}
                 DecisionEffect::Redact => {
@@ -301,10 +294,13 @@ impl Runtime {
         // Record: the call (with secrets already replaced), the decision, the approval use or
         // request, and the rate-limit count — one write.
         let at = self.now_rfc3339();
+        // The recorder never keeps a detected secret, whatever the decision.
         let recorded_args = if effect == DecisionEffect::Redact {
             arguments.clone()
+        } else if secret {
+            redact_secrets(&req.arguments, "secret")
         } else {
-            redact_all(&req.arguments)
+            req.arguments.clone()
         };
         let call_event = json!({
             "call_id": call_id,
@@ -379,26 +375,16 @@ impl Runtime {
         })
     }
 
-    /// The data rules over a call's arguments, when a detector finds a secret in them: the
-    /// arguments are a context item of kind `tool_arguments`, in the run's scope, labelled
-    /// `secret`.
+    /// The data rules over a call's arguments that hold a detected secret: the arguments are a
+    /// context item of kind `tool_arguments`, in the run's scope, labelled `secret`.
     fn check_arguments(
         &self,
         engine: &tollgate_rules::decide::PolicyEngine,
         run: &str,
         scope: &str,
         call_id: &str,
-        req: &ToolCallRequest,
-    ) -> Option<ArgumentCheck> {
-        let mut found = false;
-        let mut rules = String::new();
-        let _ = rewrite_strings(&req.arguments, &mut |s| {
-            found |= !find_spans(s).is_empty();
-            None
-        });
-        if !found {
-            return None;
-        }
+        arguments: &Value,
+    ) -> ArgumentCheck {
         let item = ContextItem {
             id: format!("{call_id}/arguments"),
             kind: "tool_arguments".into(),
@@ -407,27 +393,29 @@ impl Runtime {
             labels: vec!["secret".into()],
         };
         let decision = engine.decide_context(run, &item);
-        rules.push_str(&decision.rules.join(","));
-        let arguments = rewrite_strings(&req.arguments, &mut |s| {
-            let spans = find_spans(s);
-            if spans.is_empty() {
-                return None;
-            }
-            let mut out = String::with_capacity(s.len());
-            let mut last = 0;
-            for (start, end, _) in spans {
-                out.push_str(s.get(last..start).unwrap_or(""));
-                out.push_str(&marker(&rules));
-                last = end;
-            }
-            out.push_str(s.get(last..).unwrap_or(""));
-            Some(out)
-        });
-        Some(ArgumentCheck {
+        let arguments = redact_secrets(arguments, &decision.rules.join(","));
+        ArgumentCheck {
             decision,
             arguments,
-        })
+        }
     }
+}
+
+/// Whether a detector finds a secret in any string of `v` (object keys excepted).
+fn holds_secret(v: &Value) -> bool {
+    match v {
+        Value::String(s) => !find_spans(s).is_empty(),
+        Value::Array(items) => items.iter().any(holds_secret),
+        Value::Object(map) => map.values().any(holds_secret),
+        _ => false,
+    }
+}
+
+/// `v` with every secret span replaced by the compiler's redaction marker of `rule`.
+fn redact_secrets(v: &Value, rule: &str) -> Value {
+    rewrite_strings(v, &mut |s| {
+        (!find_spans(s).is_empty()).then(|| redact(s, BodyPart::Content, rule).text)
+    })
 }
 
 /// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
@@ -442,26 +430,6 @@ fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Valu
         ),
         other => other.clone(),
     }
-}
-
-/// The arguments as the recorder keeps them: any secret a detector finds is replaced, whatever
-/// the decision (the flight recorder never stores a detected secret).
-fn redact_all(v: &Value) -> Value {
-    rewrite_strings(v, &mut |s| {
-        let spans = find_spans(s);
-        if spans.is_empty() {
-            return None;
-        }
-        let mut out = String::with_capacity(s.len());
-        let mut last = 0;
-        for (start, end, detector) in spans {
-            out.push_str(s.get(last..start).unwrap_or(""));
-            out.push_str(&format!("[SECRET:{detector}]"));
-            last = end;
-        }
-        out.push_str(s.get(last..).unwrap_or(""));
-        Some(out)
-    })
 }
 
 /// Who may approve and for how long, from the approval rules among the deciding rules; a
