@@ -406,7 +406,8 @@ pub fn decide(
                     "reason": answer.reason,
                     "call_id": approval.call_id,
                     "call_hash": approval.call_hash,
-                }),
+                })
+                .into(),
             )],
         )?;
         Ok(approval)

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, params};
 use serde_json::Value;
-use tollgate_rules::engine::functions::compile_glob;
+use tollgate_rules::engine::ast::TestFn;
+use tollgate_rules::engine::functions::PatternCache;
 use tollgate_rules::envelope::request::flatten_arguments;
 use tollgate_rules::envelope::{EnvelopeSet, RateScope, ToolEffect};
 
@@ -42,16 +43,17 @@ pub struct Usage {
 }
 
 /// The rate-limited rules of the governing envelopes (`ID@VERSION` labels) whose tool patterns
-/// and argument conditions match the call.
+/// and argument conditions match the call. Patterns are compiled once into `patterns` (the
+/// same glob semantics as the packs' `glob` test).
 pub fn applicable(
     set: &EnvelopeSet,
     governing: &[String],
     tool: &str,
     args: &Value,
+    patterns: &PatternCache,
 ) -> Vec<LimitedRule> {
-    let flat: BTreeMap<String, String> = flatten_arguments(args).into_iter().collect();
-    let matches =
-        |pattern: &str, subject: &str| compile_glob(pattern).is_ok_and(|g| g.is_match(subject));
+    let mut patterns = patterns.clone();
+    let mut flat: Option<BTreeMap<String, String>> = None;
     let mut out = Vec::new();
     for label in governing {
         let id = label.split_once('@').map_or(label.as_str(), |(id, _)| id);
@@ -62,12 +64,19 @@ pub fn applicable(
             let (ToolEffect::RateLimit, Some(limit)) = (rule.effect, rule.limit) else {
                 continue;
             };
-            let tool_matches = rule.tools.iter().any(|p| matches(p, tool));
+            if !rule
+                .tools
+                .iter()
+                .any(|p| patterns.test(TestFn::Glob, p, tool))
+            {
+                continue;
+            }
+            let flat = flat.get_or_insert_with(|| flatten_arguments(args).into_iter().collect());
             let args_match = rule.args.iter().all(|(pointer, pattern)| {
                 flat.get(pointer)
-                    .is_some_and(|value| matches(pattern, value))
+                    .is_some_and(|value| patterns.test(TestFn::Glob, pattern, value))
             });
-            if tool_matches && args_match {
+            if args_match {
                 let local = rule.id.clone().unwrap_or_else(|| {
                     tollgate_rules::envelope::local_rule_id(
                         tollgate_rules::envelope::Section::Tools,
@@ -105,12 +114,15 @@ pub fn usage(
     let mut out = BTreeMap::new();
     for r in rules {
         let since = now_ms - i64::from(r.window_seconds) * 1000;
-        let (used, oldest): (i64, Option<i64>) = c.query_row(
-            "SELECT COUNT(*), MIN(at) FROM tool_usage
-             WHERE rule_id = ?1 AND per_kind = ?2 AND per_id = ?3 AND at > ?4",
-            params![r.rule, r.per.as_str(), per_id(r.per, run), since],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
+        let (used, oldest): (i64, Option<i64>) = c
+            .prepare_cached(
+                "SELECT COUNT(*), MIN(at) FROM tool_usage
+                 WHERE rule_id = ?1 AND per_kind = ?2 AND per_id = ?3 AND at > ?4",
+            )?
+            .query_row(
+                params![r.rule, r.per.as_str(), per_id(r.per, run), since],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
         out.insert(
             r.rule.clone(),
             Usage {
@@ -156,19 +168,19 @@ pub(crate) fn record_in(
     now_ms: i64,
 ) -> Result<(), StoreError> {
     for r in rules {
-        c.execute(
+        c.prepare_cached(
             "INSERT INTO tool_usage (rule_id, per_kind, per_id, run_id, call_id, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT DO NOTHING",
-            params![
-                r.rule,
-                r.per.as_str(),
-                per_id(r.per, run),
-                run.id,
-                call_id,
-                now_ms
-            ],
-        )?;
+        )?
+        .execute(params![
+            r.rule,
+            r.per.as_str(),
+            per_id(r.per, run),
+            run.id,
+            call_id,
+            now_ms
+        ])?;
     }
     Ok(())
 }
@@ -199,14 +211,15 @@ tools:
     fn only_rules_whose_tools_and_arguments_match_apply() {
         let set = set();
         let gov = vec!["e@1".to_string()];
-        let got = applicable(&set, &gov, "http.get", &json!({"host": "a.example"}));
+        let p = PatternCache::default();
+        let got = applicable(&set, &gov, "http.get", &json!({"host": "a.example"}), &p);
         let ids: Vec<&str> = got.iter().map(|r| r.rule.as_str()).collect();
         assert_eq!(ids, ["e/web-budget", "e/tools.2"]);
         assert_eq!(got[0].per, RateScope::Agent);
-        let got = applicable(&set, &gov, "http.get", &json!({"host": "a.org"}));
+        let got = applicable(&set, &gov, "http.get", &json!({"host": "a.org"}), &p);
         assert_eq!(got.len(), 1);
-        assert!(applicable(&set, &gov, "http.post", &json!({})).is_empty());
-        assert!(applicable(&set, &[], "http.get", &json!({})).is_empty());
+        assert!(applicable(&set, &gov, "http.post", &json!({}), &p).is_empty());
+        assert!(applicable(&set, &[], "http.get", &json!({}), &p).is_empty());
     }
 
     #[test]

@@ -266,31 +266,30 @@ struct StoredEvent {
 
 fn load_header(c: &Connection, run: &str) -> Result<Option<RunHeader>, StoreError> {
     let row = c
-        .query_row(
+        .prepare_cached(
             "SELECT id, agent, task, scope, clearance, status, started_at, finished_at,
                     parent_run, envelopes, metadata
              FROM runs WHERE id = ?1",
-            [run],
-            |r| {
-                Ok((
-                    RunHeader {
-                        id: r.get(0)?,
-                        agent: r.get(1)?,
-                        task: r.get(2)?,
-                        scope: r.get(3)?,
-                        clearance: r.get(4)?,
-                        status: r.get(5)?,
-                        started_at: r.get(6)?,
-                        finished_at: r.get(7)?,
-                        parent_run: r.get(8)?,
-                        envelopes: Vec::new(),
-                        metadata: Value::Null,
-                    },
-                    r.get::<_, String>(9)?,
-                    r.get::<_, String>(10)?,
-                ))
-            },
-        )
+        )?
+        .query_row([run], |r| {
+            Ok((
+                RunHeader {
+                    id: r.get(0)?,
+                    agent: r.get(1)?,
+                    task: r.get(2)?,
+                    scope: r.get(3)?,
+                    clearance: r.get(4)?,
+                    status: r.get(5)?,
+                    started_at: r.get(6)?,
+                    finished_at: r.get(7)?,
+                    parent_run: r.get(8)?,
+                    envelopes: Vec::new(),
+                    metadata: Value::Null,
+                },
+                r.get::<_, String>(9)?,
+                r.get::<_, String>(10)?,
+            ))
+        })
         .optional()?;
     let Some((mut header, envelopes, metadata)) = row else {
         return Ok(None);

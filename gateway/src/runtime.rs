@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use tollgate_rules::decide::PolicyEngine;
+use tollgate_rules::engine::functions::PatternCache;
 use tollgate_rules::envelope::EnvelopeSet;
 
 use crate::jobs::{Clock, SystemClock};
@@ -78,6 +79,8 @@ pub struct Runtime {
     envelopes: RwLock<Arc<EnvelopeSet>>,
     engines: Mutex<HashMap<String, Arc<PolicyEngine>>>,
     clock: Arc<dyn Clock>,
+    /// Compiled glob patterns of rate-limited rules, shared by every call.
+    patterns: PatternCache,
     /// Woken whenever an approval is decided (long polls wait on it).
     pub approvals_changed: tokio::sync::Notify,
 }
@@ -113,6 +116,7 @@ impl Runtime {
             envelopes: RwLock::new(Arc::new(envelopes)),
             engines: Mutex::new(HashMap::new()),
             clock,
+            patterns: PatternCache::default(),
             approvals_changed: tokio::sync::Notify::new(),
         })
     }

@@ -25,6 +25,8 @@ pub const DEFAULT_DATABASE: &str = ".tollgate/tollgate.db";
 
 /// How long a connection waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Prepared statements kept per connection (hot paths use `prepare_cached`).
+const STATEMENT_CACHE: usize = 64;
 /// Idle read connections kept for reuse.
 const READ_POOL: usize = 8;
 
@@ -247,6 +249,7 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
         source: Box::new(e),
     })?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
     Ok(conn)
 }

@@ -27,6 +27,7 @@
 //! spanned diagnostic per problem (all or nothing); [`EnvelopeSet::facts`] compiles the set to
 //! the vocabulary's facts; the [`request`] module encodes requests and subjects.
 
+mod canonical;
 mod check;
 mod diff;
 mod facts;
@@ -37,6 +38,7 @@ pub mod request;
 mod tests;
 mod yaml;
 
+pub use canonical::{CanonicalError, to_canonical_json};
 pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes};
 pub use facts::flatten_extension;
 pub use format::{

@@ -143,9 +143,9 @@ async fn compile(
     State(state): State<AppState>,
     Path(run): Path<String>,
     ApiJson(body): ApiJson<CompileBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::runtime::CompileAnswer>, ApiError> {
     let answer = blocking(&state, move |rt| rt.compile(&run, body.input, body.step)).await?;
-    Ok(Json(json!(answer)))
+    Ok(Json(answer))
 }
 
 /// How a run ended.

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use super::{ApiError, ApiJson, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalFilter, ApprovalState};
-use crate::runtime::ToolCallRequest;
+use crate::runtime::{ToolCallAnswer, ToolCallRequest};
 
 /// The longest a long poll waits.
 pub const MAX_WAIT_SECONDS: u64 = 60;
@@ -46,9 +46,9 @@ async fn tool_call(
     State(state): State<AppState>,
     Path(run): Path<String>,
     ApiJson(body): ApiJson<ToolCallRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ToolCallAnswer>, ApiError> {
     let answer = blocking(&state, move |rt| rt.tool_call(&run, body)).await?;
-    Ok(Json(json!(answer)))
+    Ok(Json(answer))
 }
 
 /// Filters for the approval list.

@@ -42,6 +42,33 @@ pub struct Appended {
     pub hash: String,
 }
 
+/// An event's payload: a JSON object, or the canonical text of one that a hot path wrote
+/// itself (a tool call's decision with its proof, without building a `Value`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Payload {
+    /// A JSON object.
+    Json(Value),
+    /// The canonical JSON text of an object.
+    Canonical(String),
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Self {
+        Payload::Json(value)
+    }
+}
+
+impl Payload {
+    /// Its canonical text, if it is an object.
+    fn into_text(self) -> Option<String> {
+        match self {
+            Payload::Json(v) if v.is_object() => Some(canonical_json(&v)),
+            Payload::Json(_) => None,
+            Payload::Canonical(text) => Some(text),
+        }
+    }
+}
+
 impl Recorder {
     /// Opens a run (status `running` unless the header says otherwise).
     pub fn open_run(&self, header: &RunHeader) -> Result<(), RecorderError> {
@@ -124,6 +151,10 @@ impl Recorder {
             }
         }
         let run = run.to_string();
+        let events = events
+            .into_iter()
+            .map(|(step, kind, at, payload)| (step, kind, at, Payload::Json(payload)))
+            .collect();
         self.store
             .write(move |c| append_in(c, &run, events))
             .map_err(into_recorder)
@@ -199,7 +230,7 @@ impl Recorder {
                         e.step,
                         &e.kind,
                         &e.at,
-                        &e.payload,
+                        &canonical_json(&e.payload),
                         &prev,
                     )?;
                 }
@@ -240,37 +271,34 @@ pub(crate) fn into_recorder(e: StoreError) -> RecorderError {
 pub(crate) fn append_in(
     c: &Connection,
     run: &str,
-    events: Vec<(u32, EventKind, String, Value)>,
+    events: Vec<(u32, EventKind, String, Payload)>,
 ) -> Result<Vec<Appended>, StoreError> {
-    require_run(c, run)?;
-    let (mut seq, mut prev): (u64, String) = c.query_row(
-        "SELECT event_count, head_hash FROM runs WHERE id = ?1",
-        [run],
-        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
-    )?;
+    let (mut seq, mut prev): (u64, String) = c
+        .prepare_cached("SELECT event_count, head_hash FROM runs WHERE id = ?1")?
+        .query_row([run], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
     if seq == 0 {
         let header = load_header(c, run)?.ok_or_else(|| StoreError::NotFound(run.to_string()))?;
         prev = genesis_hash(&header);
     }
     let mut out = Vec::with_capacity(events.len());
     for (step, kind, at, payload) in events {
-        if !payload.is_object() {
+        let Some(text) = payload.into_text() else {
             return Err(StoreError::Invalid(format!(
                 "a `{}` event's payload must be a JSON object",
                 kind.as_str()
             )));
-        }
-        let steps: u32 = c.query_row(
-            "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2",
-            params![run, step],
-            |r| r.get(0),
-        )?;
+        };
+        let steps: u32 = c
+            .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2")?
+            .query_row(params![run, step], |r| r.get(0))?;
         if steps == 0 {
             return Err(StoreError::Invalid(format!(
                 "run `{run}` has no step {step}\n  help: add the step before its events"
             )));
         }
-        let hash = insert_event(c, run, seq, step, kind.as_str(), &at, &payload, &prev)?;
+        let hash = insert_event(c, run, seq, step, kind.as_str(), &at, &text, &prev)?;
         out.push(Appended {
             seq,
             hash: hash.clone(),
@@ -278,10 +306,8 @@ pub(crate) fn append_in(
         prev = hash;
         seq += 1;
     }
-    c.execute(
-        "UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1",
-        params![run, seq as i64, prev],
-    )?;
+    c.prepare_cached("UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1")?
+        .execute(params![run, seq as i64, prev])?;
     Ok(out)
 }
 
@@ -326,7 +352,8 @@ fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Inserts one event (its payload inline or as an artifact) and returns its hash.
+/// Inserts one event (its payload's canonical text, inline or as an artifact) and returns its
+/// hash.
 #[expect(clippy::too_many_arguments, reason = "the columns of one event")]
 fn insert_event(
     c: &Connection,
@@ -335,10 +362,9 @@ fn insert_event(
     step: u32,
     kind: &str,
     at: &str,
-    payload: &Value,
+    text: &str,
     prev: &str,
 ) -> Result<String, StoreError> {
-    let text = canonical_json(payload);
     let payload_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
     let inline = if text.len() > INLINE_PAYLOAD_LIMIT {
         store_artifact(c, &payload_hash, "application/json", text.as_bytes())?;
@@ -347,11 +373,11 @@ fn insert_event(
         Some(text)
     };
     let hash = event_hash(run, seq, step, kind, at, &payload_hash, prev);
-    c.execute(
+    c.prepare_cached(
         "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_hash, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![run, seq as i64, step, kind, at, inline, payload_hash, prev, hash],
-    )?;
+    )?
+    .execute(params![run, seq as i64, step, kind, at, inline, payload_hash, prev, hash])?;
     Ok(hash)
 }
 
@@ -362,11 +388,17 @@ pub(crate) fn store_artifact(
     media_type: &str,
     body: &[u8],
 ) -> Result<(), StoreError> {
-    c.execute(
+    c.prepare_cached(
         "INSERT INTO artifacts (hash, media_type, size, body, created_at)
          SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE hash = ?1)",
-        params![hash, media_type, body.len() as i64, body, now_rfc3339()],
-    )?;
+    )?
+    .execute(params![
+        hash,
+        media_type,
+        body.len() as i64,
+        body,
+        now_rfc3339()
+    ])?;
     Ok(())
 }
 

@@ -340,3 +340,60 @@ fn a_finished_run_takes_no_more_calls() {
     });
     assert!(matches!(err, Err(RuntimeError::Invalid(_))));
 }
+
+/// The decision event is assembled from already written text; it must be exactly what the
+/// general canonical writer gives for the same content (its hash is part of the chain).
+#[test]
+fn decision_event_text_is_canonical() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    for (tool, args) in [
+        ("fs.read_file", json!({"path": "a\"b"})),
+        ("shell.exec", json!({"cmd": "make"})),
+        ("net.raw", json!({})),
+        (
+            "fs.write_file",
+            json!({"path": "x", "body": "AKIAABCDEFGHIJKLMNOP"}),
+        ),
+    ] {
+        rt.tool_call("r1", call(tool, args)).unwrap();
+    }
+    let decisions = rt
+        .recorder()
+        .events("r1", Some(&[crate::recorder::format::EventKind::Decision]))
+        .unwrap();
+    assert_eq!(decisions.len(), 4);
+    for e in &decisions {
+        let p = &e.payload;
+        let value = json!({
+            "approval_id": p["approval_id"],
+            "call_id": p["call_id"],
+            "data_decision": p["data_decision"],
+            "decision": p["decision"],
+            "outcome": p["outcome"],
+            "reason": p["reason"],
+        });
+        assert_eq!(value, *p, "no other keys");
+        let decision: tollgate_rules::decide::EnvelopeDecision =
+            serde_json::from_value(p["decision"].clone()).unwrap();
+        let rendered = tools::Rendered::new(decision).unwrap();
+        let text = tools::decision_event_text(
+            p["approval_id"].as_str(),
+            p["call_id"].as_str().unwrap(),
+            None,
+            &rendered,
+            serde_json::from_value(p["outcome"].clone()).unwrap(),
+            p["reason"].as_str().unwrap(),
+        );
+        if p["data_decision"].is_null() {
+            assert_eq!(text, tollgate_rules::envelope::canonical_json(&value));
+        }
+        assert_eq!(
+            rendered.json(),
+            tollgate_rules::envelope::canonical_json(&p["decision"])
+        );
+    }
+    assert!(rt.recorder().verify("r1").unwrap().is_intact());
+}

@@ -8,10 +8,11 @@
 //! together with the rate-limit count, so a crash never leaves a counted call unrecorded.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyRequest};
 use tollgate_rules::envelope::request::{ContextItem, ToolCall};
-use tollgate_rules::envelope::{Level, Section};
+use tollgate_rules::envelope::{Level, Section, to_canonical_json};
 
 use super::{Runtime, RuntimeError};
 use crate::approvals::{
@@ -20,7 +21,7 @@ use crate::approvals::{
 use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::ratelimit;
 use crate::recorder::format::EventKind;
-use crate::recorder::write::append_in;
+use crate::recorder::write::{Payload, append_in};
 
 /// How long an approval holds when the rule that gated the call names no `ttl_seconds`.
 pub const DEFAULT_APPROVAL_TTL_SECONDS: i64 = 3600;
@@ -111,10 +112,87 @@ pub struct ToolCallAnswer {
     /// The receipt: where the decision is recorded.
     pub receipt: Receipt,
     /// The tool decision, with its proof.
-    pub decision: EnvelopeDecision,
+    pub decision: Rendered,
     /// The data decision over the arguments, when they held something to hide.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_decision: Option<EnvelopeDecision>,
+    pub data_decision: Option<Rendered>,
+}
+
+/// A decision together with its canonical JSON, written once: the recorded event and the
+/// answer carry the same text (a decision's proof is most of what a call costs to write).
+/// Derefs to the decision; serializes as the text.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    decision: EnvelopeDecision,
+    json: Box<RawValue>,
+}
+
+impl Rendered {
+    pub(super) fn new(decision: EnvelopeDecision) -> Result<Rendered, RuntimeError> {
+        let text = to_canonical_json(&decision)
+            .map_err(|e| RuntimeError::Evaluation(format!("cannot write the decision: {e}")))?;
+        let json = RawValue::from_string(text)
+            .map_err(|e| RuntimeError::Evaluation(format!("cannot write the decision: {e}")))?;
+        Ok(Rendered { decision, json })
+    }
+
+    /// The decision's canonical JSON.
+    pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// The decision.
+    pub fn into_inner(self) -> EnvelopeDecision {
+        self.decision
+    }
+}
+
+impl std::ops::Deref for Rendered {
+    type Target = EnvelopeDecision;
+    fn deref(&self) -> &EnvelopeDecision {
+        &self.decision
+    }
+}
+
+impl PartialEq for Rendered {
+    fn eq(&self, other: &Rendered) -> bool {
+        self.decision == other.decision
+    }
+}
+
+impl Serialize for Rendered {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+/// The canonical JSON of a tool call's `decision` event, assembled from the decisions'
+/// already written text (keys in sorted order; `decision_event_text_is_canonical` checks it
+/// against the general writer).
+pub(super) fn decision_event_text(
+    approval_id: Option<&str>,
+    call_id: &str,
+    data_decision: Option<&Rendered>,
+    decision: &Rendered,
+    outcome: DecisionEffect,
+    reason: &str,
+) -> String {
+    let string = |s: &str| Value::from(s).to_string();
+    let mut out = String::with_capacity(decision.json().len() + 256);
+    out.push_str("{\"approval_id\":");
+    out.push_str(&approval_id.map_or_else(|| "null".to_string(), string));
+    out.push_str(",\"call_id\":");
+    out.push_str(&string(call_id));
+    out.push_str(",\"data_decision\":");
+    out.push_str(data_decision.map_or("null", Rendered::json));
+    out.push_str(",\"decision\":");
+    out.push_str(decision.json());
+    out.push_str(",\"outcome\":");
+    out.push_str(&string(outcome.as_str()));
+    out.push_str(",\"reason\":");
+    out.push_str(&string(reason));
+    out.push('}');
+    out
 }
 
 /// Where a decision is recorded.
@@ -168,7 +246,8 @@ impl Runtime {
         };
 
         // Rate-limit usage first: the packs decide `rate_limited` from it.
-        let limited = ratelimit::applicable(&set, &governing, &req.tool, &req.arguments);
+        let limited =
+            ratelimit::applicable(&set, &governing, &req.tool, &req.arguments, &self.patterns);
         let usage = {
             let (h, l) = (header.clone(), limited.clone());
             self.store()
@@ -309,14 +388,22 @@ impl Runtime {
             "usage": call.usage,
             "call_hash": hash,
         });
-        let decision_event = json!({
-            "decision": decision,
-            "call_id": call_id,
-            "outcome": effect,
-            "reason": reason,
-            "data_decision": data_decision,
-            "approval_id": req.approval_id.clone().or_else(|| new_approval.as_ref().map(|a| approval_id(run, &a.call_id))),
-        });
+        // The decision with its proof is the largest thing recorded per call: its canonical
+        // JSON is written once, for the event and for the answer.
+        let decision = Rendered::new(decision)?;
+        let data_decision = data_decision.map(Rendered::new).transpose()?;
+        let gate = req
+            .approval_id
+            .clone()
+            .or_else(|| new_approval.as_ref().map(|a| approval_id(run, &a.call_id)));
+        let decision_event = Payload::Canonical(decision_event_text(
+            gate.as_deref(),
+            &call_id,
+            data_decision.as_ref(),
+            &decision,
+            effect,
+            &reason,
+        ));
         let (run_id, h, gov) = (run.to_string(), header.clone(), governing.clone());
         let counted = if execute { limited.clone() } else { Vec::new() };
         let cid = call_id.clone();
@@ -337,7 +424,7 @@ impl Runtime {
                 c,
                 &run_id,
                 vec![
-                    (step, EventKind::ToolCall, at.clone(), call_event),
+                    (step, EventKind::ToolCall, at.clone(), call_event.into()),
                     (step, EventKind::Decision, at, decision_event),
                 ],
             )?;
