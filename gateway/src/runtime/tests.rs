@@ -438,4 +438,14 @@ fn refused_model_calls_are_simulated() {
     assert!(models[0].recorded_in_run);
     assert_eq!(models[0].simulated, DecisionEffect::Allow);
     assert!(models[0].changed);
+    // Replay re-decides the refusal under the run's own envelopes: the same denial.
+    let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
+    let checks: Vec<_> = report
+        .steps
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|c| c.detail.starts_with("model openai/gpt-5"))
+        .collect();
+    assert_eq!(checks.len(), 1, "{report:?}");
+    assert!(checks[0].matched, "{:?}", checks[0]);
 }
