@@ -314,6 +314,53 @@ fn memory_and_handoff_requests_list_their_verdicts() {
 }
 
 #[test]
+fn decide_denies_a_tool_above_the_run_clearance_by_clearance_forbid() {
+    // coding-agent@3 puts `deploy.prod*` at `secret` (`tool_levels:`).
+    let dir = std::env::temp_dir().join(format!("tollgate-levels-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (clearance, first_line, rule) in [
+        (
+            "confidential",
+            "deny by clearance-forbid",
+            "[rule tool.clearance-forbid",
+        ),
+        // Cleared, the level permits nothing: no tool rule allows deploys.
+        ("secret", "deny by default-deny", "[rule tool.default-deny"),
+    ] {
+        let req = dir.join(format!("deploy-{clearance}.json"));
+        std::fs::write(
+            &req,
+            format!(
+                "{{\"kind\": \"tool\", \"subject\": {{\"run\": \"r\", \"agent\": \"coder\", \"task\": \"T-1\", \"scope\": \"org:acme/repo:api\", \"clearance\": \"{clearance}\"}}, \"tool\": {{\"name\": \"deploy.prod_api\", \"args\": {{}}}}}}"
+            ),
+        )
+        .unwrap();
+        let o = tollgate(&[
+            "policy",
+            "decide",
+            "-e",
+            "fixtures/envelopes/org-baseline.yaml",
+            "-e",
+            "fixtures/envelopes/diff/coding-agent.v3.yaml",
+            "-r",
+            req.to_str().unwrap(),
+            "--explain",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.lines().next().unwrap().ends_with(first_line), "{out}");
+        assert!(out.contains(rule), "{out}");
+        if clearance == "confidential" {
+            assert!(
+                out.contains("tool_level(\"coding-agent\", \"coding-agent/prod-secret\", \"deploy.prod*\", \"secret\")  [input: envelope:coding-agent@3]"),
+                "{out}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_bad_request_file_is_an_input_error_with_its_position() {
     let dir = std::env::temp_dir().join(format!("tollgate-policy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -403,6 +450,10 @@ fn diff_lists_rule_changes_and_the_decisions_they_change() {
     assert!(out.contains("  - tools coding-agent/web-budget\n"), "{out}");
     assert!(out.contains("  ~ tools coding-agent/writes\n"), "{out}");
     assert!(out.contains("  + models coding-agent/full\n"), "{out}");
+    assert!(
+        out.contains("  + tool_levels coding-agent/prod-secret\n"),
+        "{out}"
+    );
     let rule_changes = out.split("requests change decision").next().unwrap();
     assert!(!rule_changes.contains("read-only"), "{out}");
     assert!(out.contains("4 of 6 requests change decision\n"), "{out}");

@@ -1,7 +1,7 @@
 //! Policy envelopes: the YAML format, loading with validation, and compilation to facts.
 //!
 //! An envelope is attached to runs, agents or tasks, extends parent envelopes, and holds tool,
-//! data, model, memory and approval rules plus free extension fields:
+//! data, model, memory and approval rules, tool sensitivity levels, plus free extension fields:
 //!
 //! ```yaml
 //! id: coding-agent
@@ -20,6 +20,8 @@
 //!   - {effect: allow, classes: [fact, procedure]}
 //! approvals:
 //!   - {tools: ["shell.*"], approvers: [team-lead], ttl_seconds: 900}
+//! tool_levels:
+//!   - {id: prod, tools: ["deploy.prod*"], level: secret}
 //! extensions: {ticket_system: jira}
 //! ```
 //!
@@ -43,7 +45,7 @@ pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes}
 pub use facts::flatten_extension;
 pub use format::{
     ApprovalRule, Attachments, DataEffect, DataRule, Level, MemoryRule, ModelRule, PolicyEnvelope,
-    RateLimit, RateScope, RuleEffect, Section, ToolEffect, ToolRule, local_rule_id,
+    RateLimit, RateScope, RuleEffect, Section, ToolEffect, ToolLevelRule, ToolRule, local_rule_id,
 };
 pub use load::{EnvelopeErrors, load_envelopes};
 

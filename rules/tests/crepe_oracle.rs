@@ -47,6 +47,8 @@ crepe! {
     @input
     struct ApprovalRule<'a>(&'a str, &'a str, &'a str);
     @input
+    struct ToolLevel<'a>(&'a str, &'a str, &'a str, &'a str);
+    @input
     struct DataRule<'a>(&'a str, &'a str, &'a str, &'a str, &'a str);
     @input
     struct DataRuleKind<'a>(&'a str, &'a str, &'a str);
@@ -117,7 +119,8 @@ crepe! {
     Governs(r, p) <- Governs(r, e), Extends(e, p);
     Governed(r) <- Governs(r, _);
 
-    // ---- tools: deny > default deny > rate_limited > require_approval > allow.
+    // ---- tools: deny (deny rules, clearance-forbid) > default deny > rate_limited >
+    // require_approval > allow.
     // An argument condition that some value of the request satisfies.
     struct ToolArgMatches<'a>(&'a str, &'a str, &'a str);
     struct ToolConditionFails<'a>(&'a str, &'a str, &'a str);
@@ -127,6 +130,7 @@ crepe! {
     struct ToolWithheld<'a>(&'a str);
     struct ToolPermitted<'a>(&'a str);
     struct ToolDenyRule<'a>(&'a str, &'a str);
+    struct ToolAboveClearance<'a>(&'a str);
     struct ToolDenied<'a>(&'a str);
     struct ToolLimitHit<'a>(&'a str, &'a str);
     struct ToolLimited<'a>(&'a str);
@@ -146,7 +150,11 @@ crepe! {
     ToolWithheld(q) <- ToolRequest(q, r, _), ToolTakesPart(r, e), !ToolPermits(q, e);
     ToolPermitted(q) <- ToolPermits(q, _), !ToolWithheld(q);
     ToolDenyRule(q, rule) <- ToolApplies(q, _, rule, eff), (eff == "deny");
+    // A governing envelope's tool level the run is not cleared for; a level never permits.
+    ToolAboveClearance(q) <-
+        ToolRequest(q, r, t), Governs(r, e), ToolLevel(e, _, p, l), Matches(p, t), !Cleared(r, l);
     ToolDenied(q) <- ToolDenyRule(q, _);
+    ToolDenied(q) <- ToolAboveClearance(q);
     ToolLimitHit(q, rule) <-
         ToolApplies(q, e, rule, eff), (eff == "rate_limit"), ToolRuleLimit(e, rule, n),
         ToolUsage(q, rule, used), (used >= n);
@@ -159,6 +167,7 @@ crepe! {
     ToolGated(q) <- ToolApproval(q, _);
 
     ToolDecision(q, "deny", rule) <- ToolDenyRule(q, rule);
+    ToolDecision(q, "deny", "clearance-forbid") <- ToolAboveClearance(q);
     ToolDecision(q, "deny", "no-envelope") <- ToolRequest(q, r, _), !Governed(r);
     ToolDecision(q, "deny", "default-deny") <-
         ToolRequest(q, r, _), Governed(r), !ToolDenied(q), !ToolPermitted(q);
@@ -330,6 +339,7 @@ fn run_oracle(facts: &[Fact]) -> OracleAnswer {
             "tool_rule" => &[3],
             "tool_rule_arg" => &[3],
             "approval_rule" => &[2],
+            "tool_level" => &[2],
             "data_rule" => &[3],
             "data_rule_kind" => &[2],
             "model_rule" => &[3, 4, 5],
@@ -373,6 +383,7 @@ fn run_oracle(facts: &[Fact]) -> OracleAnswer {
             "tool_rule_arg" => rt.extend([ToolRuleArg(s(0), s(1), s(2), s(3))]),
             "tool_rule_limit" => rt.extend([ToolRuleLimit(s(0), s(1), num(&v[2]))]),
             "approval_rule" => rt.extend([ApprovalRule(s(0), s(1), s(2))]),
+            "tool_level" => rt.extend([ToolLevel(s(0), s(1), s(2), s(3))]),
             "data_rule" => rt.extend([DataRule(s(0), s(1), s(2), s(3), s(4))]),
             "data_rule_kind" => rt.extend([DataRuleKind(s(0), s(1), s(2))]),
             "data_rule_label" => rt.extend([DataRuleLabel(s(0), s(1), s(2))]),
@@ -536,6 +547,7 @@ fn generated_worlds_reach_every_outcome() {
         "tool require_approval",
         "tool rate_limited",
         "tool deny default-deny",
+        "tool deny clearance-forbid",
         "tool deny no-envelope",
         "context see",
         "context redact",

@@ -1,6 +1,7 @@
 //! Properties of the built-in packs on generated envelope sets: every request gets exactly one
-//! effect, deny overrides allow, a child never widens what its parents decide, the order of
-//! facts never matters, and staged queries agree with plain evaluation.
+//! effect, deny (a deny rule or a tool level above the clearance) overrides allow, a tool level
+//! only forbids, a child never widens what its parents decide, the order of facts never
+//! matters, and staged queries agree with plain evaluation.
 //!
 //! `PROPTEST_CASES` sets the number of cases per property (64 when unset).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -59,6 +60,8 @@ struct World {
     extends: Vec<(usize, usize)>,
     tool_rules: Vec<ToolRule>,
     approvals: Vec<(usize, usize)>,
+    /// `tool_level`s: envelope, tool pattern, level.
+    tool_levels: Vec<(usize, usize, usize)>,
     tool_requests: Vec<(usize, Option<usize>, i32)>,
     clearance: usize,
     data_rules: Vec<(usize, usize, usize, usize, Option<usize>, bool)>,
@@ -98,6 +101,7 @@ fn world() -> impl Strategy<Value = World> {
             ),
             1..5,
         ),
+        prop::collection::vec((0..ENVS, 0..TOOL_PATTERNS.len(), 0..LEVELS.len()), 0..3),
     );
     let rest = (
         0..LEVELS.len(),
@@ -129,13 +133,14 @@ fn world() -> impl Strategy<Value = World> {
     );
     (tools, rest).prop_map(
         |(
-            (attached, extends, tool_rules, approvals, tool_requests),
+            (attached, extends, tool_rules, approvals, tool_requests, tool_levels),
             (clearance, data_rules, context_requests, model_rules, model_requests),
         )| World {
             attached,
             extends,
             tool_rules,
             approvals,
+            tool_levels,
             tool_requests,
             clearance,
             data_rules,
@@ -221,6 +226,17 @@ impl World {
                     s(TOOL_PATTERNS[p]),
                     s("alice"),
                     Value::Number(600),
+                ],
+            ));
+        }
+        for (i, &(e, p, l)) in self.tool_levels.iter().enumerate() {
+            out.push(fact(
+                "tool_level",
+                vec![
+                    s(&env(e)),
+                    s(&rule_id("level", i, e)),
+                    s(TOOL_PATTERNS[p]),
+                    s(LEVELS[l]),
                 ],
             ));
         }
@@ -334,6 +350,22 @@ impl World {
     }
 }
 
+impl World {
+    /// Whether a governing envelope puts tool request `q`'s tool above r1's clearance,
+    /// computed without the packs.
+    fn tool_above_clearance(&self, q: usize) -> bool {
+        let (tool, _, _) = self.tool_requests[q];
+        let governing = self.governing();
+        self.tool_levels.iter().any(|&(e, p, l)| {
+            governing.contains(&e)
+                && compile_glob(TOOL_PATTERNS[p])
+                    .unwrap()
+                    .is_match(TOOLS[tool])
+                && l > self.clearance
+        })
+    }
+}
+
 fn fact_set(facts: &[Fact]) -> FactSet {
     let mut set = FactSet::new();
     for f in facts {
@@ -355,6 +387,17 @@ fn effects(model: &Model, relation: &str) -> BTreeMap<String, BTreeSet<String>> 
         out.entry(row[0].to_string())
             .or_default()
             .insert(row[1].to_string());
+    }
+    out
+}
+
+/// Each request's rows in a decision relation: (effect, rule).
+fn decisions(model: &Model, relation: &str) -> BTreeMap<String, BTreeSet<(String, String)>> {
+    let mut out: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    for row in model.relation(relation).unwrap() {
+        out.entry(row[0].to_string())
+            .or_default()
+            .insert((row[1].to_string(), row[2].to_string()));
     }
     out
 }
@@ -396,8 +439,35 @@ proptest! {
             let denied = w.tool_rules.iter().any(|r| {
                 TOOL_EFFECTS[r.effect] == "deny" && w.tool_rule_applies(r, q)
             });
-            if denied || w.governing().is_empty() {
+            if denied || w.tool_above_clearance(q) || w.governing().is_empty() {
                 prop_assert_eq!(effect, "deny", "q{}", q);
+            }
+        }
+    }
+
+    #[test]
+    fn a_tool_level_only_forbids_calls_above_the_clearance(w in world()) {
+        let with = decisions(&evaluate(&w.facts()), "tool_decision");
+        let mut bare = w.clone();
+        bare.tool_levels.clear();
+        let without = decisions(&evaluate(&bare.facts()), "tool_decision");
+        let forbid = ("deny".to_string(), "clearance-forbid".to_string());
+        for q in 0..w.tool_requests.len() {
+            let req = format!("q{q}");
+            if w.tool_above_clearance(q) {
+                // Denied by clearance-forbid, alongside any deny rule that also applies; a
+                // default denial gives way to it.
+                let mut expected: BTreeSet<(String, String)> = without[&req]
+                    .iter()
+                    .filter(|(e, r)| e == "deny" && r != "default-deny" && r != "no-envelope")
+                    .cloned()
+                    .collect();
+                expected.insert(forbid.clone());
+                prop_assert_eq!(&with[&req], &expected, "{}", req);
+            } else {
+                // Below the clearance a level changes nothing: it neither permits nor takes
+                // part in the intersection.
+                prop_assert_eq!(&with[&req], &without[&req], "{}", req);
             }
         }
     }
@@ -406,6 +476,7 @@ proptest! {
     fn a_child_never_widens_what_its_parents_decide(
         w in world(),
         child_rules in prop::collection::vec(tool_rule(1), 0..4),
+        child_levels in prop::collection::vec((0..TOOL_PATTERNS.len(), 0..LEVELS.len()), 0..2),
         parent in 0..ENVS,
     ) {
         // Only where some governing envelope has tool rules (otherwise nothing constrains and
@@ -429,6 +500,17 @@ proptest! {
                     s(&format!("child/{i}")),
                     s(TOOL_EFFECTS[r.effect]),
                     s(TOOL_PATTERNS[r.pattern]),
+                ],
+            ));
+        }
+        for (i, &(p, l)) in child_levels.iter().enumerate() {
+            facts.push(fact(
+                "tool_level",
+                vec![
+                    s(child),
+                    s(&format!("child/level-{i}")),
+                    s(TOOL_PATTERNS[p]),
+                    s(LEVELS[l]),
                 ],
             ));
         }

@@ -361,8 +361,9 @@ fn check_agreement(s: &mut Setup) {
         assert!(d.error.is_none(), "{:?}", d.error);
         assert!(d.proof.is_some(), "no proof for {a} {t}");
     }
-    // Glob tests a Tollgate query runs in `tool_rule_hit` / `tool.approval-checkpoint`: every
-    // tool pattern of every governing envelope, plus the approval pattern.
+    // Glob tests a Tollgate query runs in `tool_rule_hit` / `tool.approval-checkpoint` /
+    // `tool.above-clearance`: every tool pattern of every governing envelope, plus the
+    // approval pattern and the tool level pattern (both on the root envelope).
     let patterns: usize = requests
         .iter()
         .map(|&(a, _)| {
@@ -371,13 +372,7 @@ fn check_agreement(s: &mut Setup) {
                     .iter()
                     .map(|&r| s.w.grants[r].len())
                     .sum();
-            chain
-                + if s.w.agent_clearance[a] < SECRET {
-                    2
-                } else {
-                    0
-                }
-                + 1
+            chain + 2
         })
         .sum();
     println!(
@@ -404,6 +399,22 @@ fn check_agreement(s: &mut Setup) {
     for d in disagreements.iter().take(20) {
         println!("  {d}");
     }
+    // The clearance forbid is the packs' own `clearance-forbid` (a `tool_levels` rule on the
+    // root envelope), not a deny rule: every request it applies to is decided by it alone.
+    let mut forbidden = 0usize;
+    for &(a, t) in &requests {
+        if category_of(t) == SECRET_CATEGORY && s.w.agent_clearance[a] < SECRET {
+            let d = s.tollgate.engine.decide_tool(
+                &s.agent_names[a],
+                &s.tool_names[t],
+                &serde_json::json!({}),
+            );
+            assert_eq!(d.rules, ["clearance-forbid"], "agent {a} tool {t}");
+            forbidden += 1;
+        }
+    }
+    assert!(forbidden > 0, "no request meets the clearance forbid");
+    println!("agentgw clearance forbid: {forbidden} requests denied by clearance-forbid");
     assert!(disagreements.is_empty(), "the engines disagree");
 }
 

@@ -16,10 +16,10 @@
 //!   their nearest granting ancestor grants).
 //! - Tollgate's combining rule, which the other encodings reproduce: a child envelope only
 //!   narrows. A tool is *permitted* when every envelope governing the agent that has tool
-//!   rules (its role's and its ancestors', plus the clearance envelope) has a rule allowing
-//!   it, and at least one does.
-//! - Clearance forbid: tools of category `cat13` are secret; an agent whose clearance is below
-//!   `secret` may not call them (deny overrides everything).
+//!   rules (its role's and its ancestors') has a rule allowing it, and at least one does.
+//! - Clearance forbid: tools of category `cat13` are secret (a `tool_levels` rule on the root
+//!   envelope); an agent whose clearance is below `secret` may not call them
+//!   (`clearance-forbid`, which overrides everything as deny does).
 //! - Approval: calls of `cat05.*` need approval (an approval rule on the root envelope: it
 //!   gates a permitted call, it does not permit).
 //! - Decision: `deny` if the clearance forbid applies; else `deny` if not permitted; else
@@ -259,12 +259,10 @@ impl Workload {
         }
     }
 
-    /// The envelopes as YAML documents: one per role, plus `clearance-below-secret`.
-    ///
-    /// The packs have no clearance check for tools (only for context items), so the
-    /// clearance forbid is an envelope attached to every agent below `secret`, with a `deny`
-    /// rule for `cat13.*` and an `allow *` rule: an envelope with tool rules takes part in the
-    /// intersection, and `allow *` keeps it from narrowing anything else.
+    /// The envelopes as YAML documents, one per role. The root envelope, which governs every
+    /// agent, holds the approval rule and the clearance forbid: `tool_levels` puts `cat13.*`
+    /// at `secret`, so the packs deny those tools to runs cleared below it
+    /// (`clearance-forbid`); a tool level neither permits nor takes part in the intersection.
     pub fn envelopes_yaml(&self) -> String {
         let mut by_role: Vec<Vec<String>> = vec![Vec::new(); ROLES];
         for (a, &r) in self.agent_role.iter().enumerate() {
@@ -295,18 +293,13 @@ impl Workload {
                     "approvals:\n  - {{id: approval, tools: [\"{}.*\"], approvers: [security-team]}}",
                     category_name(APPROVAL_CATEGORY)
                 );
+                let _ = writeln!(
+                    y,
+                    "tool_levels:\n  - {{id: secret-tools, tools: [\"{}.*\"], level: secret}}",
+                    category_name(SECRET_CATEGORY)
+                );
             }
         }
-        let low: Vec<String> = (0..AGENTS)
-            .filter(|&a| self.agent_clearance[a] < SECRET)
-            .map(agent_name)
-            .collect();
-        let _ = writeln!(
-            y,
-            "---\nid: clearance-below-secret\nversion: 1\nattach: {{agents: [{}]}}\ntools:\n  - {{id: not-secret, effect: allow, tools: [\"*\"]}}\n  - {{id: secret-tools, effect: deny, tools: [\"{}.*\"]}}",
-            low.join(", "),
-            category_name(SECRET_CATEGORY)
-        );
         y
     }
 

@@ -288,6 +288,72 @@ fn secrets_in_arguments_are_redacted_and_never_recorded() {
 }
 
 #[test]
+fn a_tool_above_the_run_clearance_is_denied_by_clearance_forbid_and_never_gated() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let mut sources = fixture_sources();
+    sources.push((
+        "levels.yaml".into(),
+        "id: shell-levels\nversion: 1\nattach: {agents: [coder]}\ntool_levels:\n  - {id: shell-secret, tools: [\"shell.*\"], level: secret}\n".into(),
+    ));
+    crate::policy::store_envelopes(&store, &sources).unwrap();
+    let rt = Runtime::with_clock(
+        store,
+        Arc::new(FakeProvider::new()),
+        Arc::new(clock.clone()),
+    )
+    .unwrap();
+    open(&rt, "r1"); // cleared for confidential
+    let denied = rt
+        .tool_call("r1", call("shell.exec", json!({"cmd": "make test"})))
+        .unwrap();
+    assert_eq!(denied.effect, DecisionEffect::Deny, "{}", denied.reason);
+    assert!(!denied.execute);
+    assert_eq!(denied.rules, ["clearance-forbid"]);
+    assert!(
+        denied.approval.is_none(),
+        "a forbidden call asks for no approval"
+    );
+    // An envelope with only tool levels does not take part in the intersection.
+    let read = rt
+        .tool_call("r1", call("fs.read_file", json!({"path": "src/main.rs"})))
+        .unwrap();
+    assert_eq!(read.effect, DecisionEffect::Allow, "{}", read.reason);
+    // A run cleared for `secret` meets coding-agent's approval as before.
+    rt.open_run(OpenRun {
+        id: Some("r2".into()),
+        agent: "coder".into(),
+        task: "T-12".into(),
+        scope: "org:acme/repo:api/task:T-12".into(),
+        clearance: Some(tollgate_rules::envelope::Level::Secret),
+        envelopes: vec![],
+        parent_run: None,
+        metadata: Default::default(),
+    })
+    .unwrap();
+    let asked = rt
+        .tool_call("r2", call("shell.exec", json!({"cmd": "make test"})))
+        .unwrap();
+    assert_eq!(
+        asked.effect,
+        DecisionEffect::RequireApproval,
+        "{}",
+        asked.reason
+    );
+    // Recorded with its receipt, and replayed without drift.
+    let recorded = rt.decisions("r1", &DecisionFilter::default()).unwrap();
+    assert!(
+        recorded
+            .iter()
+            .any(|d| d.effect == DecisionEffect::Deny && d.rules == ["clearance-forbid"]),
+        "{recorded:?}"
+    );
+    let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
+    assert!(!report.drifted(), "{}", report.to_text());
+}
+
+#[test]
 fn a_denied_model_is_refused_before_anything_leaves_and_recorded() {
     let dir = Dir::new("runtime");
     let clock = ManualClock::new(START_MS);

@@ -56,6 +56,7 @@ const ENVELOPE: Shape = Shape {
         "models",
         "memory",
         "approvals",
+        "tool_levels",
         "extensions",
     ],
     example: "{id: coding-agent, version: 1, tools: [...]}",
@@ -116,6 +117,12 @@ const APPROVAL_RULE: Shape = Shape {
     what: "an approval rule",
     keys: &["id", "tools", "approvers", "ttl_seconds", "description"],
     example: "- {tools: [\"shell.*\"], approvers: [lead], ttl_seconds: 3600}",
+};
+
+const TOOL_LEVEL_RULE: Shape = Shape {
+    what: "a tool level rule",
+    keys: &["id", "tools", "level", "description"],
+    example: "- {id: secret-store, tools: [\"secrets.*\"], level: secret}",
 };
 
 pub(super) struct Checker<'d> {
@@ -285,6 +292,7 @@ impl Checker<'_> {
             Section::Models => self.model_rule(&fields, &mut out),
             Section::Memory => self.memory_rule(&fields, &mut out),
             Section::Approvals => self.approval_rule(&fields, &mut out),
+            Section::ToolLevels => self.tool_level_rule(&fields, &mut out),
         }
         Some((Json::Object(out), id_span))
     }
@@ -432,13 +440,10 @@ impl Checker<'_> {
         {
             out.insert("scopes".into(), g);
         }
-        if let Some(n) = fields.get("max_sensitivity") {
-            let levels: Vec<&str> = Level::ALL.iter().map(|l| l.as_str()).collect();
-            if let Some(l) =
-                self.choice(n, "E-envelope-unknown-value", "sensitivity level", &levels)
-            {
-                out.insert("max_sensitivity".into(), Json::String(l.into()));
-            }
+        if let Some(n) = fields.get("max_sensitivity")
+            && let Some(l) = self.level(n)
+        {
+            out.insert("max_sensitivity".into(), Json::String(l.into()));
         }
         if let Some(n) = fields.get("kinds")
             && let Some(g) = self.globs(n, "`kinds`")
@@ -524,6 +529,38 @@ impl Checker<'_> {
         }
     }
 
+    fn tool_level_rule(&mut self, fields: &Fields<'_>, out: &mut Map<String, Json>) {
+        if let Some(n) = self.require(
+            fields,
+            "tools",
+            &TOOL_LEVEL_RULE,
+            "add `tools: [\"secrets.*\"]` (globs over tool names)",
+        ) && let Some(g) = self.globs(n, "`tools`")
+        {
+            out.insert("tools".into(), g);
+        }
+        if let Some(n) = self.require(
+            fields,
+            "level",
+            &TOOL_LEVEL_RULE,
+            "add `level: secret` (or public, internal, confidential): runs cleared below it are denied these tools",
+        ) && let Some(l) = self.level(n)
+        {
+            out.insert("level".into(), Json::String(l.into()));
+        }
+    }
+
+    /// A sensitivity level (`max_sensitivity`, `level`).
+    fn level(&mut self, node: &Node) -> Option<&'static str> {
+        let levels: Vec<&str> = Level::ALL.iter().map(|l| l.as_str()).collect();
+        self.choice(
+            node,
+            "E-envelope-unknown-value",
+            "sensitivity level",
+            &levels,
+        )
+    }
+
     fn approvers(&mut self, node: &Node) -> Option<Json> {
         let items = self.list(node, "`approvers`", "approvers: [team-lead]")?;
         if items.is_empty() {
@@ -561,5 +598,6 @@ fn shape_of(section: Section) -> &'static Shape {
         Section::Models => &MODEL_RULE,
         Section::Memory => &MEMORY_RULE,
         Section::Approvals => &APPROVAL_RULE,
+        Section::ToolLevels => &TOOL_LEVEL_RULE,
     }
 }

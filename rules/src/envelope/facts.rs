@@ -11,7 +11,7 @@ use super::format::{PolicyEnvelope, Section};
 impl EnvelopeSet {
     /// The facts of every envelope: `envelope`, `envelope_extends`, `envelope_attached`,
     /// `tool_rule`, `tool_rule_arg`, `tool_rule_limit`, `data_rule`, `data_rule_kind`,
-    /// `data_rule_label`, `model_rule`, `memory_rule`, `approval_rule` and
+    /// `data_rule_label`, `model_rule`, `memory_rule`, `approval_rule`, `tool_level` and
     /// `envelope_extension`. Rule ids are `ENVELOPE/RULE`.
     pub fn facts(&self) -> FactSet {
         let mut facts = FactSet::new();
@@ -136,6 +136,15 @@ pub(crate) fn envelope_facts(env: &PolicyEnvelope, facts: &mut FactSet) {
                     sym(&approvers),
                     Value::Number(r.ttl_seconds),
                 ],
+            );
+        }
+    }
+    for (i, r) in env.tool_levels.iter().enumerate() {
+        let id = rule(Section::ToolLevels, i, &r.id);
+        for tool in &r.tools {
+            add(
+                "tool_level",
+                vec![e.clone(), id.clone(), sym(tool), sym(r.level.as_str())],
             );
         }
     }

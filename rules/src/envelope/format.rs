@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// A policy envelope: rules for the tools, data, models and memories a run may use, attached
-/// to runs, agents or tasks, inheriting from parent envelopes, versioned.
+/// A policy envelope: rules for the tools, data, models and memories a run may use and the
+/// sensitivity levels of tools, attached to runs, agents or tasks, inheriting from parent
+/// envelopes, versioned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEnvelope {
@@ -42,6 +43,10 @@ pub struct PolicyEnvelope {
     /// Approval rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<ApprovalRule>,
+    /// Sensitivity levels of tools: a run not cleared for a matching tool's level is denied
+    /// it (`clearance-forbid`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_levels: Vec<ToolLevelRule>,
     /// Free extension fields that packs and user rules may read (as `envelope_extension`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
@@ -346,6 +351,23 @@ fn one_hour() -> i32 {
     3600
 }
 
+/// The sensitivity level of calls of matching tools. A run whose clearance does not reach the
+/// level is denied them whatever the tool rules say; a level never permits a call by itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolLevelRule {
+    /// Rule id; `tool_levels.N` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Glob patterns over tool names (`secrets.*`).
+    pub tools: Vec<String>,
+    /// How sensitive calls of these tools are.
+    pub level: Level,
+    /// Why the rule exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
 /// The sections of an envelope that hold rules, with the prefix of generated rule ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -360,16 +382,19 @@ pub enum Section {
     Memory,
     /// `approvals:`
     Approvals,
+    /// `tool_levels:`
+    ToolLevels,
 }
 
 impl Section {
     /// Every section, in the order they are compiled.
-    pub const ALL: [Section; 5] = [
+    pub const ALL: [Section; 6] = [
         Section::Tools,
         Section::Data,
         Section::Models,
         Section::Memory,
         Section::Approvals,
+        Section::ToolLevels,
     ];
 
     /// The key of the section in YAML, also the prefix of generated rule ids.
@@ -380,6 +405,7 @@ impl Section {
             Section::Models => "models",
             Section::Memory => "memory",
             Section::Approvals => "approvals",
+            Section::ToolLevels => "tool_levels",
         }
     }
 }
@@ -408,6 +434,9 @@ impl PolicyEnvelope {
         each(&mut out, Section::Models, &self.models, |r| r.id.as_ref());
         each(&mut out, Section::Memory, &self.memory, |r| r.id.as_ref());
         each(&mut out, Section::Approvals, &self.approvals, |r| {
+            r.id.as_ref()
+        });
+        each(&mut out, Section::ToolLevels, &self.tool_levels, |r| {
             r.id.as_ref()
         });
         out

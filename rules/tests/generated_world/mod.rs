@@ -1,7 +1,8 @@
 //! Generated policy worlds shared by the differential test (`crepe_oracle.rs`) and the
 //! memory and proof properties (`decision_properties.rs`): a random scope tree, runs with
 //! clearances, an envelope graph (`extends`, possibly cyclic) with attachments, tool, data,
-//! model and memory rules drawn from small alphabets, memories, and requests of every kind.
+//! model and memory rules and tool levels drawn from small alphabets, memories, and requests of
+//! every kind.
 //!
 //! The alphabets follow `pack_properties.rs`, widened with what it leaves fixed: several runs
 //! (and a run with no `run` fact), scope trees, misspelt levels, several argument conditions,
@@ -164,6 +165,8 @@ pub struct World {
     pub extends: Vec<(usize, usize)>,
     pub tool_rules: Vec<ToolRuleSpec>,
     pub approvals: Vec<(usize, usize)>,
+    /// `tool_level`s: envelope, tool pattern, level (misspelt sometimes).
+    pub tool_levels: Vec<(usize, usize, usize)>,
     pub data_rules: Vec<DataRuleSpec>,
     pub model_rules: Vec<(usize, bool, usize)>,
     pub memory_rules: Vec<(usize, bool, usize)>,
@@ -338,6 +341,14 @@ pub fn world() -> impl Strategy<Value = World> {
             0..4,
         ),
         prop::collection::vec(memory_spec(), 0..6),
+        prop::collection::vec(
+            (
+                0..ENVS,
+                0..TOOL_PATTERNS.len(),
+                prop::sample::select(vec![0usize, 1, 2, 2, 3, 3, 3, 4]),
+            ),
+            0..3,
+        ),
     );
     let requests = (
         prop::collection::vec(tool_request_spec(), 0..5),
@@ -348,7 +359,7 @@ pub fn world() -> impl Strategy<Value = World> {
     (setting, rules, requests).prop_map(
         |(
             (scope_parents, runs, ghost_clearance, attached, extends, now, broad),
-            (tool_rules, approvals, data_rules, model_rules, memory_rules, memories),
+            (tool_rules, approvals, data_rules, model_rules, memory_rules, memories, tool_levels),
             (tool_requests, context_requests, memory_requests, model_requests),
         )| World {
             scope_parents,
@@ -359,6 +370,7 @@ pub fn world() -> impl Strategy<Value = World> {
             extends,
             tool_rules,
             approvals,
+            tool_levels,
             data_rules,
             model_rules,
             memory_rules,
@@ -526,6 +538,17 @@ impl World {
                     s(TOOL_PATTERNS[p]),
                     s("alice"),
                     n(600),
+                ],
+            ));
+        }
+        for (i, &(e, p, l)) in self.tool_levels.iter().enumerate() {
+            out.push(Fact::new(
+                "tool_level",
+                vec![
+                    s(&env(e)),
+                    s(&rule_id("level", i, e)),
+                    s(TOOL_PATTERNS[p]),
+                    s(LEVELS[l]),
                 ],
             ));
         }
