@@ -387,8 +387,55 @@ impl Replayer<'_> {
                     self.check(e, c);
                 }
             }
+            "decision" => {
+                if let Some(check) = self.refused_model_call(e) {
+                    self.check(e, check);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// A model call the gateway refused (its decision event records the call; nothing was
+    /// sent): the envelopes must refuse it again.
+    fn refused_model_call(&self, e: &EventRecord) -> Option<ReplayCheck> {
+        let p = &e.payload;
+        let refused = p.get("refused_model_call")?;
+        let policy = self.policy?;
+        let field = |k: &str| str_of(refused, k);
+        let call = tollgate_rules::envelope::request::ModelCall {
+            provider: field("provider"),
+            model: field("model"),
+            reasoning: field("reasoning"),
+        };
+        let now = policy.engine.decide_model(&self.file.run.id, &call);
+        let was = p
+            .pointer("/decision/effect")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let matched = now.effect.as_str() == was;
+        Some(ReplayCheck {
+            seq: e.seq,
+            check: "decision",
+            matched,
+            detail: if matched {
+                format!(
+                    "model {}/{}: {was} by {}",
+                    call.provider,
+                    call.model,
+                    now.rules.join(", ")
+                )
+            } else {
+                format!(
+                    "model {}/{}: {was} was recorded, the envelopes now say {} by {}",
+                    call.provider,
+                    call.model,
+                    now.effect.as_str(),
+                    now.rules.join(", ")
+                )
+            },
+            first_difference: None,
+        })
     }
 
     fn compile(&mut self, e: &EventRecord) -> ReplayCheck {

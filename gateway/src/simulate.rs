@@ -256,6 +256,36 @@ pub fn simulate(
                     now,
                 ));
             }
+            // A model call refused by policy: no `model_call` event, the decision records
+            // the call it refused.
+            "decision" if p.get("refused_model_call").is_some_and(Value::is_object) => {
+                let field = |k: &str| {
+                    p.pointer(&format!("/refused_model_call/{k}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let call = ModelCall {
+                    provider: field("provider"),
+                    model: field("model"),
+                    reasoning: field("reasoning"),
+                };
+                let recorded = p
+                    .get("decision")
+                    .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
+                let in_run = recorded.is_some();
+                let recorded = recorded.unwrap_or_else(|| baseline.decide_model(run, &call));
+                let now = engine.decide_model(run, &call);
+                decisions.push(point(
+                    e.seq,
+                    e.step,
+                    RequestKind::Model,
+                    &format!("{}/{}", call.provider, call.model),
+                    in_run,
+                    &recorded,
+                    now,
+                ));
+            }
             "model_call" => {
                 let Some(model) = p.pointer("/request/model").and_then(Value::as_str) else {
                     continue;

@@ -84,14 +84,12 @@ impl Runtime {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let model_decision = engine.decide_model(
-            run,
-            &ModelCall {
-                provider: provider.clone(),
-                model: model.clone(),
-                reasoning,
-            },
-        );
+        let model_call = ModelCall {
+            provider: provider.clone(),
+            model: model.clone(),
+            reasoning,
+        };
+        let model_decision = engine.decide_model(run, &model_call);
         if model_decision.effect != DecisionEffect::Allow {
             let message = format!(
                 "model `{}` is not allowed for run `{run}` ({} by {})",
@@ -99,7 +97,7 @@ impl Runtime {
                 model_decision.effect.as_str(),
                 model_decision.rules.join(", ")
             );
-            self.record_refusal(run, step, &model_decision, None, &message)?;
+            self.record_refusal(run, step, &model_call, &model_decision, None, &message)?;
             return Err(RuntimeError::Denied {
                 message,
                 decision: Box::new(model_decision),
@@ -139,7 +137,14 @@ impl Runtime {
                         "message {index} may not be sent for run `{run}` (denied by {})",
                         decision.rules.join(", ")
                     );
-                    self.record_refusal(run, step, &model_decision, Some(&decision), &message)?;
+                    self.record_refusal(
+                        run,
+                        step,
+                        &model_call,
+                        &model_decision,
+                        Some(&decision),
+                        &message,
+                    )?;
                     return Err(RuntimeError::Denied {
                         message,
                         decision: Box::new(decision),
@@ -217,12 +222,14 @@ impl Runtime {
         })
     }
 
-    /// Records a refused model call: the model decision and, when a message was refused, its
-    /// decision, and an error event saying why.
+    /// Records a refused model call: the model decision with the call it decided (no
+    /// `model_call` event follows, so this is where replay and simulation find it) and, when a
+    /// message was refused, its decision, and an error event saying why.
     fn record_refusal(
         &self,
         run: &str,
         step: u32,
+        call: &ModelCall,
         model: &EnvelopeDecision,
         data: Option<&EnvelopeDecision>,
         message: &str,
@@ -232,7 +239,15 @@ impl Runtime {
             step,
             EventKind::Decision,
             at.clone(),
-            json!({ "decision": model, "outcome": model.effect }),
+            json!({
+                "decision": model,
+                "outcome": model.effect,
+                "refused_model_call": {
+                    "provider": call.provider,
+                    "model": call.model,
+                    "reasoning": call.reasoning,
+                },
+            }),
         )];
         if let Some(d) = data {
             events.push((

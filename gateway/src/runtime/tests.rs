@@ -463,3 +463,55 @@ fn decision_event_text_is_canonical() {
     }
     assert!(rt.recorder().verify("r1").unwrap().is_intact());
 }
+
+/// A model call refused by policy records no `model_call` event; its decision carries the call,
+/// so a simulation still sees it (`refused_model_calls_are_simulated`).
+#[test]
+fn refused_model_calls_are_simulated() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let refused = rt.chat(
+        "r1",
+        ChatRequest {
+            model: "gpt-5".into(),
+            messages: vec![ChatMessage::new("user", "hello")],
+            ..Default::default()
+        },
+    );
+    assert!(matches!(refused, Err(RuntimeError::Denied { .. })));
+    let coding = fixture_sources()
+        .into_iter()
+        .find(|(p, _)| p.ends_with("coding-agent.yaml"))
+        .unwrap()
+        .1;
+    let widened = coding
+        .replace("version: 2", "version: 3")
+        .replace("model: gpt-4.1-mini", "model: \"gpt-*\"");
+    assert_ne!(widened, coding, "the fixture changed shape");
+    let file = rt.recorder().export("r1").unwrap();
+    let report =
+        crate::simulate::simulate(&file, &[("coding-agent.yaml".into(), widened)]).unwrap();
+    let models: Vec<_> = report
+        .decisions
+        .iter()
+        .filter(|d| d.kind == tollgate_rules::decide::RequestKind::Model)
+        .collect();
+    assert_eq!(models.len(), 1, "{models:?}");
+    assert_eq!(models[0].subject, "openai/gpt-5");
+    assert_eq!(models[0].recorded, DecisionEffect::Deny);
+    assert!(models[0].recorded_in_run);
+    assert_eq!(models[0].simulated, DecisionEffect::Allow);
+    assert!(models[0].changed);
+    // Replay re-decides the refusal under the run's own envelopes: the same denial.
+    let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
+    let checks: Vec<_> = report
+        .steps
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|c| c.detail.starts_with("model openai/gpt-5"))
+        .collect();
+    assert_eq!(checks.len(), 1, "{report:?}");
+    assert!(checks[0].matched, "{:?}", checks[0]);
+}
