@@ -310,7 +310,8 @@ fn fake_and_replay_stream_what_they_complete_in_one_piece() {
     let fake = FakeProvider::new();
     let (pieces, answer) = streamed(&fake, &asked);
     assert_eq!(answer, fake.complete(&asked).unwrap());
-    assert_eq!(pieces, [answer.content.clone()]);
+    assert_eq!(pieces.concat(), answer.content);
+    assert_eq!(pieces.len(), 1);
 
     let replay = ReplayProvider::new([(asked.hash(), response("recorded"))]);
     let (pieces, answer) = streamed(&replay, &asked);
