@@ -8,10 +8,14 @@
 //!   and demos run offline and any change to the compiled context changes the output.
 //! - [`ReplayProvider`]: serves recorded responses by request hash; a request that differs
 //!   from every recording is a [`ProviderError::ReplayMiss`], never a silent live call.
-//! - [`OpenAiProvider`]: OpenAI-compatible chat completions over HTTP (blocking `ureq`).
+//! - [`OpenAiProvider`]: OpenAI-compatible chat completions over HTTP (blocking `ureq`),
+//!   streamed from the upstream token by token when asked to ([`Provider::stream`]).
 //!
 //! [`provider_from_env`] picks one from `TOLLGATE_PROVIDER` and friends (see [`config`]).
-//! Providers are synchronous; an async caller runs them on a blocking thread.
+//! Providers are synchronous; an async caller runs them on a blocking thread. A streamed call
+//! reports the text as it arrives and still returns the whole [`ChatResponse`], the same one
+//! [`Provider::complete`] would have returned, so what is recorded does not depend on how
+//! the client asked.
 //!
 //! Secrets: the API key lives in an [`ApiKey`], whose `Debug` is redacted, and no
 //! [`ProviderError`] ever carries it (server messages are scrubbed of it).
@@ -42,6 +46,38 @@ pub trait Provider: Send + Sync {
 
     /// Completes one request.
     fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError>;
+
+    /// Completes one request, calling `on_delta` with each piece of the answer's text as it
+    /// arrives (pieces concatenate to the returned `content`; empty pieces are not reported).
+    ///
+    /// The default answers whole: it calls [`Provider::complete`] and reports the content
+    /// once, so deterministic providers (fake, replay) stream exactly what they complete.
+    fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut dyn FnMut(&ChatDelta<'_>),
+    ) -> Result<ChatResponse, ProviderError> {
+        let response = self.complete(request)?;
+        if !response.content.is_empty() {
+            on_delta(&ChatDelta {
+                id: &response.id,
+                model: &response.model,
+                content: &response.content,
+            });
+        }
+        Ok(response)
+    }
+}
+
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatDelta<'a> {
+    /// The completion's id (as the provider names it; every piece of one answer has the same).
+    pub id: &'a str,
+    /// The model that answers (as the provider reports it).
+    pub model: &'a str,
+    /// The new text.
+    pub content: &'a str,
 }
 
 /// Why a provider could not complete a request or could not be configured.
@@ -115,11 +151,19 @@ pub enum ProviderError {
         /// What went wrong (scrubbed of the key).
         message: String,
     },
-    /// A success status whose body is not a chat completion.
+    /// A success status whose body is not a chat completion (or, streamed, not a well-formed
+    /// stream of chunks ending with `data: [DONE]`).
     #[error("the provider's response is not a chat completion: {reason}")]
     MalformedResponse {
         /// What is missing or wrong.
         reason: String,
+    },
+    /// A stream that had begun was ended by the provider with an error chunk
+    /// (`data: {"error": …}`).
+    #[error("the provider failed mid-stream: {message}")]
+    StreamFailed {
+        /// The provider's error message (scrubbed of the key, shortened).
+        message: String,
     },
 }
 

@@ -191,7 +191,7 @@ impl Runtime {
     }
 }
 
-pub use chat::{ChatOutcome, MessageDecision, provider_and_model};
+pub use chat::{AllowedChat, ChatOutcome, MessageDecision, provider_and_model};
 pub use compile::CompileAnswer;
 pub use decisions::{DecisionFilter, RecordedDecision};
 pub use runs::{EventInput, OpenRun, RunView};

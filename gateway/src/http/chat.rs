@@ -1,8 +1,16 @@
 //! `POST /v1/chat/completions`: the OpenAI-compatible model proxy. The run is named by the
 //! `X-Tollgate-Run` header (an OpenAI client sets it once as a default header). Model rules
 //! and data rules decide before anything leaves; the call goes to the configured provider and
-//! is recorded. `"stream": true` is answered as server-sent events in OpenAI's chunk format
-//! (the provider answers whole; the gateway streams the decided, recorded answer).
+//! is recorded.
+//!
+//! `"stream": true` is answered as server-sent events in OpenAI's chunk format, as the
+//! provider streams: policy decides first (a refusal is its usual JSON error, not a stream),
+//! then each piece of text is forwarded as a `chat.completion.chunk` as it arrives, then the
+//! finish chunk with the `tollgate` member, the usage chunk (`stream_options.include_usage`)
+//! and `[DONE]`. A provider that fails before any text is answered with its error status; one
+//! that fails mid-stream ends the stream with an OpenAI-style `data: {"error": …}` event.
+//! The call runs on a blocking task that outlives the request, so a client that goes away
+//! mid-stream still leaves its call recorded, with its output or its error.
 
 use std::convert::Infallible;
 
@@ -12,12 +20,15 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt as _;
+use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiError, ApiJson, AppState, blocking};
-use crate::providers::ChatRequest;
-use crate::runtime::ChatOutcome;
+use crate::providers::{ChatDelta, ChatRequest};
+use crate::runtime::{ChatOutcome, RuntimeError};
 
 /// The header naming the run a model call belongs to.
 pub const RUN_HEADER: &str = "x-tollgate-run";
@@ -32,7 +43,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     params(("X-Tollgate-Run" = String, Header, description = "The run the call belongs to")),
     request_body(content = Object, description = "OpenAI's chat-completions request (`model`, `messages`, `stream`, ...). `model` may name its provider: `openai/gpt-4.1-mini`."),
     responses(
-        (status = 200, description = "A `chat.completion` (or `text/event-stream` of `chat.completion.chunk` when `stream` is true), with a `tollgate` member: run, receipt, what policy did to each message", body = Object),
+        (status = 200, description = "A `chat.completion` with a `tollgate` member (run, receipt, what policy did to each message); when `stream` is true, a `text/event-stream` of `chat.completion.chunk` forwarded as the provider streams, the finish chunk carrying the `tollgate` member, ended by `[DONE]` (or by a `{\"error\": ...}` event if the provider fails mid-stream)", body = Object),
         (status = 400, description = "No `X-Tollgate-Run` header", body = super::ErrorBody),
         (status = 403, description = "The model, or a message, is denied by policy (the decision is in `details`)", body = super::ErrorBody),
         (status = 502, description = "The provider failed", body = super::ErrorBody),
@@ -62,96 +73,159 @@ async fn chat_completions(
         .and_then(|o| o.get("include_usage"))
         .and_then(Value::as_bool)
         == Some(true);
-    let outcome = blocking(&state, move |rt| rt.chat(&run, body)).await?;
     if stream {
-        Ok(sse(&outcome, include_usage).into_response())
-    } else {
-        Ok(Json(outcome.to_openai_json()).into_response())
+        return stream_completion(&state, run, body, include_usage).await;
+    }
+    let outcome = blocking(&state, move |rt| rt.chat(&run, body)).await?;
+    Ok(Json(outcome.to_openai_json()).into_response())
+}
+
+/// What the blocking side of a stream sends: events, or, only as the first frame, the error
+/// of a call refused or failed before any text (answered with its status, not a stream).
+type Frame = Result<Event, ApiError>;
+
+/// Decides and forwards the call on a blocking task, answering with the stream of its chunks
+/// once the first one (or the error) arrives.
+async fn stream_completion(
+    state: &AppState,
+    run: String,
+    body: ChatRequest,
+    include_usage: bool,
+) -> Result<Response, ApiError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runtime = state.runtime.clone();
+    // Detached on purpose: the call is decided, forwarded and recorded to its end whether or
+    // not anyone still reads the stream. The channel is unbounded so a slow reader never
+    // holds up the upstream (the provider bounds the body's size).
+    drop(tokio::task::spawn_blocking(move || {
+        let mut sink = ChunkSink::new(tx, include_usage);
+        let result = runtime
+            .allow_chat(&run, body)
+            .and_then(|allowed| runtime.stream_chat(allowed, &mut |delta| sink.delta(delta)));
+        sink.finish(result);
+    }));
+    let first = rx
+        .recv()
+        .await
+        .ok_or_else(|| ApiError::Internal("the streaming task sent nothing".to_owned()))??;
+    let rest = UnboundedReceiverStream::new(rx).map(|frame| Ok(frame.unwrap_or_else(error_event)));
+    let events = tokio_stream::once(Ok::<_, Infallible>(first)).chain(rest);
+    Ok(Sse::new(events).into_response())
+}
+
+/// Turns the provider's pieces and the call's outcome into OpenAI's stream: a role chunk,
+/// content chunks, a finish chunk with the `tollgate` member, an optional usage chunk, then
+/// `[DONE]`.
+struct ChunkSink {
+    tx: mpsc::UnboundedSender<Frame>,
+    include_usage: bool,
+    /// Whether the role chunk has been sent (the client has a 200 stream).
+    started: bool,
+    /// Whether the outcome has been sent.
+    finished: bool,
+}
+
+impl ChunkSink {
+    fn new(tx: mpsc::UnboundedSender<Frame>, include_usage: bool) -> Self {
+        ChunkSink {
+            tx,
+            include_usage,
+            started: false,
+            finished: false,
+        }
+    }
+
+    fn send(&self, frame: Frame) {
+        // A client that went away has dropped the receiver; the call goes on regardless.
+        let _ = self.tx.send(frame);
+    }
+
+    fn send_chunk(&self, id: &str, model: &str, delta: Value, finish: Value) {
+        self.send(Ok(data_event(&chunk(id, model, delta, finish))));
+    }
+
+    fn start(&mut self, id: &str, model: &str) {
+        if !self.started {
+            self.started = true;
+            let role = json!({ "role": "assistant", "content": "" });
+            self.send_chunk(id, model, role, Value::Null);
+        }
+    }
+
+    fn delta(&mut self, delta: &ChatDelta<'_>) {
+        self.start(delta.id, delta.model);
+        let content = json!({ "content": delta.content });
+        self.send_chunk(delta.id, delta.model, content, Value::Null);
+    }
+
+    fn finish(mut self, result: Result<ChatOutcome, RuntimeError>) {
+        self.finished = true;
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let error = ApiError::from(e);
+                let frame = if self.started {
+                    Ok(error_event(error))
+                } else {
+                    Err(error)
+                };
+                self.send(frame);
+                return;
+            }
+        };
+        let r = &outcome.response;
+        self.start(&r.id, &r.model);
+        let mut last = chunk(&r.id, &r.model, json!({}), json!(r.finish_reason));
+        if let Some(obj) = last.as_object_mut() {
+            obj.insert("tollgate".into(), outcome.tollgate_member());
+        }
+        self.send(Ok(data_event(&last)));
+        if self.include_usage {
+            let total = r
+                .usage
+                .prompt_tokens
+                .saturating_add(r.usage.completion_tokens);
+            self.send(Ok(data_event(&json!({
+                "id": r.id, "object": "chat.completion.chunk", "created": 0, "model": r.model,
+                "choices": [],
+                "usage": { "prompt_tokens": r.usage.prompt_tokens,
+                           "completion_tokens": r.usage.completion_tokens, "total_tokens": total },
+            }))));
+        }
+        self.send(Ok(Event::default().data("[DONE]")));
     }
 }
 
-/// The outcome as OpenAI's stream: a role chunk, content chunks, a finish chunk, an optional
-/// usage chunk, then `[DONE]`.
-fn sse(outcome: &ChatOutcome, include_usage: bool) -> impl IntoResponse + use<> {
-    let r = &outcome.response;
-    let chunk = |delta: Value, finish: Value| {
-        json!({
-            "id": r.id, "object": "chat.completion.chunk", "created": 0, "model": r.model,
-            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
-        })
-    };
-    let mut chunks = vec![chunk(
-        json!({ "role": "assistant", "content": "" }),
-        Value::Null,
-    )];
-    for piece in pieces(&r.content) {
-        chunks.push(chunk(json!({ "content": piece }), Value::Null));
+impl Drop for ChunkSink {
+    /// A task that panicked before sending the outcome still ends the answer with an error
+    /// (the stream would otherwise just stop, which a client may take for a complete answer).
+    fn drop(&mut self) {
+        if !self.finished {
+            let error = ApiError::Internal("the streaming task stopped before the end".to_owned());
+            let frame = if self.started {
+                Ok(error_event(error))
+            } else {
+                Err(error)
+            };
+            self.send(frame);
+        }
     }
-    let mut last = chunk(json!({}), json!(r.finish_reason));
-    if let Some(obj) = last.as_object_mut() {
-        obj.insert(
-            "tollgate".into(),
-            outcome
-                .to_openai_json()
-                .get("tollgate")
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
-    }
-    chunks.push(last);
-    if include_usage {
-        let total = r
-            .usage
-            .prompt_tokens
-            .saturating_add(r.usage.completion_tokens);
-        chunks.push(json!({
-            "id": r.id, "object": "chat.completion.chunk", "created": 0, "model": r.model,
-            "choices": [],
-            "usage": { "prompt_tokens": r.usage.prompt_tokens,
-                       "completion_tokens": r.usage.completion_tokens, "total_tokens": total },
-        }));
-    }
-    let mut events: Vec<Result<Event, Infallible>> = chunks
-        .into_iter()
-        .map(|c| Ok(Event::default().data(c.to_string())))
-        .collect();
-    events.push(Ok(Event::default().data("[DONE]")));
-    Sse::new(tokio_stream::iter(events))
 }
 
-/// Splits text into word-sized pieces that concatenate back to it.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut in_space = false;
-    for (i, c) in text.char_indices() {
-        let space = c.is_whitespace();
-        // A piece is a run of spaces followed by a word.
-        if in_space && !space && i > start && text[start..i].trim().is_empty() {
-            in_space = false;
-            continue;
-        }
-        if space && !in_space && i > start {
-            out.push(&text[start..i]);
-            start = i;
-        }
-        in_space = space;
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
+/// One `chat.completion.chunk`. `created` is 0, as in whole answers (no clock in answers).
+fn chunk(id: &str, model: &str, delta: Value, finish: Value) -> Value {
+    json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::pieces;
+fn data_event(value: &Value) -> Event {
+    Event::default().data(value.to_string())
+}
 
-    #[test]
-    fn pieces_concatenate_to_the_text() {
-        for text in ["", "one", "one two  three", " lead", "trail ", "a\nb c"] {
-            assert_eq!(pieces(text).concat(), text, "{text:?}");
-        }
-        assert_eq!(pieces("one two three"), ["one", " two", " three"]);
-    }
+/// The error as the stream's last event, `data: {"error": {"code", "message", "details"}}`:
+/// OpenAI's clients raise an error for a chunk with an `error` member.
+fn error_event(error: ApiError) -> Event {
+    data_event(&error.into_body())
 }

@@ -88,6 +88,27 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let (status, body, retry_after) = self.into_parts();
+        let mut response = (status, Json(body)).into_response();
+        if let Some(seconds) = retry_after
+            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// The error's body, `{"error": {"code", "message", "details"}}`, without a status: what
+    /// a stream that has already answered 200 sends as its last event. A 500's detail goes to
+    /// the log, as for a response.
+    pub fn into_body(self) -> Value {
+        self.into_parts().1
+    }
+
+    /// The status, the body and the `Retry-After` seconds (if any).
+    fn into_parts(self) -> (StatusCode, Value, Option<u64>) {
         let (status, code, message, details, retry_after) = match self {
             ApiError::BadRequest { code, message } => {
                 (StatusCode::BAD_REQUEST, code, message, Value::Null, None)
@@ -158,13 +179,7 @@ impl IntoResponse for ApiError {
             }
         };
         let body = json!({ "error": { "code": code, "message": message, "details": details } });
-        let mut response = (status, Json(body)).into_response();
-        if let Some(seconds) = retry_after
-            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
-        {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        response
+        (status, body, retry_after)
     }
 }
 

@@ -1,18 +1,26 @@
-//! The OpenAI-compatible provider: chat completions over HTTP (blocking `ureq`).
+//! The OpenAI-compatible provider: chat completions over HTTP (blocking `ureq`), whole or
+//! streamed (`text/event-stream`, read in [`stream`]).
+
+mod stream;
 
 use std::fmt;
+use std::io::BufReader;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{ChatRequest, ChatResponse, Provider, ProviderError};
+use super::{ChatDelta, ChatRequest, ChatResponse, Provider, ProviderError};
+use stream::{ChunkAssembly, EventReader, ReadError};
 
 /// How long a call may take, end to end, unless configured otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How much of a server's error message an error keeps.
 const MESSAGE_CHARS: usize = 300;
+
+/// The largest streamed body read (what ureq allows a whole body by default).
+const STREAM_LIMIT: u64 = 10 * 1024 * 1024;
 
 /// An API key. `Debug` prints `ApiKey(<redacted>)`; there is no `Display`.
 #[derive(Clone, PartialEq, Eq)]
@@ -44,7 +52,8 @@ pub struct OpenAiConfig {
     pub base_url: String,
     /// Sent as `Authorization: Bearer …`.
     pub api_key: ApiKey,
-    /// End-to-end limit for one call (connect, send, read the whole response).
+    /// End-to-end limit for one call (connect, send, read the whole response — for a
+    /// streamed call, the whole stream).
     pub timeout: Duration,
 }
 
@@ -60,14 +69,18 @@ impl OpenAiConfig {
 }
 
 /// Calls `POST {base_url}/chat/completions` with the request as JSON (`stream` forced to
-/// `false`) and reads one `chat.completion`.
+/// `false`) and reads one `chat.completion`; or, for [`Provider::stream`], with `stream` and
+/// `stream_options.include_usage` set, and reads the `chat.completion.chunk` events as they
+/// arrive until `data: [DONE]`.
 ///
 /// The agent has no retries and follows no redirects (an API that redirects is an error, and
 /// the key must not travel to another host); proxies come from the usual environment
 /// variables except for loopback servers, which are always reached directly. Errors map to
 /// [`ProviderError`]: 401/403 `Unauthorized`, 429 `RateLimited` (with `Retry-After` in
 /// seconds), 5xx `Server`, other statuses `Rejected`, timeouts `Timeout`, everything else
-/// that stops an HTTP answer `Transport`; none carries the key.
+/// that stops an HTTP answer `Transport`; none carries the key. A stream that breaks after
+/// its status (a chunk that is not JSON, an end before `[DONE]`) is `MalformedResponse`, an
+/// error chunk from the server `StreamFailed`, and the timeout covers the whole stream.
 pub struct OpenAiProvider {
     agent: ureq::Agent,
     endpoint: String,
@@ -156,25 +169,41 @@ impl OpenAiProvider {
     }
 }
 
-impl Provider for OpenAiProvider {
-    fn name(&self) -> &str {
-        "openai"
-    }
-
-    fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+impl OpenAiProvider {
+    /// Posts the request (streamed or not) and returns the response if its status is a
+    /// success; any other status is read and mapped to its error.
+    fn post(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<ureq::http::Response<ureq::Body>, ProviderError> {
         let mut body = request.to_json();
         if let Value::Object(fields) = &mut body {
-            fields.insert("stream".to_owned(), Value::Bool(false));
+            fields.insert("stream".to_owned(), Value::Bool(stream));
+            if stream {
+                fields.insert(
+                    "stream_options".to_owned(),
+                    json!({ "include_usage": true }),
+                );
+            }
         }
+        let accept = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
         let mut response = self
             .agent
             .post(&self.endpoint)
             .header("Authorization", format!("Bearer {}", self.api_key.expose()))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
+            .header("Accept", accept)
             .send(body.to_string())
             .map_err(|e| self.transport_error(&e))?;
         let status = response.status().as_u16();
+        if (200..=299).contains(&status) {
+            return Ok(response);
+        }
         let retry_after = response
             .headers()
             .get("retry-after")
@@ -184,24 +213,98 @@ impl Provider for OpenAiProvider {
             .body_mut()
             .read_to_string()
             .map_err(|e| self.transport_error(&e))?;
-        match status {
-            200..=299 => {
-                let value: Value =
-                    serde_json::from_str(&text).map_err(|e| ProviderError::MalformedResponse {
-                        reason: format!("the body is not json ({e})"),
-                    })?;
-                ChatResponse::from_openai_json(&value)
+        Err(match status {
+            401 | 403 => ProviderError::Unauthorized { status },
+            429 => ProviderError::RateLimited { retry_after },
+            500..=599 => ProviderError::Server {
+                status,
+                message: self.server_message(&text),
+            },
+            _ => ProviderError::Rejected {
+                status,
+                message: self.server_message(&text),
+            },
+        })
+    }
+
+    /// Reads a whole `chat.completion` body.
+    fn read_completion(
+        &self,
+        response: &mut ureq::http::Response<ureq::Body>,
+    ) -> Result<ChatResponse, ProviderError> {
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| self.transport_error(&e))?;
+        let value: Value =
+            serde_json::from_str(&text).map_err(|e| ProviderError::MalformedResponse {
+                reason: format!("the body is not json ({e})"),
+            })?;
+        ChatResponse::from_openai_json(&value)
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let mut response = self.post(request, false)?;
+        self.read_completion(&mut response)
+    }
+
+    fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut dyn FnMut(&ChatDelta<'_>),
+    ) -> Result<ChatResponse, ProviderError> {
+        let mut response = self.post(request, true)?;
+        let is_json = response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        if is_json {
+            // A compatible server that does not stream answers whole: report it once.
+            let whole = self.read_completion(&mut response)?;
+            if !whole.content.is_empty() {
+                on_delta(&ChatDelta {
+                    id: &whole.id,
+                    model: &whole.model,
+                    content: &whole.content,
+                });
             }
-            401 | 403 => Err(ProviderError::Unauthorized { status }),
-            429 => Err(ProviderError::RateLimited { retry_after }),
-            500..=599 => Err(ProviderError::Server {
-                status,
-                message: self.server_message(&text),
-            }),
-            _ => Err(ProviderError::Rejected {
-                status,
-                message: self.server_message(&text),
-            }),
+            return Ok(whole);
+        }
+        let reader = response
+            .into_body()
+            .into_with_config()
+            .limit(STREAM_LIMIT)
+            .reader();
+        let mut events = EventReader::new(BufReader::new(reader));
+        let mut assembly = ChunkAssembly::default();
+        loop {
+            let data = events.next_data().map_err(|e| match e {
+                ReadError::Io(io) => self.transport_error(&ureq::Error::from(io)),
+                ReadError::NotUtf8 => ProviderError::MalformedResponse {
+                    reason: "the stream is not utf-8".to_owned(),
+                },
+            })?;
+            match data {
+                None => {
+                    return Err(ProviderError::MalformedResponse {
+                        reason: "the stream ended before `data: [DONE]`".to_owned(),
+                    });
+                }
+                Some(data) if data.trim() == "[DONE]" => return assembly.finish(),
+                Some(data) => assembly.chunk(&data, on_delta).map_err(|e| match e {
+                    ProviderError::StreamFailed { message } => ProviderError::StreamFailed {
+                        message: self.server_message(&message),
+                    },
+                    other => other,
+                })?,
+            }
         }
     }
 }

@@ -295,6 +295,39 @@ fn replay_serves_recordings_by_hash_and_reports_misses() {
     assert_eq!(replay.served().len(), 3, "a miss is not served");
 }
 
+/// What `stream` reported and returned.
+fn streamed(provider: &dyn Provider, request: &ChatRequest) -> (Vec<String>, ChatResponse) {
+    let mut pieces = Vec::new();
+    let answer = provider
+        .stream(request, &mut |delta| pieces.push(delta.content.to_owned()))
+        .unwrap();
+    (pieces, answer)
+}
+
+#[test]
+fn fake_and_replay_stream_what_they_complete_in_one_piece() {
+    let asked = conversation();
+    let fake = FakeProvider::new();
+    let (pieces, answer) = streamed(&fake, &asked);
+    assert_eq!(answer, fake.complete(&asked).unwrap());
+    assert_eq!(pieces.concat(), answer.content);
+    assert_eq!(pieces.len(), 1);
+
+    let replay = ReplayProvider::new([(asked.hash(), response("recorded"))]);
+    let (pieces, answer) = streamed(&replay, &asked);
+    assert_eq!(
+        answer,
+        response("recorded"),
+        "replay streams the recording byte for byte"
+    );
+    assert_eq!(pieces, ["recorded"]);
+    assert_eq!(replay.served(), [asked.hash()]);
+
+    // An empty answer reports no piece.
+    let empty = ReplayProvider::new([(asked.hash(), response(""))]);
+    assert_eq!(streamed(&empty, &asked), (vec![], response("")));
+}
+
 // ---- configuration ----
 
 fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

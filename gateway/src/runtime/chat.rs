@@ -4,6 +4,13 @@
 //! the call) — all before anything leaves — then sent to the configured provider, and the call,
 //! its decisions and the response are recorded.
 //!
+//! The two halves are separate calls so a streaming caller can answer a refusal as an error
+//! before it starts a stream: [`Runtime::allow_chat`] decides and records the decisions and
+//! the `model_call` event; [`Runtime::complete_chat`] or [`Runtime::stream_chat`] forwards the
+//! allowed call and records its `model_output` (or its error). Both forwards record the same
+//! events for the same answer, so a streamed call replays and simulates like any other;
+//! [`Runtime::chat`] is the two halves in one.
+//!
 //! The model string may name its provider (`openai/gpt-4.1-mini`); without one the provider
 //! is `openai`, the dialect the endpoint speaks. The provider the gateway forwards to (`fake`,
 //! `openai`, `replay`) is a deployment setting, recorded with each call.
@@ -16,7 +23,7 @@ use tollgate_rules::envelope::request::{ContextItem, ModelCall};
 
 use super::{Runtime, RuntimeError};
 use crate::compiler::redact::{BodyPart, find_spans, redact};
-use crate::providers::{ChatRequest, ChatResponse};
+use crate::providers::{ChatDelta, ChatRequest, ChatResponse, ProviderError};
 use crate::recorder::format::EventKind;
 
 /// Request fields the gateway handles itself and does not forward.
@@ -52,6 +59,20 @@ pub struct ChatOutcome {
     pub seq: u64,
 }
 
+/// A chat call policy has let through, its decisions and `model_call` event recorded: it must
+/// now be forwarded (a dropped `AllowedChat` leaves a recorded call without an answer).
+#[derive(Debug)]
+#[must_use = "an allowed call is recorded and must be forwarded"]
+pub struct AllowedChat {
+    run: String,
+    step: u32,
+    /// As forwarded: the bare model, messages redacted, gateway fields removed.
+    request: ChatRequest,
+    request_hash: String,
+    model_decision: EnvelopeDecision,
+    messages: Vec<MessageDecision>,
+}
+
 /// Splits `provider/model`; a bare model is `openai`'s.
 pub fn provider_and_model(model: &str) -> (String, String) {
     match model.split_once('/') {
@@ -62,7 +83,19 @@ pub fn provider_and_model(model: &str) -> (String, String) {
 
 impl Runtime {
     /// Decides, forwards and records a chat call of `run`. Blocking (the provider is).
-    pub fn chat(&self, run: &str, mut request: ChatRequest) -> Result<ChatOutcome, RuntimeError> {
+    pub fn chat(&self, run: &str, request: ChatRequest) -> Result<ChatOutcome, RuntimeError> {
+        let allowed = self.allow_chat(run, request)?;
+        self.complete_chat(allowed)
+    }
+
+    /// The policy half of a chat call: model rules, then data rules over every message
+    /// (redacting them), recorded as the decisions and the `model_call` event. A refusal is
+    /// recorded too and answered [`RuntimeError::Denied`]; nothing has left the gateway then.
+    pub fn allow_chat(
+        &self,
+        run: &str,
+        mut request: ChatRequest,
+    ) -> Result<AllowedChat, RuntimeError> {
         if request.model.trim().is_empty() {
             return Err(RuntimeError::Invalid("`model` must not be empty".into()));
         }
@@ -191,12 +224,54 @@ impl Runtime {
             }),
         ));
         self.recorder().append_many(run, events)?;
+        Ok(AllowedChat {
+            run: run.to_string(),
+            step,
+            request,
+            request_hash,
+            model_decision,
+            messages,
+        })
+    }
 
-        let response = match self.provider().complete(&request) {
+    /// Forwards an allowed call to the provider and records its answer (`model_output`) or
+    /// its failure (`error`).
+    pub fn complete_chat(&self, allowed: AllowedChat) -> Result<ChatOutcome, RuntimeError> {
+        let answer = self.provider().complete(&allowed.request);
+        self.record_answer(allowed, answer)
+    }
+
+    /// Like [`Runtime::complete_chat`], reporting each piece of the answer's text to
+    /// `on_delta` as the provider streams it. The answer is recorded once it is whole, the
+    /// same `model_output` a completed call records; `on_delta` cannot stop the call, so a
+    /// caller that has gone away still gets its call recorded.
+    pub fn stream_chat(
+        &self,
+        allowed: AllowedChat,
+        on_delta: &mut dyn FnMut(&ChatDelta<'_>),
+    ) -> Result<ChatOutcome, RuntimeError> {
+        let answer = self.provider().stream(&allowed.request, on_delta);
+        self.record_answer(allowed, answer)
+    }
+
+    fn record_answer(
+        &self,
+        allowed: AllowedChat,
+        answer: Result<ChatResponse, ProviderError>,
+    ) -> Result<ChatOutcome, RuntimeError> {
+        let AllowedChat {
+            run,
+            step,
+            request: _,
+            request_hash,
+            model_decision,
+            messages,
+        } = allowed;
+        let response = match answer {
             Ok(r) => r,
             Err(e) => {
                 self.recorder().append(
-                    run,
+                    &run,
                     step,
                     EventKind::Error,
                     &self.now_rfc3339(),
@@ -206,7 +281,7 @@ impl Runtime {
             }
         };
         let appended = self.recorder().append(
-            run,
+            &run,
             step,
             EventKind::ModelOutput,
             &self.now_rfc3339(),
@@ -214,7 +289,7 @@ impl Runtime {
         )?;
         Ok(ChatOutcome {
             response,
-            run: run.to_string(),
+            run,
             request_hash,
             model_decision,
             messages,
@@ -269,17 +344,20 @@ impl ChatOutcome {
     pub fn to_openai_json(&self) -> Value {
         let mut body = self.response.to_openai_json();
         if let Some(obj) = body.as_object_mut() {
-            obj.insert(
-                "tollgate".into(),
-                json!({
-                    "run": self.run,
-                    "seq": self.seq,
-                    "request_hash": self.request_hash,
-                    "model_rules": self.model_decision.rules,
-                    "messages": self.messages,
-                }),
-            );
+            obj.insert("tollgate".into(), self.tollgate_member());
         }
         body
+    }
+
+    /// The `tollgate` member: the run, the `model_output` event's sequence number (the
+    /// receipt), the request hash, the model rules and what policy did to each message.
+    pub fn tollgate_member(&self) -> Value {
+        json!({
+            "run": self.run,
+            "seq": self.seq,
+            "request_hash": self.request_hash,
+            "model_rules": self.model_decision.rules,
+            "messages": self.messages,
+        })
     }
 }

@@ -515,3 +515,50 @@ fn refused_model_calls_are_simulated() {
     assert_eq!(checks.len(), 1, "{report:?}");
     assert!(checks[0].matched, "{:?}", checks[0]);
 }
+
+#[test]
+fn a_streamed_call_records_what_a_completed_call_records() {
+    // Two stores, the same clock and run: the two runs must export byte for byte the same,
+    // hash chain included, whether the call was completed or streamed.
+    let request = ChatRequest {
+        model: "gpt-4.1-mini".into(),
+        messages: vec![ChatMessage::new(
+            "user",
+            "the key is AKIAABCDEFGHIJKLMNOP, summarise the repo",
+        )],
+        ..Default::default()
+    };
+    let mut exports = Vec::new();
+    let mut streamed_pieces = Vec::new();
+    for streamed in [false, true] {
+        let dir = Dir::new("runtime");
+        let clock = ManualClock::new(START_MS);
+        let rt = runtime(&dir, &clock);
+        open(&rt, "r1");
+        let outcome = if streamed {
+            let mut request = request.clone();
+            request.extra.insert("stream".into(), json!(true));
+            request
+                .extra
+                .insert("stream_options".into(), json!({"include_usage": true}));
+            let allowed = rt.allow_chat("r1", request).unwrap();
+            rt.stream_chat(allowed, &mut |delta| {
+                streamed_pieces.push(delta.content.to_owned());
+            })
+            .unwrap()
+        } else {
+            rt.chat("r1", request.clone()).unwrap()
+        };
+        assert!(!outcome.response.content.contains("AKIA"));
+        exports.push(serde_json::to_value(rt.recorder().export("r1").unwrap()).unwrap());
+    }
+    assert_eq!(exports[0], exports[1]);
+    assert_eq!(streamed_pieces.concat(), {
+        let events = exports[1]["events"].as_array().unwrap();
+        let output = events.iter().find(|e| e["kind"] == "model_output").unwrap();
+        output["payload"]["response"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    });
+}

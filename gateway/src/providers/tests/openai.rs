@@ -72,6 +72,36 @@ impl MockServer {
         MockServer { base_url, handle }
     }
 
+    /// A server that answers one request with a `text/event-stream` body written step by
+    /// step, then closes the connection (the end of the body).
+    fn stream(steps: Vec<Step>) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let handle = thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let received = read_request(&stream);
+            let mut stream = stream;
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+            );
+            for step in steps {
+                match step {
+                    Step::Send(text) => {
+                        let _ = stream.write_all(text.as_bytes());
+                    }
+                    Step::Wait(release) => {
+                        let _ = release.recv_timeout(Duration::from_secs(10));
+                    }
+                }
+            }
+            received
+        });
+        MockServer { base_url, handle }
+    }
+
     fn provider(&self, timeout: Duration) -> OpenAiProvider {
         OpenAiProvider::new(OpenAiConfig {
             base_url: self.base_url.clone(),
@@ -84,6 +114,14 @@ impl MockServer {
     fn received(self) -> Received {
         self.handle.join().unwrap()
     }
+}
+
+/// One step of a streamed answer.
+enum Step {
+    /// Write these bytes.
+    Send(String),
+    /// Wait until the test releases the server.
+    Wait(mpsc::Receiver<()>),
 }
 
 fn read_request(stream: &TcpStream) -> Received {
@@ -314,4 +352,259 @@ fn an_unreachable_server_is_a_transport_error() {
         "{error:?}"
     );
     assert_no_key(&error);
+}
+
+// ---- streaming ----
+
+/// An SSE event carrying one chunk.
+fn event(chunk: &Value) -> Step {
+    Step::Send(format!("data: {chunk}\n\n"))
+}
+
+fn content_chunk(content: &str) -> Value {
+    json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1_700_000_000,
+           "model": "gpt-test-2024",
+           "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]})
+}
+
+fn role_chunk() -> Value {
+    json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1_700_000_000,
+           "model": "gpt-test-2024",
+           "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                        "finish_reason": null}]})
+}
+
+fn finish_chunk(reason: &str) -> Value {
+    json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1_700_000_000,
+           "model": "gpt-test-2024",
+           "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+}
+
+fn usage_chunk() -> Value {
+    json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1_700_000_000,
+           "model": "gpt-test-2024", "choices": [],
+           "usage": {"prompt_tokens": 31, "completion_tokens": 4, "total_tokens": 35}})
+}
+
+fn done() -> Step {
+    Step::Send("data: [DONE]\n\n".to_owned())
+}
+
+/// Streams `request` through `provider`; the pieces reported, and the answer.
+fn stream_through(
+    provider: &OpenAiProvider,
+    on_piece: &mut dyn FnMut(&str),
+) -> (Vec<String>, Result<ChatResponse, ProviderError>) {
+    let mut pieces = Vec::new();
+    let answer = provider.stream(&conversation(), &mut |delta| {
+        assert_eq!((delta.id, delta.model), ("chatcmpl-9", "gpt-test-2024"));
+        pieces.push(delta.content.to_owned());
+        on_piece(delta.content);
+    });
+    (pieces, answer)
+}
+
+#[test]
+fn streams_chunks_as_they_arrive_and_assembles_the_answer() {
+    let (release, wait) = mpsc::channel();
+    let server = MockServer::stream(vec![
+        // A comment, an event name and CRLF line ends are all legal SSE.
+        Step::Send(": keep-alive\r\n\r\n".to_owned()),
+        Step::Send(format!("event: message\r\ndata: {}\r\n\r\n", role_chunk())),
+        event(&content_chunk("README")),
+        // The rest is sent only once the first piece has been reported: a provider that
+        // waited for the whole body would time out here.
+        Step::Wait(wait),
+        event(&content_chunk(" says")),
+        event(&content_chunk(" hello.")),
+        event(&finish_chunk("length")),
+        event(&usage_chunk()),
+        done(),
+    ]);
+    let provider = server.provider(Duration::from_secs(5));
+    let mut release = Some(release);
+    let (pieces, answer) = stream_through(&provider, &mut |_| {
+        if let Some(release) = release.take() {
+            release.send(()).unwrap();
+        }
+    });
+    assert_eq!(pieces, ["README", " says", " hello."]);
+    assert_eq!(
+        answer.unwrap(),
+        ChatResponse {
+            id: "chatcmpl-9".to_owned(),
+            model: "gpt-test-2024".to_owned(),
+            content: "README says hello.".to_owned(),
+            finish_reason: "length".to_owned(),
+            usage: Usage {
+                prompt_tokens: 31,
+                completion_tokens: 4,
+            },
+        }
+    );
+
+    let received = server.received();
+    assert_eq!(received.header("accept"), Some("text/event-stream"));
+    let body: Value = serde_json::from_str(&received.body).unwrap();
+    let mut expected = conversation().to_json();
+    expected["stream"] = json!(true);
+    expected["stream_options"] = json!({"include_usage": true});
+    assert_eq!(body, expected);
+}
+
+#[test]
+fn a_stream_without_usage_or_finish_reason_reads_as_a_whole_answer_would() {
+    // The last event is not followed by a blank line: the connection's end closes it.
+    let server = MockServer::stream(vec![
+        event(&content_chunk("hi")),
+        Step::Send("data: [DONE]\n".to_owned()),
+    ]);
+    let (pieces, answer) = stream_through(&server.provider(Duration::from_secs(5)), &mut |_| {});
+    assert_eq!(pieces, ["hi"]);
+    let answer = answer.unwrap();
+    assert_eq!(
+        (answer.finish_reason.as_str(), answer.usage),
+        ("unknown", Usage::default())
+    );
+    server.received();
+}
+
+#[test]
+fn a_stream_answered_with_an_error_status_maps_like_a_whole_call() {
+    let cases = [
+        (
+            "401 Unauthorized",
+            &[][..],
+            format!(r#"{{"error":{{"message":"bad key {KEY}"}}}}"#),
+        ),
+        (
+            "429 Too Many Requests",
+            &[("Retry-After", "2")][..],
+            "{}".to_owned(),
+        ),
+        (
+            "503 Service Unavailable",
+            &[][..],
+            format!("overloaded for {KEY}"),
+        ),
+        ("404 Not Found", &[][..], "no such model".to_owned()),
+    ];
+    for (status, headers, body) in cases {
+        let whole = MockServer::start(status, headers, &body, None);
+        let expected = whole
+            .provider(Duration::from_secs(5))
+            .complete(&conversation())
+            .unwrap_err();
+        whole.received();
+        let streamed = MockServer::start(status, headers, &body, None);
+        let (pieces, error) =
+            stream_through(&streamed.provider(Duration::from_secs(5)), &mut |_| {});
+        let error = error.unwrap_err();
+        assert_eq!(error, expected, "{status}");
+        assert!(pieces.is_empty());
+        assert_no_key(&error);
+        streamed.received();
+    }
+}
+
+#[test]
+fn a_broken_stream_is_an_error_after_the_pieces_before_it() {
+    let cases = [
+        (
+            vec![
+                event(&content_chunk("one")),
+                Step::Send("data: {\"id\": \n\n".to_owned()),
+            ],
+            "stream chunk 2 is not json (EOF while parsing a value at line 1 column 7)",
+        ),
+        (
+            vec![event(&content_chunk("one")), event(&content_chunk("two"))],
+            "the stream ended before `data: [DONE]`",
+        ),
+        (
+            vec![
+                event(&content_chunk("one")),
+                event(&json!({"id": "chatcmpl-9", "model": "gpt-test-2024",
+                              "choices": [{"index": 0, "delta": {"content": 7}}]})),
+            ],
+            "`choices[0].delta.content` of stream chunk 2 is not a string",
+        ),
+        (
+            vec![done()],
+            "the stream ended with `data: [DONE]` before any chunk",
+        ),
+    ];
+    for (steps, reason) in cases {
+        let server = MockServer::stream(steps);
+        let (pieces, answer) =
+            stream_through(&server.provider(Duration::from_secs(5)), &mut |_| {});
+        assert_eq!(
+            answer.unwrap_err(),
+            ProviderError::MalformedResponse {
+                reason: reason.to_owned()
+            }
+        );
+        assert!(pieces.len() <= 2, "{pieces:?}");
+        server.received();
+    }
+}
+
+#[test]
+fn an_error_chunk_ends_the_stream_with_a_scrubbed_message() {
+    let server = MockServer::stream(vec![
+        event(&content_chunk("one")),
+        event(
+            &json!({"error": {"message": format!("the server had an error with {KEY}"),
+                                "type": "server_error"}}),
+        ),
+    ]);
+    let (pieces, answer) = stream_through(&server.provider(Duration::from_secs(5)), &mut |_| {});
+    assert_eq!(pieces, ["one"]);
+    let error = answer.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the provider failed mid-stream: the server had an error with <redacted>"
+    );
+    assert_no_key(&error);
+    server.received();
+}
+
+#[test]
+fn a_stream_that_stalls_times_out() {
+    let (release, wait) = mpsc::channel();
+    let server = MockServer::stream(vec![
+        event(&role_chunk()),
+        event(&content_chunk("one")),
+        Step::Wait(wait),
+        done(),
+    ]);
+    let timeout = Duration::from_millis(400);
+    let (pieces, answer) = stream_through(&server.provider(timeout), &mut |_| {});
+    assert_eq!(pieces, ["one"]);
+    assert_eq!(
+        answer.unwrap_err(),
+        ProviderError::Timeout { after: timeout }
+    );
+    release.send(()).unwrap();
+    server.received();
+}
+
+#[test]
+fn a_server_that_answers_a_stream_whole_is_reported_once() {
+    let server = MockServer::start(
+        "200 OK",
+        &[("Content-Type", "application/json")],
+        &completion(),
+        None,
+    );
+    let provider = server.provider(Duration::from_secs(5));
+    let mut pieces = Vec::new();
+    let answer = provider
+        .stream(&conversation(), &mut |delta| {
+            pieces.push(delta.content.to_owned())
+        })
+        .unwrap();
+    assert_eq!(pieces, ["README says hello."]);
+    assert_eq!(answer.content, "README says hello.");
+    server.received();
 }
