@@ -58,12 +58,12 @@ pub enum ProofStep {
     Input {
         /// Where it came from (`request`, `envelope:repo-default@3`, `edge.facts:3`,
         /// `program:12`).
-        origin: String,
+        origin: Arc<str>,
     },
     /// An instance of a rule.
     Rule {
         /// The rule's stable id.
-        rule: String,
+        rule: Arc<str>,
         /// Which head of the clause.
         head: usize,
         /// Which alternative of its body.
@@ -71,7 +71,7 @@ pub enum ProofStep {
         /// Line of the clause.
         line: usize,
         /// Every variable of the rule outside aggregates (compiler temporaries start with `$`).
-        bindings: BTreeMap<String, Value>,
+        bindings: BTreeMap<Arc<str>, Value>,
         /// Proofs of the positive body atoms, in body order. Shared: proofs of facts that do
         /// not depend on a query's request are built once per model and reused.
         premises: Vec<Arc<Proof>>,
@@ -84,7 +84,7 @@ pub enum ProofStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Absent {
     /// Relation.
-    pub relation: String,
+    pub relation: Arc<str>,
     /// Values; `None` where the atom had `_`.
     pub values: Vec<Option<Value>>,
 }
@@ -321,6 +321,8 @@ struct Prover<'a, const W: usize> {
     /// The derivation chosen for each fact of the proof. A proof has a dozen facts or so: a
     /// list searched in place costs less than a hash table of 64-byte keys.
     steps: Vec<((RelId, Row<W>), Step<W>)>,
+    /// The proof written for each step, once written.
+    built: Vec<Option<Arc<Proof>>>,
 }
 
 pub(crate) fn prove<const W: usize>(
@@ -346,9 +348,11 @@ pub(crate) fn prove<const W: usize>(
         query_origins,
         affected,
         steps: Vec::new(),
+        built: Vec::new(),
     };
     // First choose a derivation for every fact involved (each once), then write the tree.
     p.derive(rel, &t, cx);
+    p.built = vec![None; p.steps.len()];
     let root = p.build(rel, &t, cx);
     Ok(Arc::try_unwrap(root).unwrap_or_else(|shared| (*shared).clone()))
 }
@@ -368,11 +372,10 @@ impl<const W: usize> Prover<'_, W> {
         find(sparse_input(self.query_inputs, rel), self.query_origins)
     }
 
-    fn step(&self, rel: RelId, t: &Row<W>) -> Option<&Step<W>> {
+    fn step_index(&self, rel: RelId, t: &Row<W>) -> Option<usize> {
         self.steps
             .iter()
-            .find(|((r, u), _)| *r == rel && u == t)
-            .map(|(_, s)| s)
+            .position(|((r, u), _)| *r == rel && u == t)
     }
 
     /// Whether a fact's proof is the same in every query on this model (its relation is not
@@ -389,7 +392,7 @@ impl<const W: usize> Prover<'_, W> {
     }
 
     fn derive(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) {
-        if self.step(rel, t).is_some() || self.cached(rel, t).is_some() {
+        if self.step_index(rel, t).is_some() || self.cached(rel, t).is_some() {
             return;
         }
         if let Some(origin) = self.input_origin(rel, t) {
@@ -470,11 +473,26 @@ impl<const W: usize> Prover<'_, W> {
         Step::Unexplained
     }
 
-    fn build(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Arc<Proof> {
+    fn build(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Arc<Proof> {
         if let Some(p) = self.cached(rel, t) {
             return p;
         }
-        let proof = Arc::new(self.build_step(rel, t, cx));
+        let Some(i) = self.step_index(rel, t) else {
+            // Unreachable for facts the evaluator derived; say so rather than invent a proof.
+            return Arc::new(Proof {
+                fact: decode_fact(self.data, &cx.symbols, rel, t),
+                step: ProofStep::Input {
+                    origin: Arc::from("unexplained"),
+                },
+            });
+        };
+        // A fact reached twice in one proof (an allowed request's rule application, say) is
+        // written once and shared.
+        if let Some(p) = &self.built[i] {
+            return p.clone();
+        }
+        let proof = Arc::new(self.build_step(i, rel, t, cx));
+        self.built[i] = Some(proof.clone());
         if self.shareable(rel)
             && let Ok(mut cache) = self.data.proof_cache.write()
         {
@@ -483,76 +501,82 @@ impl<const W: usize> Prover<'_, W> {
         proof
     }
 
-    fn build_step(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
+    fn build_step(&mut self, i: usize, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
         let fact = decode_fact(self.data, &cx.symbols, rel, t);
-        let ir = self.data.program.ir();
-        match self.step(rel, t) {
-            Some(Step::Input(origin)) => Proof {
-                fact,
-                step: ProofStep::Input {
-                    origin: origin.to_string(),
-                },
-            },
-            Some(Step::Rule {
-                rule: ri,
+        // Each step is written once (see `built`): its buffers can be taken.
+        let (ri, env, premises) = match std::mem::replace(&mut self.steps[i].1, Step::Unexplained) {
+            Step::Input(origin) => {
+                return Proof {
+                    fact,
+                    step: ProofStep::Input { origin },
+                };
+            }
+            Step::Unexplained => {
+                return Proof {
+                    fact,
+                    step: ProofStep::Input {
+                        origin: Arc::from("unexplained"),
+                    },
+                };
+            }
+            Step::Rule {
+                rule,
                 env,
                 premises,
-            }) => {
-                let ir_rule = &ir.rules[*ri];
-                let rule = &self.data.rules[*ri];
-                let mut bindings = BTreeMap::new();
-                for (v, var) in ir_rule.vars.iter().enumerate() {
-                    if !var.local {
-                        bindings.insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
-                    }
-                }
-                let premises: Vec<Arc<Proof>> = premises
+            } => (rule, env, premises),
+        };
+        let data = self.data;
+        let ir = data.program.ir();
+        let ir_rule = &ir.rules[ri];
+        let rule = &data.rules[ri];
+        let names = &data.names;
+        let bindings: BTreeMap<Arc<str>, Value> = names.bindings[ri]
+            .iter()
+            .map(|(v, name)| {
+                (
+                    name.clone(),
+                    decode(env[*v], ir_rule.vars[*v].ty, &cx.symbols),
+                )
+            })
+            .collect();
+        let premises: Vec<Arc<Proof>> = premises
+            .iter()
+            .map(|(r, u)| self.build(*r, u, cx))
+            .collect();
+        let mut absent = Vec::new();
+        for lit in &rule.lits {
+            if let CLit::Neg(a) = lit {
+                let info = &ir.relations[a.rel];
+                let values = a
+                    .args
                     .iter()
-                    .map(|(r, u)| self.build(*r, u, cx))
+                    .enumerate()
+                    .map(|(c, arg)| {
+                        let slot = match arg {
+                            CArg::Wild => return None,
+                            CArg::Var(v) => env[*v],
+                            CArg::Const(k) => *k,
+                            CArg::Expr(e) => e.eval(&env, cx)?,
+                        };
+                        Some(decode(slot, info.types[c], &cx.symbols))
+                    })
                     .collect();
-                let mut absent = Vec::new();
-                for lit in &rule.lits {
-                    if let CLit::Neg(a) = lit {
-                        let info = &ir.relations[a.rel];
-                        let values = a
-                            .args
-                            .iter()
-                            .enumerate()
-                            .map(|(c, arg)| {
-                                let slot = match arg {
-                                    CArg::Wild => return None,
-                                    CArg::Var(v) => env[*v],
-                                    CArg::Const(k) => *k,
-                                    CArg::Expr(e) => e.eval(env, cx)?,
-                                };
-                                Some(decode(slot, info.types[c], &cx.symbols))
-                            })
-                            .collect();
-                        absent.push(Absent {
-                            relation: info.name.clone(),
-                            values,
-                        });
-                    }
-                }
-                Proof {
-                    fact,
-                    step: ProofStep::Rule {
-                        rule: ir_rule.id.clone(),
-                        head: ir_rule.head_index,
-                        disjunct: ir_rule.disjunct,
-                        line: ir_rule.line,
-                        bindings,
-                        premises,
-                        absent,
-                    },
-                }
+                absent.push(Absent {
+                    relation: names.relations[a.rel].clone(),
+                    values,
+                });
             }
-            // Unreachable for facts the evaluator derived; say so rather than invent a proof.
-            Some(Step::Unexplained) | None => Proof {
-                fact,
-                step: ProofStep::Input {
-                    origin: "unexplained".into(),
-                },
+        }
+        Proof {
+            fact,
+            step: ProofStep::Rule {
+                rule: names.rules[ri].clone(),
+                head: ir_rule.head_index,
+                disjunct: ir_rule.disjunct,
+                line: ir_rule.line,
+                bindings,
+                premises,
+                absent,
             },
         }
     }

@@ -154,7 +154,7 @@ impl Fact {
                     ))
                 })?),
                 ast::Expr::Float(x, _) => Value::Float(*x as f32),
-                ast::Expr::String(s, _) => Value::Symbol(s.clone()),
+                ast::Expr::String(s, _) => Value::sym(s),
                 other => {
                     return Err(Box::new(
                         Diagnostic::error("E-fact", "a fact holds constants only", other.span())

@@ -44,6 +44,44 @@ pub(crate) struct ModelData<const W: usize> {
     /// Per relation, its rules ordered by id (then head and alternative): the order in which
     /// proofs try them, independent of the order rules are written in.
     pub rules_by_id: Vec<Vec<usize>>,
+    /// The names proofs are written with, shared rather than copied into every proof.
+    pub names: ProofNames,
+}
+
+/// Relation names, rule ids and variable names as shared strings: a proof node refers to
+/// them instead of copying them.
+pub(crate) struct ProofNames {
+    /// Per relation, its name.
+    pub relations: Vec<Arc<str>>,
+    /// Per rule, its id.
+    pub rules: Vec<Arc<str>>,
+    /// Per rule, the variables a proof binds (those outside aggregates): slot and name.
+    pub bindings: Vec<Vec<(usize, Arc<str>)>>,
+}
+
+impl ProofNames {
+    fn new(ir: &Ir) -> Self {
+        ProofNames {
+            relations: ir
+                .relations
+                .iter()
+                .map(|r| Arc::from(r.name.as_str()))
+                .collect(),
+            rules: ir.rules.iter().map(|r| Arc::from(r.id.as_str())).collect(),
+            bindings: ir
+                .rules
+                .iter()
+                .map(|r| {
+                    r.vars
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, v)| !v.local)
+                        .map(|(i, v)| (i, Arc::from(v.name.as_str())))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 /// How a query with request facts in a given set of relations is evaluated.
@@ -246,6 +284,7 @@ impl<const W: usize> ModelData<W> {
             with_ranks,
             query_plans: RwLock::new(HashMap::default()),
             proof_cache: RwLock::new(HashMap::default()),
+            names: ProofNames::new(ir),
             patterns,
             rules_by_id: (0..ir.relations.len())
                 .map(|rel| {

@@ -58,14 +58,23 @@ pub enum Value {
     Unsigned(u32),
     /// A float.
     Float(f32),
-    /// A symbol.
-    Symbol(String),
+    /// A symbol. Shared with the symbol table it was decoded from: decoding a symbol (for a
+    /// proof, say) copies no string.
+    Symbol(Arc<str>),
 }
 
 impl Value {
     /// A symbol value.
-    pub fn sym(s: impl Into<String>) -> Self {
-        Value::Symbol(s.into())
+    pub fn sym(s: impl AsRef<str>) -> Self {
+        Value::Symbol(Arc::from(s.as_ref()))
+    }
+
+    /// The symbol's text, if the value is a symbol.
+    pub fn as_symbol(&self) -> Option<&str> {
+        match self {
+            Value::Symbol(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// The value's type.
@@ -202,7 +211,7 @@ pub(crate) fn decode(slot: u32, ty: Type, symbols: &Interner) -> Value {
         Type::Number => Value::Number(slot as i32),
         Type::Unsigned => Value::Unsigned(slot),
         Type::Float => Value::Float(f32::from_bits(slot)),
-        Type::Symbol => Value::Symbol(symbols.resolve(slot).to_string()),
+        Type::Symbol => Value::Symbol(symbols.resolve_shared(slot)),
     }
 }
 
@@ -254,6 +263,20 @@ impl Interner {
         self.strings.push(arc.clone());
         self.ids.insert(arc, id);
         id
+    }
+
+    /// The string of an id, shared (no copy). Unknown ids resolve to "".
+    pub(crate) fn resolve_shared(&self, id: u32) -> Arc<str> {
+        if id < self.offset {
+            return self
+                .parent
+                .as_ref()
+                .map_or_else(|| Arc::from(""), |p| p.resolve_shared(id));
+        }
+        self.strings
+            .get((id - self.offset) as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// The string of an id. Unknown ids (never produced by this table) resolve to "".

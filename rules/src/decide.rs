@@ -89,9 +89,9 @@ impl PolicyEngine {
         for row in model.relation("governs").unwrap_or_default() {
             if let [Value::Symbol(run), Value::Symbol(env)] = row.as_slice() {
                 governing
-                    .entry(run.clone())
+                    .entry(run.to_string())
                     .or_default()
-                    .insert(env.clone());
+                    .insert(env.to_string());
             }
         }
         let mut subject: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -99,7 +99,7 @@ impl PolicyEngine {
             for row in model.relation(rel).unwrap_or_default() {
                 if let Some(Value::Symbol(run)) = row.first() {
                     let text = Fact::new(rel, row.clone()).to_string();
-                    subject.entry(run.clone()).or_default().push(text);
+                    subject.entry(run.to_string()).or_default().push(text);
                 }
             }
         }
@@ -283,7 +283,7 @@ impl PolicyEngine {
             let Some(e) = DecisionEffect::from_pack(effect) else {
                 return Err(format!("`{relation}` has an unknown effect `{effect}`"));
             };
-            decided.push((e, effect.clone(), rule.clone()));
+            decided.push((e, effect.to_string(), rule.to_string()));
         }
         // The packs give every request exactly one effect; should two ever appear, the most
         // restrictive wins.
@@ -365,9 +365,9 @@ impl PolicyEngine {
             for row in rows.unwrap_or_default() {
                 if let (Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
                     (row.get(1), row.get(2))
-                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
+                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| *e == &**eff)
                 {
-                    rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+                    rules.insert((env.clone(), rule.to_string(), eff.to_string(), *decided));
                 }
             }
         }
@@ -425,7 +425,7 @@ fn rows_for(answer: &Answer<'_>, relation: &str, req: &str) -> Result<Vec<Vec<Va
 
 fn text(v: Option<&Value>) -> String {
     match v {
-        Some(Value::Symbol(s)) => s.clone(),
+        Some(Value::Symbol(s)) => s.to_string(),
         Some(other) => other.to_string(),
         None => String::new(),
     }
@@ -434,7 +434,7 @@ fn text(v: Option<&Value>) -> String {
 /// The rule at the root of a proof.
 fn root_rule(proof: &Proof) -> Option<String> {
     match &proof.step {
-        ProofStep::Rule { rule, .. } => Some(rule.clone()),
+        ProofStep::Rule { rule, .. } => Some(rule.to_string()),
         ProofStep::Input { .. } => None,
     }
 }

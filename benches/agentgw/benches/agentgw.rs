@@ -532,13 +532,21 @@ fn main() {
             .into_iter()
             .find(|(_, n)| *n == only)
             .expect("AGENTGW_PROFILE names a variant");
+        // `AGENTGW_PROFILE_COUNT=N` runs exactly N decisions instead (the first N requests, in
+        // order): the same work whatever the load, for instruction counts under callgrind.
+        let count: Option<usize> = std::env::var("AGENTGW_PROFILE_COUNT")
+            .ok()
+            .map(|n| n.parse().expect("AGENTGW_PROFILE_COUNT is a number"));
         let t0 = Instant::now();
         let mut i = 0usize;
-        while t0.elapsed() < Duration::from_secs(10) {
+        while count.map_or(t0.elapsed() < Duration::from_secs(10), |n| i < n) {
             black_box(run(&mut s, v, i));
             i += 1;
         }
-        println!("agentgw profile {name}: {i} decisions in 10 s");
+        println!(
+            "agentgw profile {name}: {i} decisions in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
         return;
     }
     let filter_only = std::env::args().any(|a| a == "--list");
