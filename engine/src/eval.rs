@@ -22,7 +22,7 @@ use crate::{EvalError, Limits};
 mod once;
 mod search;
 
-pub(crate) use once::{OnceScratch, run_stratum_once};
+pub(crate) use once::{OnceJob, OncePlan, OnceScratch, run_stratum_once};
 pub(crate) use search::{apply_bound_filter, apply_filter, search, search_with};
 
 /// A tuple or a row of variable values.
@@ -160,8 +160,30 @@ pub(crate) struct Db<'a, const W: usize> {
     /// Whether the model's part of a relation is still valid for this evaluation.
     pub model_valid: &'a [bool],
     /// Parts completed earlier in this evaluation.
-    /// Boxed so that a query's table of parts stays small (one pointer per relation).
-    pub local: &'a [Option<Box<Part<W>>>],
+    pub local: LocalParts<'a, W>,
+}
+
+/// The parts an evaluation derived so far.
+#[derive(Clone, Copy)]
+pub(crate) enum LocalParts<'a, const W: usize> {
+    /// One slot per relation (materialisation derives most relations).
+    Dense(&'a [Option<Box<Part<W>>>]),
+    /// The few relations a query derived something for, in the order derived.
+    Sparse(&'a [(RelId, Part<W>)]),
+}
+
+impl<'a, const W: usize> LocalParts<'a, W> {
+    /// No parts.
+    pub(crate) fn none() -> Self {
+        LocalParts::Sparse(&[])
+    }
+
+    pub(crate) fn get(self, rel: RelId) -> Option<&'a Part<W>> {
+        match self {
+            LocalParts::Dense(parts) => parts.get(rel).and_then(|p| p.as_deref()),
+            LocalParts::Sparse(parts) => parts.iter().find(|(r, _)| *r == rel).map(|(_, p)| p),
+        }
+    }
 }
 
 impl<const W: usize> Db<'_, W> {
@@ -174,7 +196,7 @@ impl<const W: usize> Db<'_, W> {
                     None
                 }
             }
-            Which::Local => self.local.get(rel).and_then(|p| p.as_deref()),
+            Which::Local => self.local.get(rel),
         }
     }
 

@@ -354,6 +354,8 @@ pub(crate) fn prove<const W: usize>(
     p.derive(rel, &t, cx);
     p.built = vec![None; p.steps.len()];
     let root = p.build(rel, &t, cx);
+    // The prover's record of written proofs holds the root too.
+    drop(p);
     Ok(Arc::try_unwrap(root).unwrap_or_else(|shared| (*shared).clone()))
 }
 
