@@ -22,7 +22,7 @@ use crate::{EvalError, Limits};
 mod once;
 mod search;
 
-pub(crate) use once::{OnceJob, OncePlan, OnceScratch, run_stratum_once};
+pub(crate) use once::{Derivations, OnceJob, OncePlan, OnceScratch, ProofOrder, run_stratum_once};
 pub(crate) use search::{apply_bound_filter, apply_filter, search, search_with};
 
 /// A tuple or a row of variable values.

@@ -469,7 +469,7 @@ impl Model {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid);
             let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
-            explain::prove(d, &db, &mut cx, &Vec::new(), &[], &[], fact)
+            explain::prove(d, &db, &mut cx, explain::ProofInputs { inputs: &Vec::new(), origins: &[], affected: &[], derivations: None }, fact)
         })
     }
 
@@ -578,7 +578,7 @@ impl Answer<'_> {
         with_answer!(self, d, q => {
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
-            explain::prove(d, &db, &mut cx, &q.inputs, &q.origins, &q.plan.affected, fact)
+            explain::prove(d, &db, &mut cx, explain::ProofInputs { inputs: &q.inputs, origins: &q.origins, affected: &q.plan.affected, derivations: Some(&q.derivations) }, fact)
         })
     }
 

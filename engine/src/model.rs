@@ -44,6 +44,10 @@ pub(crate) struct ModelData<const W: usize> {
     /// Per relation, its rules ordered by id (then head and alternative): the order in which
     /// proofs try them, independent of the order rules are written in.
     pub rules_by_id: Vec<Vec<usize>>,
+    /// Per rule, its position in its head relation's `rules_by_id`.
+    pub rule_rank: Vec<u32>,
+    /// Per rule, its number of variables.
+    pub rule_vars: Vec<usize>,
     /// The names proofs are written with, shared rather than copied into every proof.
     pub names: ProofNames,
 }
@@ -289,6 +293,25 @@ impl<const W: usize> ModelData<W> {
             .map(|p| p.map_or_else(|| Part::new(Vec::new().into(), Vec::new()), |p| *p))
             .collect();
         let EvalCx { symbols, .. } = cx.into_inner();
+        let rules_by_id: Vec<Vec<usize>> = (0..ir.relations.len())
+            .map(|rel| {
+                let mut rs: Vec<usize> = (0..ir.rules.len())
+                    .filter(|&i| ir.rules[i].head.rel == rel)
+                    .collect();
+                rs.sort_by(|&a, &b| {
+                    let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
+                    (&ra.id, ra.head_index, ra.disjunct).cmp(&(&rb.id, rb.head_index, rb.disjunct))
+                });
+                rs
+            })
+            .collect();
+        let mut rule_rank = vec![0u32; ir.rules.len()];
+        for rs in &rules_by_id {
+            for (k, &ri) in rs.iter().enumerate() {
+                rule_rank[ri] = k as u32;
+            }
+        }
+        let rule_vars = rules.iter().map(|r| r.nvars).collect();
         Ok(ModelData {
             program: program.clone(),
             rules,
@@ -301,22 +324,9 @@ impl<const W: usize> ModelData<W> {
             proof_cache: RwLock::new(HashMap::default()),
             names: ProofNames::new(ir),
             patterns,
-            rules_by_id: (0..ir.relations.len())
-                .map(|rel| {
-                    let mut rs: Vec<usize> = (0..ir.rules.len())
-                        .filter(|&i| ir.rules[i].head.rel == rel)
-                        .collect();
-                    rs.sort_by(|&a, &b| {
-                        let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
-                        (&ra.id, ra.head_index, ra.disjunct).cmp(&(
-                            &rb.id,
-                            rb.head_index,
-                            rb.disjunct,
-                        ))
-                    });
-                    rs
-                })
-                .collect(),
+            rule_rank,
+            rule_vars,
+            rules_by_id,
         })
     }
 
@@ -366,6 +376,11 @@ impl<const W: usize> ModelData<W> {
         let mut scratch = eval::OnceScratch::default();
         let mut seeds: Vec<(RelId, Vec<Row<W>>)> = Vec::new();
         let mut runnable_once: Vec<&eval::OncePlan<W>> = Vec::new();
+        let mut derivations = if self.with_ranks {
+            eval::Derivations::for_query()
+        } else {
+            eval::Derivations::empty()
+        };
         for stratum in &qp.strata {
             let rels = &stratum.relations;
             // Only relations with tuples to start from (no allocation for the others).
@@ -414,6 +429,13 @@ impl<const W: usize> ModelData<W> {
                         record_ranks: self.with_ranks,
                         rank_base: QUERY_RANK_BASE,
                         model_scans: &scans,
+                        derivations: self.with_ranks.then_some((
+                            &mut derivations,
+                            eval::ProofOrder {
+                                ir,
+                                rule_rank: &self.rule_rank,
+                            },
+                        )),
                     };
                     let mut done = Vec::new();
                     eval::run_stratum_once(
@@ -479,6 +501,7 @@ impl<const W: usize> ModelData<W> {
             symbols: Arc::new(symbols),
             inputs,
             origins,
+            derivations,
         })
     }
 
@@ -570,6 +593,8 @@ pub(crate) struct QueryState<const W: usize> {
     pub symbols: Arc<Interner>,
     pub inputs: SparseInputs<W>,
     pub origins: Vec<Arc<str>>,
+    /// The derivation proofs use for each tuple of the query's one-pass strata.
+    pub derivations: eval::Derivations<W>,
 }
 
 /// What a query did.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use datafrog::Relation;
 
 use super::{Db, Index, Part, Row, apply_filter};
-use crate::ir::RelId;
+use crate::ir::{Ir, RelId};
 use crate::plan::{CRule, EvalCx, KeySrc, Match, Op, RulePlan, Which};
 use crate::{EvalError, Limits};
 
@@ -98,6 +98,106 @@ pub(crate) struct OnceJob<'a, const W: usize> {
     pub rank_base: u32,
     /// Counts tuples read by full scans of the model's parts (a query should need none).
     pub model_scans: &'a std::cell::Cell<usize>,
+    /// Where to record each derived tuple's derivation, when proofs are wanted.
+    pub derivations: Option<(&'a mut Derivations<W>, ProofOrder<'a>)>,
+}
+
+/// How proofs order the derivations of one tuple: by the rule's rank among the rules of its
+/// head relation (by id, then head, then alternative), then by bindings in value order.
+#[derive(Clone, Copy)]
+pub(crate) struct ProofOrder<'a> {
+    pub ir: &'a Ir,
+    pub rule_rank: &'a [u32],
+}
+
+/// The derivation proofs use for each tuple a query's one-pass strata derived: among the rule
+/// instances that derived it, the one of the rule with the smallest id, then with the
+/// smallest bindings in value order. That is the instance the proof search would choose:
+/// every premise of a one-pass stratum lies in a lower stratum, so every instance ranks below
+/// its head, and the evaluation finds every instance. Only the rule and its variables are
+/// kept; the premises follow from them (see `explain`).
+pub(crate) struct Derivations<const W: usize> {
+    /// Relation, tuple, rule, and where its variables start in `env`.
+    first: Vec<(RelId, Row<W>, usize, u32)>,
+    /// Variable slots of the recorded instances, back to back.
+    env: Vec<u32>,
+}
+
+impl<const W: usize> Derivations<W> {
+    /// Room for what one request typically derives.
+    pub(crate) fn for_query() -> Self {
+        Derivations {
+            first: Vec::with_capacity(16),
+            env: Vec::with_capacity(16 * 16),
+        }
+    }
+
+    /// No derivations.
+    pub(crate) fn empty() -> Self {
+        Derivations {
+            first: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The recorded derivation of a tuple: its rule and the rule's variable slots.
+    pub(crate) fn get(
+        &self,
+        rel: RelId,
+        tuple: &Row<W>,
+        nvars: &[usize],
+    ) -> Option<(usize, &[u32])> {
+        let &(_, _, rule, at) = self
+            .first
+            .iter()
+            .find(|(r, t, _, _)| *r == rel && t == tuple)?;
+        let at = at as usize;
+        Some((rule, &self.env[at..at + nvars[rule]]))
+    }
+
+    /// Records an instance of `rule` deriving `tuple` if it comes before the one recorded.
+    fn offer(
+        &mut self,
+        order: &ProofOrder<'_>,
+        rel: RelId,
+        tuple: &Row<W>,
+        rule: usize,
+        env: &[u32],
+        cx: &EvalCx,
+    ) {
+        let existing = self
+            .first
+            .iter()
+            .position(|(r, t, _, _)| *r == rel && t == tuple);
+        if let Some(i) = existing {
+            let (_, _, theirs, at) = self.first[i];
+            let at = at as usize;
+            let ord = order.rule_rank[rule]
+                .cmp(&order.rule_rank[theirs])
+                .then_with(|| {
+                    crate::explain::cmp_bindings(
+                        env,
+                        &self.env[at..at + env.len()],
+                        &order.ir.rules[rule].vars,
+                        &cx.symbols,
+                    )
+                });
+            if ord.is_ge() {
+                return;
+            }
+            // Same rule: as many slots, overwritten in place.
+            if theirs == rule {
+                self.env[at..at + env.len()].copy_from_slice(env);
+                return;
+            }
+        }
+        let at = self.env.len() as u32;
+        self.env.extend_from_slice(env);
+        match existing {
+            Some(i) => self.first[i] = (rel, *tuple, rule, at),
+            None => self.first.push((rel, *tuple, rule, at)),
+        }
+    }
 }
 
 /// Evaluates a stratum none of whose rules reads the stratum itself, in one pass: every body
@@ -105,7 +205,7 @@ pub(crate) struct OnceJob<'a, const W: usize> {
 /// its first atom. Used for queries, where setting up a datafrog iteration would cost more
 /// than the few tuples a request derives. Appends the parts it derived to `out`.
 pub(crate) fn run_stratum_once<const W: usize>(
-    job: OnceJob<'_, W>,
+    mut job: OnceJob<'_, W>,
     db: &Db<'_, W>,
     cx: &RefCell<EvalCx>,
     limits: &Limits,
@@ -140,7 +240,11 @@ pub(crate) fn run_stratum_once<const W: usize>(
         }
         env.clear();
         env.resize(rule.nvars, 0);
-        let found = &mut derived[slot].1;
+        let mut sink = Sink {
+            rule_index: plan.rule,
+            found: &mut derived[slot].1,
+            record: job.derivations.as_mut().map(|(d, o)| (&mut **d, &*o)),
+        };
         once_search(
             rule,
             &plan.steps,
@@ -149,7 +253,7 @@ pub(crate) fn run_stratum_once<const W: usize>(
             db,
             &mut cxm,
             job.subtract_model,
-            found,
+            &mut sink,
         );
     }
     drop(cxm);
@@ -198,6 +302,13 @@ impl<const W: usize> Default for OnceScratch<W> {
     }
 }
 
+/// Where a variant's results go: the stratum's new tuples, and the derivations proofs use.
+struct Sink<'s, const W: usize> {
+    rule_index: usize,
+    found: &'s mut Vec<Row<W>>,
+    record: Option<(&'s mut Derivations<W>, &'s ProofOrder<'s>)>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn once_search<const W: usize>(
     rule: &CRule,
@@ -207,11 +318,14 @@ fn once_search<const W: usize>(
     db: &Db<'_, W>,
     cx: &mut EvalCx,
     subtract_model: &[bool],
-    out: &mut Vec<Row<W>>,
+    out: &mut Sink<'_, W>,
 ) {
     let Some(step) = steps.get(i) else {
         if let Some(t) = super::head_tuple(rule, env, db, cx, subtract_model) {
-            out.push(t);
+            out.found.push(t);
+            if let Some((derivations, order)) = &mut out.record {
+                derivations.offer(order, rule.head_rel, &t, out.rule_index, env, cx);
+            }
         }
         return;
     };
