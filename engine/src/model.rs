@@ -376,6 +376,7 @@ impl<const W: usize> ModelData<W> {
         let mut scratch = eval::OnceScratch::default();
         let mut seeds: Vec<(RelId, Vec<Row<W>>)> = Vec::new();
         let mut runnable_once: Vec<&eval::OncePlan<W>> = Vec::new();
+        let mut done: Vec<(RelId, Part<W>)> = Vec::new();
         let mut derivations = if self.with_ranks {
             eval::Derivations::for_query()
         } else {
@@ -437,7 +438,6 @@ impl<const W: usize> ModelData<W> {
                             },
                         )),
                     };
-                    let mut done = Vec::new();
                     eval::run_stratum_once(
                         job,
                         &db,

@@ -223,8 +223,13 @@ pub(crate) struct Interner {
     parent: Option<Arc<Interner>>,
     offset: u32,
     strings: Vec<Arc<str>>,
+    /// Ids by string, once there are more than [`SCAN_SYMBOLS`] of them (a query's table
+    /// holds a few symbols of its request, searched in place).
     ids: HashMap<Arc<str>, u32>,
 }
+
+/// Tables with at most this many symbols of their own are searched without a hash map.
+const SCAN_SYMBOLS: usize = 8;
 
 impl Interner {
     /// A child table over a frozen parent.
@@ -250,6 +255,13 @@ impl Interner {
         {
             return Some(id);
         }
+        if self.ids.is_empty() {
+            return self
+                .strings
+                .iter()
+                .position(|x| **x == *s)
+                .map(|i| self.offset + i as u32);
+        }
         self.ids.get(s).copied()
     }
 
@@ -261,7 +273,12 @@ impl Interner {
         let id = self.len();
         let arc: Arc<str> = Arc::from(s);
         self.strings.push(arc.clone());
-        self.ids.insert(arc, id);
+        if !self.ids.is_empty() {
+            self.ids.insert(arc, id);
+        } else if self.strings.len() > SCAN_SYMBOLS {
+            let offset = self.offset;
+            self.ids = (self.strings.iter().cloned()).zip(offset..).collect();
+        }
         id
     }
 

@@ -274,8 +274,9 @@ impl PolicyEngine {
         decision: &mut EnvelopeDecision,
     ) -> Result<(), String> {
         let rows = rows_for(answer, relation, req)?;
-        let mut decided: Vec<(DecisionEffect, String, String)> = Vec::new();
-        for row in rows {
+        // Effect, pack effect, rule, and the row (its values are the decision fact's).
+        let mut decided: Vec<(DecisionEffect, &str, &str, usize)> = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
             let (Some(Value::Symbol(effect)), Some(Value::Symbol(rule))) = (row.get(1), row.get(2))
             else {
                 continue;
@@ -283,7 +284,7 @@ impl PolicyEngine {
             let Some(e) = DecisionEffect::from_pack(effect) else {
                 return Err(format!("`{relation}` has an unknown effect `{effect}`"));
             };
-            decided.push((e, effect.to_string(), rule.to_string()));
+            decided.push((e, effect, rule, i));
         }
         // The packs give every request exactly one effect; should two ever appear, the most
         // restrictive wins.
@@ -293,12 +294,9 @@ impl PolicyEngine {
         decided.retain(|d| d.0 == effect);
         decided.sort();
         decision.effect = effect;
-        decision.rules = decided.iter().map(|d| d.2.clone()).collect();
-        if let Some((_, pack_effect, rule)) = decided.first() {
-            let fact = Fact::new(
-                relation,
-                vec![Value::sym(req), Value::sym(pack_effect), Value::sym(rule)],
-            );
+        decision.rules = decided.iter().map(|d| d.2.to_string()).collect();
+        if let Some(&(.., row)) = decided.first() {
+            let fact = Fact::new(relation, rows[row].clone());
             decision.proof = Some(answer.prove(&fact).map_err(|e| e.to_string())?);
         }
         if self.explain_denials

@@ -118,17 +118,18 @@ pub(crate) struct ProofOrder<'a> {
 /// kept; the premises follow from them (see `explain`).
 pub(crate) struct Derivations<const W: usize> {
     /// Relation, tuple, rule, and where its variables start in `env`.
-    first: Vec<(RelId, Row<W>, usize, u32)>,
+    first: Vec<(RelId, Row<W>, u32, u32)>,
     /// Variable slots of the recorded instances, back to back.
     env: Vec<u32>,
 }
 
 impl<const W: usize> Derivations<W> {
-    /// Room for what one request typically derives.
+    /// Room for what one request typically derives (kept under the allocator's small sizes:
+    /// a larger first allocation costs more than growing the rare query that needs it).
     pub(crate) fn for_query() -> Self {
         Derivations {
-            first: Vec::with_capacity(16),
-            env: Vec::with_capacity(16 * 16),
+            first: Vec::with_capacity(8),
+            env: Vec::with_capacity(8 * 12),
         }
     }
 
@@ -151,7 +152,7 @@ impl<const W: usize> Derivations<W> {
             .first
             .iter()
             .find(|(r, t, _, _)| *r == rel && t == tuple)?;
-        let at = at as usize;
+        let (rule, at) = (rule as usize, at as usize);
         Some((rule, &self.env[at..at + nvars[rule]]))
     }
 
@@ -171,7 +172,7 @@ impl<const W: usize> Derivations<W> {
             .position(|(r, t, _, _)| *r == rel && t == tuple);
         if let Some(i) = existing {
             let (_, _, theirs, at) = self.first[i];
-            let at = at as usize;
+            let (theirs, at) = (theirs as usize, at as usize);
             let ord = order.rule_rank[rule]
                 .cmp(&order.rule_rank[theirs])
                 .then_with(|| {
@@ -194,8 +195,8 @@ impl<const W: usize> Derivations<W> {
         let at = self.env.len() as u32;
         self.env.extend_from_slice(env);
         match existing {
-            Some(i) => self.first[i] = (rel, *tuple, rule, at),
-            None => self.first.push((rel, *tuple, rule, at)),
+            Some(i) => self.first[i] = (rel, *tuple, rule as u32, at),
+            None => self.first.push((rel, *tuple, rule as u32, at)),
         }
     }
 }
