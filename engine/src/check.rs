@@ -25,7 +25,7 @@ pub fn check(program: &Program, source: &Source) -> Result<Ir, Vec<Diagnostic>> 
         diags: Vec::new(),
         types: HashMap::new(),
         relations: Vec::new(),
-        rel_by_name: HashMap::new(),
+        rel_by_name: rustc_hash::FxHashMap::default(),
     };
     cx.resolve_types(program);
     cx.declare_relations(program);
@@ -123,7 +123,7 @@ struct Checker<'s> {
     diags: Vec<Diagnostic>,
     types: HashMap<String, Type>,
     relations: Vec<RelInfo>,
-    rel_by_name: HashMap<String, RelId>,
+    rel_by_name: rustc_hash::FxHashMap<String, RelId>,
 }
 
 fn builtin_type(name: &str) -> Option<Type> {

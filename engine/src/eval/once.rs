@@ -373,10 +373,14 @@ fn once_search<const W: usize>(
             KeySrc::Const(c) => *c,
         };
     }
-    // Keys are zero past their columns: compare only those.
+    // Keys are zero past their columns: compare only those (one column, the usual case, as
+    // a number rather than a slice).
     let n = m.key.len();
     let key = &key[..n];
-    let start = ix.elements.partition_point(|(k, _)| k[..n] < *key);
+    let start = match key {
+        [k0] => ix.elements.partition_point(|(k, _)| k[0] < *k0),
+        _ => ix.elements.partition_point(|(k, _)| k[..n] < *key),
+    };
     for (k, t) in &ix.elements[start..] {
         if k[..n] != *key {
             break;
