@@ -25,7 +25,7 @@ pub fn check(program: &Program, source: &Source) -> Result<Ir, Vec<Diagnostic>> 
         diags: Vec::new(),
         types: HashMap::new(),
         relations: Vec::new(),
-        rel_by_name: HashMap::new(),
+        rel_by_name: rustc_hash::FxHashMap::default(),
     };
     cx.resolve_types(program);
     cx.declare_relations(program);
@@ -123,7 +123,7 @@ struct Checker<'s> {
     diags: Vec<Diagnostic>,
     types: HashMap<String, Type>,
     relations: Vec<RelInfo>,
-    rel_by_name: HashMap<String, RelId>,
+    rel_by_name: rustc_hash::FxHashMap<String, RelId>,
 }
 
 fn builtin_type(name: &str) -> Option<Type> {
@@ -485,7 +485,7 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
             u32::try_from(*n).map_err(|_| format!("`{n}` does not fit an unsigned"))?,
         ),
         Expr::Float(x, _) => Value::Float(*x as f32),
-        Expr::String(s, _) => Value::Symbol(s.clone()),
+        Expr::String(s, _) => Value::sym(s),
         Expr::Neg(inner, _) => {
             let v = const_eval_any(inner, want)?;
             let slot = slot_of(&v);
@@ -513,16 +513,16 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
             let vals = vals?;
             match (func, vals.as_slice()) {
                 (Functor::Cat, vs) if vs.iter().all(|v| matches!(v, Value::Symbol(_))) => {
-                    Value::Symbol(vs.iter().map(|v| v.to_string()).collect())
+                    Value::sym(vs.iter().map(|v| v.to_string()).collect::<String>())
                 }
                 (Functor::Strlen, [Value::Symbol(s)]) => Value::Number(s.chars().count() as i32),
                 (Functor::Substr, [Value::Symbol(s), Value::Number(i), Value::Number(n)]) => {
-                    Value::Symbol(functions::substr(s, *i, *n).ok_or("substr out of range")?)
+                    Value::sym(functions::substr(s, *i, *n).ok_or("substr out of range")?)
                 }
                 (Functor::ToNumber, [Value::Symbol(s)]) => Value::Number(
                     functions::to_number(s).ok_or_else(|| format!("`{s}` is not a number"))?,
                 ),
-                (Functor::ToString, [v]) if v.ty() != Type::Symbol => Value::Symbol(v.to_string()),
+                (Functor::ToString, [v]) if v.ty() != Type::Symbol => Value::sym(v.to_string()),
                 _ => return Err(format!("bad arguments to `{}`", func.as_str())),
             }
         }

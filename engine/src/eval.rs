@@ -22,7 +22,7 @@ use crate::{EvalError, Limits};
 mod once;
 mod search;
 
-pub(crate) use once::{OnceScratch, run_stratum_once};
+pub(crate) use once::{Derivations, OnceJob, OncePlan, OnceScratch, ProofOrder, run_stratum_once};
 pub(crate) use search::{apply_bound_filter, apply_filter, search, search_with};
 
 /// A tuple or a row of variable values.
@@ -38,8 +38,14 @@ pub(crate) struct Part<const W: usize> {
     pub ranks: Vec<u32>,
     /// The round of every tuple, when all share one (a one-pass stratum); `ranks` is empty.
     uniform_rank: Option<u32>,
-    indexes: RwLock<HashMap<Vec<usize>, Arc<Index<W>>>>,
-    projections: RwLock<HashMap<Vec<usize>, Arc<Vec<Row<W>>>>>,
+    /// Indexes and projections, built on demand (one lock: a query's parts rarely need
+    /// either, and a smaller part is cheaper to keep in a query's list).
+    caches: RwLock<PartCaches<W>>,
+}
+
+struct PartCaches<const W: usize> {
+    indexes: HashMap<Vec<usize>, Arc<Index<W>>>,
+    projections: HashMap<Vec<usize>, Arc<Vec<Row<W>>>>,
 }
 
 impl<const W: usize> Part<W> {
@@ -48,8 +54,10 @@ impl<const W: usize> Part<W> {
             tuples,
             ranks,
             uniform_rank: None,
-            indexes: RwLock::new(HashMap::default()),
-            projections: RwLock::new(HashMap::default()),
+            caches: RwLock::new(PartCaches {
+                indexes: HashMap::default(),
+                projections: HashMap::default(),
+            }),
         }
     }
 
@@ -79,8 +87,8 @@ impl<const W: usize> Part<W> {
 
     /// The tuples keyed by `cols` (datafrog `(key, tuple)` pairs, sorted).
     pub(crate) fn index(&self, cols: &[usize]) -> Arc<Index<W>> {
-        if let Ok(map) = self.indexes.read()
-            && let Some(ix) = map.get(cols)
+        if let Ok(c) = self.caches.read()
+            && let Some(ix) = c.indexes.get(cols)
         {
             return ix.clone();
         }
@@ -91,8 +99,8 @@ impl<const W: usize> Part<W> {
                 .map(|t| (project(t, cols), *t))
                 .collect(),
         ));
-        if let Ok(mut map) = self.indexes.write() {
-            map.insert(cols.to_vec(), ix.clone());
+        if let Ok(mut c) = self.caches.write() {
+            c.indexes.insert(cols.to_vec(), ix.clone());
         }
         ix
     }
@@ -117,10 +125,10 @@ impl<const W: usize> Part<W> {
         }
         let proj = {
             let found = self
-                .projections
+                .caches
                 .read()
                 .ok()
-                .and_then(|m| m.get(cols).cloned());
+                .and_then(|c| c.projections.get(cols).cloned());
             match found {
                 Some(p) => p,
                 None => {
@@ -133,8 +141,8 @@ impl<const W: usize> Part<W> {
                     v.sort_unstable();
                     v.dedup();
                     let p = Arc::new(v);
-                    if let Ok(mut m) = self.projections.write() {
-                        m.insert(cols.to_vec(), p.clone());
+                    if let Ok(mut c) = self.caches.write() {
+                        c.projections.insert(cols.to_vec(), p.clone());
                     }
                     p
                 }
@@ -160,8 +168,30 @@ pub(crate) struct Db<'a, const W: usize> {
     /// Whether the model's part of a relation is still valid for this evaluation.
     pub model_valid: &'a [bool],
     /// Parts completed earlier in this evaluation.
-    /// Boxed so that a query's table of parts stays small (one pointer per relation).
-    pub local: &'a [Option<Box<Part<W>>>],
+    pub local: LocalParts<'a, W>,
+}
+
+/// The parts an evaluation derived so far.
+#[derive(Clone, Copy)]
+pub(crate) enum LocalParts<'a, const W: usize> {
+    /// One slot per relation (materialisation derives most relations).
+    Dense(&'a [Option<Box<Part<W>>>]),
+    /// The few relations a query derived something for, in the order derived.
+    Sparse(&'a [(RelId, Part<W>)]),
+}
+
+impl<'a, const W: usize> LocalParts<'a, W> {
+    /// No parts.
+    pub(crate) fn none() -> Self {
+        LocalParts::Sparse(&[])
+    }
+
+    pub(crate) fn get(self, rel: RelId) -> Option<&'a Part<W>> {
+        match self {
+            LocalParts::Dense(parts) => parts.get(rel).and_then(|p| p.as_deref()),
+            LocalParts::Sparse(parts) => parts.iter().find(|(r, _)| *r == rel).map(|(_, p)| p),
+        }
+    }
 }
 
 impl<const W: usize> Db<'_, W> {
@@ -174,7 +204,7 @@ impl<const W: usize> Db<'_, W> {
                     None
                 }
             }
-            Which::Local => self.local.get(rel).and_then(|p| p.as_deref()),
+            Which::Local => self.local.get(rel),
         }
     }
 

@@ -6,6 +6,7 @@
 //! Among the instances, the rule with the smallest id wins, then the smallest bindings in
 //! value order, so the same program and facts give the same proof whatever their order.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use std::fmt::{self, Write as _};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::Fact;
-use crate::eval::{self, Db, Part, Row};
+use crate::eval::{self, Db, Derivations, Part, Row};
 use crate::ir::{DisplayLit, RelId};
 use crate::model::{InputPart, ModelData, QUERY_RANK_BASE, SparseInputs, sparse_input};
 use crate::plan::{CArg, CExpr, CLit, EvalCx};
@@ -58,12 +59,12 @@ pub enum ProofStep {
     Input {
         /// Where it came from (`request`, `envelope:repo-default@3`, `edge.facts:3`,
         /// `program:12`).
-        origin: String,
+        origin: Arc<str>,
     },
     /// An instance of a rule.
     Rule {
         /// The rule's stable id.
-        rule: String,
+        rule: Arc<str>,
         /// Which head of the clause.
         head: usize,
         /// Which alternative of its body.
@@ -71,7 +72,7 @@ pub enum ProofStep {
         /// Line of the clause.
         line: usize,
         /// Every variable of the rule outside aggregates (compiler temporaries start with `$`).
-        bindings: BTreeMap<String, Value>,
+        bindings: BTreeMap<Arc<str>, Value>,
         /// Proofs of the positive body atoms, in body order. Shared: proofs of facts that do
         /// not depend on a query's request are built once per model and reused.
         premises: Vec<Arc<Proof>>,
@@ -84,7 +85,7 @@ pub enum ProofStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Absent {
     /// Relation.
-    pub relation: String,
+    pub relation: Arc<str>,
     /// Values; `None` where the atom had `_`.
     pub values: Vec<Option<Value>>,
 }
@@ -300,12 +301,13 @@ fn rank_of<const W: usize>(
     (s, r)
 }
 
-/// How one fact is derived: an input, or an instance of a rule (its slots and premises).
-enum Step<const W: usize> {
+/// How one fact is derived: an input, or an instance of a rule (its slots, borrowed when the
+/// evaluation recorded them, and its premises).
+enum Step<'a, const W: usize> {
     Input(Arc<str>),
     Rule {
         rule: usize,
-        env: Vec<u32>,
+        env: Cow<'a, [u32]>,
         premises: Vec<(RelId, Row<W>)>,
     },
     Unexplained,
@@ -318,18 +320,30 @@ struct Prover<'a, const W: usize> {
     query_origins: &'a [Arc<str>],
     /// Relations the request reaches; empty when proving in the model itself.
     affected: &'a [bool],
+    /// Derivations recorded by the query's one-pass strata.
+    derivations: Option<&'a Derivations<W>>,
     /// The derivation chosen for each fact of the proof. A proof has a dozen facts or so: a
     /// list searched in place costs less than a hash table of 64-byte keys.
-    steps: Vec<((RelId, Row<W>), Step<W>)>,
+    steps: Vec<((RelId, Row<W>), Step<'a, W>)>,
+    /// The proof written for each step, once written.
+    built: Vec<Option<Arc<Proof>>>,
 }
 
-pub(crate) fn prove<const W: usize>(
-    data: &ModelData<W>,
-    db: &Db<'_, W>,
+/// What a proof reads besides the parts: the query's inputs and their origins, the relations
+/// its request reaches (empty when proving in the model itself), and the derivations its
+/// one-pass strata recorded.
+pub(crate) struct ProofInputs<'a, const W: usize> {
+    pub inputs: &'a SparseInputs<W>,
+    pub origins: &'a [Arc<str>],
+    pub affected: &'a [bool],
+    pub derivations: Option<&'a Derivations<W>>,
+}
+
+pub(crate) fn prove<'a, const W: usize>(
+    data: &'a ModelData<W>,
+    db: &'a Db<'a, W>,
     cx: &mut EvalCx,
-    query_inputs: &SparseInputs<W>,
-    query_origins: &[Arc<str>],
-    affected: &[bool],
+    query: ProofInputs<'a, W>,
     fact: &Fact,
 ) -> Result<Proof, ExplainError> {
     if !data.with_ranks {
@@ -342,18 +356,23 @@ pub(crate) fn prove<const W: usize>(
     let mut p = Prover {
         data,
         db,
-        query_inputs,
-        query_origins,
-        affected,
+        query_inputs: query.inputs,
+        query_origins: query.origins,
+        affected: query.affected,
+        derivations: query.derivations,
         steps: Vec::new(),
+        built: Vec::new(),
     };
     // First choose a derivation for every fact involved (each once), then write the tree.
     p.derive(rel, &t, cx);
+    p.built = vec![None; p.steps.len()];
     let root = p.build(rel, &t, cx);
+    // The prover's record of written proofs holds the root too.
+    drop(p);
     Ok(Arc::try_unwrap(root).unwrap_or_else(|shared| (*shared).clone()))
 }
 
-impl<const W: usize> Prover<'_, W> {
+impl<'a, const W: usize> Prover<'a, W> {
     fn input_origin(&self, rel: RelId, t: &Row<W>) -> Option<Arc<str>> {
         let find = |part: Option<&InputPart<W>>, origins: &[Arc<str>]| {
             let part = part?;
@@ -368,11 +387,10 @@ impl<const W: usize> Prover<'_, W> {
         find(sparse_input(self.query_inputs, rel), self.query_origins)
     }
 
-    fn step(&self, rel: RelId, t: &Row<W>) -> Option<&Step<W>> {
+    fn step_index(&self, rel: RelId, t: &Row<W>) -> Option<usize> {
         self.steps
             .iter()
-            .find(|((r, u), _)| *r == rel && u == t)
-            .map(|(_, s)| s)
+            .position(|((r, u), _)| *r == rel && u == t)
     }
 
     /// Whether a fact's proof is the same in every query on this model (its relation is not
@@ -389,27 +407,119 @@ impl<const W: usize> Prover<'_, W> {
     }
 
     fn derive(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) {
-        if self.step(rel, t).is_some() || self.cached(rel, t).is_some() {
+        if self.step_index(rel, t).is_some() || self.cached(rel, t).is_some() {
             return;
         }
         if let Some(origin) = self.input_origin(rel, t) {
             self.steps.push(((rel, *t), Step::Input(origin)));
             return;
         }
-        let step = self.choose(rel, t, cx);
-        let premises = match &step {
-            Step::Rule { premises, .. } => premises.clone(),
-            Step::Input(_) | Step::Unexplained => Vec::new(),
+        // A tuple of a query's one-pass stratum: the evaluation recorded its derivation.
+        let recorded = self
+            .derivations
+            .and_then(|d| d.get(rel, t, &self.data.rule_vars))
+            .and_then(|(rule, env)| {
+                let premises = self.premises_of(rule, env)?;
+                Some(Step::Rule {
+                    rule,
+                    env: Cow::Borrowed(env),
+                    premises,
+                })
+            });
+        let step = match recorded {
+            Some(step) => {
+                // The recorded derivation is the one the search would choose (checked in
+                // debug builds, so that every test proving a query's fact checks it).
+                #[cfg(debug_assertions)]
+                if let (
+                    Step::Rule {
+                        rule,
+                        env,
+                        premises,
+                    },
+                    Step::Rule {
+                        rule: r2,
+                        env: e2,
+                        premises: p2,
+                    },
+                ) = (&step, self.choose(rel, t, cx))
+                {
+                    debug_assert_eq!((*rule, &**env, premises), (r2, &*e2, &p2));
+                } else {
+                    debug_assert!(false, "the search found no derivation for a recorded one");
+                }
+                step
+            }
+            None => self.choose(rel, t, cx),
+        };
+        let at = self.steps.len();
+        let n = match &step {
+            Step::Rule { premises, .. } => premises.len(),
+            Step::Input(_) | Step::Unexplained => 0,
         };
         self.steps.push(((rel, *t), step));
-        for (r, u) in premises {
+        for k in 0..n {
+            let Step::Rule { premises, .. } = &self.steps[at].1 else {
+                break;
+            };
+            let (r, u) = premises[k];
             self.derive(r, &u, cx);
         }
     }
 
+    /// The premises of a recorded rule instance: for each positive atom, in body order, the
+    /// tuple it matched. An atom of variables and constants is its own tuple; one with `_`
+    /// takes the tuple the proof search would find first (the model's part before the
+    /// query's, each in tuple order; with every variable bound the atoms match
+    /// independently). `None` if no tuple matches (the evaluation recorded something else).
+    fn premises_of(&self, rule: usize, env: &[u32]) -> Option<Vec<(RelId, Row<W>)>> {
+        let rule = &self.data.rules[rule];
+        let mut out = Vec::new();
+        for lit in &rule.lits {
+            let CLit::Pos(a) = lit else { continue };
+            let mut t = [0u32; W];
+            let mut cols = [0usize; W];
+            let mut key = [0u32; W];
+            let mut n = 0;
+            for (c, arg) in a.args.iter().enumerate() {
+                let slot = match arg {
+                    CArg::Var(v) => env[*v],
+                    CArg::Const(k) => *k,
+                    CArg::Wild | CArg::Expr(_) => continue,
+                };
+                t[c] = slot;
+                cols[n] = c;
+                key[n] = slot;
+                n += 1;
+            }
+            if n < a.args.len() {
+                let cols = &cols[..n];
+                t = self
+                    .db
+                    .parts(a.rel)
+                    .into_iter()
+                    .flatten()
+                    .find_map(|part| {
+                        if part.len() <= 32 {
+                            part.tuples
+                                .elements
+                                .iter()
+                                .find(|u| cols.iter().zip(&key).all(|(&c, k)| u[c] == *k))
+                                .copied()
+                        } else {
+                            let ix = part.index(cols);
+                            part.lookup(&ix, &key).first().map(|(_, u)| *u)
+                        }
+                    })?;
+            }
+            out.push((a.rel, t));
+        }
+        Some(out)
+    }
+
     /// The derivation of a fact: among instances of its rules whose premises rank below it,
     /// the one of the rule with the smallest id, then with the smallest bindings.
-    fn choose(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Step<W> {
+    fn choose(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Step<'a, W> {
         let ir = self.data.program.ir();
         let my_rank = rank_of(self.data, self.db, rel, t);
         // One pair of buffers for every rule tried.
@@ -462,7 +572,7 @@ impl<const W: usize> Prover<'_, W> {
             if let Some((env, premises)) = best {
                 return Step::Rule {
                     rule: ri,
-                    env,
+                    env: Cow::Owned(env),
                     premises,
                 };
             }
@@ -470,11 +580,26 @@ impl<const W: usize> Prover<'_, W> {
         Step::Unexplained
     }
 
-    fn build(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Arc<Proof> {
+    fn build(&mut self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Arc<Proof> {
         if let Some(p) = self.cached(rel, t) {
             return p;
         }
-        let proof = Arc::new(self.build_step(rel, t, cx));
+        let Some(i) = self.step_index(rel, t) else {
+            // Unreachable for facts the evaluator derived; say so rather than invent a proof.
+            return Arc::new(Proof {
+                fact: decode_fact(self.data, &cx.symbols, rel, t),
+                step: ProofStep::Input {
+                    origin: Arc::from("unexplained"),
+                },
+            });
+        };
+        // A fact reached twice in one proof (an allowed request's rule application, say) is
+        // written once and shared.
+        if let Some(p) = &self.built[i] {
+            return p.clone();
+        }
+        let proof = Arc::new(self.build_step(i, rel, t, cx));
+        self.built[i] = Some(proof.clone());
         if self.shareable(rel)
             && let Ok(mut cache) = self.data.proof_cache.write()
         {
@@ -483,76 +608,82 @@ impl<const W: usize> Prover<'_, W> {
         proof
     }
 
-    fn build_step(&self, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
+    fn build_step(&mut self, i: usize, rel: RelId, t: &Row<W>, cx: &mut EvalCx) -> Proof {
         let fact = decode_fact(self.data, &cx.symbols, rel, t);
-        let ir = self.data.program.ir();
-        match self.step(rel, t) {
-            Some(Step::Input(origin)) => Proof {
-                fact,
-                step: ProofStep::Input {
-                    origin: origin.to_string(),
-                },
-            },
-            Some(Step::Rule {
-                rule: ri,
+        // Each step is written once (see `built`): its buffers can be taken.
+        let (ri, env, premises) = match std::mem::replace(&mut self.steps[i].1, Step::Unexplained) {
+            Step::Input(origin) => {
+                return Proof {
+                    fact,
+                    step: ProofStep::Input { origin },
+                };
+            }
+            Step::Unexplained => {
+                return Proof {
+                    fact,
+                    step: ProofStep::Input {
+                        origin: Arc::from("unexplained"),
+                    },
+                };
+            }
+            Step::Rule {
+                rule,
                 env,
                 premises,
-            }) => {
-                let ir_rule = &ir.rules[*ri];
-                let rule = &self.data.rules[*ri];
-                let mut bindings = BTreeMap::new();
-                for (v, var) in ir_rule.vars.iter().enumerate() {
-                    if !var.local {
-                        bindings.insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
-                    }
-                }
-                let premises: Vec<Arc<Proof>> = premises
+            } => (rule, env, premises),
+        };
+        let data = self.data;
+        let ir = data.program.ir();
+        let ir_rule = &ir.rules[ri];
+        let rule = &data.rules[ri];
+        let names = &data.names;
+        let bindings: BTreeMap<Arc<str>, Value> = names.bindings[ri]
+            .iter()
+            .map(|(v, name)| {
+                (
+                    name.clone(),
+                    decode(env[*v], ir_rule.vars[*v].ty, &cx.symbols),
+                )
+            })
+            .collect();
+        let premises: Vec<Arc<Proof>> = premises
+            .iter()
+            .map(|(r, u)| self.build(*r, u, cx))
+            .collect();
+        let mut absent = Vec::new();
+        for lit in &rule.lits {
+            if let CLit::Neg(a) = lit {
+                let info = &ir.relations[a.rel];
+                let values = a
+                    .args
                     .iter()
-                    .map(|(r, u)| self.build(*r, u, cx))
+                    .enumerate()
+                    .map(|(c, arg)| {
+                        let slot = match arg {
+                            CArg::Wild => return None,
+                            CArg::Var(v) => env[*v],
+                            CArg::Const(k) => *k,
+                            CArg::Expr(e) => e.eval(&env, cx)?,
+                        };
+                        Some(decode(slot, info.types[c], &cx.symbols))
+                    })
                     .collect();
-                let mut absent = Vec::new();
-                for lit in &rule.lits {
-                    if let CLit::Neg(a) = lit {
-                        let info = &ir.relations[a.rel];
-                        let values = a
-                            .args
-                            .iter()
-                            .enumerate()
-                            .map(|(c, arg)| {
-                                let slot = match arg {
-                                    CArg::Wild => return None,
-                                    CArg::Var(v) => env[*v],
-                                    CArg::Const(k) => *k,
-                                    CArg::Expr(e) => e.eval(env, cx)?,
-                                };
-                                Some(decode(slot, info.types[c], &cx.symbols))
-                            })
-                            .collect();
-                        absent.push(Absent {
-                            relation: info.name.clone(),
-                            values,
-                        });
-                    }
-                }
-                Proof {
-                    fact,
-                    step: ProofStep::Rule {
-                        rule: ir_rule.id.clone(),
-                        head: ir_rule.head_index,
-                        disjunct: ir_rule.disjunct,
-                        line: ir_rule.line,
-                        bindings,
-                        premises,
-                        absent,
-                    },
-                }
+                absent.push(Absent {
+                    relation: names.relations[a.rel].clone(),
+                    values,
+                });
             }
-            // Unreachable for facts the evaluator derived; say so rather than invent a proof.
-            Some(Step::Unexplained) | None => Proof {
-                fact,
-                step: ProofStep::Input {
-                    origin: "unexplained".into(),
-                },
+        }
+        Proof {
+            fact,
+            step: ProofStep::Rule {
+                rule: names.rules[ri].clone(),
+                head: ir_rule.head_index,
+                disjunct: ir_rule.disjunct,
+                line: ir_rule.line,
+                bindings,
+                premises,
+                absent,
             },
         }
     }
@@ -563,7 +694,7 @@ type Instance<const W: usize> = (Vec<u32>, Vec<(RelId, Row<W>)>);
 
 /// Orders two bindings of one rule by value, variable by variable (aggregate-local variables
 /// left out), without decoding anything into owned values.
-fn cmp_bindings(
+pub(crate) fn cmp_bindings(
     a: &[u32],
     b: &[u32],
     vars: &[crate::ir::Var],

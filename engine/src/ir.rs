@@ -4,7 +4,6 @@
 //! Produced by [`crate::check`]; read by the planner, the evaluators, the explainer and the
 //! proof checker.
 
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use crate::ast::{AggKind, ArithOp, CmpOp, Functor, Span, TestFn};
@@ -294,8 +293,8 @@ pub struct Ir {
     pub source: Source,
     /// Relations in declaration order.
     pub relations: Vec<RelInfo>,
-    /// Name → id.
-    pub rel_by_name: HashMap<String, RelId>,
+    /// Name → id (FxHash: looked up for every fact encoded, decoded or explained).
+    pub rel_by_name: rustc_hash::FxHashMap<String, RelId>,
     /// Rules in source order.
     pub rules: Vec<IrRule>,
     /// Facts written in the program.

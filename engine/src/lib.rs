@@ -154,7 +154,7 @@ impl Fact {
                     ))
                 })?),
                 ast::Expr::Float(x, _) => Value::Float(*x as f32),
-                ast::Expr::String(s, _) => Value::Symbol(s.clone()),
+                ast::Expr::String(s, _) => Value::sym(s),
                 other => {
                     return Err(Box::new(
                         Diagnostic::error("E-fact", "a fact holds constants only", other.span())
@@ -419,7 +419,7 @@ impl Model {
         with_model!(&self.inner, d => {
             let rel = d.program.ir().relation(name)?;
             let valid = vec![true; d.parts.len()];
-            let db = d.db(&valid, &[]);
+            let db = d.db(&valid);
             Some(d.rows(rel, &db, &d.symbols))
         })
     }
@@ -430,7 +430,7 @@ impl Model {
             let ir = d.program.ir();
             let rels: Vec<usize> = (0..ir.relations.len()).filter(|&r| ir.relations[r].output.is_some()).collect();
             let valid = vec![true; d.parts.len()];
-            let db = d.db(&valid, &[]);
+            let db = d.db(&valid);
             model::outputs_of(d, &rels, &db, &d.symbols)
         })
     }
@@ -458,7 +458,7 @@ impl Model {
     pub fn contains(&self, fact: &Fact) -> bool {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
-            let db = d.db(&valid, &[]);
+            let db = d.db(&valid);
             explain::contains(d, &db, &d.symbols, fact)
         })
     }
@@ -467,9 +467,9 @@ impl Model {
     pub fn prove(&self, fact: &Fact) -> Result<Proof, explain::ExplainError> {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
-            let db = d.db(&valid, &[]);
+            let db = d.db(&valid);
             let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
-            explain::prove(d, &db, &mut cx, &Vec::new(), &[], &[], fact)
+            explain::prove(d, &db, &mut cx, explain::ProofInputs { inputs: &Vec::new(), origins: &[], affected: &[], derivations: None }, fact)
         })
     }
 
@@ -477,7 +477,7 @@ impl Model {
     pub fn why_not(&self, fact: &Fact) -> Result<WhyNot, explain::ExplainError> {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
-            let db = d.db(&valid, &[]);
+            let db = d.db(&valid);
             let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
             explain::why_not(d, &db, &mut cx, fact)
         })
@@ -535,7 +535,7 @@ impl Answer<'_> {
     pub fn relation(&self, name: &str) -> Option<Vec<Vec<Value>>> {
         with_answer!(self, d, q => {
             let rel = d.program.ir().relation(name)?;
-            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             Some(d.rows(rel, &db, &q.symbols))
         })
     }
@@ -550,7 +550,7 @@ impl Answer<'_> {
     ) -> Option<Vec<Vec<Value>>> {
         with_answer!(self, d, q => {
             let rel = d.program.ir().relation(name)?;
-            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             Some(d.rows_where(rel, &db, &q.symbols, column, value))
         })
     }
@@ -560,7 +560,7 @@ impl Answer<'_> {
         with_answer!(self, d, q => {
             let ir = d.program.ir();
             let rels: Vec<usize> = (0..ir.relations.len()).filter(|&r| ir.relations[r].output.is_some()).collect();
-            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             model::outputs_of(d, &rels, &db, &q.symbols)
         })
     }
@@ -568,7 +568,7 @@ impl Answer<'_> {
     /// Whether a fact holds for this query.
     pub fn contains(&self, fact: &Fact) -> bool {
         with_answer!(self, d, q => {
-            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             explain::contains(d, &db, &q.symbols, fact)
         })
     }
@@ -576,16 +576,16 @@ impl Answer<'_> {
     /// The proof of a fact that holds for this query.
     pub fn prove(&self, fact: &Fact) -> Result<Proof, explain::ExplainError> {
         with_answer!(self, d, q => {
-            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
-            explain::prove(d, &db, &mut cx, &q.inputs, &q.origins, &q.plan.affected, fact)
+            explain::prove(d, &db, &mut cx, explain::ProofInputs { inputs: &q.inputs, origins: &q.origins, affected: &q.plan.affected, derivations: Some(&q.derivations) }, fact)
         })
     }
 
     /// Why a fact does not hold for this query.
     pub fn why_not(&self, fact: &Fact) -> Result<WhyNot, explain::ExplainError> {
         with_answer!(self, d, q => {
-            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: &q.local };
+            let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
             explain::why_not(d, &db, &mut cx, fact)
         })

@@ -35,7 +35,7 @@ pub(crate) struct ModelData<const W: usize> {
     pub inputs: Vec<InputPart<W>>,
     pub origins: Vec<Arc<str>>,
     pub with_ranks: bool,
-    query_plans: RwLock<HashMap<Vec<RelId>, Arc<QueryPlan>>>,
+    query_plans: RwLock<HashMap<Vec<RelId>, Arc<QueryPlan<W>>>>,
     /// Proofs of model facts, built on first use and shared by every later proof (a model
     /// fact's proof is the same in every query that does not reach its relation).
     pub proof_cache: RwLock<HashMap<(RelId, Row<W>), Arc<crate::Proof>>>,
@@ -44,19 +44,76 @@ pub(crate) struct ModelData<const W: usize> {
     /// Per relation, its rules ordered by id (then head and alternative): the order in which
     /// proofs try them, independent of the order rules are written in.
     pub rules_by_id: Vec<Vec<usize>>,
+    /// Per rule, its position in its head relation's `rules_by_id`.
+    pub rule_rank: Vec<u32>,
+    /// Per rule, its number of variables.
+    pub rule_vars: Vec<usize>,
+    /// The names proofs are written with, shared rather than copied into every proof.
+    pub names: ProofNames,
+}
+
+/// Relation names, rule ids and variable names as shared strings: a proof node refers to
+/// them instead of copying them.
+pub(crate) struct ProofNames {
+    /// Per relation, its name.
+    pub relations: Vec<Arc<str>>,
+    /// Per rule, its id.
+    pub rules: Vec<Arc<str>>,
+    /// Per rule, the variables a proof binds (those outside aggregates): slot and name.
+    pub bindings: Vec<Vec<(usize, Arc<str>)>>,
+}
+
+impl ProofNames {
+    fn new(ir: &Ir) -> Self {
+        ProofNames {
+            relations: ir
+                .relations
+                .iter()
+                .map(|r| Arc::from(r.name.as_str()))
+                .collect(),
+            rules: ir.rules.iter().map(|r| Arc::from(r.id.as_str())).collect(),
+            bindings: ir
+                .rules
+                .iter()
+                .map(|r| {
+                    r.vars
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, v)| !v.local)
+                        .map(|(i, v)| (i, Arc::from(v.name.as_str())))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 /// How a query with request facts in a given set of relations is evaluated.
-#[derive(Debug)]
-pub(crate) struct QueryPlan {
+pub(crate) struct QueryPlan<const W: usize> {
     /// Whether the request reaches each relation.
     pub affected: Vec<bool>,
     /// Whether the model's part of each relation stays valid.
     pub model_valid: Vec<bool>,
     /// Whether new tuples of each relation must leave out the model's.
     pub subtract_model: Vec<bool>,
-    /// Affected strata in order: relations and rule variants.
-    pub strata: Vec<(Vec<RelId>, Vec<RulePlan>)>,
+    /// Affected strata in order.
+    pub strata: Vec<QueryStratum<W>>,
+}
+
+/// One affected stratum of a query plan.
+pub(crate) struct QueryStratum<const W: usize> {
+    /// Its relations.
+    pub relations: Vec<RelId>,
+    /// Relations that may start with tuples: the request's, and recomputed relations' inputs.
+    pub seeded: Vec<RelId>,
+    /// How it is evaluated.
+    pub run: StratumRun<W>,
+}
+
+/// A stratum that reads itself runs semi-naively on datafrog; any other, in one pass.
+pub(crate) enum StratumRun<const W: usize> {
+    Fixpoint(Vec<RulePlan>),
+    OnePass(Vec<eval::OncePlan<W>>),
 }
 
 /// Input facts of the relations a query's request touches, sorted by relation: a request
@@ -224,7 +281,7 @@ impl<const W: usize> ModelData<W> {
             let db = Db {
                 model: None,
                 model_valid: &[],
-                local: &local,
+                local: eval::LocalParts::Dense(&local),
             };
             let done = eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?;
             for (r, part) in done {
@@ -236,6 +293,25 @@ impl<const W: usize> ModelData<W> {
             .map(|p| p.map_or_else(|| Part::new(Vec::new().into(), Vec::new()), |p| *p))
             .collect();
         let EvalCx { symbols, .. } = cx.into_inner();
+        let rules_by_id: Vec<Vec<usize>> = (0..ir.relations.len())
+            .map(|rel| {
+                let mut rs: Vec<usize> = (0..ir.rules.len())
+                    .filter(|&i| ir.rules[i].head.rel == rel)
+                    .collect();
+                rs.sort_by(|&a, &b| {
+                    let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
+                    (&ra.id, ra.head_index, ra.disjunct).cmp(&(&rb.id, rb.head_index, rb.disjunct))
+                });
+                rs
+            })
+            .collect();
+        let mut rule_rank = vec![0u32; ir.rules.len()];
+        for rs in &rules_by_id {
+            for (k, &ri) in rs.iter().enumerate() {
+                rule_rank[ri] = k as u32;
+            }
+        }
+        let rule_vars = rules.iter().map(|r| r.nvars).collect();
         Ok(ModelData {
             program: program.clone(),
             rules,
@@ -246,34 +322,28 @@ impl<const W: usize> ModelData<W> {
             with_ranks,
             query_plans: RwLock::new(HashMap::default()),
             proof_cache: RwLock::new(HashMap::default()),
+            names: ProofNames::new(ir),
             patterns,
-            rules_by_id: (0..ir.relations.len())
-                .map(|rel| {
-                    let mut rs: Vec<usize> = (0..ir.rules.len())
-                        .filter(|&i| ir.rules[i].head.rel == rel)
-                        .collect();
-                    rs.sort_by(|&a, &b| {
-                        let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
-                        (&ra.id, ra.head_index, ra.disjunct).cmp(&(
-                            &rb.id,
-                            rb.head_index,
-                            rb.disjunct,
-                        ))
-                    });
-                    rs
-                })
-                .collect(),
+            rule_rank,
+            rule_vars,
+            rules_by_id,
         })
     }
 
     /// The plan for queries whose request facts fall in `delta`.
-    pub(crate) fn query_plan(&self, delta: &[RelId]) -> Arc<QueryPlan> {
+    pub(crate) fn query_plan(&self, delta: &[RelId]) -> Arc<QueryPlan<W>> {
         if let Ok(m) = self.query_plans.read()
             && let Some(p) = m.get(delta)
         {
             return p.clone();
         }
-        let p = Arc::new(build_query_plan(self.program.ir(), &self.rules, delta));
+        let p = Arc::new(build_query_plan(
+            self.program.ir(),
+            &self.rules,
+            &self.parts,
+            &self.inputs,
+            delta,
+        ));
         if let Ok(mut m) = self.query_plans.write() {
             m.insert(delta.to_vec(), p.clone());
         }
@@ -297,81 +367,130 @@ impl<const W: usize> ModelData<W> {
             symbols,
             patterns: self.patterns.clone(),
         });
-        let n = ir.relations.len();
-        let mut local: Vec<Option<Box<Part<W>>>> = (0..n).map(|_| None).collect();
+        // The parts the query derives, in the order derived: a request reaches a few dozen
+        // relations and derives something for a handful.
+        let mut local: Vec<(RelId, Part<W>)> = Vec::new();
         let mut facts_so_far = 0usize;
         let scans = std::cell::Cell::new(0);
         // Reused by every stratum: most strata of a query run a rule variant or two.
-        let mut runnable: Vec<&RulePlan> = Vec::new();
         let mut scratch = eval::OnceScratch::default();
-        for (rels, plans) in &qp.strata {
-            // Skip variants reading an empty local part of a lower stratum.
-            runnable.clear();
-            runnable.extend(plans.iter().filter(|p| {
-                p.ops.iter().all(|op| match op {
-                    plan::Op::Scan { m, .. }
-                    | plan::Op::Lookup { m, .. }
-                    | plan::Op::Join { m, .. } => {
-                        m.which == Which::Model
-                            || rels.contains(&m.rel)
-                            || local[m.rel].as_ref().is_some_and(|p| p.len() > 0)
-                    }
-                    plan::Op::Map { .. } => true,
-                })
-            }));
+        let mut seeds: Vec<(RelId, Vec<Row<W>>)> = Vec::new();
+        let mut runnable_once: Vec<&eval::OncePlan<W>> = Vec::new();
+        let mut done: Vec<(RelId, Part<W>)> = Vec::new();
+        let mut derivations = if self.with_ranks {
+            eval::Derivations::for_query()
+        } else {
+            eval::Derivations::empty()
+        };
+        for stratum in &qp.strata {
+            let rels = &stratum.relations;
             // Only relations with tuples to start from (no allocation for the others).
-            let seeds: Vec<(RelId, Vec<Row<W>>)> = rels
-                .iter()
-                .filter(|&&r| {
-                    sparse_input(&inputs, r).is_some_and(|p| !p.is_empty())
-                        || (!qp.model_valid[r] && !self.inputs[r].is_empty())
-                })
-                .map(|&r| {
-                    let mut s: Vec<Row<W>> = sparse_input(&inputs, r)
-                        .into_iter()
-                        .flatten()
-                        .map(|(t, _)| *t)
-                        .collect();
-                    if qp.subtract_model[r] {
-                        s.retain(|t| !self.parts[r].contains(t));
-                    }
-                    if !qp.model_valid[r] {
-                        // Recomputed from scratch: the model's own input facts count too.
-                        s.extend(self.inputs[r].iter().map(|(t, _)| *t));
-                    }
-                    (r, s)
-                })
-                .collect();
-            if runnable.is_empty() && seeds.iter().all(|(_, s)| s.is_empty()) {
-                continue;
+            seeds.clear();
+            for &r in &stratum.seeded {
+                let mut s: Vec<Row<W>> = sparse_input(&inputs, r)
+                    .into_iter()
+                    .flatten()
+                    .map(|(t, _)| *t)
+                    .collect();
+                if qp.subtract_model[r] {
+                    s.retain(|t| !self.parts[r].contains(t));
+                }
+                if !qp.model_valid[r] {
+                    // Recomputed from scratch: the model's own input facts count too.
+                    s.extend(self.inputs[r].iter().map(|(t, _)| *t));
+                }
+                if !s.is_empty() {
+                    seeds.push((r, s));
+                }
             }
-            let job = StratumJob {
-                rules: &self.rules,
-                plans: &runnable,
-                relations: rels,
-                seeds,
-                subtract_model: &qp.subtract_model,
-                record_ranks: self.with_ranks,
-                rank_base: QUERY_RANK_BASE,
-                model_scans: &scans,
-            };
-            let db = Db {
-                model: Some(&self.parts),
-                model_valid: &qp.model_valid,
-                local: &local,
-            };
-            // A stratum that does not read itself needs no fixpoint: one pass suffices.
-            let done = if rels.iter().any(|&r| ir.recursive[r]) {
-                eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?
-            } else {
-                eval::run_stratum_once(job, &db, &cx, limits, &mut facts_so_far, &mut scratch)?
-            };
-            for (r, part) in done {
-                local[r] = Some(Box::new(part));
+            let has_local = |r: RelId| local.iter().any(|(x, p)| *x == r && p.len() > 0);
+            match &stratum.run {
+                StratumRun::OnePass(plans) => {
+                    // Skip variants reading an empty query part of a lower stratum.
+                    runnable_once.clear();
+                    runnable_once.extend(
+                        plans
+                            .iter()
+                            .filter(|p| p.reads_local.iter().all(|&r| has_local(r))),
+                    );
+                    if runnable_once.is_empty() && seeds.is_empty() {
+                        continue;
+                    }
+                    let db = Db {
+                        model: Some(&self.parts),
+                        model_valid: &qp.model_valid,
+                        local: eval::LocalParts::Sparse(&local),
+                    };
+                    let job = eval::OnceJob {
+                        rules: &self.rules,
+                        plans: &runnable_once,
+                        relations: rels,
+                        seeds: &mut seeds,
+                        subtract_model: &qp.subtract_model,
+                        record_ranks: self.with_ranks,
+                        rank_base: QUERY_RANK_BASE,
+                        model_scans: &scans,
+                        derivations: self.with_ranks.then_some((
+                            &mut derivations,
+                            eval::ProofOrder {
+                                ir,
+                                rule_rank: &self.rule_rank,
+                            },
+                        )),
+                    };
+                    eval::run_stratum_once(
+                        job,
+                        &db,
+                        &cx,
+                        limits,
+                        &mut facts_so_far,
+                        &mut scratch,
+                        &mut done,
+                    )?;
+                    local.append(&mut done);
+                }
+                StratumRun::Fixpoint(plans) => {
+                    // Skip variants reading an empty local part of a lower stratum.
+                    let runnable: Vec<&RulePlan> = plans
+                        .iter()
+                        .filter(|p| {
+                            p.ops.iter().all(|op| match op {
+                                plan::Op::Scan { m, .. }
+                                | plan::Op::Lookup { m, .. }
+                                | plan::Op::Join { m, .. } => {
+                                    m.which == Which::Model
+                                        || rels.contains(&m.rel)
+                                        || has_local(m.rel)
+                                }
+                                plan::Op::Map { .. } => true,
+                            })
+                        })
+                        .collect();
+                    if runnable.is_empty() && seeds.is_empty() {
+                        continue;
+                    }
+                    let job = StratumJob {
+                        rules: &self.rules,
+                        plans: &runnable,
+                        relations: rels,
+                        seeds: std::mem::take(&mut seeds),
+                        subtract_model: &qp.subtract_model,
+                        record_ranks: self.with_ranks,
+                        rank_base: QUERY_RANK_BASE,
+                        model_scans: &scans,
+                    };
+                    let db = Db {
+                        model: Some(&self.parts),
+                        model_valid: &qp.model_valid,
+                        local: eval::LocalParts::Sparse(&local),
+                    };
+                    let done = eval::run_stratum(job, &db, &cx, limits, &mut facts_so_far)?;
+                    local.extend(done);
+                }
             }
         }
         let EvalCx { symbols, .. } = cx.into_inner();
-        let derived = local.iter().flatten().map(|p| p.len()).sum();
+        let derived = local.iter().map(|(_, p)| p.len()).sum();
         Ok(QueryState {
             stats: QueryStats {
                 model_tuples_scanned: scans.get(),
@@ -382,18 +501,16 @@ impl<const W: usize> ModelData<W> {
             symbols: Arc::new(symbols),
             inputs,
             origins,
+            derivations,
         })
     }
 
-    pub(crate) fn db<'a>(
-        &'a self,
-        valid: &'a [bool],
-        local: &'a [Option<Box<Part<W>>>],
-    ) -> Db<'a, W> {
+    /// The model's own parts (no query's).
+    pub(crate) fn db<'a>(&'a self, valid: &'a [bool]) -> Db<'a, W> {
         Db {
             model: Some(&self.parts),
             model_valid: valid,
-            local,
+            local: eval::LocalParts::none(),
         }
     }
 
@@ -470,11 +587,14 @@ pub(crate) fn sort_rows(rows: &mut Vec<Vec<Value>>) {
 /// What a query leaves behind: its own parts and symbols, over the model.
 pub(crate) struct QueryState<const W: usize> {
     pub stats: QueryStats,
-    pub plan: Arc<QueryPlan>,
-    pub local: Vec<Option<Box<Part<W>>>>,
+    pub plan: Arc<QueryPlan<W>>,
+    /// The parts the query derived, in the order derived.
+    pub local: Vec<(RelId, Part<W>)>,
     pub symbols: Arc<Interner>,
     pub inputs: SparseInputs<W>,
     pub origins: Vec<Arc<str>>,
+    /// The derivation proofs use for each tuple of the query's one-pass strata.
+    pub derivations: eval::Derivations<W>,
 }
 
 /// What a query did.
@@ -488,7 +608,13 @@ pub struct QueryStats {
 }
 
 /// Classifies relations for a query and plans the rule variants to run.
-fn build_query_plan(ir: &Ir, rules: &[CRule], delta: &[RelId]) -> QueryPlan {
+fn build_query_plan<const W: usize>(
+    ir: &Ir,
+    rules: &[CRule],
+    model: &[Part<W>],
+    model_inputs: &[InputPart<W>],
+    delta: &[RelId],
+) -> QueryPlan<W> {
     let n = ir.relations.len();
     let mut affected = vec![false; n];
     delta.iter().for_each(|&r| affected[r] = true);
@@ -569,10 +695,37 @@ fn build_query_plan(ir: &Ir, rules: &[CRule], delta: &[RelId]) -> QueryPlan {
                 if !head_recompute && !reads_local {
                     continue; // already in the model
                 }
+                // A variant joining with an empty model part derives nothing, in any query:
+                // the model never changes.
+                let reads_empty_model = rule.lits.iter().zip(&which).any(|(l, w)| {
+                    matches!(l, CLit::Pos(a) if *w == Which::Model && model[a.rel].len() == 0)
+                });
+                if reads_empty_model {
+                    continue;
+                }
                 plans.push(plan::plan_rule(ri, rule, &which, &live));
             }
         }
-        strata.push((stratum.clone(), plans));
+        let seeded = stratum
+            .iter()
+            .copied()
+            .filter(|&r| delta.contains(&r) || (recompute[r] && !model_inputs[r].is_empty()))
+            .collect();
+        let run = if stratum.iter().any(|&r| ir.recursive[r]) {
+            StratumRun::Fixpoint(plans)
+        } else {
+            StratumRun::OnePass(
+                plans
+                    .iter()
+                    .map(|p| eval::OncePlan::new(p, model))
+                    .collect(),
+            )
+        };
+        strata.push(QueryStratum {
+            relations: stratum.clone(),
+            seeded,
+            run,
+        });
     }
     QueryPlan {
         affected,

@@ -346,13 +346,15 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
             let vals: Option<Vec<Value>> = args.iter().map(|a| eval(a, env, p)).collect();
             let vals = vals?;
             match (f, vals.as_slice()) {
-                (Functor::Cat, vs) => Value::Symbol(vs.iter().map(ToString::to_string).collect()),
+                (Functor::Cat, vs) => {
+                    Value::sym(vs.iter().map(ToString::to_string).collect::<String>())
+                }
                 (Functor::Strlen, [Value::Symbol(s)]) => Value::Number(s.chars().count() as i32),
                 (Functor::Substr, [Value::Symbol(s), Value::Number(i), Value::Number(n)]) => {
-                    Value::Symbol(functions::substr(s, *i, *n)?)
+                    Value::sym(functions::substr(s, *i, *n)?)
                 }
                 (Functor::ToNumber, [Value::Symbol(s)]) => Value::Number(functions::to_number(s)?),
-                (Functor::ToString, [v]) => Value::Symbol(v.to_string()),
+                (Functor::ToString, [v]) => Value::sym(v.to_string()),
                 _ => return None,
             }
         }

@@ -103,7 +103,7 @@ impl<'a> ProofChecker<'a> {
                 let Some(r) = ir
                     .rules
                     .iter()
-                    .find(|r| &r.id == rule && r.head_index == *head && r.disjunct == *disjunct)
+                    .find(|r| *r.id == **rule && r.head_index == *head && r.disjunct == *disjunct)
                 else {
                     return Err(self.fail(
                         fact,
@@ -122,7 +122,7 @@ impl<'a> ProofChecker<'a> {
                     if v.local {
                         continue;
                     }
-                    let Some(val) = bindings.get(&v.name) else {
+                    let Some(val) = bindings.get(v.name.as_str()) else {
                         return Err(
                             self.fail(fact, format!("variable `{}` has no binding", v.name))
                         );
@@ -199,7 +199,7 @@ impl<'a> ProofChecker<'a> {
                                 .collect();
                             let claimed = absent_iter.next();
                             if claimed.is_none_or(|c| {
-                                c.relation != ir.relations[a.rel].name
+                                *c.relation != *ir.relations[a.rel].name
                                     || c.values.len() != inst.len()
                                     || !c.values.iter().zip(&inst).all(|(x, y)| match (x, y) {
                                         (None, None) => true,

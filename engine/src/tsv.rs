@@ -109,7 +109,7 @@ pub fn parse_facts(
 /// Parses one field as a value of type `ty`.
 pub fn parse_value(field: &str, ty: Type) -> Option<Value> {
     match ty {
-        Type::Symbol => Some(Value::Symbol(field.to_string())),
+        Type::Symbol => Some(Value::sym(field)),
         Type::Number => parse_int(field)
             .and_then(|n| i32::try_from(n).ok())
             .map(Value::Number),

@@ -58,14 +58,23 @@ pub enum Value {
     Unsigned(u32),
     /// A float.
     Float(f32),
-    /// A symbol.
-    Symbol(String),
+    /// A symbol. Shared with the symbol table it was decoded from: decoding a symbol (for a
+    /// proof, say) copies no string.
+    Symbol(Arc<str>),
 }
 
 impl Value {
     /// A symbol value.
-    pub fn sym(s: impl Into<String>) -> Self {
-        Value::Symbol(s.into())
+    pub fn sym(s: impl AsRef<str>) -> Self {
+        Value::Symbol(Arc::from(s.as_ref()))
+    }
+
+    /// The symbol's text, if the value is a symbol.
+    pub fn as_symbol(&self) -> Option<&str> {
+        match self {
+            Value::Symbol(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// The value's type.
@@ -202,7 +211,7 @@ pub(crate) fn decode(slot: u32, ty: Type, symbols: &Interner) -> Value {
         Type::Number => Value::Number(slot as i32),
         Type::Unsigned => Value::Unsigned(slot),
         Type::Float => Value::Float(f32::from_bits(slot)),
-        Type::Symbol => Value::Symbol(symbols.resolve(slot).to_string()),
+        Type::Symbol => Value::Symbol(symbols.resolve_shared(slot)),
     }
 }
 
@@ -214,8 +223,13 @@ pub(crate) struct Interner {
     parent: Option<Arc<Interner>>,
     offset: u32,
     strings: Vec<Arc<str>>,
+    /// Ids by string, once there are more than [`SCAN_SYMBOLS`] of them (a query's table
+    /// holds a few symbols of its request, searched in place).
     ids: HashMap<Arc<str>, u32>,
 }
+
+/// Tables with at most this many symbols of their own are searched without a hash map.
+const SCAN_SYMBOLS: usize = 8;
 
 impl Interner {
     /// A child table over a frozen parent.
@@ -241,6 +255,13 @@ impl Interner {
         {
             return Some(id);
         }
+        if self.ids.is_empty() {
+            return self
+                .strings
+                .iter()
+                .position(|x| **x == *s)
+                .map(|i| self.offset + i as u32);
+        }
         self.ids.get(s).copied()
     }
 
@@ -252,8 +273,27 @@ impl Interner {
         let id = self.len();
         let arc: Arc<str> = Arc::from(s);
         self.strings.push(arc.clone());
-        self.ids.insert(arc, id);
+        if !self.ids.is_empty() {
+            self.ids.insert(arc, id);
+        } else if self.strings.len() > SCAN_SYMBOLS {
+            let offset = self.offset;
+            self.ids = (self.strings.iter().cloned()).zip(offset..).collect();
+        }
         id
+    }
+
+    /// The string of an id, shared (no copy). Unknown ids resolve to "".
+    pub(crate) fn resolve_shared(&self, id: u32) -> Arc<str> {
+        if id < self.offset {
+            return self
+                .parent
+                .as_ref()
+                .map_or_else(|| Arc::from(""), |p| p.resolve_shared(id));
+        }
+        self.strings
+            .get((id - self.offset) as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// The string of an id. Unknown ids (never produced by this table) resolve to "".

@@ -186,7 +186,7 @@ fn several_heads_and_alternatives_are_told_apart() {
             panic!("{f} is not derived")
         };
         assert_eq!(
-            (rule.as_str(), *head, *disjunct),
+            (&**rule, *head, *disjunct),
             ("hub", want_head, want_disjunct),
             "{f}"
         );
@@ -337,7 +337,7 @@ fn the_checker_rejects_a_fact_used_to_prove_itself() {
     let edge = |a: &str, b: &str, line: usize| Proof {
         fact: Fact::new("edge", vec![Value::sym(a), Value::sym(b)]),
         step: ProofStep::Input {
-            origin: format!("edges.facts:{line}"),
+            origin: format!("edges.facts:{line}").into(),
         },
     };
     let step = |x: &str, y: &str, z: &str, premises: Vec<Proof>| Proof {
@@ -349,7 +349,7 @@ fn the_checker_rejects_a_fact_used_to_prove_itself() {
             line: 13,
             bindings: [("x", x), ("y", y), ("z", z)]
                 .into_iter()
-                .map(|(k, v)| (k.to_string(), Value::sym(v)))
+                .map(|(k, v)| (k.into(), Value::sym(v)))
                 .collect(),
             premises: premises.into_iter().map(Arc::new).collect(),
             absent: Vec::new(),

@@ -970,7 +970,7 @@ fn concurrent_queries_each_see_only_their_own_request() {
 
 fn leaves(p: &Proof, out: &mut Vec<(String, String)>) {
     match &p.step {
-        ProofStep::Input { origin } => out.push((p.fact.to_string(), origin.clone())),
+        ProofStep::Input { origin } => out.push((p.fact.to_string(), origin.to_string())),
         ProofStep::Rule { premises, .. } => premises.iter().for_each(|q| leaves(q, out)),
     }
 }

@@ -240,9 +240,9 @@ pub fn run_facts(h: &RunHeader) -> Result<FactSet, String> {
         facts.add(
             "envelope_attached",
             vec![
-                EngineValue::Symbol(id),
-                EngineValue::Symbol("run".into()),
-                EngineValue::Symbol(h.id.clone()),
+                EngineValue::sym(id),
+                EngineValue::sym("run"),
+                EngineValue::sym(&h.id),
             ],
             SUBJECT_ORIGIN,
         );

@@ -89,9 +89,9 @@ impl PolicyEngine {
         for row in model.relation("governs").unwrap_or_default() {
             if let [Value::Symbol(run), Value::Symbol(env)] = row.as_slice() {
                 governing
-                    .entry(run.clone())
+                    .entry(run.to_string())
                     .or_default()
-                    .insert(env.clone());
+                    .insert(env.to_string());
             }
         }
         let mut subject: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -99,7 +99,7 @@ impl PolicyEngine {
             for row in model.relation(rel).unwrap_or_default() {
                 if let Some(Value::Symbol(run)) = row.first() {
                     let text = Fact::new(rel, row.clone()).to_string();
-                    subject.entry(run.clone()).or_default().push(text);
+                    subject.entry(run.to_string()).or_default().push(text);
                 }
             }
         }
@@ -274,8 +274,9 @@ impl PolicyEngine {
         decision: &mut EnvelopeDecision,
     ) -> Result<(), String> {
         let rows = rows_for(answer, relation, req)?;
-        let mut decided: Vec<(DecisionEffect, String, String)> = Vec::new();
-        for row in rows {
+        // Effect, pack effect, rule, and the row (its values are the decision fact's).
+        let mut decided: Vec<(DecisionEffect, &str, &str, usize)> = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
             let (Some(Value::Symbol(effect)), Some(Value::Symbol(rule))) = (row.get(1), row.get(2))
             else {
                 continue;
@@ -283,7 +284,7 @@ impl PolicyEngine {
             let Some(e) = DecisionEffect::from_pack(effect) else {
                 return Err(format!("`{relation}` has an unknown effect `{effect}`"));
             };
-            decided.push((e, effect.clone(), rule.clone()));
+            decided.push((e, effect, rule, i));
         }
         // The packs give every request exactly one effect; should two ever appear, the most
         // restrictive wins.
@@ -293,12 +294,9 @@ impl PolicyEngine {
         decided.retain(|d| d.0 == effect);
         decided.sort();
         decision.effect = effect;
-        decision.rules = decided.iter().map(|d| d.2.clone()).collect();
-        if let Some((_, pack_effect, rule)) = decided.first() {
-            let fact = Fact::new(
-                relation,
-                vec![Value::sym(req), Value::sym(pack_effect), Value::sym(rule)],
-            );
+        decision.rules = decided.iter().map(|d| d.2.to_string()).collect();
+        if let Some(&(.., row)) = decided.first() {
+            let fact = Fact::new(relation, rows[row].clone());
             decision.proof = Some(answer.prove(&fact).map_err(|e| e.to_string())?);
         }
         if self.explain_denials
@@ -365,9 +363,9 @@ impl PolicyEngine {
             for row in rows.unwrap_or_default() {
                 if let (Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
                     (row.get(1), row.get(2))
-                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| e == eff)
+                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| *e == &**eff)
                 {
-                    rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
+                    rules.insert((env.clone(), rule.to_string(), eff.to_string(), *decided));
                 }
             }
         }
@@ -425,7 +423,7 @@ fn rows_for(answer: &Answer<'_>, relation: &str, req: &str) -> Result<Vec<Vec<Va
 
 fn text(v: Option<&Value>) -> String {
     match v {
-        Some(Value::Symbol(s)) => s.clone(),
+        Some(Value::Symbol(s)) => s.to_string(),
         Some(other) => other.to_string(),
         None => String::new(),
     }
@@ -434,7 +432,7 @@ fn text(v: Option<&Value>) -> String {
 /// The rule at the root of a proof.
 fn root_rule(proof: &Proof) -> Option<String> {
     match &proof.step {
-        ProofStep::Rule { rule, .. } => Some(rule.clone()),
+        ProofStep::Rule { rule, .. } => Some(rule.to_string()),
         ProofStep::Input { .. } => None,
     }
 }

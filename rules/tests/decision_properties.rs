@@ -95,7 +95,7 @@ fn tamper(proof: &mut Proof, k: &mut usize) -> Option<String> {
     if *k < bindings.len() {
         let (name, value) = bindings.iter_mut().nth(*k)?;
         *value = match value {
-            Value::Symbol(s) => Value::Symbol(format!("{s}~")),
+            Value::Symbol(s) => Value::sym(format!("{s}~")),
             Value::Number(n) => Value::Number(n.wrapping_add(1)),
             Value::Unsigned(n) => Value::Unsigned(n.wrapping_add(1)),
             Value::Float(x) => Value::Float(*x + 1.0),

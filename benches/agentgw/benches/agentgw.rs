@@ -441,6 +441,12 @@ const VARIANTS: [(Variant, &str); 8] = [
     (Variant::Plain, "plain_rust"),
 ];
 
+/// [`run`], as the one function a profiler's collection is toggled on.
+#[inline(never)]
+fn profiled_run(s: &mut Setup, v: Variant, i: usize) -> Effect {
+    run(s, v, i)
+}
+
 fn run(s: &mut Setup, v: Variant, i: usize) -> Effect {
     let (a, t) = s.w.requests[i % REQUESTS];
     match v {
@@ -543,13 +549,26 @@ fn main() {
             .into_iter()
             .find(|(_, n)| *n == only)
             .expect("AGENTGW_PROFILE names a variant");
+        // `AGENTGW_PROFILE_COUNT=N` runs exactly N decisions instead (the first N requests, in
+        // order): the same work whatever the load, for instruction counts under callgrind
+        // (`--toggle-collect='agentgw::profiled_run'`). Like the timed loops, one warm-up pass
+        // first (model proofs are cached by the engine on first use).
+        let count: Option<usize> = std::env::var("AGENTGW_PROFILE_COUNT")
+            .ok()
+            .map(|n| n.parse().expect("AGENTGW_PROFILE_COUNT is a number"));
+        for i in 0..REQUESTS {
+            black_box(run(&mut s, v, i));
+        }
         let t0 = Instant::now();
         let mut i = 0usize;
-        while t0.elapsed() < Duration::from_secs(10) {
-            black_box(run(&mut s, v, i));
+        while count.map_or(t0.elapsed() < Duration::from_secs(10), |n| i < n) {
+            black_box(profiled_run(&mut s, v, i));
             i += 1;
         }
-        println!("agentgw profile {name}: {i} decisions in 10 s");
+        println!(
+            "agentgw profile {name}: {i} decisions in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
         return;
     }
     let filter_only = std::env::args().any(|a| a == "--list");

@@ -122,7 +122,7 @@ fn premise_fits(program: &Program, step: &ProofStep, k: usize, fact: &Fact) -> b
     let Some(r) = ir
         .rules
         .iter()
-        .find(|r| &r.id == rule && r.head_index == *head && r.disjunct == *disjunct)
+        .find(|r| *r.id == **rule && r.head_index == *head && r.disjunct == *disjunct)
     else {
         return false;
     };
@@ -145,7 +145,7 @@ fn premise_fits(program: &Program, step: &ProofStep, k: usize, fact: &Fact) -> b
             .zip(&fact.values)
             .all(|(arg, v)| match arg {
                 IrExpr::Wild => true,
-                IrExpr::Var(x) => bindings.get(&r.vars[*x].name) == Some(v),
+                IrExpr::Var(x) => bindings.get(r.vars[*x].name.as_str()) == Some(v),
                 IrExpr::Const(c) => c == v,
                 _ => false,
             })
@@ -156,7 +156,7 @@ fn changed(v: &Value) -> Value {
         Value::Number(n) => Value::Number(n.wrapping_add(1)),
         Value::Unsigned(n) => Value::Unsigned(n.wrapping_add(1)),
         Value::Float(x) => Value::Float(x + 1.0),
-        Value::Symbol(s) => Value::Symbol(format!("{s}'")),
+        Value::Symbol(s) => Value::sym(format!("{s}'")),
     }
 }
 

@@ -161,7 +161,7 @@ impl<'de> Deserialize<'de> for FactText {
                         wildcards: fact
                             .values
                             .iter()
-                            .map(|v| matches!(v, Value::Symbol(s) if s == WILDCARD))
+                            .map(|v| matches!(v, Value::Symbol(s) if &**s == WILDCARD))
                             .collect(),
                         fact,
                     }),

@@ -1,0 +1,23 @@
+//! Writes every AgentGW-Bench decision as one JSON line (effect, rules, proof, why-not,
+//! envelope versions, input hash), for the public engine (why-nots on) and then the
+//! receipts engine (why-nots off). Two commits decide identically when their dumps are equal:
+//! `cargo run --release --example dump_decisions | sha256sum`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+
+use tollgate_agentgw_bench::{Tollgate, Workload, agent_name, tool_name};
+
+fn main() {
+    let w = Workload::generate();
+    let t = Tollgate::new(&w).expect("the workload loads");
+    let args = serde_json::json!({});
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for engine in [&t.engine, &t.receipts] {
+        for &(a, tool) in &w.requests {
+            let d = engine.decide_tool(&agent_name(a), &tool_name(tool), &args);
+            let line = serde_json::to_string(&d).expect("a decision serialises");
+            writeln!(out, "{line}").expect("stdout");
+        }
+    }
+}
