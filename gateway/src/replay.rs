@@ -14,7 +14,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tollgate_rules::decide::{DecisionEffect, PolicyEngine, PolicyRequest};
 use tollgate_rules::engine::{FactSet, Value as EngineValue};
-use tollgate_rules::envelope::request::{RunSubject, SUBJECT_ORIGIN, ToolCall, subject_facts};
+use tollgate_rules::envelope::request::{
+    ModelCall, RunSubject, SUBJECT_ORIGIN, ToolCall, subject_facts,
+};
 use tollgate_rules::envelope::{EnvelopeSet, Level, load_envelopes};
 
 use crate::compiler::{
@@ -267,6 +269,19 @@ pub fn recorded_tool_request(run: &str, payload: &Value) -> PolicyRequest {
     }
 }
 
+/// The model call a `decision` event records when the gateway refused it (no `model_call`
+/// event follows a refusal): its provider, model and reasoning mode.
+pub fn refused_model_call(payload: &Value) -> Option<ModelCall> {
+    let refused = payload
+        .get("refused_model_call")
+        .filter(|r| r.is_object())?;
+    Some(ModelCall {
+        provider: str_of(refused, "provider"),
+        model: str_of(refused, "model"),
+        reasoning: str_of(refused, "reasoning"),
+    })
+}
+
 /// The policy subject of a run.
 pub fn run_subject(h: &RunHeader) -> Result<RunSubject, String> {
     let clearance: Level = serde_json::from_value(Value::String(h.clearance.clone()))
@@ -400,14 +415,8 @@ impl Replayer<'_> {
     /// sent): the envelopes must refuse it again.
     fn refused_model_call(&self, e: &EventRecord) -> Option<ReplayCheck> {
         let p = &e.payload;
-        let refused = p.get("refused_model_call")?;
+        let call = refused_model_call(p)?;
         let policy = self.policy?;
-        let field = |k: &str| str_of(refused, k);
-        let call = tollgate_rules::envelope::request::ModelCall {
-            provider: field("provider"),
-            model: field("model"),
-            reasoning: field("reasoning"),
-        };
         let now = policy.engine.decide_model(&self.file.run.id, &call);
         let was = p
             .pointer("/decision/effect")

@@ -15,7 +15,7 @@ use tollgate_rules::envelope::{EnvelopeErrors, EnvelopeSet, PolicyEnvelope, load
 
 use crate::compiler::CandidateItem;
 use crate::recorder::format::RunFile;
-use crate::replay::{recorded_tool_request, run_facts};
+use crate::replay::{recorded_tool_request, refused_model_call, run_facts};
 use crate::runtime::provider_and_model;
 
 /// Why a simulation could not run.
@@ -258,17 +258,9 @@ pub fn simulate(
             }
             // A model call refused by policy: no `model_call` event, the decision records
             // the call it refused.
-            "decision" if p.get("refused_model_call").is_some_and(Value::is_object) => {
-                let field = |k: &str| {
-                    p.pointer(&format!("/refused_model_call/{k}"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string()
-                };
-                let call = ModelCall {
-                    provider: field("provider"),
-                    model: field("model"),
-                    reasoning: field("reasoning"),
+            "decision" => {
+                let Some(call) = refused_model_call(p) else {
+                    continue;
                 };
                 let recorded = p
                     .get("decision")
