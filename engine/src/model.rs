@@ -190,9 +190,24 @@ pub(crate) fn encode_facts_sparse<const W: usize>(
             })?;
             t[i] = encode(&v, symbols);
         }
-        let oid = *origin_ids.entry(origin.clone()).or_insert_with(|| {
+        // A request has an origin or two: searched in place until there are more.
+        let known = if origin_ids.is_empty() {
+            origins
+                .iter()
+                .position(|o| **o == **origin)
+                .map(|i| i as u32)
+        } else {
+            origin_ids.get(origin).copied()
+        };
+        let oid = known.unwrap_or_else(|| {
             origins.push(origin.clone());
-            (origins.len() - 1) as u32
+            let id = (origins.len() - 1) as u32;
+            if !origin_ids.is_empty() {
+                origin_ids.insert(origin.clone(), id);
+            } else if origins.len() > 8 {
+                *origin_ids = origins.iter().cloned().zip(0..).collect();
+            }
+            id
         });
         match out.iter_mut().find(|(r, _)| *r == rel) {
             Some((_, part)) => part.push((t, oid)),

@@ -32,7 +32,18 @@ pub(crate) struct EvalCx {
 }
 
 impl CExpr {
+    /// The expression's value under `env`; `None` where an operator has none (division by
+    /// zero, say). Variables and constants, most arguments, are read in place.
+    #[inline]
     pub(crate) fn eval(&self, env: &[u32], cx: &mut EvalCx) -> Option<u32> {
+        match self {
+            CExpr::Var(v) => Some(env[*v]),
+            CExpr::Const(c) => Some(*c),
+            other => other.eval_compound(env, cx),
+        }
+    }
+
+    fn eval_compound(&self, env: &[u32], cx: &mut EvalCx) -> Option<u32> {
         match self {
             CExpr::Var(v) => Some(env[*v]),
             CExpr::Const(c) => Some(*c),
