@@ -363,6 +363,9 @@ fn a_malformed_pack_test_exits_2_with_file_line_and_column() {
     let o = tollgate(&["rules", "test", "no/such/folder"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("`no/such/folder` does not exist"));
+    let o = tollgate(&["rules", "test", "rules/packs/scope.dl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("help: check a program with `tollgate rules check"));
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -72,6 +72,19 @@ pub fn collect_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<TestFil
                     .with_help("name pack test files `NAME.test.yaml`"),
                 );
             }
+        } else if p.extension().is_some_and(|x| x == "dl") {
+            // A program, not a test file: reading it as YAML would report a type mismatch.
+            errors.push(
+                TestFileError::new(
+                    &name,
+                    None,
+                    format!("`{name}` is a Datalog program, not a pack test file"),
+                )
+                .with_help(format!(
+                    "check a program with `tollgate rules check {name}`; test it with a \
+                     `NAME.test.yaml` file whose `program:` names it (see rules/README.md)"
+                )),
+            );
         } else if p.is_file() {
             out.push(p.clone());
         } else {

@@ -222,6 +222,21 @@ fn envelope_files_give_their_facts_and_their_errors_are_located() {
 }
 
 #[test]
+fn a_program_given_as_a_test_file_is_pointed_to_rules_check() {
+    let report = PackTester::default().run_paths(&[PathBuf::from("packs/envelopes.dl")]);
+    assert!(!report.is_success());
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    let e = &report.errors[0];
+    assert!(e.message.contains("is a Datalog program"), "{e:?}");
+    assert!(
+        e.help
+            .as_deref()
+            .is_some_and(|h| h.contains("tollgate rules check packs/envelopes.dl")),
+        "{e:?}"
+    );
+}
+
+#[test]
 fn a_folder_without_test_files_and_a_missing_path_are_input_errors() {
     let report = PackTester::default().run_paths(&[PathBuf::from("/nonexistent/tollgate")]);
     assert!(!report.is_success());
