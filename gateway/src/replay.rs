@@ -4,6 +4,9 @@
 //! outputs and the policy decisions match. Any difference is drift, listed with the first
 //! differing item.
 //!
+//! Each decision is re-decided under the envelope versions it recorded (a run that spanned an
+//! envelope update was decided under two versions of it; see [`RecordedVersions`]).
+//!
 //! The model request a compile leads to is [`model_request`]: the compiled text as the system
 //! message, temperature 0. The recorder, the fixture generator and replay share it, so a
 //! context change shows up as a different request hash and a replay-provider miss.
@@ -27,6 +30,9 @@ use crate::providers::{
 };
 use crate::recorder::format::{EventRecord, RunFile, RunHeader};
 use crate::recorder::{Recorder, RecorderError, short};
+
+pub(crate) mod versions;
+pub use versions::RecordedVersions;
 
 /// The chat request the gateway sends for a compiled context.
 pub fn model_request(compiled: &CompiledContext, model: &str) -> ChatRequest {
@@ -164,11 +170,7 @@ pub fn replay_exact(recorder: &Recorder, run: &str) -> Result<ReplayReport, Repl
 
 /// Replays a run file exactly (no store needed).
 pub fn replay_file(file: &RunFile) -> Result<ReplayReport, ReplayError> {
-    let engine = policy_engine(file)?;
-    let policy = engine.as_ref().map(|engine| CompilePolicy {
-        engine,
-        run: &file.run.id,
-    });
+    let policies = ReplayPolicies::new(file)?;
     let provider = ReplayProvider::new(file.events.iter().filter_map(|e| {
         (e.kind == "model_output").then(|| {
             let hash = str_of(&e.payload, "request_hash");
@@ -181,7 +183,7 @@ pub fn replay_file(file: &RunFile) -> Result<ReplayReport, ReplayError> {
     }));
     let mut replay = Replayer {
         file,
-        policy: policy.as_ref(),
+        policies: policies.as_ref(),
         provider,
         offered: HashMap::new(),
         compiled: HashMap::new(),
@@ -207,30 +209,73 @@ pub fn replay_file(file: &RunFile) -> Result<ReplayReport, ReplayError> {
     Ok(replay.report)
 }
 
-/// The run's policy engine, when it was recorded with envelopes.
-fn policy_engine(file: &RunFile) -> Result<Option<PolicyEngine>, ReplayError> {
-    if file.envelope_sources.is_empty() {
-        return Ok(None);
+/// The policies a run was decided under: one engine per distinct set of envelope versions its
+/// decisions recorded (a run that spanned an envelope update has two), each decision re-decided
+/// by the engine of its own versions.
+struct ReplayPolicies<'a> {
+    versions: RecordedVersions<'a>,
+    /// By sorted `ID@VERSION`s; an error names versions the run does not hold.
+    engines: HashMap<Vec<String>, Result<PolicyEngine, String>>,
+}
+
+impl<'a> ReplayPolicies<'a> {
+    /// The run's engines, when it was recorded with envelopes.
+    fn new(file: &'a RunFile) -> Result<Option<ReplayPolicies<'a>>, ReplayError> {
+        let versions = RecordedVersions::new(file);
+        if versions.is_empty() {
+            return Ok(None);
+        }
+        let facts = run_facts(&file.run).map_err(|detail| ReplayError::Policy {
+            run: file.run.id.clone(),
+            detail,
+        })?;
+        let mut engines = HashMap::new();
+        for set in versions.used(file) {
+            let engine = match versions.sources(&set) {
+                Ok(named) => Ok(engine_over(file, &named, &facts)?),
+                Err(missing) => Err(missing),
+            };
+            engines.insert(set, engine);
+        }
+        Ok(Some(ReplayPolicies { versions, engines }))
     }
-    let named: Vec<(String, &str)> = file
-        .envelope_sources
-        .iter()
-        .map(|s| (format!("{}@{}", s.id, s.version), s.yaml.as_str()))
-        .collect();
-    let set: EnvelopeSet = load_envelopes(&named).map_err(|e| ReplayError::Envelopes {
+
+    /// The engine of the versions in force when the run opened.
+    #[cfg(test)]
+    fn opening_engine(&self) -> &PolicyEngine {
+        match self.engines.get(self.versions.opening()) {
+            Some(Ok(engine)) => engine,
+            _ => panic!("the opening versions always build"),
+        }
+    }
+
+    /// The engine of the versions event `e` recorded (the opening versions when it recorded
+    /// none).
+    fn engine(&self, e: &EventRecord) -> Result<&PolicyEngine, String> {
+        let set = RecordedVersions::of_event(e);
+        let set = set.as_deref().unwrap_or(self.versions.opening());
+        match self.engines.get(set) {
+            Some(Ok(engine)) => Ok(engine),
+            Some(Err(missing)) => Err(missing.clone()),
+            None => Err(format!("no policy was built for {}", set.join(", "))),
+        }
+    }
+}
+
+/// An engine over the named envelope sources and a run's subject facts.
+fn engine_over(
+    file: &RunFile,
+    named: &[(String, &str)],
+    facts: &FactSet,
+) -> Result<PolicyEngine, ReplayError> {
+    let set: EnvelopeSet = load_envelopes(named).map_err(|e| ReplayError::Envelopes {
         run: file.run.id.clone(),
         detail: e.render(),
     })?;
-    let facts = run_facts(&file.run).map_err(|detail| ReplayError::Policy {
+    PolicyEngine::new(&set, facts).map_err(|e| ReplayError::Policy {
         run: file.run.id.clone(),
-        detail,
-    })?;
-    PolicyEngine::new(&set, &facts)
-        .map(Some)
-        .map_err(|e| ReplayError::Policy {
-            run: file.run.id.clone(),
-            detail: e.to_string(),
-        })
+        detail: e.to_string(),
+    })
 }
 
 /// The subject facts a run's policy is materialised over: the run (agent, task, scope,
@@ -349,7 +394,7 @@ fn str_of(v: &Value, key: &str) -> String {
 
 struct Replayer<'a> {
     file: &'a RunFile,
-    policy: Option<&'a CompilePolicy<'a>>,
+    policies: Option<&'a ReplayPolicies<'a>>,
     provider: ReplayProvider,
     /// Items offered so far, by id (a later offer of an id replaces the earlier).
     offered: HashMap<String, CandidateItem>,
@@ -416,8 +461,11 @@ impl Replayer<'_> {
     fn refused_model_call(&self, e: &EventRecord) -> Option<ReplayCheck> {
         let p = &e.payload;
         let call = refused_model_call(p)?;
-        let policy = self.policy?;
-        let now = policy.engine.decide_model(&self.file.run.id, &call);
+        let engine = match self.policies?.engine(e) {
+            Ok(engine) => engine,
+            Err(why) => return Some(drift(e.seq, "decision", why)),
+        };
+        let now = engine.decide_model(&self.file.run.id, &call);
         let was = p
             .pointer("/decision/effect")
             .and_then(Value::as_str)
@@ -492,7 +540,14 @@ impl Replayer<'_> {
             settings,
             subject: None,
         };
-        let compiled = match compile(&input, self.policy) {
+        let policy = match self.policies.map(|p| p.engine(e)).transpose() {
+            Ok(engine) => engine.map(|engine| CompilePolicy {
+                engine,
+                run: &self.file.run.id,
+            }),
+            Err(why) => return drift(e.seq, "compile", why),
+        };
+        let compiled = match compile(&input, policy.as_ref()) {
             Ok(c) => c,
             Err(err) => return drift(e.seq, "compile", format!("the compile fails now: {err}")),
         };
@@ -613,10 +668,19 @@ impl Replayer<'_> {
         let recorded_decision = later("decision");
         let result = later("tool_result");
         let mut checks = Vec::new();
-        if let (Some(policy), Some(recorded)) = (self.policy, recorded_decision) {
-            let now = policy
-                .engine
-                .decide(&recorded_tool_request(&self.file.run.id, p));
+        if let (Some(policies), Some(recorded)) = (self.policies, recorded_decision) {
+            let engine = match policies.engine(recorded) {
+                Ok(engine) => engine,
+                Err(why) => {
+                    checks.push(drift(
+                        recorded.seq,
+                        "decision",
+                        format!("{call} {tool}: {why}"),
+                    ));
+                    return checks;
+                }
+            };
+            let now = engine.decide(&recorded_tool_request(&self.file.run.id, p));
             let was = recorded
                 .payload
                 .pointer("/decision/effect")

@@ -5,7 +5,9 @@
 //!
 //! One `Runtime` per process, shared by every request. The envelope set in force is the latest
 //! stored version of every envelope (`policy::current_set`); a policy engine is materialised per
-//! run (the set plus the run's subject facts) and cached until the set changes.
+//! run (the set plus the run's subject facts) and cached until the set changes. The versions a
+//! run's decisions are made under are linked to the run when the first such decision is
+//! recorded ([`RunPolicy`]).
 
 mod chat;
 mod compile;
@@ -14,6 +16,7 @@ mod runs;
 mod tools;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tollgate_rules::decide::PolicyEngine;
@@ -23,7 +26,8 @@ use tollgate_rules::envelope::EnvelopeSet;
 use crate::jobs::{Clock, SystemClock};
 use crate::policy::{PolicyStoreError, current_set};
 use crate::providers::Provider;
-use crate::recorder::format::RunHeader;
+use crate::recorder::format::{EventKind, RunHeader};
+use crate::recorder::write::{Appended, Payload, append_in, into_recorder, link_envelope_versions};
 use crate::recorder::{Recorder, RecorderError};
 use crate::replay::run_facts;
 use crate::store::{Store, StoreError};
@@ -77,7 +81,7 @@ pub struct Runtime {
     recorder: Recorder,
     provider: Arc<dyn Provider>,
     envelopes: RwLock<Arc<EnvelopeSet>>,
-    engines: Mutex<HashMap<String, Arc<PolicyEngine>>>,
+    engines: Mutex<HashMap<String, Arc<RunPolicy>>>,
     clock: Arc<dyn Clock>,
     /// Compiled glob patterns of rate-limited rules, shared by every call.
     patterns: PatternCache,
@@ -171,7 +175,7 @@ impl Runtime {
 
     /// The policy engine for a recorded run: the envelopes in force plus the run's subject
     /// facts, materialised once and cached.
-    pub fn engine_for(&self, run: &str) -> Result<Arc<PolicyEngine>, RuntimeError> {
+    pub fn engine_for(&self, run: &str) -> Result<Arc<RunPolicy>, RuntimeError> {
         if let Some(engine) = self
             .engines
             .lock()
@@ -181,8 +185,7 @@ impl Runtime {
             return Ok(engine.clone());
         }
         let header = self.recorder.header(run)?;
-        let engine = self.build_engine(&header)?;
-        let engine = Arc::new(engine);
+        let engine = Arc::new(self.build_engine(&header)?);
         self.engines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -199,11 +202,49 @@ pub use tools::{ApprovalView, Receipt, ToolCallAnswer, ToolCallRequest};
 
 impl Runtime {
     /// Materialises the envelopes in force over a run's subject facts (the run need not be
-    /// stored yet).
-    pub(crate) fn build_engine(&self, header: &RunHeader) -> Result<PolicyEngine, RuntimeError> {
+    /// stored yet), noting the stored versions that govern the run in it.
+    pub(crate) fn build_engine(&self, header: &RunHeader) -> Result<RunPolicy, RuntimeError> {
         let facts = run_facts(header).map_err(RuntimeError::Invalid)?;
-        PolicyEngine::new(&self.envelopes(), &facts)
-            .map_err(|e| RuntimeError::Evaluation(e.to_string()))
+        let set = self.envelopes();
+        let engine =
+            PolicyEngine::new(&set, &facts).map_err(|e| RuntimeError::Evaluation(e.to_string()))?;
+        let versions = engine
+            .governing(&header.id)
+            .iter()
+            .filter_map(|label| {
+                let id = label.split_once('@').map_or(label.as_str(), |(id, _)| id);
+                set.get(id)
+                    .map(|e| (e.id.clone(), crate::policy::content_hash(e)))
+            })
+            .collect();
+        Ok(RunPolicy {
+            engine,
+            versions,
+            linked: AtomicBool::new(false),
+        })
+    }
+
+    /// Appends events recording decisions made under `policy`, linking the envelope versions
+    /// it was built from to the run in the same write: no recorded decision is ever without
+    /// the links replay needs to rebuild its policy.
+    pub(crate) fn append_decided(
+        &self,
+        run: &str,
+        policy: &RunPolicy,
+        events: Vec<(u32, EventKind, String, Payload)>,
+    ) -> Result<Vec<Appended>, RuntimeError> {
+        let (key, links) = (run.to_string(), policy.unlinked());
+        let appended = self
+            .store
+            .write(move |c| {
+                if let Some(links) = &links {
+                    link_envelope_versions(c, &key, links)?;
+                }
+                append_in(c, &key, events)
+            })
+            .map_err(into_recorder)?;
+        policy.mark_linked();
+        Ok(appended)
     }
 
     /// Drops a run's cached engine (a finished run needs it no more).
@@ -215,11 +256,60 @@ impl Runtime {
     }
 
     /// Caches an engine built for a run.
-    pub(crate) fn keep_engine(&self, run: &str, engine: Arc<PolicyEngine>) {
+    pub(crate) fn keep_engine(&self, run: &str, engine: Arc<RunPolicy>) {
         self.engines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(run.to_string(), engine);
+    }
+}
+
+/// A run's policy engine, with the stored envelope versions that govern the run in it.
+///
+/// The engine is built from the envelope set in force, so an envelope updated while the run is
+/// running governs the run's later decisions (a revocation bites at once). Each decision
+/// records the `ID@VERSION`s it was made under; the first write recording a decision under
+/// this engine also links its versions to the run (`run_envelopes`), so replay and simulation
+/// can rebuild every decision's policy, whichever version it was made under.
+pub struct RunPolicy {
+    engine: PolicyEngine,
+    /// `(id, content hash)` of every envelope version governing the run in `engine`.
+    versions: Vec<(String, String)>,
+    /// Whether `versions` are known to be linked to the run (a write linking them committed).
+    linked: AtomicBool,
+}
+
+impl RunPolicy {
+    /// The `(id, content hash)` of the versions governing the run in this engine.
+    pub fn versions(&self) -> &[(String, String)] {
+        &self.versions
+    }
+
+    /// The links a write recording a decision under this engine must add: none once a write
+    /// has committed them.
+    pub(crate) fn unlinked(&self) -> Option<Vec<(String, String)>> {
+        (!self.linked.load(Ordering::Acquire)).then(|| self.versions.clone())
+    }
+
+    /// Notes that a committed write linked this engine's versions to the run.
+    pub(crate) fn mark_linked(&self) {
+        self.linked.store(true, Ordering::Release);
+    }
+}
+
+impl std::ops::Deref for RunPolicy {
+    type Target = PolicyEngine;
+    fn deref(&self) -> &PolicyEngine {
+        &self.engine
+    }
+}
+
+impl std::fmt::Debug for RunPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunPolicy")
+            .field("versions", &self.versions)
+            .field("linked", &self.linked)
+            .finish_non_exhaustive()
     }
 }
 

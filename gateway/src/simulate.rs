@@ -6,6 +6,17 @@
 //! (or joins them when the run had none of that id); the other envelopes keep their recorded
 //! versions, so the report isolates the candidate's effect. The set must still load as a
 //! whole (parents present, no cycles), or nothing is simulated.
+//!
+//! A run that spanned an envelope update was decided under several versions. Each decision is
+//! simulated against the versions it recorded: the candidate replaces every version of its id
+//! (`replaces` lists them all), and the other envelopes are as that decision had them. So a
+//! candidate is compared with what each decision actually was, and an update of another
+//! envelope during the run is not mistaken for the candidate's effect. Every set of versions
+//! must load with the candidate. A decision recorded under versions the run does not hold
+//! (recorded before runs linked every version they used) is simulated under the versions the
+//! run opened with.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -15,7 +26,8 @@ use tollgate_rules::envelope::{EnvelopeErrors, EnvelopeSet, PolicyEnvelope, load
 
 use crate::compiler::CandidateItem;
 use crate::recorder::format::RunFile;
-use crate::replay::{recorded_tool_request, refused_model_call, run_facts};
+use crate::replay::versions::sorted;
+use crate::replay::{RecordedVersions, recorded_tool_request, refused_model_call, run_facts};
 use crate::runtime::provider_and_model;
 
 /// Why a simulation could not run.
@@ -141,44 +153,78 @@ pub fn simulate(
     file: &RunFile,
     candidates: &[(String, String)],
 ) -> Result<SimulationReport, SimulateError> {
-    let named: Vec<(String, String)> = file
-        .envelope_sources
-        .iter()
-        .map(|s| (format!("{}@{}", s.id, s.version), s.yaml.clone()))
-        .collect();
-    let recorded_set: EnvelopeSet = load_envelopes(&named)?;
+    let versions = RecordedVersions::new(file);
     // The candidates alone first, for their ids (their parents may be the run's envelopes).
     let ids: Vec<String> = candidate_ids(candidates);
-    let mut sources: Vec<(String, String)> = file
-        .envelope_sources
-        .iter()
-        .filter(|s| !ids.contains(&s.id))
-        .map(|s| (format!("{}@{}", s.id, s.version), s.yaml.clone()))
-        .collect();
-    sources.extend(candidates.iter().cloned());
-    let set = load_envelopes(&sources)?;
-    let labels: Vec<String> = set
-        .envelopes()
-        .iter()
-        .filter(|e| ids.contains(&e.id))
-        .map(PolicyEnvelope::label)
-        .collect();
-    if labels.is_empty() {
-        return Err(SimulateError::Policy(
-            "the candidate files hold no envelope".into(),
-        ));
-    }
-    let replaces: Vec<String> = recorded_set
-        .envelopes()
-        .iter()
-        .filter(|e| ids.contains(&e.id))
-        .map(PolicyEnvelope::label)
-        .collect();
     let facts = run_facts(&file.run).map_err(SimulateError::Policy)?;
-    let engine =
-        PolicyEngine::new(&set, &facts).map_err(|e| SimulateError::Policy(e.to_string()))?;
-    let baseline = PolicyEngine::new(&recorded_set, &facts)
-        .map_err(|e| SimulateError::Policy(e.to_string()))?;
+    // One pair of engines (as recorded, with the candidates) per set of versions the run's
+    // decisions were made under; the opening set first, so its errors are the ones reported.
+    let mut used: Vec<Vec<String>> = vec![versions.opening().to_vec()];
+    used.extend(
+        versions
+            .used(file)
+            .into_iter()
+            .filter(|set| set.as_slice() != versions.opening()),
+    );
+    let mut engines: HashMap<Vec<String>, Policies> = HashMap::new();
+    let mut labels: Vec<String> = Vec::new();
+    let mut replaces: Vec<String> = Vec::new();
+    for set in used {
+        let Ok(named) = versions.sources(&set) else {
+            // Versions the run does not hold (recorded before runs linked every version they
+            // used): their decisions are simulated under the opening versions.
+            continue;
+        };
+        let named: Vec<(String, String)> =
+            named.into_iter().map(|(n, t)| (n, t.to_string())).collect();
+        let recorded_set: EnvelopeSet = load_envelopes(&named)?;
+        let mut sources: Vec<(String, String)> = named
+            .iter()
+            .filter(|(n, _)| {
+                !ids.iter()
+                    .any(|id| n.split_once('@').is_some_and(|(i, _)| i == id))
+            })
+            .cloned()
+            .collect();
+        sources.extend(candidates.iter().cloned());
+        let set_with = load_envelopes(&sources)?;
+        if labels.is_empty() {
+            labels = set_with
+                .envelopes()
+                .iter()
+                .filter(|e| ids.contains(&e.id))
+                .map(PolicyEnvelope::label)
+                .collect();
+            if labels.is_empty() {
+                return Err(SimulateError::Policy(
+                    "the candidate files hold no envelope".into(),
+                ));
+            }
+        }
+        replaces.extend(
+            recorded_set
+                .envelopes()
+                .iter()
+                .filter(|e| ids.contains(&e.id))
+                .map(PolicyEnvelope::label),
+        );
+        let engine = PolicyEngine::new(&set_with, &facts)
+            .map_err(|e| SimulateError::Policy(e.to_string()))?;
+        let baseline = PolicyEngine::new(&recorded_set, &facts)
+            .map_err(|e| SimulateError::Policy(e.to_string()))?;
+        engines.insert(set, Policies { engine, baseline });
+    }
+    replaces.sort();
+    replaces.dedup();
+    let opening = engines
+        .get(versions.opening())
+        .ok_or_else(|| SimulateError::Policy("the run's envelopes do not load".into()))?;
+    // The engines a recorded decision was made under: those of its versions.
+    let policies = |recorded: Option<&EnvelopeDecision>| -> &Policies {
+        recorded
+            .and_then(|d| engines.get(&sorted(d.envelope_versions.iter().map(String::as_str))))
+            .unwrap_or(opening)
+    };
     let run = file.run.id.as_str();
     let mut decisions = Vec::new();
     let mut offered: std::collections::HashMap<String, CandidateItem> = Default::default();
@@ -214,6 +260,7 @@ pub fn simulate(
                         .find(|o| o.get("id") == Some(id))
                         .and_then(|o| o.get("policy"))
                         .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
+                    let Policies { engine, baseline } = policies(recorded.as_ref());
                     let in_run = recorded.is_some();
                     let ctx = item.context_item();
                     let recorded = recorded.unwrap_or_else(|| baseline.decide_context(run, &ctx));
@@ -242,6 +289,7 @@ pub fn simulate(
                     .and_then(|o| o.payload.get("decision"))
                     .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
                 let request = recorded_tool_request(run, p);
+                let Policies { engine, baseline } = policies(recorded.as_ref());
                 let in_run = recorded.is_some();
                 let recorded = recorded.unwrap_or_else(|| baseline.decide(&request));
                 let now = engine.decide(&request);
@@ -265,6 +313,7 @@ pub fn simulate(
                 let recorded = p
                     .get("decision")
                     .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
+                let Policies { engine, baseline } = policies(recorded.as_ref());
                 let in_run = recorded.is_some();
                 let recorded = recorded.unwrap_or_else(|| baseline.decide_model(run, &call));
                 let now = engine.decide_model(run, &call);
@@ -309,6 +358,7 @@ pub fn simulate(
                         .unwrap_or("")
                         .to_string(),
                 };
+                let Policies { engine, baseline } = policies(recorded.as_ref());
                 let in_run = recorded.is_some();
                 let recorded = recorded.unwrap_or_else(|| baseline.decide_model(run, &call));
                 let now = engine.decide_model(run, &call);
@@ -325,13 +375,25 @@ pub fn simulate(
             _ => {}
         }
     }
+    let mut governing: Vec<String> = engines
+        .values()
+        .flat_map(|p| p.engine.governing(run))
+        .collect();
+    governing.sort();
+    governing.dedup();
     Ok(SimulationReport {
         run: file.run.id.clone(),
         candidates: labels,
         replaces,
-        governing: engine.governing(run),
+        governing,
         decisions,
     })
+}
+
+/// A set of versions' engines: as recorded, and with the candidates in place.
+struct Policies {
+    engine: PolicyEngine,
+    baseline: PolicyEngine,
 }
 
 /// The `id` of every document in the candidate sources (YAML or JSON; unreadable documents are

@@ -181,3 +181,87 @@ fn every_migration_round_trips_on_a_populated_database() {
     assert!(store.read(schema).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A fixture run governed by `org-baseline@1` and `coding-agent@2`.
+fn fixture_run() -> RunFile {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/runs/01-bugfix-users-404.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn linked(recorder: &Recorder, run: &str) -> Vec<String> {
+    recorder
+        .envelope_sources(run)
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}@{}", s.id, s.version))
+        .collect()
+}
+
+#[test]
+fn a_store_made_before_runs_linked_several_versions_of_an_envelope_upgrades_and_reads_its_runs() {
+    let dir = std::env::temp_dir().join(format!("tollgate-migrations-0004-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let location = StoreLocation::file(dir.join("old.db"));
+    // The store as the previous build made it: migrations 1 to 3, bookkept as they were.
+    let store = Store::open_unmigrated(&location).unwrap();
+    store
+        .write(|c| {
+            c.execute_batch(
+                "CREATE TABLE tollgate_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                     checksum TEXT NOT NULL, applied_at TEXT NOT NULL)",
+            )?;
+            for m in migrations().into_iter().filter(|m| m.version <= 3) {
+                c.execute_batch(m.up)?;
+                c.execute(
+                    "INSERT INTO tollgate_migrations VALUES (?1, ?2, ?3, 't')",
+                    rusqlite::params![m.version, m.name, m.checksum()],
+                )?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let recorder = Recorder::new(store.clone());
+    let file = fixture_run();
+    recorder.import(&file).unwrap();
+    let before = recorder.export(&file.run.id).unwrap();
+    drop((recorder, store));
+
+    let store = Store::open(&location).unwrap();
+    assert!(store.migration_status().unwrap().is_current());
+    let recorder = Recorder::new(store.clone());
+    assert_eq!(recorder.export(&file.run.id).unwrap(), before);
+    assert!(recorder.verify(&file.run.id).unwrap().is_intact());
+    let report = tollgate_gateway::replay::replay_exact(&recorder, &file.run.id).unwrap();
+    assert!(!report.drifted(), "{}", report.to_text());
+
+    // The upgraded store holds a run that used two versions of one envelope...
+    let mut spanning = fixture_run();
+    spanning.run.id = "run-spanning".into();
+    let v2 = spanning
+        .envelope_sources
+        .iter()
+        .find(|s| s.id == "coding-agent")
+        .unwrap()
+        .clone();
+    let mut v3 = v2.clone();
+    v3.version = 3;
+    v3.yaml = v3.yaml.replace("version: 2", "version: 3");
+    spanning.envelope_sources.push(v3);
+    recorder.import(&spanning).unwrap();
+    assert_eq!(
+        linked(&recorder, "run-spanning"),
+        ["coding-agent@2", "coding-agent@3", "org-baseline@1"]
+    );
+    // ...and going down keeps the version each run opened with.
+    store.downgrade(Some(3)).unwrap();
+    assert_eq!(
+        linked(&recorder, "run-spanning"),
+        ["coding-agent@2", "org-baseline@1"]
+    );
+    assert_eq!(recorder.export(&file.run.id).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}

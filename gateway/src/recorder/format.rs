@@ -46,7 +46,9 @@ pub struct RunFile {
     #[serde(default)]
     pub events: Vec<EventRecord>,
     /// The envelopes the run was governed by, as their YAML source (stored as envelope
-    /// versions on import, so replay and simulation can rebuild the policy).
+    /// versions on import, so replay and simulation can rebuild the policy): every version any
+    /// of its decisions used, so several versions of one id when an envelope was updated while
+    /// the run ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub envelope_sources: Vec<EnvelopeSource>,
 }

@@ -1,6 +1,8 @@
 //! Writing runs: opening one, adding steps, appending events to its chain, finishing it, and
 //! importing a whole run file in one transaction (all or nothing).
 
+use std::collections::BTreeMap;
+
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
@@ -79,7 +81,9 @@ impl Recorder {
     }
 
     /// Opens a run governed by stored envelope versions (`(id, content hash)`), recording the
-    /// link in the same write so replay and simulation can rebuild its policy.
+    /// links in the same write so replay and simulation can rebuild its policy. Versions that
+    /// govern it later (an envelope updated while it runs) are linked by the write that records
+    /// the first decision made under them ([`link_envelope_versions`]).
     pub fn open_run_governed(
         &self,
         header: &RunHeader,
@@ -90,14 +94,7 @@ impl Recorder {
         self.store
             .write(move |c| {
                 insert_run(c, &header)?;
-                for (id, hash) in &envelopes {
-                    c.execute(
-                        "INSERT INTO run_envelopes (run_id, envelope_id, content_hash)
-                         VALUES (?1, ?2, ?3)",
-                        params![header.id, id, hash],
-                    )?;
-                }
-                Ok(())
+                link_envelope_versions(c, &header.id, &envelopes)
             })
             .map_err(into_recorder)
     }
@@ -414,15 +411,36 @@ fn store_envelope_sources(
         if stored.new {
             added.push(stored.version.label());
         }
-        c.execute(
-            "INSERT INTO run_envelopes (run_id, envelope_id, content_hash) VALUES (?1, ?2, ?3)",
-            params![run, envelope.id, stored.version.content_hash],
+        link_envelope_versions(
+            c,
+            run,
+            &[(envelope.id.clone(), stored.version.content_hash.clone())],
         )?;
     }
     Ok(added)
 }
 
-/// The envelope YAML recorded with a run.
+/// Links stored envelope versions (`(id, content hash)`) to a run inside the caller's write;
+/// a link already there is left as it is. A run links every version any of its decisions
+/// used, so one envelope may be linked in several versions.
+pub(crate) fn link_envelope_versions(
+    c: &Connection,
+    run: &str,
+    versions: &[(String, String)],
+) -> Result<(), StoreError> {
+    for (id, hash) in versions {
+        c.prepare_cached(
+            "INSERT INTO run_envelopes (run_id, envelope_id, content_hash)
+             SELECT ?1, ?2, ?3 WHERE NOT EXISTS (
+                 SELECT 1 FROM run_envelopes
+                 WHERE run_id = ?1 AND envelope_id = ?2 AND content_hash = ?3)",
+        )?
+        .execute(params![run, id, hash])?;
+    }
+    Ok(())
+}
+
+/// The YAML of every envelope version linked to a run, by id then version.
 pub(super) fn load_envelope_sources(
     c: &Connection,
     run: &str,
@@ -432,7 +450,7 @@ pub(super) fn load_envelope_sources(
          JOIN envelope_versions v ON v.id = r.envelope_id AND v.content_hash = r.content_hash
          JOIN artifacts a ON a.hash = v.artifact
          WHERE r.run_id = ?1
-         ORDER BY v.id",
+         ORDER BY v.id, v.version",
     )?;
     let rows = stmt.query_map([run], |r| {
         Ok(EnvelopeSource {
@@ -478,25 +496,7 @@ fn plan_import(file: &RunFile) -> Result<ImportPlan, String> {
             ));
         }
     }
-    let mut envelopes = Vec::new();
-    if !file.envelope_sources.is_empty() {
-        let named: Vec<(String, &str)> = file
-            .envelope_sources
-            .iter()
-            .map(|s| (format!("envelope_sources/{}", s.id), s.yaml.as_str()))
-            .collect();
-        let set = tollgate_rules::envelope::load_envelopes(&named)
-            .map_err(|e| format!("the run's envelope sources do not load:\n{}", e.render()))?;
-        for source in &file.envelope_sources {
-            let envelope = set.get(&source.id).ok_or_else(|| {
-                format!(
-                    "envelope_sources: `{}` does not hold an envelope with id `{}`",
-                    source.id, source.id
-                )
-            })?;
-            envelopes.push((envelope.clone(), source.yaml.clone()));
-        }
-    }
+    let envelopes = plan_envelope_sources(&file.envelope_sources)?;
     let mut prev = genesis_hash(&file.run);
     let mut events = Vec::with_capacity(file.events.len());
     for (i, e) in file.events.iter().enumerate() {
@@ -568,6 +568,68 @@ fn plan_import(file: &RunFile) -> Result<ImportPlan, String> {
         envelopes,
         head: prev,
     })
+}
+
+/// Checks a run file's envelope sources: each `ID@VERSION` once, each holding that envelope
+/// at that version, and each loading with the run's other envelopes. A run that spanned an
+/// envelope update holds several versions of one id, which cannot load as one set; they load
+/// in layers (layer `k`: the `k`-th version of every id, or its last), so every version is
+/// checked against the parents it extends.
+fn plan_envelope_sources(
+    sources: &[EnvelopeSource],
+) -> Result<Vec<(PolicyEnvelope, String)>, String> {
+    let mut by_id: BTreeMap<&str, Vec<&EnvelopeSource>> = BTreeMap::new();
+    for source in sources {
+        by_id.entry(&source.id).or_default().push(source);
+    }
+    for versions in by_id.values_mut() {
+        versions.sort_by_key(|s| s.version);
+        if let Some(pair) = versions.windows(2).find(|w| w[0].version == w[1].version) {
+            return Err(format!(
+                "envelope_sources: `{}@{}` is given twice\n  help: a run file holds each envelope version once",
+                pair[0].id, pair[0].version
+            ));
+        }
+    }
+    let layers = by_id.values().map(Vec::len).max().unwrap_or(0);
+    let mut envelopes = Vec::with_capacity(sources.len());
+    for k in 0..layers {
+        let layer: Vec<(&EnvelopeSource, bool)> = by_id
+            .values()
+            .filter_map(|v| {
+                let last = v.len().checked_sub(1)?;
+                Some((v[k.min(last)], k <= last))
+            })
+            .collect();
+        let named: Vec<(String, &str)> = layer
+            .iter()
+            .map(|(s, _)| {
+                (
+                    format!("envelope_sources/{}@{}", s.id, s.version),
+                    s.yaml.as_str(),
+                )
+            })
+            .collect();
+        let set = tollgate_rules::envelope::load_envelopes(&named)
+            .map_err(|e| format!("the run's envelope sources do not load:\n{}", e.render()))?;
+        for (source, _) in layer.into_iter().filter(|(_, new)| *new) {
+            let label = format!("{}@{}", source.id, source.version);
+            let envelope = set.get(&source.id).ok_or_else(|| {
+                format!(
+                    "envelope_sources: `{label}` does not hold an envelope with id `{}`",
+                    source.id
+                )
+            })?;
+            if envelope.label() != label {
+                return Err(format!(
+                    "envelope_sources: `{label}` holds `{}`\n  help: a source's `version` is the version its YAML declares",
+                    envelope.label()
+                ));
+            }
+            envelopes.push((envelope.clone(), source.yaml.clone()));
+        }
+    }
+    Ok(envelopes)
 }
 
 /// Checks what every run must carry.

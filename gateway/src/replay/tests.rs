@@ -61,8 +61,9 @@ fn recorded_run(with_envelopes: bool) -> RunFile {
         events: vec![],
         envelope_sources: sources,
     };
-    let engine = policy_engine(&file).unwrap();
-    let policy = engine.as_ref().map(|engine| CompilePolicy {
+    let policies = ReplayPolicies::new(&file).unwrap();
+    let engine = policies.as_ref().map(|p| p.opening_engine());
+    let policy = engine.map(|engine| CompilePolicy {
         engine,
         run: "run-r",
     });
@@ -89,7 +90,7 @@ fn recorded_run(with_envelopes: bool) -> RunFile {
         },
     };
     let mut decision = json!({"effect": "allow"});
-    if let Some(engine) = &engine {
+    if let Some(engine) = engine {
         decision = serde_json::to_value(engine.decide_tool(
             "run-r",
             "fs.read_file",

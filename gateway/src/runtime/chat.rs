@@ -21,10 +21,11 @@ use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 use tollgate_rules::envelope::Level;
 use tollgate_rules::envelope::request::{ContextItem, ModelCall};
 
-use super::{Runtime, RuntimeError};
+use super::{RunPolicy, Runtime, RuntimeError};
 use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::providers::{ChatDelta, ChatRequest, ChatResponse, ProviderError};
 use crate::recorder::format::EventKind;
+use crate::recorder::write::Payload;
 
 /// Request fields the gateway handles itself and does not forward.
 const GATEWAY_FIELDS: [&str; 2] = ["stream", "stream_options"];
@@ -130,7 +131,15 @@ impl Runtime {
                 model_decision.effect.as_str(),
                 model_decision.rules.join(", ")
             );
-            self.record_refusal(run, step, &model_call, &model_decision, None, &message)?;
+            self.record_refusal(
+                run,
+                &engine,
+                step,
+                &model_call,
+                &model_decision,
+                None,
+                &message,
+            )?;
             return Err(RuntimeError::Denied {
                 message,
                 decision: Box::new(model_decision),
@@ -172,6 +181,7 @@ impl Runtime {
                     );
                     self.record_refusal(
                         run,
+                        &engine,
                         step,
                         &model_call,
                         &model_decision,
@@ -223,7 +233,7 @@ impl Runtime {
                 "messages": messages,
             }),
         ));
-        self.recorder().append_many(run, events)?;
+        self.append_decided(run, &engine, as_payloads(events))?;
         Ok(AllowedChat {
             run: run.to_string(),
             step,
@@ -300,9 +310,11 @@ impl Runtime {
     /// Records a refused model call: the model decision with the call it decided (no
     /// `model_call` event follows, so this is where replay and simulation find it) and, when a
     /// message was refused, its decision, and an error event saying why.
+    #[expect(clippy::too_many_arguments, reason = "what one refusal records")]
     fn record_refusal(
         &self,
         run: &str,
+        engine: &RunPolicy,
         step: u32,
         call: &ModelCall,
         model: &EnvelopeDecision,
@@ -333,9 +345,19 @@ impl Runtime {
             ));
         }
         events.push((step, EventKind::Error, at, json!({ "message": message })));
-        self.recorder().append_many(run, events)?;
+        self.append_decided(run, engine, as_payloads(events))?;
         Ok(())
     }
+}
+
+/// Events built as JSON objects, as the recorder's payloads.
+fn as_payloads(
+    events: Vec<(u32, EventKind, String, Value)>,
+) -> Vec<(u32, EventKind, String, Payload)> {
+    events
+        .into_iter()
+        .map(|(step, kind, at, payload)| (step, kind, at, payload.into()))
+        .collect()
 }
 
 impl ChatOutcome {

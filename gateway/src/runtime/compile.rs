@@ -52,14 +52,15 @@ impl Runtime {
             None => self.current_step(run, &header)?,
         };
         let at = self.now_rfc3339();
-        let appended = self.recorder().append_many(
+        let appended = self.append_decided(
             run,
+            &engine,
             vec![
                 (
                     step,
                     EventKind::ContextOffered,
                     at.clone(),
-                    json!({ "items": input.items }),
+                    json!({ "items": input.items }).into(),
                 ),
                 (
                     step,
@@ -72,7 +73,8 @@ impl Runtime {
                         "tokens": compiled.tokens,
                         "outcomes": compiled.outcomes_for_record(),
                         "text": compiled.text,
-                    }),
+                    })
+                    .into(),
                 ),
             ],
         )?;

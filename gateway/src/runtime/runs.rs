@@ -134,16 +134,9 @@ impl Runtime {
         // its agent or task.
         let engine = std::sync::Arc::new(self.build_engine(&header)?);
         header.envelopes = engine.governing(&id);
-        let links = header
-            .envelopes
-            .iter()
-            .filter_map(|label| {
-                let env_id = label.split_once('@').map_or(label.as_str(), |(i, _)| i);
-                set.get(env_id)
-                    .map(|e| (e.id.clone(), crate::policy::content_hash(e)))
-            })
-            .collect();
-        self.recorder().open_run_governed(&header, links)?;
+        self.recorder()
+            .open_run_governed(&header, engine.versions().to_vec())?;
+        engine.mark_linked();
         self.keep_engine(&id, engine);
         self.run_view(&id)
     }

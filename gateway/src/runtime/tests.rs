@@ -562,3 +562,206 @@ fn a_streamed_call_records_what_a_completed_call_records() {
             .to_owned()
     });
 }
+
+/// `coding-agent` version 3: the web is revoked (`web` denies `http.get`).
+fn coding_agent_revoking_the_web() -> String {
+    let coding = fixture_sources()
+        .into_iter()
+        .find(|(p, _)| p.ends_with("coding-agent.yaml"))
+        .unwrap()
+        .1;
+    let revoked = coding.replace("version: 2", "version: 3").replace(
+        "  - id: web\n    effect: allow",
+        "  - id: web\n    effect: deny",
+    );
+    assert!(
+        revoked.contains("effect: deny\n    tools: [http.get]"),
+        "the fixture changed shape"
+    );
+    revoked
+}
+
+/// A run that calls `http.get` under `coding-agent@2` (allowed), sees the envelope updated to
+/// version 3 while it runs, then calls it again (denied) and compiles.
+fn run_spanning_an_envelope_update(rt: &Runtime) {
+    open(rt, "r1");
+    let before = rt
+        .tool_call("r1", call("http.get", json!({"url": "https://docs.rs/a"})))
+        .unwrap();
+    assert_eq!(before.effect, DecisionEffect::Allow, "{}", before.reason);
+    crate::policy::store_envelopes(
+        rt.store(),
+        &[("coding-agent.yaml".into(), coding_agent_revoking_the_web())],
+    )
+    .unwrap();
+    rt.reload_envelopes().unwrap();
+    let after = rt
+        .tool_call("r1", call("http.get", json!({"url": "https://docs.rs/b"})))
+        .unwrap();
+    // The revocation bites the running run.
+    assert_eq!(after.effect, DecisionEffect::Deny, "{}", after.reason);
+    assert_eq!(
+        after.receipt.envelopes,
+        ["coding-agent@3", "org-baseline@1"]
+    );
+    let mut item = CandidateItem::new("f1", ItemKind::File, "fn main() {}");
+    item.scope = "org:acme/repo:api".into();
+    rt.compile("r1", CompileInput::new(vec![item]), None)
+        .unwrap();
+}
+
+#[test]
+fn a_run_links_every_envelope_version_its_decisions_used() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    run_spanning_an_envelope_update(&rt);
+    let sources: Vec<String> = rt
+        .recorder()
+        .envelope_sources("r1")
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}@{}", s.id, s.version))
+        .collect();
+    assert_eq!(
+        sources,
+        ["coding-agent@2", "coding-agent@3", "org-baseline@1"]
+    );
+    // The header keeps the versions the run opened with (it is part of the chain's genesis).
+    assert_eq!(
+        rt.recorder().header("r1").unwrap().envelopes,
+        ["coding-agent@2", "org-baseline@1"]
+    );
+}
+
+#[test]
+fn replay_exact_of_a_run_spanning_an_envelope_update_reports_no_drift() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    run_spanning_an_envelope_update(&rt);
+    let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
+    assert!(!report.drifted(), "{}", report.to_text());
+    assert_eq!((report.compiles, report.tool_calls), (1, 2));
+
+    // Exported and imported elsewhere, both versions travel and the run still replays clean.
+    let file = rt.recorder().export("r1").unwrap();
+    let other = Dir::new("runtime-import");
+    let store = Store::open(&StoreLocation::file(other.path().join("t.db"))).unwrap();
+    let recorder = crate::recorder::Recorder::new(store);
+    let mut stored = recorder.import(&file).unwrap().envelope_versions;
+    stored.sort();
+    assert_eq!(
+        stored,
+        ["coding-agent@2", "coding-agent@3", "org-baseline@1"]
+    );
+    assert_eq!(recorder.export("r1").unwrap(), file);
+    let report = crate::replay::replay_exact(&recorder, "r1").unwrap();
+    assert!(!report.drifted(), "{}", report.to_text());
+}
+
+#[test]
+fn replay_exact_of_a_run_spanning_an_envelope_update_still_reports_a_genuine_change() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    run_spanning_an_envelope_update(&rt);
+    let mut file = rt.recorder().export("r1").unwrap();
+    // Version 3 as the run recorded it denied the web; make it allow it again.
+    let v3 = file
+        .envelope_sources
+        .iter_mut()
+        .find(|s| s.id == "coding-agent" && s.version == 3)
+        .unwrap();
+    v3.yaml = v3.yaml.replace(
+        "  - id: web\n    effect: deny",
+        "  - id: web\n    effect: allow",
+    );
+    let report = crate::replay::replay_file(&file).unwrap();
+    let drifts: Vec<_> = report
+        .steps
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|c| !c.matched)
+        .collect();
+    // Only the call decided under version 3 drifts; the one under version 2 still matches.
+    assert_eq!(drifts.len(), 1, "{}", report.to_text());
+    assert!(
+        drifts[0]
+            .detail
+            .contains("deny was recorded, the envelopes now say allow"),
+        "{}",
+        report.to_text()
+    );
+    let decisions: Vec<bool> = report
+        .steps
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|c| c.check == "decision")
+        .map(|c| c.matched)
+        .collect();
+    assert_eq!(decisions, [true, false], "{}", report.to_text());
+}
+
+#[test]
+fn simulating_a_candidate_on_a_run_spanning_an_envelope_update_replaces_every_version() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    run_spanning_an_envelope_update(&rt);
+    let file = rt.recorder().export("r1").unwrap();
+    // Version 4 revokes the web too: only the call decided under version 2 changes.
+    let v4 = coding_agent_revoking_the_web().replace("version: 3", "version: 4");
+    let report = crate::simulate::simulate(&file, &[("coding-agent.yaml".into(), v4)]).unwrap();
+    assert_eq!(report.candidates, ["coding-agent@4"]);
+    assert_eq!(report.replaces, ["coding-agent@2", "coding-agent@3"]);
+    let changed: Vec<_> = report.changed().map(|d| d.subject.as_str()).collect();
+    assert_eq!(changed.len(), 1, "{}", report.to_text());
+    let tools: Vec<_> = report
+        .decisions
+        .iter()
+        .filter(|d| d.kind == tollgate_rules::decide::RequestKind::Tool)
+        .map(|d| (d.recorded, d.simulated))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            (DecisionEffect::Allow, DecisionEffect::Deny),
+            (DecisionEffect::Deny, DecisionEffect::Deny)
+        ]
+    );
+}
+
+#[test]
+fn a_run_file_giving_an_envelope_version_twice_or_mislabelled_is_refused_and_stores_nothing() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    run_spanning_an_envelope_update(&rt);
+    let file = rt.recorder().export("r1").unwrap();
+    let other = Dir::new("runtime-import");
+    let store = Store::open(&StoreLocation::file(other.path().join("t.db"))).unwrap();
+    let recorder = crate::recorder::Recorder::new(store.clone());
+
+    let mut twice = file.clone();
+    let mut again = twice.envelope_sources[1].clone();
+    again.yaml = again.yaml.replace("effect: deny", "effect: allow");
+    twice.envelope_sources.push(again);
+    let err = recorder.import(&twice).unwrap_err().to_string();
+    assert!(err.contains("`coding-agent@3` is given twice"), "{err}");
+
+    let mut mislabelled = file.clone();
+    mislabelled.envelope_sources[1].version = 4;
+    let err = recorder.import(&mislabelled).unwrap_err().to_string();
+    assert!(
+        err.contains("`coding-agent@4` holds `coding-agent@3`"),
+        "{err}"
+    );
+
+    assert!(
+        crate::policy::list_versions(&store, None)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(recorder.header("r1").is_err());
+}

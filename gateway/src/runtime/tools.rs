@@ -5,7 +5,9 @@
 //! call presented again with an approved approval id goes ahead once.
 //!
 //! The call, its decision (with the receipt) and any approval use are recorded in one write,
-//! together with the rate-limit count, so a crash never leaves a counted call unrecorded.
+//! together with the rate-limit count and, for the first decision under an engine, the links of
+//! its envelope versions to the run, so a crash never leaves a counted call unrecorded nor a
+//! recorded decision without the versions it was made under.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -21,7 +23,7 @@ use crate::approvals::{
 use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::ratelimit;
 use crate::recorder::format::EventKind;
-use crate::recorder::write::{Payload, append_in};
+use crate::recorder::write::{Payload, append_in, link_envelope_versions};
 
 /// How long an approval holds when the rule that gated the call names no `ttl_seconds`.
 pub const DEFAULT_APPROVAL_TTL_SECONDS: i64 = 3600;
@@ -407,7 +409,11 @@ impl Runtime {
         let (run_id, h, gov) = (run.to_string(), header.clone(), governing.clone());
         let counted = if execute { limited.clone() } else { Vec::new() };
         let cid = call_id.clone();
+        let links = engine.unlinked();
         let written = self.store().write(move |c| {
+            if let Some(links) = &links {
+                link_envelope_versions(c, &run_id, links)?;
+            }
             let mut used = None;
             if let Some(id) = &use_approval {
                 used = Some(
@@ -434,6 +440,7 @@ impl Runtime {
             crate::store::StoreError::Invalid(m) => RuntimeError::Conflict(m),
             other => other.into(),
         })?;
+        engine.mark_linked();
         if stored_approval.is_some() {
             approval = stored_approval;
         }
