@@ -1,0 +1,462 @@
+//! End-to-end tests of the gateway's front door: `tollgate serve` on a free port, talked to
+//! over loopback HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod replay;
+mod streaming;
+
+use serde_json::json;
+use support::Gateway;
+
+#[test]
+fn health_needs_no_token_and_everything_else_does() {
+    let gw = Gateway::start();
+    let (status, body) = gw.call_with("GET", "/health", None, &[]);
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ok");
+    let (status, body) = gw.call_with("GET", "/v1/runs/x", None, &[]);
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], "unauthorized");
+    let (status, _) = gw.call_with(
+        "GET",
+        "/v1/runs/x",
+        None,
+        &[("Authorization", "Bearer wrong")],
+    );
+    assert_eq!(status, 401);
+    let (status, body) = gw.call("GET", "/no/such/route", None);
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "not_found");
+}
+
+#[test]
+fn foreign_origins_and_hosts_are_refused() {
+    let gw = Gateway::start();
+    let auth = format!("Bearer {}", gw.token);
+    let (status, body) = gw.call_with(
+        "GET",
+        "/health",
+        None,
+        &[("Origin", "http://evil.example"), ("Authorization", &auth)],
+    );
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "foreign_origin");
+    let (status, body) = gw.call_with("GET", "/health", None, &[("Host", "evil.example:8000")]);
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "foreign_host");
+    let port = gw.base.rsplit(':').next().unwrap();
+    let own = format!("http://localhost:{port}");
+    let (status, _) = gw.call_with("GET", "/health", None, &[("Origin", own.as_str())]);
+    assert_eq!(status, 200);
+}
+
+/// Sends only the head of a request declaring a `length`-byte body and reads the answer: an
+/// oversized body is refused before any of it is sent.
+fn head_only(gw: &Gateway, length: usize) -> String {
+    use std::io::{Read as _, Write as _};
+    let addr = gw.base.strip_prefix("http://").unwrap();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n",
+        gw.token
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer
+}
+
+#[test]
+fn an_oversized_body_is_refused_before_it_is_read() {
+    let gw = Gateway::start_with(&[]);
+    let answer = head_only(&gw, 3 * 1024 * 1024);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("payload_too_large"), "{answer}");
+    assert_eq!(gw.count("runs"), 0);
+}
+
+#[test]
+fn refused_requests_write_nothing() {
+    let gw = Gateway::with_fixture_envelopes();
+    let auth = format!("Bearer {}", gw.token);
+    let open = r#"{"agent":"coder","task":"T-1","scope":"org:acme"}"#;
+    let (status, _) = gw.raw("POST", "/v1/runs", Some(open.into()), &[]);
+    assert_eq!(status, 401);
+    let (status, _) = gw.raw(
+        "POST",
+        "/v1/runs",
+        Some(open.into()),
+        &[("Authorization", &auth), ("Origin", "http://evil.example")],
+    );
+    assert_eq!(status, 403);
+    let (status, text) = gw.raw(
+        "POST",
+        "/v1/runs",
+        Some(r#"{"agent": "coder", "task": }"#.into()),
+        &[("Authorization", &auth)],
+    );
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("malformed_json") && text.contains("line 1"),
+        "{text}"
+    );
+    let (status, text) = gw.raw(
+        "POST",
+        "/v1/runs",
+        Some(r#"{"agent": "coder"}"#.into()),
+        &[("Authorization", &auth)],
+    );
+    assert_eq!(status, 422, "{text}");
+    assert!(text.contains("task"), "{text}");
+    assert!(head_only(&gw, 3 << 20).starts_with("HTTP/1.1 413"));
+    assert_eq!(gw.count("runs"), 0);
+    assert_eq!(gw.count("events"), 0);
+    // An invalid envelope is refused whole, with its line and column, and stores nothing.
+    let versions = gw.count("envelope_versions");
+    let (status, text) = gw.raw(
+        "POST",
+        "/v2/policies/envelopes",
+        Some("id: broken\nversion: 1\ntools:\n  - effect: allow\n    tool: [\"x\"]\n".into()),
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/yaml"),
+        ],
+    );
+    assert_eq!(status, 422, "{text}");
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_envelope");
+    assert_eq!(body["error"]["details"][0]["line"], 5, "{body}");
+    assert_eq!(gw.count("envelope_versions"), versions);
+}
+
+fn open_run(gw: &Gateway, id: &str) {
+    let (status, body) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"id": id, "agent": "coder", "task": "T-12",
+                     "scope": "org:acme/repo:api/task:T-12", "clearance": "confidential"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["governing"],
+        json!(["coding-agent@2", "org-baseline@1"])
+    );
+}
+
+fn tool(gw: &Gateway, run: &str, body: serde_json::Value) -> serde_json::Value {
+    let (status, answer) = gw.call("POST", &format!("/v1/runs/{run}/tool-calls"), Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+#[test]
+fn a_denied_tool_a_redacted_secret_and_an_approved_call_are_in_the_decisions() {
+    let gw = Gateway::with_fixture_envelopes();
+    open_run(&gw, "e2e-1");
+    let denied = tool(
+        &gw,
+        "e2e-1",
+        json!({"tool": "shell.rm", "arguments": {"path": "/"}}),
+    );
+    assert_eq!(denied["effect"], "deny");
+    assert_eq!(denied["execute"], false);
+    assert_eq!(denied["rules"], json!(["org-baseline/no-rm"]));
+    assert!(denied["decision"]["proof"].is_object());
+
+    let default_denied = tool(&gw, "e2e-1", json!({"tool": "net.upload"}));
+    assert_eq!(default_denied["effect"], "deny");
+    assert!(
+        !default_denied["decision"]["why_not"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let (status, chat) = gw.call_with(
+        "POST",
+        "/v1/chat/completions",
+        Some(&json!({"model": "gpt-4.1-mini", "messages": [
+            {"role": "user", "content": "the key is AKIAABCDEFGHIJKLMNOP, deploy"}]})),
+        &[
+            ("Authorization", &format!("Bearer {}", gw.token)),
+            ("X-Tollgate-Run", "e2e-1"),
+        ],
+    );
+    assert_eq!(status, 200, "{chat}");
+    let said = chat["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(!said.contains("AKIA"), "{said}");
+    assert!(
+        said.contains("[REDACTED:org-baseline/secrets-redacted]"),
+        "{said}"
+    );
+
+    let gated = tool(
+        &gw,
+        "e2e-1",
+        json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}}),
+    );
+    assert_eq!(gated["effect"], "require_approval");
+    let id = gated["approval"]["id"].as_str().unwrap().to_string();
+    let (status, body) = gw.call(
+        "POST",
+        &format!("/v2/policies/approvals/{id}"),
+        Some(&json!({"decision": "approve", "by": "intern"})),
+    );
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = gw.call(
+        "POST",
+        &format!("/v2/policies/approvals/{id}"),
+        Some(&json!({"decision": "approve", "by": "team-lead", "reason": "tests only"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "approved");
+    let (status, body) = gw.call(
+        "POST",
+        &format!("/v2/policies/approvals/{id}"),
+        Some(&json!({"decision": "reject", "by": "team-lead"})),
+    );
+    assert_eq!(status, 409, "{body}");
+    let mismatch = gw.call(
+        "POST",
+        "/v1/runs/e2e-1/tool-calls",
+        Some(
+            &json!({"tool": "shell.exec", "arguments": {"cmd": "make deploy"}, "approval_id": id}),
+        ),
+    );
+    assert_eq!(mismatch.0, 409, "{}", mismatch.1);
+    let approved = tool(
+        &gw,
+        "e2e-1",
+        json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}, "approval_id": id}),
+    );
+    assert_eq!(approved["effect"], "allow", "{approved}");
+    assert_eq!(approved["execute"], true);
+
+    let (status, all) = gw.call("GET", "/v2/policies/decisions/e2e-1", None);
+    assert_eq!(status, 200);
+    let decisions = all["decisions"].as_array().unwrap();
+    let find = |kind: &str, effect: &str| {
+        decisions
+            .iter()
+            .find(|d| d["kind"] == kind && d["effect"] == effect)
+            .unwrap_or_else(|| panic!("no {kind} {effect} in {all}"))
+    };
+    let deny = find("tool", "deny");
+    assert_eq!(deny["rules"], json!(["org-baseline/no-rm"]));
+    for d in [deny, find("context", "redact"), find("tool", "allow")] {
+        assert!(d["decision"]["proof"].is_object(), "{d}");
+        assert_eq!(
+            d["decision"]["envelope_versions"],
+            json!(["coding-agent@2", "org-baseline@1"])
+        );
+        assert_eq!(d["decision"]["input_hash"].as_str().unwrap().len(), 64);
+    }
+    assert!(
+        find("tool", "allow")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("approved by team-lead")
+    );
+    let (_, redacted) = gw.call("GET", "/v2/policies/decisions/e2e-1?effect=redact", None);
+    assert_eq!(redacted["decisions"].as_array().unwrap().len(), 1);
+    let (status, _) = gw.call("GET", "/v2/policies/decisions/e2e-1?effect=maybe", None);
+    assert_eq!(status, 422);
+    // The recorded run holds no secret and its chain is intact.
+    let out = gw.tollgate(&["runs", "export", "e2e-1"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("AKIAABCDEFGHIJKLMNOP"));
+    let verify = gw.tollgate(&["runs", "verify", "e2e-1"]);
+    assert!(verify.status.success(), "{}", support::stdout(&verify));
+}
+
+#[test]
+fn a_long_poll_returns_when_the_cli_approves() {
+    let gw = Gateway::with_fixture_envelopes();
+    open_run(&gw, "e2e-poll");
+    let gated = tool(
+        &gw,
+        "e2e-poll",
+        json!({"tool": "fs.write_file", "arguments": {"path": "src/a.rs"}}),
+    );
+    let id = gated["approval"]["id"].as_str().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let (base, token, path) = (
+        gw.base.clone(),
+        gw.token.clone(),
+        format!("/v1/approvals/{id}?wait=20"),
+    );
+    let waiter = std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut resp = agent
+            .get(format!("{base}{path}"))
+            .header("Authorization", format!("Bearer {token}"))
+            .call()
+            .unwrap();
+        let text = resp.body_mut().read_to_string().unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = gw.tollgate(&["approvals", "approve", &id, "--by", "team-lead"]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let answered = waiter.join().unwrap();
+    assert_eq!(answered["state"], "approved", "{answered}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let listed = gw.tollgate(&["approvals", "list", "--state", "all", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(list[0]["decided_by"], "team-lead");
+}
+
+#[test]
+fn envelopes_are_versioned_over_http_and_simulated_on_a_recorded_run() {
+    let gw = Gateway::with_fixture_envelopes();
+    let fixture = support::root().join("fixtures/runs/01-bugfix-users-404.json");
+    let out = gw.tollgate(&["runs", "import", fixture.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let v3 = std::fs::read_to_string(
+        support::root().join("fixtures/envelopes/diff/coding-agent.v3.yaml"),
+    )
+    .unwrap();
+
+    // Dry run first: nothing stored, nothing enforced.
+    let (status, sim) = gw.call(
+        "POST",
+        "/v2/policies/envelopes/coding-agent/simulate",
+        Some(&json!({"run_id": "run-bugfix-users-404", "envelope": v3})),
+    );
+    assert_eq!(status, 200, "{sim}");
+    assert_eq!(sim["candidates"], json!(["coding-agent@3"]));
+    assert_eq!(sim["replaces"], json!(["coding-agent@2"]));
+    assert!(sim["changed"].as_u64().unwrap() > 0, "{sim}");
+    let changed: Vec<&serde_json::Value> = sim["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["changed"] == true)
+        .collect();
+    assert!(changed.iter().all(|d| d["receipt"]["rules"].is_array()));
+    assert_eq!(gw.count("envelope_versions"), 2);
+
+    // Then store it: a new version, with the rules that changed.
+    let (status, stored) = gw.raw(
+        "POST",
+        "/v2/policies/envelopes",
+        Some(v3.clone()),
+        &[
+            ("Authorization", &format!("Bearer {}", gw.token)),
+            ("Content-Type", "application/yaml"),
+        ],
+    );
+    assert_eq!(status, 201, "{stored}");
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["stored"][0]["version"]["version"], 3);
+    assert!(
+        !stored["changes"]["envelopes"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let (status, diff) = gw.call(
+        "GET",
+        "/v2/policies/envelopes/coding-agent/diff?from=2",
+        None,
+    );
+    assert_eq!(status, 200, "{diff}");
+    assert_eq!(diff["from"], "coding-agent@2");
+    assert_eq!(diff["to"], "coding-agent@3");
+    // The same content again is not a new version; a change under the same number is refused.
+    let (status, _) = gw.raw(
+        "POST",
+        "/v2/policies/envelopes",
+        Some(v3.clone()),
+        &[
+            ("Authorization", &format!("Bearer {}", gw.token)),
+            ("Content-Type", "application/yaml"),
+        ],
+    );
+    assert_eq!(status, 200);
+    let (status, body) = gw.raw(
+        "POST",
+        "/v2/policies/envelopes",
+        Some(v3.replace("gpt-4.1-mini", "gpt-4.1")),
+        &[
+            ("Authorization", &format!("Bearer {}", gw.token)),
+            ("Content-Type", "application/yaml"),
+        ],
+    );
+    assert_eq!(status, 409, "{body}");
+    // New runs are governed by the new version.
+    let (_, opened) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"agent": "coder", "task": "T-9", "scope": "org:acme/repo:api"})),
+    );
+    assert_eq!(
+        opened["governing"],
+        json!(["coding-agent@3", "org-baseline@1"])
+    );
+
+    // The CLI simulates the same way.
+    let path = support::root().join("fixtures/envelopes/diff/coding-agent.v3.yaml");
+    let out = gw.tollgate(&[
+        "policy",
+        "simulate",
+        "--envelope",
+        path.to_str().unwrap(),
+        "--run",
+        "run-bugfix-users-404",
+    ]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let text = support::stdout(&out);
+    assert!(
+        text.contains(
+            "simulating coding-agent@3 on run run-bugfix-users-404 (in place of coding-agent@2)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("CHANGED"), "{text}");
+}
+
+#[test]
+fn graceful_shutdown_keeps_every_acknowledged_write() {
+    let mut gw = Gateway::with_fixture_envelopes();
+    open_run(&gw, "e2e-stop");
+    for i in 0..20 {
+        tool(
+            &gw,
+            "e2e-stop",
+            json!({"tool": "fs.read_file", "arguments": {"path": format!("f{i}")}}),
+        );
+    }
+    assert!(
+        gw.terminate(),
+        "the gateway did not exit cleanly on SIGTERM"
+    );
+    let db = gw.dir.path().join(".tollgate/tollgate.db");
+    let c = rusqlite::Connection::open(db).unwrap();
+    let events: i64 = c
+        .query_row(
+            "SELECT event_count FROM runs WHERE id = 'e2e-stop'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(events, 40, "every acknowledged call and decision is stored");
+}
+
+#[test]
+fn the_openapi_document_is_served_with_the_token() {
+    let gw = Gateway::start();
+    let (status, _) = gw.call_with("GET", "/openapi.json", None, &[]);
+    assert_eq!(status, 401);
+    let (status, doc) = gw.call("GET", "/openapi.json", None);
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(doc["paths"]["/v1/chat/completions"]["post"].is_object());
+}
