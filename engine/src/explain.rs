@@ -23,8 +23,8 @@ use crate::value::{Interner, Value, decode, encode};
 
 mod why_not;
 
-pub(crate) use why_not::why_not;
 pub use why_not::{RuleFailure, WhyNot};
+pub(crate) use why_not::{WhyNotTexts, why_not};
 
 /// Why an explanation could not be given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,15 +1,17 @@
 //! Why a fact does not hold: for each rule that could derive it, the furthest its body
 //! gets (depth first) and the literal where every branch stops.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::{ExplainError, cmp_bindings, encode_fact, unify_head};
 use crate::Fact;
-use crate::eval::{self, Db};
-use crate::ir::DisplayLit;
+use crate::eval::{self, Db, Row};
+use crate::ir::{DisplayLit, Ir, RelId, Var};
 use crate::model::ModelData;
 use crate::plan::{CArg, CLit, EvalCx};
 use crate::value::{Interner, Value, decode, encode};
@@ -29,20 +31,21 @@ pub struct WhyNot {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleFailure {
     /// Rule id.
-    pub rule: String,
+    pub rule: Arc<str>,
     /// Which alternative of the body.
     pub disjunct: usize,
     /// Line of the clause.
     pub line: usize,
     /// The body literal that found no match (in evaluation order), if the head matched.
-    pub failed_literal: Option<String>,
+    pub failed_literal: Option<Arc<str>>,
     /// Its index in the rule's body.
     pub literal_index: Option<usize>,
     /// The bindings under which it failed (variables bound so far, compiler temporaries
     /// left out).
-    pub bindings: BTreeMap<String, Value>,
-    /// A sentence saying what happened.
-    pub reason: String,
+    pub bindings: BTreeMap<Arc<str>, Value>,
+    /// A sentence saying what happened (most are written for the failure; the few fixed
+    /// ones are not copied).
+    pub reason: Cow<'static, str>,
 }
 
 impl WhyNot {
@@ -61,6 +64,54 @@ impl WhyNot {
         out
     }
 }
+
+/// What a why-not writes that depends only on the program, prepared once per model: every
+/// default denial asks for a few why-nots, which would otherwise look up the same rules and
+/// format the same literals each time.
+pub(crate) struct WhyNotTexts {
+    /// Per relation, the rules with it as head, in source order.
+    rules_by_head: Vec<Vec<usize>>,
+    /// Per rule, the text of each body literal (the `failed_literal` it may name).
+    literals: Vec<Vec<Arc<str>>>,
+    /// Per rule, the variables a failure shows, in slot order: slot and name.
+    shown: Vec<Vec<(usize, Arc<str>)>>,
+}
+
+impl WhyNotTexts {
+    pub(crate) fn new(ir: &Ir) -> WhyNotTexts {
+        let mut rules_by_head = vec![Vec::new(); ir.relations.len()];
+        for (ri, rule) in ir.rules.iter().enumerate() {
+            rules_by_head[rule.head.rel].push(ri);
+        }
+        WhyNotTexts {
+            rules_by_head,
+            literals: ir
+                .rules
+                .iter()
+                .map(|rule| {
+                    let text = |lit| Arc::from(DisplayLit(ir, rule, lit).to_string());
+                    rule.body.iter().map(text).collect()
+                })
+                .collect(),
+            shown: ir
+                .rules
+                .iter()
+                .map(|rule| {
+                    let vars = rule.vars.iter().enumerate();
+                    let shown = vars.filter(|(_, var)| var.is_shown());
+                    shown
+                        .map(|(v, var)| (v, Arc::from(var.name.as_str())))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+}
+
+const HEAD_DIFFERS: &str =
+    "its head cannot produce this fact (a constant or repeated variable differs)";
+const HEAD_EXPRESSIONS_DIFFER: &str =
+    "the body holds but the head's expressions give a different fact";
 
 pub(crate) fn why_not<const W: usize>(
     data: &ModelData<W>,
@@ -93,69 +144,76 @@ pub(crate) fn why_not<const W: usize>(
     if db.contains(rel, &t) {
         return Err(ExplainError::Holds(fact.to_string()));
     }
-    let is_input = ir.relations[rel].input.is_some() || ir.rules_for(rel).next().is_none();
-    let mut rules = Vec::new();
-    for (ri, ir_rule) in ir.rules_for(rel) {
+    let texts = data.why_not_texts.get_or_init(|| WhyNotTexts::new(ir));
+    let heads = &texts.rules_by_head[rel];
+    let is_input = ir.relations[rel].input.is_some() || heads.is_empty();
+    let mut rules = Vec::with_capacity(heads.len());
+    // One set of buffers for every rule tried.
+    let mut env: Vec<u32> = Vec::new();
+    let mut bound: Vec<bool> = Vec::new();
+    let mut search = FailureSearch {
+        db,
+        vars: &[],
+        lits: &[],
+        stack: Vec::new(),
+        trail: Vec::new(),
+        deepest: Deepest::default(),
+    };
+    for &ri in heads {
+        let ir_rule = &ir.rules[ri];
         let rule = &data.rules[ri];
-        let mut env = vec![0u32; rule.nvars];
-        let mut bound = vec![false; rule.nvars];
+        env.clear();
+        env.resize(rule.nvars, 0);
+        bound.clear();
+        bound.resize(rule.nvars, false);
         let mut failure = RuleFailure {
-            rule: ir_rule.id.clone(),
+            rule: data.names.rules[ri].clone(),
             disjunct: ir_rule.disjunct,
             line: ir_rule.line,
             failed_literal: None,
             literal_index: None,
             bindings: BTreeMap::new(),
-            reason: String::new(),
+            reason: Cow::Borrowed(HEAD_DIFFERS),
         };
         if !unify_head(&rule.head, &t, &mut env, &mut bound) {
-            failure.reason =
-                "its head cannot produce this fact (a constant or repeated variable differs)"
-                    .into();
             rules.push(failure);
             continue;
         }
-        let mut deepest: Deepest = None;
-        deepest_failure(
-            &ir_rule.vars,
-            &rule.lits,
-            0,
-            &mut env,
-            &mut bound,
-            db,
-            cx,
-            &mut deepest,
-        );
-        match deepest {
-            Some((i, env, bound)) if i < rule.lits.len() => {
-                let text = DisplayLit(ir, ir_rule, &ir_rule.body[i]).to_string();
-                for (v, var) in ir_rule.vars.iter().enumerate() {
-                    if bound[v] && var.is_shown() {
-                        failure
-                            .bindings
-                            .insert(var.name.clone(), decode(env[v], var.ty, &cx.symbols));
+        search.vars = &ir_rule.vars;
+        search.lits = &rule.lits;
+        search.deepest.at = None;
+        search.descend(0, &mut env, &mut bound, cx);
+        let deepest = &search.deepest;
+        match deepest.at {
+            Some(i) if i < rule.lits.len() => {
+                for (v, name) in &texts.shown[ri] {
+                    if deepest.bound[*v] {
+                        let value = decode(deepest.env[*v], ir_rule.vars[*v].ty, &cx.symbols);
+                        failure.bindings.insert(name.clone(), value);
                     }
                 }
-                // ` with a = "x", b = 3`, written into one buffer.
-                let mut under = String::new();
-                for (k, v) in &failure.bindings {
-                    under.push_str(if under.is_empty() { " with " } else { ", " });
-                    under.push_str(k);
-                    under.push_str(" = ");
-                    v.write_literal(&mut under);
-                }
-                failure.reason = match &rule.lits[i] {
-                    CLit::Pos(_) => format!("`{text}` found no match{under}"),
-                    CLit::Neg(_) => format!("`{text}` failed: the atom is present{under}"),
-                    _ => format!("`{text}` does not hold{under}"),
+                let text = &texts.literals[ri][i];
+                let what = match &rule.lits[i] {
+                    CLit::Pos(_) => "` found no match",
+                    CLit::Neg(_) => "` failed: the atom is present",
+                    _ => "` does not hold",
                 };
-                failure.failed_literal = Some(text);
+                // "`lit` found no match with a = "x", b = 3", written into one buffer.
+                let mut reason = String::with_capacity(text.len() + what.len() + 64);
+                reason.push('`');
+                reason.push_str(text);
+                reason.push_str(what);
+                for (k, (name, value)) in failure.bindings.iter().enumerate() {
+                    reason.push_str(if k == 0 { " with " } else { ", " });
+                    reason.push_str(name);
+                    reason.push_str(" = ");
+                    value.write_literal(&mut reason);
+                }
+                failure.reason = Cow::Owned(reason);
+                failure.failed_literal = Some(text.clone());
                 failure.literal_index = Some(i);
             }
-            _ => {
-                failure.reason =
-                    "the body holds but the head's expressions give a different fact".into();
-            }
+            _ => failure.reason = Cow::Borrowed(HEAD_EXPRESSIONS_DIFFER),
         }
         rules.push(failure);
     }
@@ -166,83 +224,126 @@ pub(crate) fn why_not<const W: usize>(
     })
 }
 
-/// The furthest failure found so far: literal index, bindings, which variables are bound.
-type Deepest = Option<(usize, Vec<u32>, Vec<bool>)>;
+/// The furthest failure found so far: literal index, bindings, which variables are bound
+/// (the buffers are kept from one rule to the next).
+#[derive(Default)]
+struct Deepest {
+    at: Option<usize>,
+    env: Vec<u32>,
+    bound: Vec<bool>,
+}
 
-/// Depth-first over the body; records the furthest literal index at which every branch
-/// failed. Among branches failing equally far, the one with the smallest bindings in value
-/// order is kept, so the answer does not depend on the order facts were given in.
-#[allow(clippy::too_many_arguments)]
-fn deepest_failure<const W: usize>(
-    vars: &[crate::ir::Var],
-    lits: &[CLit],
-    i: usize,
-    env: &mut Vec<u32>,
-    bound: &mut Vec<bool>,
-    db: &Db<'_, W>,
-    cx: &mut EvalCx,
-    deepest: &mut Deepest,
-) {
-    let record = |deepest: &mut Deepest, env: &[u32], bound: &[bool], symbols: &Interner| {
-        let better = match deepest {
+/// A depth-first search of one rule's body for the furthest literal at which every branch
+/// fails, with buffers shared by all its levels and by the rules of one why-not.
+struct FailureSearch<'a, 'db, const W: usize> {
+    db: &'a Db<'db, W>,
+    vars: &'a [Var],
+    lits: &'a [CLit],
+    /// Each level's saved state, above the levels that called it: for a positive atom its
+    /// newly bound variables, its matches' bindings back to back, and the bindings to restore;
+    /// for another literal, the bindings to restore.
+    stack: Vec<u32>,
+    /// The searches' matched tuples (unused, but `search_with` records them).
+    trail: Vec<(RelId, Row<W>)>,
+    deepest: Deepest,
+}
+
+impl<const W: usize> FailureSearch<'_, '_, W> {
+    /// Depth-first over the body from literal `i`; records the furthest literal index at which
+    /// every branch failed. Among branches failing equally far, the one with the smallest
+    /// bindings in value order is kept, so the answer does not depend on the order facts were
+    /// given in.
+    fn descend(&mut self, i: usize, env: &mut Vec<u32>, bound: &mut Vec<bool>, cx: &mut EvalCx) {
+        if i >= self.lits.len() {
+            self.record(i, env, bound, &cx.symbols);
+            return;
+        }
+        let width = env.len();
+        let base = self.stack.len();
+        let mut any = false;
+        let lit = &self.lits[i];
+        match lit {
+            CLit::Pos(a) => {
+                // The variables the atom binds: each match binds them.
+                for arg in &a.args {
+                    if let CArg::Var(v) = arg
+                        && !bound[*v]
+                    {
+                        self.stack.push(*v as u32);
+                    }
+                }
+                let outs = self.stack.len() - base;
+                let mut count = 0usize;
+                let stack = &mut self.stack;
+                eval::search_with(
+                    std::slice::from_ref(lit),
+                    0,
+                    env,
+                    bound,
+                    self.db,
+                    cx,
+                    None,
+                    &mut self.trail,
+                    &mut |e, _, _| {
+                        stack.extend_from_slice(&e[..width]);
+                        count += 1;
+                        count < 10_000
+                    },
+                );
+                if count > 0 {
+                    any = true;
+                    let matches = base + outs;
+                    let saved = self.stack.len();
+                    self.stack.extend_from_slice(env);
+                    for m in 0..count {
+                        let at = matches + m * width;
+                        env.copy_from_slice(&self.stack[at..at + width]);
+                        self.set_bound(base, outs, bound, true);
+                        self.descend(i + 1, env, bound, cx);
+                        self.set_bound(base, outs, bound, false);
+                    }
+                    env.copy_from_slice(&self.stack[saved..saved + width]);
+                }
+            }
+            other => {
+                self.stack.extend_from_slice(env);
+                if let Some(newly) = eval::apply_bound_filter(other, env, bound, self.db, cx) {
+                    any = true;
+                    self.descend(i + 1, env, bound, cx);
+                    if let Some(v) = newly {
+                        bound[v] = false;
+                    }
+                }
+                env.copy_from_slice(&self.stack[base..base + width]);
+            }
+        }
+        self.stack.truncate(base);
+        if !any {
+            self.record(i, env, bound, &cx.symbols);
+        }
+    }
+
+    /// Marks the `outs` variables saved at `base` of the stack as bound or not.
+    fn set_bound(&self, base: usize, outs: usize, bound: &mut [bool], to: bool) {
+        for &v in &self.stack[base..base + outs] {
+            bound[v as usize] = to;
+        }
+    }
+
+    fn record(&mut self, i: usize, env: &[u32], bound: &[bool], symbols: &Interner) {
+        let d = &mut self.deepest;
+        let better = match d.at {
             None => true,
-            Some((d, e, _)) => *d < i || (*d == i && cmp_bindings(env, e, vars, symbols).is_lt()),
+            Some(at) => {
+                at < i || (at == i && cmp_bindings(env, &d.env, self.vars, symbols).is_lt())
+            }
         };
         if better {
-            *deepest = Some((i, env.to_vec(), bound.to_vec()));
+            d.at = Some(i);
+            d.env.clear();
+            d.env.extend_from_slice(env);
+            d.bound.clear();
+            d.bound.extend_from_slice(bound);
         }
-    };
-    if i >= lits.len() {
-        record(deepest, env, bound, &cx.symbols);
-        return;
-    }
-    let mut any = false;
-    let lit = &lits[i];
-    match lit {
-        CLit::Pos(a) => {
-            let one = std::slice::from_ref(lit);
-            // Every match's bindings, back to back (one buffer, not one per match).
-            let width = env.len();
-            let mut matches: Vec<u32> = Vec::new();
-            let mut count = 0usize;
-            let outs: Vec<usize> = a
-                .args
-                .iter()
-                .filter_map(|x| match x {
-                    CArg::Var(v) if !bound[*v] => Some(*v),
-                    _ => None,
-                })
-                .collect();
-            eval::search(one, 0, env, bound, db, cx, &mut |e, _| {
-                matches.extend_from_slice(&e[..width]);
-                count += 1;
-                count < 10_000
-            });
-            if count > 0 {
-                any = true;
-                let saved = env.clone();
-                for m in 0..count {
-                    env.copy_from_slice(&matches[m * width..(m + 1) * width]);
-                    outs.iter().for_each(|&v| bound[v] = true);
-                    deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
-                    outs.iter().for_each(|&v| bound[v] = false);
-                }
-                env.copy_from_slice(&saved);
-            }
-        }
-        other => {
-            let saved = env.clone();
-            if let Some(newly) = eval::apply_bound_filter(other, env, bound, db, cx) {
-                any = true;
-                deepest_failure(vars, lits, i + 1, env, bound, db, cx, deepest);
-                if let Some(v) = newly {
-                    bound[v] = false;
-                }
-            }
-            *env = saved;
-        }
-    }
-    if !any {
-        record(deepest, env, bound, &cx.symbols);
     }
 }
