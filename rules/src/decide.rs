@@ -7,7 +7,7 @@
 //! versions and a hash of the input. An engine error denies (fail closed) and says why.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use tollgate_engine::{
     Answer, Diagnostic, EvalError, Fact, FactSet, Limits, Model, Program, Proof, ProofStep, Value,
@@ -57,8 +57,9 @@ fn program() -> Result<Program, PolicyError> {
 #[derive(Debug)]
 pub struct PolicyEngine {
     model: Model,
-    /// Envelope ids governing each run (the packs' `governs`).
-    governing: BTreeMap<String, BTreeSet<String>>,
+    /// Envelope ids governing each run (the packs' `governs`), sorted: symbols shared with
+    /// the model, for the why-not queries that name them.
+    governing: BTreeMap<String, Vec<Value>>,
     /// `ID@VERSION` of the envelopes governing each run, sorted: every decision carries them.
     governing_versions: BTreeMap<String, Vec<String>>,
     /// The subject facts and envelope-set version every input hash includes, pre-written.
@@ -85,13 +86,13 @@ impl PolicyEngine {
         let mut facts = set.facts();
         facts.extend_from(subjects);
         let model = program.materialise(&facts, &limits)?;
-        let mut governing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut governing: BTreeMap<String, BTreeSet<Arc<str>>> = BTreeMap::new();
         for row in model.relation("governs").unwrap_or_default() {
             if let [Value::Symbol(run), Value::Symbol(env)] = row.as_slice() {
                 governing
                     .entry(run.to_string())
                     .or_default()
-                    .insert(env.to_string());
+                    .insert(env.clone());
             }
         }
         let mut subject: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -117,9 +118,13 @@ impl PolicyEngine {
         let governing_versions = governing
             .iter()
             .map(|(run, ids)| {
-                let labels = ids.iter().filter_map(|id| versions.get(id).cloned());
+                let labels = ids.iter().filter_map(|id| versions.get(&**id).cloned());
                 (run.clone(), labels.collect())
             })
+            .collect();
+        let governing = governing
+            .into_iter()
+            .map(|(run, ids)| (run, ids.into_iter().map(Value::Symbol).collect()))
             .collect();
         Ok(PolicyEngine {
             model,
@@ -356,16 +361,21 @@ impl PolicyEngine {
         let mut out: Vec<WhyNot> = why_not(answer, Fact::new(permitted, vec![q.clone()]))
             .into_iter()
             .collect();
+        // Envelope, rule and effect: symbols shared with the answer, ordered by their text.
         let mut rules = BTreeSet::new();
         // The rules of the governing envelopes only (not the whole relation, decoded).
         for env in self.governing.get(run).into_iter().flatten() {
-            let rows = answer.relation_where(rule_rel, 0, &Value::sym(env));
+            let rows = answer.relation_where(rule_rel, 0, env);
             for row in rows.unwrap_or_default() {
-                if let (Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
-                    (row.get(1), row.get(2))
+                if let [
+                    Value::Symbol(env),
+                    Value::Symbol(rule),
+                    Value::Symbol(eff),
+                    ..,
+                ] = row.as_slice()
                     && let Some((_, decided)) = permitting.iter().find(|(e, _)| *e == &**eff)
                 {
-                    rules.insert((env.clone(), rule.to_string(), eff.to_string(), *decided));
+                    rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
                 }
             }
         }
@@ -373,21 +383,23 @@ impl PolicyEngine {
         for (env, rule, eff, decided) in rules.into_iter().take(8) {
             let args = vec![
                 q.clone(),
-                Value::sym(&env),
-                Value::sym(&rule),
-                Value::sym(&eff),
+                Value::Symbol(env),
+                Value::Symbol(rule.clone()),
+                Value::Symbol(eff),
             ];
-            let hit_fact = Fact::new(hit, args.clone());
-            let applies_fact = Fact::new(applies, args);
+            let hit_fact = Fact::new(hit, args);
             let fact = if !answer.contains(&hit_fact) {
                 hit_fact
-            } else if !answer.contains(&applies_fact) {
-                applies_fact
             } else {
-                Fact::new(
-                    relation,
-                    vec![q.clone(), Value::sym(decided), Value::sym(&rule)],
-                )
+                let applies_fact = Fact::new(applies, hit_fact.values);
+                if !answer.contains(&applies_fact) {
+                    applies_fact
+                } else {
+                    Fact::new(
+                        relation,
+                        vec![q.clone(), Value::sym(decided), Value::Symbol(rule)],
+                    )
+                }
             };
             out.extend(why_not(answer, fact));
         }
