@@ -410,7 +410,7 @@ impl PolicyEngine {
 /// The why-not of a fact, without the rules whose head cannot produce it (noise for a
 /// reader: `deny` rules when asking why something is not allowed).
 fn why_not(answer: &Answer<'_>, fact: Fact) -> Option<WhyNot> {
-    let mut w = answer.why_not(&fact).ok()?;
+    let mut w = answer.why_not_owned(fact).ok()?;
     w.rules.retain(|r| r.failed_literal.is_some());
     Some(w)
 }

@@ -117,10 +117,10 @@ pub(crate) fn why_not<const W: usize>(
     data: &ModelData<W>,
     db: &Db<'_, W>,
     cx: &mut EvalCx,
-    fact: &Fact,
+    fact: Cow<'_, Fact>,
 ) -> Result<WhyNot, ExplainError> {
     let ir = data.program.ir();
-    let (rel, t) = encode_fact(data, &cx.symbols, fact)?;
+    let (rel, t) = encode_fact(data, &cx.symbols, &fact)?;
     // Unknown symbols get fresh ids in the explanation's own table: they match nothing.
     let t = match t {
         Some(t) => t,
@@ -148,16 +148,26 @@ pub(crate) fn why_not<const W: usize>(
     let heads = &texts.rules_by_head[rel];
     let is_input = ir.relations[rel].input.is_some() || heads.is_empty();
     let mut rules = Vec::with_capacity(heads.len());
-    // One set of buffers for every rule tried.
-    let mut env: Vec<u32> = Vec::new();
-    let mut bound: Vec<bool> = Vec::new();
+    // One set of buffers for every rule tried, sized for the widest. The stack holds a few
+    // levels of saved bindings and matches: a few dozen rows covers the built-in packs.
+    let width = heads
+        .iter()
+        .map(|&ri| data.rules[ri].nvars)
+        .max()
+        .unwrap_or(0);
+    let mut env: Vec<u32> = Vec::with_capacity(width);
+    let mut bound: Vec<bool> = Vec::with_capacity(width);
     let mut search = FailureSearch {
         db,
         vars: &[],
         lits: &[],
-        stack: Vec::new(),
+        stack: Vec::with_capacity(32 * width),
         trail: Vec::new(),
-        deepest: Deepest::default(),
+        deepest: Deepest {
+            at: None,
+            env: Vec::with_capacity(width),
+            bound: Vec::with_capacity(width),
+        },
     };
     for &ri in heads {
         let ir_rule = &ir.rules[ri];
@@ -198,8 +208,12 @@ pub(crate) fn why_not<const W: usize>(
                     CLit::Neg(_) => "` failed: the atom is present",
                     _ => "` does not hold",
                 };
-                // "`lit` found no match with a = "x", b = 3", written into one buffer.
-                let mut reason = String::with_capacity(text.len() + what.len() + 64);
+                // "`lit` found no match with a = "x", b = 3", written into one buffer: a
+                // backquote, the literal, `what`, " with " once and ", a = " per binding.
+                let shown: usize = (failure.bindings.iter())
+                    .map(|(name, value)| 2 + name.len() + 3 + literal_len(value))
+                    .sum();
+                let mut reason = String::with_capacity(1 + text.len() + what.len() + 4 + shown);
                 reason.push('`');
                 reason.push_str(text);
                 reason.push_str(what);
@@ -218,15 +232,23 @@ pub(crate) fn why_not<const W: usize>(
         rules.push(failure);
     }
     Ok(WhyNot {
-        fact: fact.clone(),
+        fact: fact.into_owned(),
         is_input,
         rules,
     })
 }
 
+/// About the length of a value's literal (exact for a symbol with nothing to escape), to size
+/// a reason in one allocation.
+fn literal_len(value: &Value) -> usize {
+    match value {
+        Value::Symbol(s) => s.len() + 2,
+        _ => 12,
+    }
+}
+
 /// The furthest failure found so far: literal index, bindings, which variables are bound
 /// (the buffers are kept from one rule to the next).
-#[derive(Default)]
 struct Deepest {
     at: Option<usize>,
     env: Vec<u32>,
