@@ -21,9 +21,11 @@ use crate::envelope::request::{
 };
 use crate::packs::builtin_program;
 use input_hash::InputHasher;
+use permitting::{PermittingRules, permission_chain};
 
 mod decision;
 mod input_hash;
+mod permitting;
 mod request;
 #[cfg(test)]
 mod tests;
@@ -59,7 +61,9 @@ pub struct PolicyEngine {
     model: Model,
     /// Envelope ids governing each run (the packs' `governs`), sorted: symbols shared with
     /// the model, for the why-not queries that name them.
-    governing: BTreeMap<String, Vec<Value>>,
+    governing: BTreeMap<String, Vec<Arc<str>>>,
+    /// The envelopes' permitting rules, which a default denial's why-not goes through.
+    permitting: PermittingRules,
     /// `ID@VERSION` of the envelopes governing each run, sorted: every decision carries them.
     governing_versions: BTreeMap<String, Vec<String>>,
     /// The subject facts and envelope-set version every input hash includes, pre-written.
@@ -124,9 +128,10 @@ impl PolicyEngine {
             .collect();
         let governing = governing
             .into_iter()
-            .map(|(run, ids)| (run, ids.into_iter().map(Value::Symbol).collect()))
+            .map(|(run, ids)| (run, ids.into_iter().collect()))
             .collect();
         Ok(PolicyEngine {
+            permitting: PermittingRules::new(&model),
             model,
             governing,
             governing_versions,
@@ -328,76 +333,37 @@ impl PolicyEngine {
         req: &str,
         run: &str,
     ) -> Vec<WhyNot> {
-        let (permitted, rule_rel, hit, applies, permitting): (
-            &str,
-            &str,
-            &str,
-            &str,
-            &[(&str, &str)],
-        ) = match relation {
-            "tool_decision" => (
-                "tool_permitted",
-                "tool_rule",
-                "tool_rule_hit",
-                "tool_rule_applies",
-                &[("allow", "allow"), ("require_approval", "require_approval")],
-            ),
-            "context_decision" => (
-                "data_permitted",
-                "data_rule",
-                "data_rule_hit",
-                "data_rule_applies",
-                &[("see", "see"), ("redact", "redact")],
-            ),
-            _ => (
-                "model_permitted",
-                "model_rule",
-                "model_rule_applies",
-                "model_rule_applies",
-                &[("allow", "allow")],
-            ),
-        };
+        let chain = permission_chain(relation);
         let q = Value::sym(req);
-        let mut out: Vec<WhyNot> = why_not(answer, Fact::new(permitted, vec![q.clone()]))
+        let mut out: Vec<WhyNot> = why_not(answer, Fact::new(chain.permitted, vec![q.clone()]))
             .into_iter()
             .collect();
-        // Envelope, rule and effect: symbols shared with the answer, ordered by their text.
-        let mut rules = BTreeSet::new();
-        // The rules of the governing envelopes only (not the whole relation, decoded).
-        for env in self.governing.get(run).into_iter().flatten() {
-            let rows = answer.relation_where(rule_rel, 0, env);
-            for row in rows.unwrap_or_default() {
-                if let [
-                    Value::Symbol(env),
-                    Value::Symbol(rule),
-                    Value::Symbol(eff),
-                    ..,
-                ] = row.as_slice()
-                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| *e == &**eff)
-                {
-                    rules.insert((env.clone(), rule.clone(), eff.clone(), *decided));
-                }
-            }
-        }
-        // A bounded list: an envelope set with hundreds of permitting rules gets the first few.
-        for (env, rule, eff, decided) in rules.into_iter().take(8) {
+        // The permitting rules of the governing envelopes, sorted by envelope, rule and effect
+        // (the envelopes are sorted, and so is each one's list). A bounded list: an envelope
+        // set with hundreds of permitting rules gets the first few.
+        let governing = self.governing.get(run).map_or(&[][..], Vec::as_slice);
+        let rules = governing.iter().flat_map(|env| {
+            let rules = self.permitting.of(chain, env).iter();
+            rules.map(move |rule| (env, rule))
+        });
+        for (env, (rule, eff, decided)) in rules.take(8) {
             let args = vec![
                 q.clone(),
-                Value::Symbol(env),
+                Value::Symbol(env.clone()),
                 Value::Symbol(rule.clone()),
-                Value::Symbol(eff),
+                Value::Symbol(eff.clone()),
             ];
-            let hit_fact = Fact::new(hit, args);
+            let hit_fact = Fact::new(chain.hit, args);
             let fact = if !answer.contains(&hit_fact) {
                 hit_fact
             } else {
-                let applies_fact = Fact::new(applies, hit_fact.values);
+                let applies_fact = Fact::new(chain.applies, hit_fact.values);
                 if !answer.contains(&applies_fact) {
                     applies_fact
                 } else {
                     Fact::new(
                         relation,
-                        vec![q.clone(), Value::sym(decided), Value::Symbol(rule)],
+                        vec![q.clone(), Value::sym(decided), Value::Symbol(rule.clone())],
                     )
                 }
             };
