@@ -23,7 +23,7 @@ mod once;
 mod search;
 
 pub(crate) use once::{Derivations, OnceJob, OncePlan, OnceScratch, ProofOrder, run_stratum_once};
-pub(crate) use search::{apply_bound_filter, apply_filter, search, search_with};
+pub(crate) use search::{apply_bound_filter, apply_filter, search_with};
 
 /// A tuple or a row of variable values.
 pub(crate) type Row<const W: usize> = [u32; W];

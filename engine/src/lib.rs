@@ -42,6 +42,7 @@ mod stratify;
 pub mod tsv;
 pub mod value;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -479,7 +480,7 @@ impl Model {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid);
             let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
-            explain::why_not(d, &db, &mut cx, fact)
+            explain::why_not(d, &db, &mut cx, Cow::Borrowed(fact))
         })
     }
 }
@@ -584,6 +585,16 @@ impl Answer<'_> {
 
     /// Why a fact does not hold for this query.
     pub fn why_not(&self, fact: &Fact) -> Result<WhyNot, explain::ExplainError> {
+        self.why_not_of(Cow::Borrowed(fact))
+    }
+
+    /// [`Answer::why_not`] of a fact the caller gives away: the why-not keeps it instead of a
+    /// copy (a decision asks for several why-nots of facts it builds for the purpose).
+    pub fn why_not_owned(&self, fact: Fact) -> Result<WhyNot, explain::ExplainError> {
+        self.why_not_of(Cow::Owned(fact))
+    }
+
+    fn why_not_of(&self, fact: Cow<'_, Fact>) -> Result<WhyNot, explain::ExplainError> {
         with_answer!(self, d, q => {
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
             let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };

@@ -12,9 +12,10 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::eval::{self, Db, Part, Row, StratumJob};
+use crate::explain::WhyNotTexts;
 use crate::ir::{Ir, RelId};
 use crate::plan::{self, CLit, CRule, EvalCx, RulePlan, Which};
 use crate::value::{Interner, Value, decode, encode};
@@ -50,6 +51,9 @@ pub(crate) struct ModelData<const W: usize> {
     pub rule_vars: Vec<usize>,
     /// The names proofs are written with, shared rather than copied into every proof.
     pub names: ProofNames,
+    /// The rules, literal texts and shown variables why-nots are written with, prepared by
+    /// the first why-not (most models are never asked one).
+    pub why_not_texts: OnceLock<WhyNotTexts>,
 }
 
 /// Relation names, rule ids and variable names as shared strings: a proof node refers to
@@ -338,6 +342,7 @@ impl<const W: usize> ModelData<W> {
             query_plans: RwLock::new(HashMap::default()),
             proof_cache: RwLock::new(HashMap::default()),
             names: ProofNames::new(ir),
+            why_not_texts: OnceLock::new(),
             patterns,
             rule_rank,
             rule_vars,

@@ -105,16 +105,23 @@ impl Value {
             Value::Symbol(s) => {
                 out.reserve(s.len() + 2);
                 out.push('"');
-                for c in s.chars() {
-                    match c {
-                        '"' => out.push_str("\\\""),
-                        '\\' => out.push_str("\\\\"),
-                        '\n' => out.push_str("\\n"),
-                        '\t' => out.push_str("\\t"),
-                        '\r' => out.push_str("\\r"),
-                        c => out.push(c),
-                    }
+                // Runs between escapes are copied whole (most symbols are one run). Every
+                // escaped character is ASCII, so its byte index is a character boundary.
+                let mut run = 0;
+                for (i, b) in s.bytes().enumerate() {
+                    let escaped = match b {
+                        b'"' => "\\\"",
+                        b'\\' => "\\\\",
+                        b'\n' => "\\n",
+                        b'\t' => "\\t",
+                        b'\r' => "\\r",
+                        _ => continue,
+                    };
+                    out.push_str(&s[run..i]);
+                    out.push_str(escaped);
+                    run = i + 1;
                 }
+                out.push_str(&s[run..]);
                 out.push('"');
             }
             other => out.push_str(&other.to_literal()),
@@ -336,6 +343,20 @@ mod tests {
         assert_eq!(child.resolve(b), "b");
         assert_eq!(child.resolve(a), "a");
         assert_eq!(base.get("b"), None);
+    }
+
+    #[test]
+    fn symbol_literals_escape_only_what_needs_it() {
+        let check = |s: &str, expected: &str| assert_eq!(Value::sym(s).to_literal(), expected);
+        check("", r#""""#);
+        check("plain café", r#""plain café""#);
+        check("a\"b", r#""a\"b""#);
+        check("\\", r#""\\""#);
+        check("\n\tx\r", r#""\n\tx\r""#);
+        check("é\"", r#""é\"""#);
+        let mut out = String::from("x = ");
+        Value::sym("y\\z").write_literal(&mut out);
+        assert_eq!(out, r#"x = "y\\z""#);
     }
 
     #[test]

@@ -573,13 +573,7 @@ fn why_not_names_the_first_failing_atom_with_the_bindings_so_far() {
     let failures: Vec<(&str, Option<usize>, Option<&str>)> = why
         .rules
         .iter()
-        .map(|r| {
-            (
-                r.rule.as_str(),
-                r.literal_index,
-                r.failed_literal.as_deref(),
-            )
-        })
+        .map(|r| (&*r.rule, r.literal_index, r.failed_literal.as_deref()))
         .collect();
     assert_eq!(
         failures,
@@ -591,11 +585,11 @@ fn why_not_names_the_first_failing_atom_with_the_bindings_so_far() {
     let step = &why.rules[1];
     assert_eq!(step.line, 13);
     assert_eq!(
-        step.bindings.iter().collect::<Vec<_>>(),
-        [
-            (&"x".to_string(), &Value::sym("d")),
-            (&"z".to_string(), &Value::sym("a"))
-        ]
+        step.bindings
+            .iter()
+            .map(|(k, v)| (&**k, v))
+            .collect::<Vec<_>>(),
+        [("x", &Value::sym("d")), ("z", &Value::sym("a"))]
     );
     assert_eq!(
         why.to_text(),

@@ -7,7 +7,7 @@
 //! versions and a hash of the input. An engine error denies (fail closed) and says why.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use tollgate_engine::{
     Answer, Diagnostic, EvalError, Fact, FactSet, Limits, Model, Program, Proof, ProofStep, Value,
@@ -21,9 +21,11 @@ use crate::envelope::request::{
 };
 use crate::packs::builtin_program;
 use input_hash::InputHasher;
+use permitting::{PermittingRules, permission_chain};
 
 mod decision;
 mod input_hash;
+mod permitting;
 mod request;
 #[cfg(test)]
 mod tests;
@@ -57,8 +59,11 @@ fn program() -> Result<Program, PolicyError> {
 #[derive(Debug)]
 pub struct PolicyEngine {
     model: Model,
-    /// Envelope ids governing each run (the packs' `governs`).
-    governing: BTreeMap<String, BTreeSet<String>>,
+    /// Envelope ids governing each run (the packs' `governs`), sorted: symbols shared with
+    /// the model, for the why-not queries that name them.
+    governing: BTreeMap<String, Vec<Arc<str>>>,
+    /// The envelopes' permitting rules, which a default denial's why-not goes through.
+    permitting: PermittingRules,
     /// `ID@VERSION` of the envelopes governing each run, sorted: every decision carries them.
     governing_versions: BTreeMap<String, Vec<String>>,
     /// The subject facts and envelope-set version every input hash includes, pre-written.
@@ -85,13 +90,13 @@ impl PolicyEngine {
         let mut facts = set.facts();
         facts.extend_from(subjects);
         let model = program.materialise(&facts, &limits)?;
-        let mut governing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut governing: BTreeMap<String, BTreeSet<Arc<str>>> = BTreeMap::new();
         for row in model.relation("governs").unwrap_or_default() {
             if let [Value::Symbol(run), Value::Symbol(env)] = row.as_slice() {
                 governing
                     .entry(run.to_string())
                     .or_default()
-                    .insert(env.to_string());
+                    .insert(env.clone());
             }
         }
         let mut subject: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -117,11 +122,16 @@ impl PolicyEngine {
         let governing_versions = governing
             .iter()
             .map(|(run, ids)| {
-                let labels = ids.iter().filter_map(|id| versions.get(id).cloned());
+                let labels = ids.iter().filter_map(|id| versions.get(&**id).cloned());
                 (run.clone(), labels.collect())
             })
             .collect();
+        let governing = governing
+            .into_iter()
+            .map(|(run, ids)| (run, ids.into_iter().collect()))
+            .collect();
         Ok(PolicyEngine {
+            permitting: PermittingRules::new(&model),
             model,
             governing,
             governing_versions,
@@ -323,71 +333,39 @@ impl PolicyEngine {
         req: &str,
         run: &str,
     ) -> Vec<WhyNot> {
-        let (permitted, rule_rel, hit, applies, permitting): (
-            &str,
-            &str,
-            &str,
-            &str,
-            &[(&str, &str)],
-        ) = match relation {
-            "tool_decision" => (
-                "tool_permitted",
-                "tool_rule",
-                "tool_rule_hit",
-                "tool_rule_applies",
-                &[("allow", "allow"), ("require_approval", "require_approval")],
-            ),
-            "context_decision" => (
-                "data_permitted",
-                "data_rule",
-                "data_rule_hit",
-                "data_rule_applies",
-                &[("see", "see"), ("redact", "redact")],
-            ),
-            _ => (
-                "model_permitted",
-                "model_rule",
-                "model_rule_applies",
-                "model_rule_applies",
-                &[("allow", "allow")],
-            ),
-        };
+        let chain = permission_chain(relation);
         let q = Value::sym(req);
-        let mut out: Vec<WhyNot> = why_not(answer, Fact::new(permitted, vec![q.clone()]))
+        let mut out: Vec<WhyNot> = why_not(answer, Fact::new(chain.permitted, vec![q.clone()]))
             .into_iter()
             .collect();
-        let mut rules = BTreeSet::new();
-        // The rules of the governing envelopes only (not the whole relation, decoded).
-        for env in self.governing.get(run).into_iter().flatten() {
-            let rows = answer.relation_where(rule_rel, 0, &Value::sym(env));
-            for row in rows.unwrap_or_default() {
-                if let (Some(Value::Symbol(rule)), Some(Value::Symbol(eff))) =
-                    (row.get(1), row.get(2))
-                    && let Some((_, decided)) = permitting.iter().find(|(e, _)| *e == &**eff)
-                {
-                    rules.insert((env.clone(), rule.to_string(), eff.to_string(), *decided));
-                }
-            }
-        }
-        // A bounded list: an envelope set with hundreds of permitting rules gets the first few.
-        for (env, rule, eff, decided) in rules.into_iter().take(8) {
+        // The permitting rules of the governing envelopes, sorted by envelope, rule and effect
+        // (the envelopes are sorted, and so is each one's list). A bounded list: an envelope
+        // set with hundreds of permitting rules gets the first few.
+        let governing = self.governing.get(run).map_or(&[][..], Vec::as_slice);
+        let rules = governing.iter().flat_map(|env| {
+            let rules = self.permitting.of(chain, env).iter();
+            rules.map(move |rule| (env, rule))
+        });
+        for (env, (rule, eff, decided)) in rules.take(8) {
             let args = vec![
                 q.clone(),
-                Value::sym(&env),
-                Value::sym(&rule),
-                Value::sym(&eff),
+                Value::Symbol(env.clone()),
+                Value::Symbol(rule.clone()),
+                Value::Symbol(eff.clone()),
             ];
-            let hit_fact = Fact::new(hit, args.clone());
-            let applies_fact = Fact::new(applies, args);
+            let hit_fact = Fact::new(chain.hit, args);
             let fact = if !answer.contains(&hit_fact) {
                 hit_fact
-            } else if !answer.contains(&applies_fact) {
-                applies_fact
             } else {
-                Fact::new(
-                    relation,
-                    vec![q.clone(), Value::sym(decided), Value::sym(&rule)],
-                )
+                let applies_fact = Fact::new(chain.applies, hit_fact.values);
+                if !answer.contains(&applies_fact) {
+                    applies_fact
+                } else {
+                    Fact::new(
+                        relation,
+                        vec![q.clone(), Value::sym(decided), Value::Symbol(rule.clone())],
+                    )
+                }
             };
             out.extend(why_not(answer, fact));
         }
@@ -398,7 +376,7 @@ impl PolicyEngine {
 /// The why-not of a fact, without the rules whose head cannot produce it (noise for a
 /// reader: `deny` rules when asking why something is not allowed).
 fn why_not(answer: &Answer<'_>, fact: Fact) -> Option<WhyNot> {
-    let mut w = answer.why_not(&fact).ok()?;
+    let mut w = answer.why_not_owned(fact).ok()?;
     w.rules.retain(|r| r.failed_literal.is_some());
     Some(w)
 }
