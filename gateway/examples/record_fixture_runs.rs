@@ -310,6 +310,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
                 prompt_tokens: compiled.tokens,
                 completion_tokens: u32::try_from(step.model_output.split_whitespace().count())?,
             },
+            tool_calls: Vec::new(),
         };
         step_events.push((
             "model_call",

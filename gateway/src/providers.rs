@@ -17,6 +17,10 @@
 //! [`Provider::complete`] would have returned, so what is recorded does not depend on how
 //! the client asked.
 //!
+//! Function calling is carried through: an assistant message's `tool_calls` and a `tool`
+//! message's `tool_call_id` reach the provider, and the model's tool calls (whole, or
+//! assembled from streamed deltas per index) are part of the [`ChatResponse`].
+//!
 //! Secrets: the API key lives in an [`ApiKey`], whose `Debug` is redacted, and no
 //! [`ProviderError`] ever carries it (server messages are scrubbed of it).
 
@@ -34,7 +38,7 @@ pub use config::{ProviderConfig, provider_from_env, provider_from_lookup};
 pub use fake::FakeProvider;
 pub use openai::{ApiKey, DEFAULT_TIMEOUT, OpenAiConfig, OpenAiProvider};
 pub use replay::ReplayProvider;
-pub use request::{ChatMessage, ChatRequest, ChatResponse, Usage};
+pub use request::{ChatMessage, ChatRequest, ChatResponse, FunctionCall, ToolCall, Usage};
 
 /// Something that completes chat requests.
 ///
@@ -47,29 +51,52 @@ pub trait Provider: Send + Sync {
     /// Completes one request.
     fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError>;
 
-    /// Completes one request, calling `on_delta` with each piece of the answer's text as it
-    /// arrives (pieces concatenate to the returned `content`; empty pieces are not reported).
+    /// Completes one request, calling `on_delta` with each piece of the answer as it
+    /// arrives: text (pieces concatenate to the returned `content`; empty pieces are not
+    /// reported) or a piece of a tool call (pieces of one index concatenate to the returned
+    /// call's arguments).
     ///
     /// The default answers whole: it calls [`Provider::complete`] and reports the content
-    /// once, so deterministic providers (fake, replay) stream exactly what they complete.
+    /// once, then each tool call once, so deterministic providers (fake, replay) stream
+    /// exactly what they complete.
     fn stream(
         &self,
         request: &ChatRequest,
         on_delta: &mut dyn FnMut(&ChatDelta<'_>),
     ) -> Result<ChatResponse, ProviderError> {
         let response = self.complete(request)?;
-        if !response.content.is_empty() {
-            on_delta(&ChatDelta {
-                id: &response.id,
-                model: &response.model,
-                content: &response.content,
-            });
-        }
+        report_whole(&response, on_delta);
         Ok(response)
     }
 }
 
-/// A piece of a streamed answer.
+/// Reports a whole answer as pieces: its text once, then each tool call once.
+fn report_whole(response: &ChatResponse, on_delta: &mut dyn FnMut(&ChatDelta<'_>)) {
+    if !response.content.is_empty() {
+        on_delta(&ChatDelta {
+            id: &response.id,
+            model: &response.model,
+            content: &response.content,
+            tool_call: None,
+        });
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        on_delta(&ChatDelta {
+            id: &response.id,
+            model: &response.model,
+            content: "",
+            tool_call: Some(ToolCallDelta {
+                index,
+                id: Some(&call.id),
+                name: Some(&call.function.name),
+                arguments: &call.function.arguments,
+            }),
+        });
+    }
+}
+
+/// A piece of a streamed answer: new text, or a piece of one tool call (then `content` is
+/// empty).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChatDelta<'a> {
     /// The completion's id (as the provider names it; every piece of one answer has the same).
@@ -78,6 +105,22 @@ pub struct ChatDelta<'a> {
     pub model: &'a str,
     /// The new text.
     pub content: &'a str,
+    /// A piece of a tool call, in OpenAI's delta shape.
+    pub tool_call: Option<ToolCallDelta<'a>>,
+}
+
+/// A piece of one tool call of a streamed answer (OpenAI's `delta.tool_calls[i]`): the first
+/// piece of a call names it, later ones add to its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolCallDelta<'a> {
+    /// Which call of the answer (0, 1, … in the order the model made them).
+    pub index: usize,
+    /// The call's id, on its first piece.
+    pub id: Option<&'a str>,
+    /// The function's name, on its first piece.
+    pub name: Option<&'a str>,
+    /// More of the arguments' text (possibly empty).
+    pub arguments: &'a str,
 }
 
 /// Why a provider could not complete a request or could not be configured.

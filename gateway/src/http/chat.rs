@@ -5,7 +5,9 @@
 //!
 //! `"stream": true` is answered as server-sent events in OpenAI's chunk format, as the
 //! provider streams: policy decides first (a refusal is its usual JSON error, not a stream),
-//! then each piece of text is forwarded as a `chat.completion.chunk` as it arrives, then the
+//! then each piece of text, or of a tool call (`delta.tool_calls[0]` with its `index`, the
+//! call's `id`, `type` and `function.name` on its first piece, `function.arguments` pieces),
+//! is forwarded as a `chat.completion.chunk` as it arrives, then the
 //! finish chunk with the `tollgate` member, the usage chunk (`stream_options.include_usage`)
 //! and `[DONE]`. A provider that fails before any text is answered with its error status; one
 //! that fails mid-stream ends the stream with an OpenAI-style `data: {"error": …}` event.
@@ -27,7 +29,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiError, ApiJson, AppState, blocking};
-use crate::providers::{ChatDelta, ChatRequest};
+use crate::providers::{ChatDelta, ChatRequest, ToolCallDelta};
 use crate::runtime::{ChatOutcome, RuntimeError};
 
 /// The header naming the run a model call belongs to.
@@ -154,8 +156,11 @@ impl ChunkSink {
 
     fn delta(&mut self, delta: &ChatDelta<'_>) {
         self.start(delta.id, delta.model);
-        let content = json!({ "content": delta.content });
-        self.send_chunk(delta.id, delta.model, content, Value::Null);
+        let piece = match &delta.tool_call {
+            None => json!({ "content": delta.content }),
+            Some(call) => json!({ "tool_calls": [tool_call_piece(call)] }),
+        };
+        self.send_chunk(delta.id, delta.model, piece, Value::Null);
     }
 
     fn finish(mut self, result: Result<ChatOutcome, RuntimeError>) {
@@ -218,6 +223,24 @@ fn chunk(id: &str, model: &str, delta: Value, finish: Value) -> Value {
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
         "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
     })
+}
+
+/// A tool call's piece as OpenAI streams it: `index`, then `id`, `type` and `function.name` on
+/// the piece that names the call, and more `function.arguments`.
+fn tool_call_piece(call: &ToolCallDelta<'_>) -> Value {
+    let mut function = serde_json::Map::new();
+    if let Some(name) = call.name {
+        function.insert("name".into(), json!(name));
+    }
+    function.insert("arguments".into(), json!(call.arguments));
+    let mut piece = serde_json::Map::new();
+    piece.insert("index".into(), json!(call.index));
+    if let Some(id) = call.id {
+        piece.insert("id".into(), json!(id));
+        piece.insert("type".into(), json!("function"));
+    }
+    piece.insert("function".into(), Value::Object(function));
+    Value::Object(piece)
 }
 
 fn data_event(value: &Value) -> Event {

@@ -63,6 +63,7 @@ impl Provider for FakeProvider {
             content,
             finish_reason: "stop".to_owned(),
             usage,
+            tool_calls: Vec::new(),
         })
     }
 }

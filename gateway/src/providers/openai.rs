@@ -268,13 +268,7 @@ impl Provider for OpenAiProvider {
         if is_json {
             // A compatible server that does not stream answers whole: report it once.
             let whole = self.read_completion(&mut response)?;
-            if !whole.content.is_empty() {
-                on_delta(&ChatDelta {
-                    id: &whole.id,
-                    model: &whole.model,
-                    content: &whole.content,
-                });
-            }
+            super::report_whole(&whole, on_delta);
             return Ok(whole);
         }
         let reader = response

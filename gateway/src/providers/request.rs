@@ -30,11 +30,14 @@ pub struct ChatRequest {
 
 /// One message of a [`ChatRequest`].
 ///
-/// Only `role`, `content` and `name` are kept; other per-message fields (`tool_calls`,
-/// `tool_call_id`) are dropped on deserialisation, so they neither reach the provider nor
-/// count in the hash. `content` may arrive as a string, `null` or missing (read as empty), or
-/// an array of text parts (joined with newlines); other parts (images, audio) are rejected.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// `role`, `content`, `name` and OpenAI's function calling fields are kept: an assistant
+/// message's `tool_calls` and a `tool` message's `tool_call_id`; other per-message fields are
+/// dropped on deserialisation, so they neither reach the provider nor count in the hash.
+/// `content` may arrive as a string, `null` or missing (read as empty), or an array of text
+/// parts (joined with newlines); other parts (images, audio) are rejected. An empty `content`
+/// beside `tool_calls` is sent as `null`, as OpenAI writes it; a message without tool calls
+/// serialises exactly as before they were kept, so its request hash is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 pub struct ChatMessage {
     /// `system`, `user`, `assistant`, `tool`, …
     pub role: String,
@@ -42,8 +45,73 @@ pub struct ChatMessage {
     #[serde(default, deserialize_with = "content_text")]
     pub content: String,
     /// The participant's name, if given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub name: Option<String>,
+    /// The calls an assistant message made (empty for other messages).
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a `tool` message answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// A function call the model made, in OpenAI's shape
+/// (`{"id", "type": "function", "function": {"name", "arguments"}}`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, which the `tool` message answering it names.
+    pub id: String,
+    /// `function` (the only kind OpenAI defines for chat completions).
+    #[serde(rename = "type", default = "function_kind")]
+    pub kind: String,
+    /// The function and its arguments.
+    pub function: FunctionCall,
+}
+
+/// The function of a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The function's name.
+    pub name: String,
+    /// Its arguments as the model wrote them: JSON text, kept verbatim (not parsed).
+    #[serde(default)]
+    pub arguments: String,
+}
+
+fn function_kind() -> String {
+    "function".to_owned()
+}
+
+/// How a [`ChatMessage`] is written: absent optional fields are left out, and empty text
+/// beside tool calls is `null`.
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    role: &'a str,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[ToolCall]>::is_empty")]
+    tool_calls: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl Serialize for ChatMessage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let content = if self.content.is_empty() && !self.tool_calls.is_empty() {
+            None
+        } else {
+            Some(self.content.as_str())
+        };
+        MessageOut {
+            role: &self.role,
+            content,
+            name: self.name.as_deref(),
+            tool_calls: &self.tool_calls,
+            tool_call_id: self.tool_call_id.as_deref(),
+        }
+        .serialize(serializer)
+    }
 }
 
 impl ChatMessage {
@@ -52,7 +120,7 @@ impl ChatMessage {
         ChatMessage {
             role: role.into(),
             content: content.into(),
-            name: None,
+            ..ChatMessage::default()
         }
     }
 }
@@ -115,7 +183,7 @@ impl ChatRequest {
     }
 }
 
-/// A completed chat request: one choice, text only.
+/// A completed chat request: one choice, its text and its tool calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatResponse {
     /// The provider's completion id.
@@ -124,10 +192,15 @@ pub struct ChatResponse {
     pub model: String,
     /// The assistant's text (empty when the provider returned none, e.g. only tool calls).
     pub content: String,
-    /// Why generation stopped (`stop`, `length`, …; `unknown` if the provider said nothing).
+    /// Why generation stopped (`stop`, `length`, `tool_calls`, …; `unknown` if the provider
+    /// said nothing).
     pub finish_reason: String,
     /// Token counts.
     pub usage: Usage,
+    /// The function calls the model made, in order. Left out of the JSON when empty, so a
+    /// text answer is written (and recorded) exactly as before tool calls were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Token counts of a completion.
@@ -142,7 +215,19 @@ pub struct Usage {
 impl ChatResponse {
     /// The response as an OpenAI `chat.completion` object. `created` is always 0: responses
     /// must be byte-identical on replay, so no clock is read here.
+    ///
+    /// Tool calls are `message.tool_calls`; beside them an empty text is `null`, as OpenAI
+    /// writes it.
     pub fn to_openai_json(&self) -> Value {
+        let mut message = json!({ "role": "assistant", "content": self.content });
+        if !self.tool_calls.is_empty()
+            && let Some(obj) = message.as_object_mut()
+        {
+            if self.content.is_empty() {
+                obj.insert("content".into(), Value::Null);
+            }
+            obj.insert("tool_calls".into(), json!(self.tool_calls));
+        }
         json!({
             "id": self.id,
             "object": "chat.completion",
@@ -150,7 +235,7 @@ impl ChatResponse {
             "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": { "role": "assistant", "content": self.content },
+                "message": message,
                 "finish_reason": self.finish_reason,
             }],
             "usage": {
@@ -163,7 +248,8 @@ impl ChatResponse {
 
     /// Reads an OpenAI `chat.completion` object: `id`, `model` and the first choice's
     /// message are required; a `null` content is read as empty, a missing `finish_reason`
-    /// as `unknown`, missing `usage` as zeros.
+    /// as `unknown`, missing `usage` as zeros; `message.tool_calls`, when present, must be
+    /// OpenAI's function calls.
     pub fn from_openai_json(value: &Value) -> Result<ChatResponse, ProviderError> {
         let malformed = |reason: &str| ProviderError::MalformedResponse {
             reason: reason.to_owned(),
@@ -194,6 +280,14 @@ impl ChatResponse {
             Some(Value::String(text)) => text.clone(),
             Some(_) => return Err(malformed("`choices[0].message.content` is not a string")),
         };
+        let tool_calls = match message.get("tool_calls") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(calls) => Vec::<ToolCall>::deserialize(calls).map_err(|e| {
+                malformed(&format!(
+                    "`choices[0].message.tool_calls` are not function calls ({e})"
+                ))
+            })?,
+        };
         let finish_reason = choice
             .get("finish_reason")
             .and_then(Value::as_str)
@@ -215,6 +309,7 @@ impl ChatResponse {
                 prompt_tokens: count("prompt_tokens"),
                 completion_tokens: count("completion_tokens"),
             },
+            tool_calls,
         })
     }
 }

@@ -46,6 +46,7 @@ fn response(content: &str) -> ChatResponse {
             prompt_tokens: 3,
             completion_tokens: 1,
         },
+        tool_calls: Vec::new(),
     }
 }
 
@@ -101,7 +102,7 @@ fn hash_sees_every_field() {
 fn unknown_fields_are_kept_and_sent_back_verbatim() {
     let body = json!({
         "model": "m",
-        "messages": [{"role": "user", "content": "hi", "tool_call_id": "dropped"}],
+        "messages": [{"role": "user", "content": "hi", "refusal": "dropped"}],
         "response_format": {"type": "json_object"},
         "stream": true,
     });
@@ -427,12 +428,28 @@ fn arb_message() -> impl Strategy<Value = ChatMessage> {
         prop::sample::select(vec!["system", "user", "assistant", "tool"]),
         any::<String>(),
         prop::option::of("[a-z_]{1,8}"),
+        prop::collection::vec(arb_tool_call(), 0..3),
+        prop::option::of("call_[a-z0-9]{1,8}"),
     )
-        .prop_map(|(role, content, name)| ChatMessage {
-            role: role.to_owned(),
-            content,
-            name,
-        })
+        .prop_map(
+            |(role, content, name, tool_calls, tool_call_id)| ChatMessage {
+                role: role.to_owned(),
+                content,
+                name,
+                tool_calls,
+                tool_call_id,
+            },
+        )
+}
+
+fn arb_tool_call() -> impl Strategy<Value = ToolCall> {
+    ("call_[a-z0-9]{1,8}", "[a-z_]{1,8}", any::<String>()).prop_map(|(id, name, arguments)| {
+        ToolCall {
+            id,
+            kind: "function".to_owned(),
+            function: FunctionCall { name, arguments },
+        }
+    })
 }
 
 proptest! {
@@ -456,4 +473,114 @@ proptest! {
         prop_assert_eq!(from_compact.hash(), request.hash());
         prop_assert_eq!(from_pretty.hash(), request.hash());
     }
+}
+
+// ---- tool calls ----
+
+#[test]
+fn tool_calls_and_tool_call_ids_survive_a_round_trip() {
+    let body = json!({"model": "m", "tools": [{"type": "function",
+                                           "function": {"name": "read_file"}}],
+    "messages": [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_a", "type": "function",
+             "function": {"name": "read_file", "arguments": "{\"path\":\"README.md\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_a", "content": "hello"},
+    ]});
+    let request: ChatRequest = serde_json::from_value(body.clone()).unwrap();
+    assert_eq!(request.messages[1].tool_calls[0].function.name, "read_file");
+    assert_eq!(request.messages[2].tool_call_id.as_deref(), Some("call_a"));
+    // What reaches the provider is what the agent sent.
+    assert_eq!(request.to_json(), body);
+    // An assistant message without `content` at all is read the same way.
+    let mut absent = body;
+    absent["messages"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("content");
+    let from_absent: ChatRequest = serde_json::from_value(absent).unwrap();
+    assert_eq!(from_absent.hash(), request.hash());
+}
+
+#[test]
+fn a_request_without_tool_calls_hashes_as_before_they_were_kept() {
+    let request = request(&[("system", "be brief"), ("tool", "42")]);
+    // The canonical text (and so the hash) recordings were made with: no new keys.
+    let canonical = r#"{"max_tokens":64,"messages":[{"content":"be brief","role":"system"},{"content":"42","role":"tool"}],"model":"gpt-test","temperature":0.2}"#;
+    assert_eq!(
+        tollgate_rules::envelope::canonical_json(&request.to_json()),
+        canonical
+    );
+    assert_eq!(
+        request.hash(),
+        blake3::hash(canonical.as_bytes()).to_hex().to_string()
+    );
+}
+
+#[test]
+fn a_whole_completion_with_tool_calls_is_read_and_written_in_openai_shape() {
+    let body = json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+        "model": "gpt-test",
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_a", "type": "function",
+                 "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+                {"id": "call_b", "type": "function",
+                 "function": {"name": "list_dir", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}});
+    let response = ChatResponse::from_openai_json(&body).unwrap();
+    assert_eq!(response.content, "");
+    assert_eq!(response.finish_reason, "tool_calls");
+    assert_eq!(response.tool_calls.len(), 2);
+    assert_eq!(response.tool_calls[1].function.name, "list_dir");
+    assert_eq!(response.to_openai_json(), body);
+    // As recorded: the calls are kept, and read back the same.
+    let recorded = serde_json::to_value(&response).unwrap();
+    assert_eq!(
+        serde_json::from_value::<ChatResponse>(recorded).unwrap(),
+        response
+    );
+}
+
+#[test]
+fn a_text_answer_is_recorded_without_a_tool_calls_key() {
+    let recorded = serde_json::to_value(response("hi")).unwrap();
+    assert!(recorded.get("tool_calls").is_none(), "{recorded}");
+    let whole = response("hi").to_openai_json();
+    assert!(whole["choices"][0]["message"].get("tool_calls").is_none());
+}
+
+#[test]
+fn tool_calls_that_are_not_function_calls_are_malformed() {
+    let body = json!({"id": "c", "model": "m", "choices": [{"message": {"tool_calls": [7]}}]});
+    let error = ChatResponse::from_openai_json(&body).unwrap_err();
+    assert!(
+        matches!(&error, ProviderError::MalformedResponse { reason }
+                 if reason.starts_with("`choices[0].message.tool_calls` are not function calls")),
+        "{error}"
+    );
+}
+
+#[test]
+fn replay_streams_recorded_tool_calls_as_it_completes_them() {
+    let mut recorded = response("");
+    recorded.tool_calls = vec![ToolCall {
+        id: "call_a".to_owned(),
+        kind: "function".to_owned(),
+        function: FunctionCall {
+            name: "read_file".to_owned(),
+            arguments: "{}".to_owned(),
+        },
+    }];
+    let request = conversation();
+    let provider = ReplayProvider::new([(request.hash(), recorded.clone())]);
+    let mut calls = Vec::new();
+    let served = provider
+        .stream(&request, &mut |delta| {
+            calls.push(delta.tool_call.map(|c| (c.index, c.id.map(str::to_owned))))
+        })
+        .unwrap();
+    assert_eq!(served, recorded);
+    assert_eq!(calls, [Some((0, Some("call_a".to_owned())))]);
 }

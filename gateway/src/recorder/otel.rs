@@ -41,8 +41,8 @@
 //!     [`ChatRequest::hash`](crate::providers::ChatRequest::hash)) and
 //!     [`ChatResponse`](crate::providers::ChatResponse) (the first output message's text,
 //!     `gen_ai.response.id` / `.model`, finish reason, token usage). Message text keeps text
-//!     parts and tool responses; tool-call, blob and file parts are left out, as
-//!     `ChatMessage` holds text only. A failed call with no sign of an answer gets no
+//!     parts and tool responses; tool-call, blob and file parts are left out (the
+//!     converter does not map tool-call parts to `ChatMessage::tool_calls`). A failed call with no sign of an answer gets no
 //!     `model_output`. When the trace has no `execute_tool` span, the tool calls in a model's
 //!     output become `tool_call` events.
 //!   - `execute_tool` → `tool_call {call_id, tool, arguments}` and `tool_result {call_id,

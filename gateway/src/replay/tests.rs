@@ -88,6 +88,7 @@ fn recorded_run(with_envelopes: bool) -> RunFile {
             prompt_tokens: compiled.tokens,
             completion_tokens: 3,
         },
+        tool_calls: Vec::new(),
     };
     let mut decision = json!({"effect": "allow"});
     if let Some(engine) = engine {

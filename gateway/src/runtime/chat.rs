@@ -1,8 +1,11 @@
 //! The model proxy's work: an OpenAI-style chat request of a run is decided by the model rules
 //! (provider, model, reasoning mode), each message by the data rules (a message in which a
-//! detector finds a secret is labelled `secret`; `redact` replaces the secret, `block` refuses
-//! the call) — all before anything leaves — then sent to the configured provider, and the call,
-//! its decisions and the response are recorded.
+//! detector finds a secret — in its text, a `tool` message's result included, or in the
+//! arguments of the tool calls an assistant message carries — is labelled `secret`; `redact`
+//! replaces the secret in both, `block` refuses the call) — all before anything leaves — then
+//! sent to the configured provider, and the call, its decisions and the response are recorded.
+//! The response (text and tool calls) is recorded as the provider gave it, unscanned: replay
+//! must serve it back byte for byte.
 //!
 //! The two halves are separate calls so a streaming caller can answer a refusal as an error
 //! before it starts a stream: [`Runtime::allow_chat`] decides and records the decisions and
@@ -21,6 +24,7 @@ use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 use tollgate_rules::envelope::Level;
 use tollgate_rules::envelope::request::{ContextItem, ModelCall};
 
+use super::tools::{holds_secret, rewrite_strings};
 use super::{RunPolicy, Runtime, RuntimeError};
 use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::providers::{ChatDelta, ChatRequest, ChatResponse, ProviderError};
@@ -151,16 +155,23 @@ impl Runtime {
         let mut messages = Vec::with_capacity(request.messages.len());
         let mut message_decisions = Vec::new();
         for (index, m) in request.messages.iter_mut().enumerate() {
-            let spans = find_spans(&m.content);
+            // The message's text and the arguments of the calls it carries are one item: a
+            // secret in either labels it, and `redact` replaces it in both.
+            let secret_in_text = !find_spans(&m.content).is_empty();
+            let secret_in_calls = m
+                .tool_calls
+                .iter()
+                .any(|call| arguments_hold_secret(&call.function.arguments));
+            let secret = secret_in_text || secret_in_calls;
             let item = ContextItem {
                 id: format!("message-{index}"),
                 kind: "message".into(),
                 scope: header.scope.clone(),
                 sensitivity: Level::Internal,
-                labels: if spans.is_empty() {
-                    Vec::new()
-                } else {
+                labels: if secret {
                     vec!["secret".into()]
+                } else {
+                    Vec::new()
                 },
             };
             let decision = engine.decide_context(run, &item);
@@ -168,9 +179,19 @@ impl Runtime {
             match decision.effect {
                 DecisionEffect::Allow => {}
                 DecisionEffect::Redact => {
-                    let r = redact(&m.content, BodyPart::Content, &decision.rules.join(","));
-                    redacted_spans = r.spans.len();
-                    m.content = r.text;
+                    let rule = decision.rules.join(",");
+                    // `redact` replaces a text without a detected secret whole: the text is
+                    // left alone when the secret is only in the calls' arguments.
+                    if secret_in_text || !secret_in_calls {
+                        let r = redact(&m.content, BodyPart::Content, &rule);
+                        redacted_spans = r.spans.len();
+                        m.content = r.text;
+                    }
+                    for call in &mut m.tool_calls {
+                        let (arguments, spans) = redact_arguments(&call.function.arguments, &rule);
+                        call.function.arguments = arguments;
+                        redacted_spans += spans;
+                    }
                 }
                 DecisionEffect::Deny
                 | DecisionEffect::RequireApproval
@@ -350,6 +371,42 @@ impl Runtime {
     }
 }
 
+/// Whether a detector finds a secret in a tool call's arguments: in any string of them when
+/// they are JSON (as the tool endpoint scans arguments), in the text otherwise.
+fn arguments_hold_secret(arguments: &str) -> bool {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) => holds_secret(&value),
+        Err(_) => !find_spans(arguments).is_empty(),
+    }
+}
+
+/// A tool call's arguments with every detected secret replaced by `rule`'s marker, and how
+/// many spans were replaced. JSON arguments are redacted string by string and written again
+/// (a marker replacing a quoted value must not break the JSON); other text as text.
+fn redact_arguments(arguments: &str, rule: &str) -> (String, usize) {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) if holds_secret(&value) => {
+            let mut spans = 0;
+            // Only strings holding a secret: `redact` replaces any other string whole.
+            let redacted = rewrite_strings(&value, &mut |s| {
+                if find_spans(s).is_empty() {
+                    return None;
+                }
+                let r = redact(s, BodyPart::Content, rule);
+                spans += r.spans.len();
+                Some(r.text)
+            });
+            (redacted.to_string(), spans)
+        }
+        Ok(_) => (arguments.to_owned(), 0),
+        Err(_) if find_spans(arguments).is_empty() => (arguments.to_owned(), 0),
+        Err(_) => {
+            let r = redact(arguments, BodyPart::Content, rule);
+            (r.text, r.spans.len())
+        }
+    }
+}
+
 /// Events built as JSON objects, as the recorder's payloads.
 fn as_payloads(
     events: Vec<(u32, EventKind, String, Value)>,
@@ -381,5 +438,33 @@ impl ChatOutcome {
             "model_rules": self.model_decision.rules,
             "messages": self.messages,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{arguments_hold_secret, redact_arguments};
+
+    #[test]
+    fn json_arguments_are_redacted_string_by_string_and_stay_json() {
+        let arguments = r#"{"cmd": "ls", "auth": {"api_key": "sk-abcdefghijklmnopqrstu"}}"#;
+        assert!(arguments_hold_secret(arguments));
+        let (redacted, spans) = redact_arguments(arguments, "r");
+        assert_eq!(spans, 1);
+        let value: serde_json::Value = serde_json::from_str(&redacted).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"cmd": "ls", "auth": {"api_key": "[REDACTED:r]"}})
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_json_are_redacted_as_text_and_clean_ones_kept() {
+        let (redacted, spans) = redact_arguments("deploy AKIAABCDEFGHIJKLMNOP now", "r");
+        assert_eq!((redacted.as_str(), spans), ("deploy [REDACTED:r] now", 1));
+        for clean in [r#"{"cmd": "ls"}"#, "not json", ""] {
+            assert!(!arguments_hold_secret(clean));
+            assert_eq!(redact_arguments(clean, "r"), (clean.to_owned(), 0));
+        }
     }
 }

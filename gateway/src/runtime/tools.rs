@@ -496,7 +496,7 @@ impl Runtime {
 }
 
 /// Whether a detector finds a secret in any string of `v` (object keys excepted).
-fn holds_secret(v: &Value) -> bool {
+pub(super) fn holds_secret(v: &Value) -> bool {
     match v {
         Value::String(s) => !find_spans(s).is_empty(),
         Value::Array(items) => items.iter().any(holds_secret),
@@ -513,7 +513,7 @@ fn redact_secrets(v: &Value, rule: &str) -> Value {
 }
 
 /// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
-fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
+pub(super) fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
     match v {
         Value::String(s) => Value::String(f(s).unwrap_or_else(|| s.clone())),
         Value::Array(items) => Value::Array(items.iter().map(|i| rewrite_strings(i, f)).collect()),

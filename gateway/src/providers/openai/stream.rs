@@ -1,12 +1,12 @@
 //! Reading OpenAI's streamed chat completion: server-sent events ([`EventReader`]) whose data
 //! are `chat.completion.chunk` objects, assembled into one [`ChatResponse`]
-//! ([`ChunkAssembly`]) while each piece of text is reported as it arrives.
+//! ([`ChunkAssembly`]) while each piece of text or of a tool call is reported as it arrives.
 
 use std::io::{self, BufRead};
 
 use serde_json::{Map, Value};
 
-use crate::providers::{ChatDelta, ChatResponse, ProviderError, Usage};
+use crate::providers::{ChatDelta, ChatResponse, ProviderError, ToolCall, ToolCallDelta, Usage};
 
 /// Why the next event could not be read.
 #[derive(Debug)]
@@ -83,13 +83,21 @@ pub(super) struct ChunkAssembly {
     content: String,
     finish_reason: Option<String>,
     usage: Usage,
+    /// Tool calls by index, their arguments concatenated from their pieces.
+    tool_calls: Vec<ToolCall>,
 }
+
+/// More tool calls than any model makes in one answer: an index past it is malformed (it
+/// would otherwise size the assembly).
+const MAX_TOOL_CALLS: usize = 128;
 
 impl ChunkAssembly {
     /// Reads one chunk's data, reporting its text (if any) to `on_delta`.
     ///
     /// The first chunk names the completion (`id`, `model`); a chunk's text is
-    /// `choices[0].delta.content`, its end `choices[0].finish_reason`; the usage chunk (empty
+    /// `choices[0].delta.content`, its tool-call pieces `choices[0].delta.tool_calls` (each with
+    /// its `index`; the first piece of a call carries `id` and `function.name`, every piece may
+    /// add to `function.arguments`), its end `choices[0].finish_reason`; the usage chunk (empty
     /// `choices`) carries the token counts. A chunk with an `error` member is
     /// [`ProviderError::StreamFailed`] carrying the chunk's whole data (the caller extracts and
     /// scrubs the message).
@@ -136,6 +144,7 @@ impl ChunkAssembly {
                             id: &self.id,
                             model: &self.model,
                             content: text,
+                            tool_call: None,
                         });
                     }
                 }
@@ -144,6 +153,12 @@ impl ChunkAssembly {
                         "`choices[0].delta.content` of stream chunk {n} is not a string"
                     )));
                 }
+            }
+            if let Some(calls) = choice
+                .get("delta")
+                .and_then(|delta| delta.get("tool_calls"))
+            {
+                self.tool_call_pieces(n, calls, on_delta)?;
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 self.finish_reason = Some(reason.to_owned());
@@ -164,14 +179,89 @@ impl ChunkAssembly {
         Ok(())
     }
 
+    /// Reads the tool-call pieces of chunk `n`, reporting each.
+    fn tool_call_pieces(
+        &mut self,
+        n: usize,
+        calls: &Value,
+        on_delta: &mut dyn FnMut(&ChatDelta<'_>),
+    ) -> Result<(), ProviderError> {
+        let malformed = |what: &str| ProviderError::MalformedResponse {
+            reason: format!("`choices[0].delta.tool_calls` of stream chunk {n}: {what}"),
+        };
+        let calls = match calls {
+            Value::Null => return Ok(()),
+            Value::Array(calls) => calls,
+            _ => return Err(malformed("not an array")),
+        };
+        for piece in calls {
+            let index = piece
+                .get("index")
+                .and_then(Value::as_u64)
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|i| *i < MAX_TOOL_CALLS)
+                .ok_or_else(|| malformed("a piece without a valid `index`"))?;
+            let text = |value, name: &str| {
+                optional_text(value).ok_or_else(|| malformed(&format!("`{name}` is not a string")))
+            };
+            let function = piece.get("function");
+            let id = text(piece.get("id"), "id")?;
+            let kind = text(piece.get("type"), "type")?;
+            let name = text(function.and_then(|f| f.get("name")), "function.name")?;
+            let arguments = text(
+                function.and_then(|f| f.get("arguments")),
+                "function.arguments",
+            )?
+            .unwrap_or("");
+            if self.tool_calls.len() <= index {
+                self.tool_calls.resize_with(index + 1, ToolCall::default);
+            }
+            let call = &mut self.tool_calls[index];
+            if let Some(id) = id {
+                call.id = id.to_owned();
+            }
+            if let Some(kind) = kind {
+                call.kind = kind.to_owned();
+            }
+            if let Some(name) = name {
+                call.function.name.push_str(name);
+            }
+            call.function.arguments.push_str(arguments);
+            on_delta(&ChatDelta {
+                id: &self.id,
+                model: &self.model,
+                content: "",
+                tool_call: Some(ToolCallDelta {
+                    index,
+                    id,
+                    name,
+                    arguments,
+                }),
+            });
+        }
+        Ok(())
+    }
+
     /// The whole answer, once `[DONE]` has arrived: as [`ChatResponse::from_openai_json`]
     /// reads a whole completion, a missing `finish_reason` is `unknown` and missing usage
-    /// zeros.
+    /// zeros. Every tool call must have been given an `id` and a name (a gap in the indices
+    /// is a call without them).
     pub(super) fn finish(self) -> Result<ChatResponse, ProviderError> {
         if self.chunks == 0 {
             return Err(ProviderError::MalformedResponse {
                 reason: "the stream ended with `data: [DONE]` before any chunk".to_owned(),
             });
+        }
+        let mut tool_calls = self.tool_calls;
+        for (index, call) in tool_calls.iter_mut().enumerate() {
+            if call.id.is_empty() || call.function.name.is_empty() {
+                return Err(ProviderError::MalformedResponse {
+                    reason: format!("streamed tool call {index} has no `id` or no `function.name`"),
+                });
+            }
+            if call.kind.is_empty() {
+                call.kind = "function".to_owned();
+            }
         }
         Ok(ChatResponse {
             id: self.id,
@@ -179,7 +269,17 @@ impl ChunkAssembly {
             content: self.content,
             finish_reason: self.finish_reason.unwrap_or_else(|| "unknown".to_owned()),
             usage: self.usage,
+            tool_calls,
         })
+    }
+}
+
+/// A string member that may be missing or `null`; `None` when it is something else.
+fn optional_text(value: Option<&Value>) -> Option<Option<&str>> {
+    match value {
+        None | Some(Value::Null) => Some(None),
+        Some(Value::String(text)) => Some(Some(text.as_str())),
+        Some(_) => None,
     }
 }
 

@@ -199,6 +199,7 @@ fn posts_the_request_and_reads_the_completion() {
                 prompt_tokens: 31,
                 completion_tokens: 4,
             },
+            tool_calls: Vec::new(),
         }
     );
 
@@ -440,6 +441,7 @@ fn streams_chunks_as_they_arrive_and_assembles_the_answer() {
                 prompt_tokens: 31,
                 completion_tokens: 4,
             },
+            tool_calls: Vec::new(),
         }
     );
 
@@ -607,4 +609,108 @@ fn a_server_that_answers_a_stream_whole_is_reported_once() {
     assert_eq!(pieces, ["README says hello."]);
     assert_eq!(answer.content, "README says hello.");
     server.received();
+}
+
+// ---- tool calls ----
+
+fn tool_call_chunk(pieces: Value) -> Value {
+    json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1_700_000_000,
+           "model": "gpt-test-2024",
+           "choices": [{"index": 0, "delta": {"tool_calls": pieces}, "finish_reason": null}]})
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.to_owned(),
+        kind: "function".to_owned(),
+        function: FunctionCall {
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        },
+    }
+}
+
+#[test]
+fn streamed_tool_calls_are_assembled_per_index_and_reported_piece_by_piece() {
+    // Two parallel calls, their arguments split across chunks and interleaved, as OpenAI
+    // streams them: the first piece of a call names it, later ones only add arguments.
+    let server = MockServer::stream(vec![
+        event(&role_chunk()),
+        event(&tool_call_chunk(
+            json!([{"index": 0, "id": "call_a", "type": "function",
+                                        "function": {"name": "read_file", "arguments": ""}}]),
+        )),
+        event(&tool_call_chunk(
+            json!([{"index": 0, "function": {"arguments": "{\"path\": \"REA"}}]),
+        )),
+        event(&tool_call_chunk(
+            json!([{"index": 1, "id": "call_b", "type": "function",
+                                        "function": {"name": "list_dir", "arguments": "{}"}}]),
+        )),
+        event(&tool_call_chunk(
+            json!([{"index": 0, "function": {"arguments": "DME.md\"}"}}]),
+        )),
+        event(&finish_chunk("tool_calls")),
+        event(&usage_chunk()),
+        done(),
+    ]);
+    let provider = server.provider(Duration::from_secs(5));
+    let mut pieces = Vec::new();
+    let answer = provider
+        .stream(&conversation(), &mut |delta| {
+            assert_eq!(delta.content, "");
+            let call = delta.tool_call.unwrap();
+            pieces.push((
+                call.index,
+                call.id.map(str::to_owned),
+                call.name.map(str::to_owned),
+                call.arguments.to_owned(),
+            ));
+        })
+        .unwrap();
+    let piece = |index, id: Option<&str>, name: Option<&str>, arguments: &str| {
+        (
+            index,
+            id.map(str::to_owned),
+            name.map(str::to_owned),
+            arguments.to_owned(),
+        )
+    };
+    assert_eq!(
+        pieces,
+        [
+            piece(0, Some("call_a"), Some("read_file"), ""),
+            piece(0, None, None, "{\"path\": \"REA"),
+            piece(1, Some("call_b"), Some("list_dir"), "{}"),
+            piece(0, None, None, "DME.md\"}"),
+        ]
+    );
+    assert_eq!(answer.content, "");
+    assert_eq!(answer.finish_reason, "tool_calls");
+    assert_eq!(
+        answer.tool_calls,
+        [
+            call("call_a", "read_file", "{\"path\": \"README.md\"}"),
+            call("call_b", "list_dir", "{}")
+        ]
+    );
+}
+
+#[test]
+fn a_streamed_tool_call_that_is_never_named_is_malformed() {
+    let server = MockServer::stream(vec![
+        event(&tool_call_chunk(
+            json!([{"index": 1, "id": "call_b", "function": {"name": "f", "arguments": "{}"}}]),
+        )),
+        done(),
+    ]);
+    let answer = server
+        .provider(Duration::from_secs(5))
+        .stream(&conversation(), &mut |_| {});
+    assert_eq!(
+        answer.unwrap_err(),
+        ProviderError::MalformedResponse {
+            reason: "streamed tool call 0 has no `id` or no `function.name`".to_owned()
+        }
+    );
 }

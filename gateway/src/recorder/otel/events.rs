@@ -224,6 +224,7 @@ impl Emitter<'_> {
                 prompt_tokens: input_tokens.unwrap_or(0),
                 completion_tokens: output_tokens.unwrap_or(0),
             },
+            tool_calls: Vec::new(),
         };
         let span_id = span.span_id.clone();
         let failed = self.tree.failed(self.i);
