@@ -405,3 +405,224 @@ fn a_stream_that_fails_or_is_refused_is_answered_and_recorded() {
     let verify = gw.tollgate(&["runs", "verify", "e2e-fail"]);
     assert!(verify.status.success(), "{}", support::stdout(&verify));
 }
+
+// ---- function calling ----
+
+const TOOLS: &str = r#"[{"type": "function", "function": {"name": "run_shell",
+    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]"#;
+
+/// The model's answer: two parallel calls, no text.
+fn tool_calls_answer() -> serde_json::Value {
+    json!([
+        {"id": "call_1", "type": "function",
+         "function": {"name": "run_shell", "arguments": "{\"cmd\": \"ls -la\"}"}},
+        {"id": "call_2", "type": "function",
+         "function": {"name": "run_shell", "arguments": "{}"}},
+    ])
+}
+
+fn whole_answer(message: serde_json::Value, finish: &str) -> Vec<Step> {
+    let body = json!({"id": "chatcmpl-up", "object": "chat.completion", "created": 1_700_000_000,
+                      "model": "gpt-4.1-mini-2025",
+                      "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                      "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}})
+    .to_string();
+    vec![Step::Send(format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    ))]
+}
+
+/// The same calls streamed as OpenAI streams them: named first, arguments in pieces split
+/// inside their JSON, the two calls interleaved.
+fn streamed_tool_calls() -> Vec<Step> {
+    let piece = |p: serde_json::Value| upstream_chunk(json!({"tool_calls": [p]}), json!(null));
+    let usage = json!({"id": "chatcmpl-up", "object": "chat.completion.chunk",
+                       "created": 1_700_000_000, "model": "gpt-4.1-mini-2025", "choices": [],
+                       "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}});
+    vec![
+        Step::Send(SSE_HEAD.to_string()),
+        upstream_chunk(json!({"role": "assistant", "content": null}), json!(null)),
+        piece(json!({"index": 0, "id": "call_1", "type": "function",
+                     "function": {"name": "run_shell", "arguments": ""}})),
+        piece(json!({"index": 0, "function": {"arguments": "{\"cmd\": \"ls"}})),
+        piece(json!({"index": 1, "id": "call_2", "type": "function",
+                     "function": {"name": "run_shell", "arguments": "{}"}})),
+        piece(json!({"index": 0, "function": {"arguments": " -la\"}"}})),
+        upstream_chunk(json!({}), json!("tool_calls")),
+        Step::Send(format!("data: {usage}\n\ndata: [DONE]\n\n")),
+    ]
+}
+
+fn tool_request(stream: bool, messages: serde_json::Value) -> serde_json::Value {
+    json!({"model": "gpt-4.1-mini", "stream": stream, "stream_options": {"include_usage": true},
+           "tools": serde_json::from_str::<serde_json::Value>(TOOLS).unwrap(),
+           "messages": messages})
+}
+
+#[test]
+fn tool_calls_reach_the_client_whole_and_streamed_and_their_results_reach_the_upstream() {
+    let upstream = Upstream::start(vec![
+        whole_answer(
+            json!({"role": "assistant", "content": null, "tool_calls": tool_calls_answer()}),
+            "tool_calls",
+        ),
+        streamed_tool_calls(),
+        whole_answer(json!({"role": "assistant", "content": "Listed."}), "stop"),
+    ]);
+    let gw = upstream.gateway();
+    open_run(&gw, "e2e-tools");
+    let headers = [
+        ("Authorization", format!("Bearer {}", gw.token)),
+        ("X-Tollgate-Run", "e2e-tools".to_string()),
+    ];
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let ask = json!([{"role": "user", "content": "list the files"}]);
+
+    // Whole: the calls in OpenAI's shape.
+    let (status, whole) = gw.call_with(
+        "POST",
+        "/v1/chat/completions",
+        Some(&tool_request(false, ask.clone())),
+        &headers,
+    );
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["content"], json!(null));
+    assert_eq!(choice["message"]["tool_calls"], tool_calls_answer());
+    let after_whole = recorded(&gw, "e2e-tools").len();
+
+    // Streamed: the pieces forwarded as OpenAI streams them, concatenating to the calls.
+    let (status, _, mut reader) = chat_stream(&gw, "e2e-tools", &tool_request(true, ask.clone()));
+    assert_eq!(status, 200);
+    assert_eq!(
+        next_chunk(&mut reader)["choices"][0]["delta"]["role"],
+        "assistant"
+    );
+    let mut pieces = Vec::new();
+    let finish = loop {
+        let chunk = next_chunk(&mut reader);
+        let choice = &chunk["choices"][0];
+        if !choice["finish_reason"].is_null() {
+            break chunk;
+        }
+        pieces.push(choice["delta"]["tool_calls"][0].clone());
+    };
+    assert_eq!(
+        pieces[0],
+        json!({"index": 0, "id": "call_1", "type": "function",
+               "function": {"name": "run_shell", "arguments": ""}})
+    );
+    assert_eq!(
+        pieces[1],
+        json!({"index": 0, "function": {"arguments": "{\"cmd\": \"ls"}})
+    );
+    let mut assembled = vec![json!({}), json!({})];
+    for piece in &pieces {
+        let call = &mut assembled[piece["index"].as_u64().unwrap() as usize];
+        if let Some(id) = piece.get("id") {
+            *call = json!({"id": id, "type": piece["type"],
+                           "function": {"name": piece["function"]["name"], "arguments": ""}});
+        }
+        let arguments = format!(
+            "{}{}",
+            call["function"]["arguments"].as_str().unwrap(),
+            piece["function"]["arguments"].as_str().unwrap()
+        );
+        call["function"]["arguments"] = json!(arguments);
+    }
+    assert_eq!(json!(assembled), tool_calls_answer());
+    assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(next_chunk(&mut reader)["usage"]["total_tokens"], 14);
+    assert_eq!(next_data(&mut reader).as_deref(), Some("[DONE]"));
+
+    // Recorded with the output, and the same events whether streamed or not.
+    let events = recorded(&gw, "e2e-tools");
+    let (whole_call, streamed_call) = events.split_at(after_whole);
+    assert_eq!(
+        &whole_call[whole_call.len() - streamed_call.len()..],
+        streamed_call
+    );
+    let output = streamed_call.last().unwrap();
+    assert_eq!(output["kind"], "model_output");
+    assert_eq!(
+        output["payload"]["response"]["tool_calls"],
+        tool_calls_answer()
+    );
+
+    // The follow-up: the assistant's calls (one argument holding a secret) and the results.
+    let follow_up = json!([
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "run_shell",
+             "arguments": "{\"cmd\": \"ls -la\", \"env\": \"AWS_KEY AKIAABCDEFGHIJKLMNOP\"}"}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "run_shell", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "README.md"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "key sk-proj-abcdefghijklmnopqrstuv"},
+    ]);
+    let (status, answer) = gw.call_with(
+        "POST",
+        "/v1/chat/completions",
+        Some(&tool_request(false, follow_up)),
+        &headers,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "Listed.");
+    assert!(
+        answer["choices"][0]["message"].get("tool_calls").is_none(),
+        "{answer}"
+    );
+    let effects: Vec<&serde_json::Value> = answer["tollgate"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["effect"])
+        .collect();
+    assert_eq!(effects, ["allow", "redact", "allow", "redact"], "{answer}");
+
+    let bodies = upstream.bodies.lock().unwrap().clone();
+    assert_eq!(bodies[0]["tools"][0]["function"]["name"], "run_shell");
+    let sent = &bodies[2]["messages"];
+    assert_eq!(sent[1]["content"], json!(null));
+    assert_eq!(sent[1]["tool_calls"][0]["id"], "call_1");
+    assert_eq!(sent[1]["tool_calls"][1]["function"]["arguments"], "{}");
+    let arguments: serde_json::Value = serde_json::from_str(
+        sent[1]["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(arguments["cmd"], "ls -la");
+    assert!(
+        arguments["env"]
+            .as_str()
+            .unwrap()
+            .starts_with("AWS_KEY [REDACTED:"),
+        "{arguments}"
+    );
+    assert_eq!(sent[2]["tool_call_id"], "call_1");
+    assert_eq!(sent[3]["tool_call_id"], "call_2");
+    assert!(
+        sent[3]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("key [REDACTED:"),
+        "{sent}"
+    );
+    for secret in ["AKIAABCDEFGHIJKLMNOP", "sk-proj-abcdefghijklmnopqrstuv"] {
+        assert!(!bodies[2].to_string().contains(secret), "{}", bodies[2]);
+    }
+
+    // Nothing recorded holds the secrets, and the run replays exactly, tool calls included.
+    let export = gw.tollgate(&["runs", "export", "e2e-tools"]);
+    let export = String::from_utf8(export.stdout).unwrap();
+    assert!(export.contains("call_2"));
+    for secret in ["AKIAABCDEFGHIJKLMNOP", "sk-proj-abcdefghijklmnopqrstuv"] {
+        assert!(!export.contains(secret), "{secret} recorded");
+    }
+    let replay = gw.tollgate(&["replay", "exact", "e2e-tools"]);
+    assert!(replay.status.success(), "{}", support::stdout(&replay));
+}
