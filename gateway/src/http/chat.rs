@@ -43,9 +43,9 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 /// An OpenAI-compatible chat completion, decided by the run's envelopes and recorded.
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "models",
     params(("X-Tollgate-Run" = String, Header, description = "The run the call belongs to")),
-    request_body(content = Object, description = "OpenAI's chat-completions request (`model`, `messages`, `stream`, ...). `model` may name its provider: `openai/gpt-4.1-mini`."),
+    request_body(content = Object, description = "OpenAI's chat-completions request (`model`, `messages`, `tools`, `stream`, ...; messages may carry `tool_calls` and `tool_call_id`). `model` may name its provider: `openai/gpt-4.1-mini`."),
     responses(
-        (status = 200, description = "A `chat.completion` with a `tollgate` member (run, receipt, what policy did to each message); when `stream` is true, a `text/event-stream` of `chat.completion.chunk` forwarded as the provider streams, the finish chunk carrying the `tollgate` member, ended by `[DONE]` (or by a `{\"error\": ...}` event if the provider fails mid-stream)", body = Object),
+        (status = 200, description = "A `chat.completion` (the model's `tool_calls` in `message.tool_calls`) with a `tollgate` member (run, receipt, what policy did to each message); when `stream` is true, a `text/event-stream` of `chat.completion.chunk` (text and `tool_calls` pieces) forwarded as the provider streams, the finish chunk carrying the `tollgate` member, ended by `[DONE]` (or by a `{\"error\": ...}` event if the provider fails mid-stream)", body = Object),
         (status = 400, description = "No `X-Tollgate-Run` header", body = super::ErrorBody),
         (status = 403, description = "The model, or a message, is denied by policy (the decision is in `details`)", body = super::ErrorBody),
         (status = 502, description = "The provider failed", body = super::ErrorBody),
