@@ -226,6 +226,19 @@ pub fn simulate(
             .unwrap_or(opening)
     };
     let run = file.run.id.as_str();
+    // One decision point: the recorded decision (or, for a run recorded without one, its
+    // versions' decision) against the candidates' decision of the same request.
+    let simulate = |seq: u64,
+                    step: u32,
+                    kind: RequestKind,
+                    subject: &str,
+                    recorded: Option<EnvelopeDecision>,
+                    decide: &dyn Fn(&PolicyEngine) -> EnvelopeDecision| {
+        let Policies { engine, baseline } = policies(recorded.as_ref());
+        let in_run = recorded.is_some();
+        let recorded = recorded.unwrap_or_else(|| decide(baseline));
+        point(seq, step, kind, subject, in_run, &recorded, decide(engine))
+    };
     let mut decisions = Vec::new();
     let mut offered: std::collections::HashMap<String, CandidateItem> = Default::default();
     for e in &file.events {
@@ -260,19 +273,14 @@ pub fn simulate(
                         .find(|o| o.get("id") == Some(id))
                         .and_then(|o| o.get("policy"))
                         .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
-                    let Policies { engine, baseline } = policies(recorded.as_ref());
-                    let in_run = recorded.is_some();
                     let ctx = item.context_item();
-                    let recorded = recorded.unwrap_or_else(|| baseline.decide_context(run, &ctx));
-                    let now = engine.decide_context(run, &ctx);
-                    decisions.push(point(
+                    decisions.push(simulate(
                         e.seq,
                         e.step,
                         RequestKind::Context,
                         &item.id,
-                        in_run,
-                        &recorded,
-                        now,
+                        recorded,
+                        &|engine| engine.decide_context(run, &ctx),
                     ));
                 }
             }
@@ -289,19 +297,14 @@ pub fn simulate(
                     .and_then(|o| o.payload.get("decision"))
                     .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
                 let request = recorded_tool_request(run, p);
-                let Policies { engine, baseline } = policies(recorded.as_ref());
-                let in_run = recorded.is_some();
-                let recorded = recorded.unwrap_or_else(|| baseline.decide(&request));
-                let now = engine.decide(&request);
                 let tool = p.get("tool").and_then(Value::as_str).unwrap_or("");
-                decisions.push(point(
+                decisions.push(simulate(
                     e.seq,
                     e.step,
                     RequestKind::Tool,
                     &format!("{call} {tool}"),
-                    in_run,
-                    &recorded,
-                    now,
+                    recorded,
+                    &|engine| engine.decide(&request),
                 ));
             }
             // A model call refused by policy: no `model_call` event, the decision records
@@ -313,18 +316,13 @@ pub fn simulate(
                 let recorded = p
                     .get("decision")
                     .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
-                let Policies { engine, baseline } = policies(recorded.as_ref());
-                let in_run = recorded.is_some();
-                let recorded = recorded.unwrap_or_else(|| baseline.decide_model(run, &call));
-                let now = engine.decide_model(run, &call);
-                decisions.push(point(
+                decisions.push(simulate(
                     e.seq,
                     e.step,
                     RequestKind::Model,
                     &format!("{}/{}", call.provider, call.model),
-                    in_run,
-                    &recorded,
-                    now,
+                    recorded,
+                    &|engine| engine.decide_model(run, &call),
                 ));
             }
             "model_call" => {
@@ -358,18 +356,13 @@ pub fn simulate(
                         .unwrap_or("")
                         .to_string(),
                 };
-                let Policies { engine, baseline } = policies(recorded.as_ref());
-                let in_run = recorded.is_some();
-                let recorded = recorded.unwrap_or_else(|| baseline.decide_model(run, &call));
-                let now = engine.decide_model(run, &call);
-                decisions.push(point(
+                decisions.push(simulate(
                     e.seq,
                     e.step,
                     RequestKind::Model,
                     &format!("{provider}/{model}"),
-                    in_run,
-                    &recorded,
-                    now,
+                    recorded,
+                    &|engine| engine.decide_model(run, &call),
                 ));
             }
             _ => {}

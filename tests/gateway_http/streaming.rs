@@ -126,17 +126,7 @@ fn upstream_end() -> Vec<Step> {
 
 /// The same answer, whole.
 fn upstream_whole(text: &str) -> Vec<Step> {
-    let body = json!({"id": "chatcmpl-up", "object": "chat.completion", "created": 1_700_000_000,
-                      "model": "gpt-4.1-mini-2025",
-                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                   "finish_reason": "stop"}],
-                      "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}})
-    .to_string();
-    vec![Step::Send(format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
-        body.len()
-    ))]
+    whole_answer(json!({"role": "assistant", "content": text}), "stop")
 }
 
 /// A streamed chat call, answered: its status, content type and a reader of its body.
@@ -421,6 +411,7 @@ fn tool_calls_answer() -> serde_json::Value {
     ])
 }
 
+/// A whole (non-streamed) completion answering `message`, ended by `finish`.
 fn whole_answer(message: serde_json::Value, finish: &str) -> Vec<Step> {
     let body = json!({"id": "chatcmpl-up", "object": "chat.completion", "created": 1_700_000_000,
                       "model": "gpt-4.1-mini-2025",

@@ -24,7 +24,7 @@ use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 use tollgate_rules::envelope::Level;
 use tollgate_rules::envelope::request::{ContextItem, ModelCall};
 
-use super::tools::{holds_secret, rewrite_strings};
+use super::tools::{holds_secret, redact_secrets};
 use super::{RunPolicy, Runtime, RuntimeError};
 use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::providers::{ChatDelta, ChatRequest, ChatResponse, ProviderError};
@@ -386,16 +386,7 @@ fn arguments_hold_secret(arguments: &str) -> bool {
 fn redact_arguments(arguments: &str, rule: &str) -> (String, usize) {
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) if holds_secret(&value) => {
-            let mut spans = 0;
-            // Only strings holding a secret: `redact` replaces any other string whole.
-            let redacted = rewrite_strings(&value, &mut |s| {
-                if find_spans(s).is_empty() {
-                    return None;
-                }
-                let r = redact(s, BodyPart::Content, rule);
-                spans += r.spans.len();
-                Some(r.text)
-            });
+            let (redacted, spans) = redact_secrets(&value, rule);
             (redacted.to_string(), spans)
         }
         Ok(_) => (arguments.to_owned(), 0),

@@ -379,7 +379,7 @@ impl Runtime {
         let recorded_args = if effect == DecisionEffect::Redact {
             arguments.clone()
         } else if secret {
-            redact_secrets(&req.arguments, "secret")
+            redact_secrets(&req.arguments, "secret").0
         } else {
             req.arguments.clone()
         };
@@ -487,7 +487,7 @@ impl Runtime {
             labels: vec!["secret".into()],
         };
         let decision = engine.decide_context(run, &item);
-        let arguments = redact_secrets(arguments, &decision.rules.join(","));
+        let (arguments, _) = redact_secrets(arguments, &decision.rules.join(","));
         ArgumentCheck {
             decision,
             arguments,
@@ -505,15 +505,23 @@ pub(super) fn holds_secret(v: &Value) -> bool {
     }
 }
 
-/// `v` with every secret span replaced by the compiler's redaction marker of `rule`.
-fn redact_secrets(v: &Value, rule: &str) -> Value {
-    rewrite_strings(v, &mut |s| {
-        (!find_spans(s).is_empty()).then(|| redact(s, BodyPart::Content, rule).text)
-    })
+/// `v` with every secret span replaced by the compiler's redaction marker of `rule` (strings
+/// without one are kept as they are), and how many spans were replaced.
+pub(super) fn redact_secrets(v: &Value, rule: &str) -> (Value, usize) {
+    let mut spans = 0;
+    let redacted = rewrite_strings(v, &mut |s| {
+        if find_spans(s).is_empty() {
+            return None;
+        }
+        let r = redact(s, BodyPart::Content, rule);
+        spans += r.spans.len();
+        Some(r.text)
+    });
+    (redacted, spans)
 }
 
 /// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
-pub(super) fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
+fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
     match v {
         Value::String(s) => Value::String(f(s).unwrap_or_else(|| s.clone())),
         Value::Array(items) => Value::Array(items.iter().map(|i| rewrite_strings(i, f)).collect()),
