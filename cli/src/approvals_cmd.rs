@@ -8,8 +8,8 @@ use clap::{Args, Subcommand};
 use tollgate_gateway::approvals::{
     self, ApprovalAnswer, ApprovalError, ApprovalFilter, ApprovalState,
 };
-use tollgate_gateway::jobs::{Clock, SystemClock};
-use tollgate_gateway::store::rfc3339;
+use tollgate_gateway::clock::rfc3339;
+use tollgate_gateway::clock::{Clock, SystemClock};
 
 use crate::store_arg;
 

@@ -22,7 +22,7 @@ use tollgate_engine::ast::Span;
 use tollgate_engine::diag::{Diagnostic, Source};
 use tollgate_gateway::compiler::{CompileInput, CompilePolicy, CompiledContext, compile};
 use tollgate_rules::decide::{PolicyEngine, PolicyError};
-use tollgate_rules::envelope::request::subject_facts;
+use tollgate_rules::request::subject_facts;
 
 #[derive(Args, Debug)]
 pub struct CompileArgs {

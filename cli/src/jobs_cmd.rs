@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use tollgate_gateway::clock::{Clock, SystemClock, rfc3339};
 use tollgate_gateway::jobs::{
-    AfterFailure, Clock, EnqueueOptions, JobId, JobQueue, JobRecord, JobState, RunResult,
-    SystemClock, Worker, WorkerConfig, WorkerEvent, builtin_registry,
+    AfterFailure, EnqueueOptions, JobId, JobQueue, JobRecord, JobState, RunResult, Worker,
+    WorkerConfig, WorkerEvent, builtin_registry,
 };
-use tollgate_gateway::store::rfc3339;
 
 use crate::store_arg;
 

@@ -5,6 +5,7 @@
 //! proof checker.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 use crate::ast::{AggKind, ArithOp, CmpOp, Functor, Span, TestFn};
 use crate::diag::{Diagnostic, Source};
@@ -459,6 +460,49 @@ fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Res
                 write_expr(f, rule, a)?;
             }
             f.write_str(")")
+        }
+    }
+}
+
+/// The texts explanations write that depend only on the program, prepared once per model
+/// (`ModelData::rule_texts`): every default denial asks for a few why-nots, which would
+/// otherwise look up the same rules and format the same literals each time.
+pub(crate) struct RuleTexts {
+    /// Per relation, the rules with it as head, in source order.
+    pub(crate) rules_by_head: Vec<Vec<usize>>,
+    /// Per rule, the text of each body literal (the `failed_literal` it may name).
+    pub(crate) literals: Vec<Vec<Arc<str>>>,
+    /// Per rule, the variables a failure shows, in slot order: slot and name.
+    pub(crate) shown: Vec<Vec<(usize, Arc<str>)>>,
+}
+
+impl RuleTexts {
+    pub(crate) fn new(ir: &Ir) -> RuleTexts {
+        let mut rules_by_head = vec![Vec::new(); ir.relations.len()];
+        for (ri, rule) in ir.rules.iter().enumerate() {
+            rules_by_head[rule.head.rel].push(ri);
+        }
+        RuleTexts {
+            rules_by_head,
+            literals: ir
+                .rules
+                .iter()
+                .map(|rule| {
+                    let text = |lit| Arc::from(DisplayLit(ir, rule, lit).to_string());
+                    rule.body.iter().map(text).collect()
+                })
+                .collect(),
+            shown: ir
+                .rules
+                .iter()
+                .map(|rule| {
+                    let vars = rule.vars.iter().enumerate();
+                    let shown = vars.filter(|(_, var)| var.is_shown());
+                    shown
+                        .map(|(v, var)| (v, Arc::from(var.name.as_str())))
+                        .collect()
+                })
+                .collect(),
         }
     }
 }

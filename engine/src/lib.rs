@@ -37,6 +37,7 @@ mod model;
 pub mod naive;
 pub mod parse;
 mod plan;
+mod proof;
 pub mod proof_check;
 mod stratify;
 pub mod tsv;

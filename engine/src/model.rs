@@ -15,8 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::eval::{self, Db, Part, Row, StratumJob};
-use crate::explain::WhyNotTexts;
-use crate::ir::{Ir, RelId};
+use crate::ir::{Ir, RelId, RuleTexts};
 use crate::plan::{self, CLit, CRule, EvalCx, RulePlan, Which};
 use crate::value::{Interner, Value, decode, encode};
 use crate::{EvalError, Fact, FactSet, Limits, Outputs, Program};
@@ -39,7 +38,7 @@ pub(crate) struct ModelData<const W: usize> {
     query_plans: RwLock<HashMap<Vec<RelId>, Arc<QueryPlan<W>>>>,
     /// Proofs of model facts, built on first use and shared by every later proof (a model
     /// fact's proof is the same in every query that does not reach its relation).
-    pub proof_cache: RwLock<HashMap<(RelId, Row<W>), Arc<crate::Proof>>>,
+    pub proof_cache: RwLock<HashMap<(RelId, Row<W>), Arc<crate::proof::Proof>>>,
     /// Compiled `glob` / `match` patterns, shared by materialisation and every query.
     pub patterns: crate::functions::PatternCache,
     /// Per relation, its rules ordered by id (then head and alternative): the order in which
@@ -53,7 +52,7 @@ pub(crate) struct ModelData<const W: usize> {
     pub names: ProofNames,
     /// The rules, literal texts and shown variables why-nots are written with, prepared by
     /// the first why-not (most models are never asked one).
-    pub why_not_texts: OnceLock<WhyNotTexts>,
+    pub rule_texts: OnceLock<RuleTexts>,
 }
 
 /// Relation names, rule ids and variable names as shared strings: a proof node refers to
@@ -342,7 +341,7 @@ impl<const W: usize> ModelData<W> {
             query_plans: RwLock::new(HashMap::default()),
             proof_cache: RwLock::new(HashMap::default()),
             names: ProofNames::new(ir),
-            why_not_texts: OnceLock::new(),
+            rule_texts: OnceLock::new(),
             patterns,
             rule_rank,
             rule_vars,

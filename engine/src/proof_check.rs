@@ -11,10 +11,10 @@
 
 use std::cell::OnceCell;
 
-use crate::explain::{Proof, ProofStep};
 use crate::functions::PatternCache;
 use crate::ir::{IrExpr, IrLit};
 use crate::naive::{self, NaiveDb};
+use crate::proof::{Proof, ProofStep};
 use crate::value::Value;
 use crate::{Fact, FactSet, Program};
 

@@ -20,8 +20,8 @@ use tollgate_gateway::compiler::{
     BYTES4, CandidateItem, CompileInput, CompilePolicy, ItemKind, compile,
 };
 use tollgate_rules::decide::PolicyEngine;
-use tollgate_rules::envelope::request::{RunSubject, subject_facts};
 use tollgate_rules::envelope::{Level, load_envelopes};
+use tollgate_rules::request::{RunSubject, subject_facts};
 
 const ITEMS: usize = 1_000;
 const BUDGET: u32 = 32_000;

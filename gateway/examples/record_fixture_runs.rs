@@ -19,18 +19,24 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tollgate_gateway::compiler::{
-    CandidateItem, CompileInput, CompilePolicy, CompileSettings, ItemKind, compile,
+    CandidateItem, CompileInput, CompilePolicy, CompileSettings, ItemKind, compile, model_request,
 };
 use tollgate_gateway::providers::{ChatResponse, Usage};
-use tollgate_gateway::recorder::format::{
-    EnvelopeSource, EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord,
+use tollgate_gateway::recorder::events::{
+    ApprovalEvent, CompileEvent, ContextOfferedEvent, DecisionEvent, EventPayload, HandoffEvent,
+    ModelCallEvent, ModelOutputEvent, NoteEvent, OutputEvent, ToolCallEvent, ToolResultEvent,
+    to_json,
 };
-use tollgate_gateway::replay::{model_request, replay_file, run_subject};
+use tollgate_gateway::recorder::format::{
+    EnvelopeSource, EventKind, EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord,
+};
+use tollgate_gateway::replay::replay_file;
+use tollgate_gateway::run_policy::run_subject;
 use tollgate_rules::decide::{DecisionEffect, PolicyEngine};
-use tollgate_rules::envelope::request::subject_facts;
 use tollgate_rules::envelope::{EnvelopeSet, Level, load_envelopes};
+use tollgate_rules::request::subject_facts;
 
 type Fallible<T> = Result<T, Box<dyn Error>>;
 
@@ -219,7 +225,12 @@ fn envelopes(dir: &Path) -> Fallible<(EnvelopeSet, Vec<EnvelopeSource>)> {
 }
 
 /// The events of one step before they get times and sequence numbers.
-type StepEvents = Vec<(&'static str, Value)>;
+type StepEvents = Vec<(EventKind, Value)>;
+
+/// Adds a typed event to a step's events.
+fn push<P: EventPayload>(out: &mut StepEvents, payload: &P) {
+    out.push((P::KIND, to_json(payload)));
+}
 
 /// Records one session as a run file.
 fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallible<RunFile> {
@@ -268,7 +279,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
         let mut new_items = std::mem::take(&mut pending);
         new_items.extend(step.offer.iter().cloned());
         offered.extend(new_items.iter().cloned());
-        step_events.push(("context_offered", json!({ "items": new_items })));
+        push(&mut step_events, &ContextOfferedEvent { items: new_items });
 
         // 2. Compile everything offered so far under the run's envelopes.
         let input = CompileInput {
@@ -278,17 +289,17 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
         };
         let compiled = compile(&input, Some(&policy)).map_err(|e| format!("step {index}: {e}"))?;
         let compile_seq = events.len() + step_events.len();
-        step_events.push((
-            "compile",
-            json!({
-                "settings": s.settings,
-                "item_ids": offered.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
-                "hash": compiled.hash,
-                "tokens": compiled.tokens,
-                "outcomes": compiled.outcomes_for_record(),
-                "text": compiled.text,
-            }),
-        ));
+        push(
+            &mut step_events,
+            &CompileEvent {
+                settings: s.settings.clone(),
+                item_ids: offered.iter().map(|i| i.id.clone()).collect(),
+                hash: compiled.hash.clone(),
+                tokens: compiled.tokens,
+                outcomes: compiled.outcomes_for_record(),
+                text: compiled.text.clone(),
+            },
+        );
 
         // 3. The model call the compile leads to, and its recorded reply.
         let request = model_request(&compiled, &s.model.model);
@@ -312,19 +323,23 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
             },
             tool_calls: Vec::new(),
         };
-        step_events.push((
-            "model_call",
-            json!({
-                "provider": s.model.provider,
-                "request": request,
-                "request_hash": request_hash,
-                "compile_seq": compile_seq,
-            }),
-        ));
-        step_events.push((
-            "model_output",
-            json!({ "request_hash": request_hash, "response": response }),
-        ));
+        push(
+            &mut step_events,
+            &ModelCallEvent {
+                provider: s.model.provider.clone(),
+                request,
+                request_hash: request_hash.clone(),
+                compile_seq: Some(u64::try_from(compile_seq)?),
+                messages: None,
+            },
+        );
+        push(
+            &mut step_events,
+            &ModelOutputEvent {
+                request_hash,
+                response,
+            },
+        );
 
         // 4. Tool calls, each decided by policy before it runs.
         for (n, call) in step.tool_calls.iter().enumerate() {
@@ -343,13 +358,18 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
 
         // 5. Handoff, output and notes.
         if let Some(handoff) = &step.handoff {
-            step_events.push(("handoff", Value::Object(handoff.clone())));
+            push(&mut step_events, &HandoffEvent(handoff.clone()));
         }
         if let Some(output) = &step.output {
-            step_events.push(("output", json!({ "content": output })));
+            push(
+                &mut step_events,
+                &OutputEvent {
+                    content: output.clone(),
+                },
+            );
         }
         for note in &step.notes {
-            step_events.push(("note", json!({ "text": note })));
+            push(&mut step_events, &NoteEvent { text: note.clone() });
         }
 
         // Times: the step's events spread evenly over its seconds.
@@ -360,7 +380,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
             events.push(EventRecord {
                 seq: u64::try_from(events.len())?,
                 step: index,
-                kind: kind.to_string(),
+                kind: kind.as_str().to_string(),
                 at: format_utc(start + elapsed + i * seconds / count),
                 payload,
                 prev: None,
@@ -389,10 +409,16 @@ fn tool_call(
     out: &mut StepEvents,
 ) -> Fallible<String> {
     let arguments = Value::Object(call.arguments.clone());
-    out.push((
-        "tool_call",
-        json!({ "call_id": call_id, "tool": call.tool, "arguments": arguments }),
-    ));
+    push(
+        out,
+        &ToolCallEvent {
+            call_id: call_id.to_string(),
+            tool: call.tool.clone(),
+            arguments: arguments.clone(),
+            usage: None,
+            call_hash: None,
+        },
+    );
     let decision = engine.decide_tool(&header.id, &call.tool, &arguments);
     let effect = decision.effect;
     let rules = decision.rules.join(", ");
@@ -406,23 +432,31 @@ fn tool_call(
         )
         .into());
     }
-    out.push((
-        "decision",
-        json!({ "decision": decision, "call_id": call_id }),
-    ));
+    push(
+        out,
+        &DecisionEvent {
+            outcome: None,
+            call_id: Some(call_id.to_string()),
+            ..DecisionEvent::new(&decision, effect)
+        },
+    );
     match effect {
         DecisionEffect::Allow => {}
         DecisionEffect::RequireApproval => {
             let approved = call.approval == Approval::Approved;
             let answer = if approved { "approved" } else { "rejected" };
             let reason = call.approval_reason.as_deref().unwrap_or(answer);
-            out.push((
-                "approval",
-                json!({
-                    "approval_id": format!("appr-{call_id}"), "decision": answer, "by": APPROVER,
-                    "reason": reason, "call_id": call_id,
-                }),
-            ));
+            push(
+                out,
+                &ApprovalEvent {
+                    approval_id: format!("appr-{call_id}"),
+                    decision: answer.to_string(),
+                    by: APPROVER.to_string(),
+                    reason: reason.to_string(),
+                    call_id: Some(call_id.to_string()),
+                    call_hash: None,
+                },
+            );
             if !approved {
                 return refused(
                     out,
@@ -453,8 +487,14 @@ fn tool_call(
         .output
         .clone()
         .ok_or("the call runs, so the session must give its `output`")?;
-    let result = json!({ "call_id": call_id, "status": call.status, "output": output });
-    out.push(("tool_result", result));
+    push(
+        out,
+        &ToolResultEvent {
+            call_id: call_id.to_string(),
+            status: call.status.clone(),
+            output: Value::String(output.clone()),
+        },
+    );
     Ok(output)
 }
 
@@ -466,7 +506,7 @@ fn refused(
     told: String,
 ) -> Fallible<String> {
     let note = format!("{call_id}: {told}; the agent was told");
-    out.push(("note", json!({ "text": note })));
+    push(out, &NoteEvent { text: note });
     match call.output {
         Some(_) => Err(format!("{told}, yet the session gives it an `output`").into()),
         None => Ok(told),

@@ -11,11 +11,12 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tollgate_rules::envelope::canonical_json;
+use tollgate_rules::canonical::canonical_json;
 
-use crate::recorder::format::EventKind;
-use crate::recorder::write::append_in;
-use crate::store::{Store, StoreError, rfc3339};
+use crate::clock::rfc3339;
+use crate::recorder::events::ApprovalEvent;
+use crate::recorder::write::{append_in, new_event};
+use crate::store::{Store, StoreError};
 
 /// Where an approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -392,24 +393,15 @@ pub fn decide(
         }
         let approval = load(c, &key, now_ms)?.ok_or_else(|| StoreError::NotFound(key.clone()))?;
         let step = last_step(c, &approval.run)?;
-        append_in(
-            c,
-            &approval.run,
-            vec![(
-                step,
-                EventKind::Approval,
-                at,
-                json!({
-                    "approval_id": approval.id,
-                    "decision": state.as_str(),
-                    "by": answer.by,
-                    "reason": answer.reason,
-                    "call_id": approval.call_id,
-                    "call_hash": approval.call_hash,
-                })
-                .into(),
-            )],
-        )?;
+        let event = ApprovalEvent {
+            approval_id: approval.id.clone(),
+            decision: state.as_str().to_string(),
+            by: answer.by,
+            reason: answer.reason,
+            call_id: Some(approval.call_id.clone()),
+            call_hash: Some(approval.call_hash.clone()),
+        };
+        append_in(c, &approval.run, vec![new_event(step, at, &event)?])?;
         Ok(approval)
     });
     decided.map_err(|e| match e {

@@ -9,7 +9,7 @@
 //! 2. **policy** (optional, [`CompilePolicy`]): every item is decided by the envelopes of the
 //!    run *before* anything is measured or rendered. `deny` (or any effect that is not `allow`
 //!    or `redact`) excludes it: its text goes no further. `redact` sends its content (or
-//!    reference) and summary through the span redactor ([`redact`]).
+//!    reference) and summary through the span redactor ([`crate::secrets`]).
 //! 3. **measure** ([`tokens`]): each form of each item is rendered as its block and counted.
 //! 4. **select** ([`select`]): items compete for the budgets in the settings' order; full
 //!    form, else summary, else excluded with the truthful reason.
@@ -23,7 +23,6 @@
 
 mod items;
 mod outcome;
-pub mod redact;
 mod render;
 mod select;
 #[cfg(test)]
@@ -34,9 +33,9 @@ use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyEngine};
 
 pub use items::{CandidateItem, CompileInput, CompileSettings, DEFAULT_BUDGET, ItemKind, Ordering};
 pub use outcome::{CompiledContext, ItemOutcome, ItemStatus, Limit, Reason};
-pub use redact::{BodyPart, RedactedSpan};
 pub use tokens::{BYTES4, DEFAULT_TOKENIZER, TOKENIZERS, count_tokens};
 
+use crate::secrets::{self, BodyPart};
 use render::Form;
 use select::{Chosen, Eligible, Rendered};
 use tokens::TokenCounter;
@@ -213,7 +212,7 @@ fn prepare(item: &CandidateItem, redact_by: Option<&[String]>, counter: TokenCou
         };
         match &rule {
             Some(rule) => {
-                let r = redact::redact(body, part, rule);
+                let r = secrets::redact(body, part, rule);
                 let block = render::block(&item.id, item.kind, role, form, &r.text);
                 Rendered {
                     cost: counter.count(&block),
@@ -241,7 +240,7 @@ fn prepare(item: &CandidateItem, redact_by: Option<&[String]>, counter: TokenCou
     let summary = item.summary.as_deref().map(|summary| {
         let (body, spans) = match &rule {
             Some(rule) => {
-                let r = redact::redact(summary, BodyPart::Summary, rule);
+                let r = secrets::redact(summary, BodyPart::Summary, rule);
                 (r.text, r.spans)
             }
             None => (summary.to_string(), Vec::new()),
@@ -257,5 +256,19 @@ fn prepare(item: &CandidateItem, redact_by: Option<&[String]>, counter: TokenCou
         full,
         summary,
         redacted: rule.is_some(),
+    }
+}
+
+/// The chat request the gateway sends for a compiled context.
+pub fn model_request(compiled: &CompiledContext, model: &str) -> crate::providers::ChatRequest {
+    crate::providers::ChatRequest {
+        model: model.to_string(),
+        messages: vec![crate::providers::ChatMessage::new(
+            "system",
+            compiled.text.clone(),
+        )],
+        temperature: Some(0.0),
+        max_tokens: None,
+        extra: Default::default(),
     }
 }

@@ -24,10 +24,9 @@
 //! progress report or from `complete`/`fail` ([`JobError::LeaseLost`]); its late result is
 //! discarded.
 //!
-//! Times are milliseconds since the Unix epoch from a [`Clock`], so tests drive time with a
-//! [`ManualClock`] instead of sleeping.
+//! Times are milliseconds since the Unix epoch from a [`Clock`](crate::clock::Clock), so tests drive time with a
+//! [`ManualClock`](crate::clock::ManualClock) instead of sleeping.
 
-mod clock;
 mod queue;
 mod sleep;
 mod worker;
@@ -40,7 +39,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreError;
 
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use queue::JobQueue;
 pub use sleep::{SLEEP_KIND, builtin_registry, sleep_job};
 pub use worker::{
@@ -426,9 +424,5 @@ impl From<rusqlite::Error> for JobError {
 }
 
 /// Milliseconds in `d`, saturating.
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@
 //! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
 
 pub mod approvals;
+pub mod clock;
 pub mod compiler;
 pub mod evaluators;
 pub mod http;
@@ -16,7 +17,9 @@ pub mod providers;
 pub mod ratelimit;
 pub mod recorder;
 pub mod replay;
+pub mod run_policy;
 pub mod runtime;
+pub mod secrets;
 pub mod simulate;
 pub mod store;
 

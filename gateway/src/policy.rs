@@ -7,12 +7,12 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
-use tollgate_rules::envelope::{
-    EnvelopeErrors, EnvelopeSet, PolicyEnvelope, canonical_json, load_envelopes,
-};
+use tollgate_rules::canonical::canonical_json;
+use tollgate_rules::envelope::{EnvelopeErrors, EnvelopeSet, PolicyEnvelope, load_envelopes};
 
-use crate::recorder::write::store_artifact;
-use crate::store::{Store, StoreError, now_rfc3339};
+use crate::clock::now_rfc3339;
+use crate::store::artifacts;
+use crate::store::{Store, StoreError};
 
 /// What can go wrong keeping envelope versions.
 #[derive(Debug, thiserror::Error)]
@@ -181,7 +181,7 @@ pub(crate) fn store_version(
         )));
     }
     let body_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
-    store_artifact(c, &body_hash, "application/yaml", text.as_bytes())?;
+    artifacts::store(c, &body_hash, "application/yaml", text.as_bytes())?;
     let created_at = now_rfc3339();
     c.execute(
         "INSERT INTO envelope_versions (id, version, content_hash, artifact, created_at)

@@ -17,8 +17,8 @@ use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use rusqlite::{Connection, params};
 use serde::Serialize;
-use serde_json::Value;
 
+use crate::recorder::events::Event;
 use crate::recorder::{Recorder, RecorderError, short};
 use crate::store::StoreError;
 
@@ -394,103 +394,87 @@ fn run_graph(c: &Connection, run: &str) -> Result<(Vec<ProvNode>, Vec<ProvEdge>)
     let mut last_output_in_step: HashMap<u32, u64> = HashMap::new();
     let mut decision_for_call: HashMap<String, u64> = HashMap::new();
     for e in &events {
-        let p = &e.payload;
-        let get = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let id = ev(e.seq);
         edges.push(edge(
             format!("step:{run}/{}", e.step),
             id.clone(),
             "contains",
         ));
-        let label = match e.kind.as_str() {
-            "context_offered" => {
-                let items = p.get("items").and_then(Value::as_array);
-                for item in items.into_iter().flatten() {
-                    if let Some(item_id) = item.get("id").and_then(Value::as_str) {
-                        offered_items.insert(item_id.to_string(), e.seq);
-                    }
+        // An event whose payload does not read is a node without edges of its own.
+        let event = e.event().ok();
+        let label = match event {
+            Some(Event::ContextOffered(offered)) => {
+                for item in &offered.items {
+                    offered_items.insert(item.id.clone(), e.seq);
                 }
-                format!("{} item(s) offered", items.map_or(0, Vec::len))
+                format!("{} item(s) offered", offered.items.len())
             }
-            "compile" => {
-                let ids = p.get("item_ids").and_then(Value::as_array);
-                let mut sources: BTreeSet<u64> = BTreeSet::new();
-                for item in ids.into_iter().flatten().filter_map(Value::as_str) {
-                    if let Some(&seq) = offered_items.get(item) {
-                        sources.insert(seq);
-                    }
-                }
+            Some(Event::Compile(compile)) => {
+                let sources: BTreeSet<u64> = compile
+                    .item_ids
+                    .iter()
+                    .filter_map(|item| offered_items.get(item).copied())
+                    .collect();
                 for seq in sources {
                     edges.push(edge(ev(seq), id.clone(), "offered"));
                 }
-                format!("compile {}", short(&get("hash")))
+                format!("compile {}", short(&compile.hash))
             }
-            "model_call" => {
-                if let Some(seq) = p.get("compile_seq").and_then(Value::as_u64) {
+            Some(Event::ModelCall(call)) => {
+                if let Some(seq) = call.compile_seq {
                     edges.push(edge(ev(seq), id.clone(), "compiled"));
                 }
-                requests.insert(get("request_hash"), e.seq);
+                requests.insert(call.request_hash.clone(), e.seq);
                 format!(
                     "{} request {}",
-                    p.pointer("/request/model")
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
-                    short(&get("request_hash"))
+                    call.request.model,
+                    short(&call.request_hash)
                 )
             }
-            "model_output" => {
-                if let Some(&seq) = requests.get(&get("request_hash")) {
+            Some(Event::ModelOutput(output)) => {
+                if let Some(&seq) = requests.get(&output.request_hash) {
                     edges.push(edge(ev(seq), id.clone(), "answered"));
                 }
                 last_output_in_step.insert(e.step, e.seq);
                 "model output".to_string()
             }
-            "tool_call" => {
+            Some(Event::ToolCall(call)) => {
                 if let Some(&seq) = last_output_in_step.get(&e.step) {
                     edges.push(edge(ev(seq), id.clone(), "requested"));
                 }
-                calls.insert(get("call_id"), e.seq);
-                format!("{} {}", get("call_id"), get("tool"))
+                calls.insert(call.call_id.clone(), e.seq);
+                format!("{} {}", call.call_id, call.tool)
             }
-            "decision" | "approval" | "tool_result" => {
-                let call = get("call_id");
+            Some(Event::Decision(d)) => {
+                let call = d.call_id.unwrap_or_default();
                 if let Some(&seq) = calls.get(&call) {
-                    let relation = match e.kind.as_str() {
-                        "decision" => "decided",
-                        "approval" => "approved",
-                        _ => "result",
-                    };
-                    edges.push(edge(ev(seq), id.clone(), relation));
+                    edges.push(edge(ev(seq), id.clone(), "decided"));
                 }
-                if e.kind == "decision" {
-                    decision_for_call.insert(call.clone(), e.seq);
-                    let d = p.get("decision").unwrap_or(&Value::Null);
-                    for v in d
-                        .get("envelope_versions")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                    {
-                        if let Some(node) = envelopes.get(v) {
-                            edges.push(edge(node.clone(), id.clone(), "decided"));
-                        }
+                decision_for_call.insert(call.clone(), e.seq);
+                for v in &d.decision.envelope_versions {
+                    if let Some(node) = envelopes.get(v) {
+                        edges.push(edge(node.clone(), id.clone(), "decided"));
                     }
-                    format!(
-                        "{} {}",
-                        d.get("effect").and_then(Value::as_str).unwrap_or(""),
-                        call
-                    )
-                } else {
-                    if e.kind == "tool_result"
-                        && let Some(&seq) = decision_for_call.get(&call)
-                    {
-                        edges.push(edge(ev(seq), id.clone(), "allowed"));
-                    }
-                    format!("{} {}", e.kind.replace('_', " "), call)
                 }
+                format!("{} {}", d.decision.effect.as_str(), call)
             }
-            other => other.replace('_', " "),
+            Some(Event::Approval(a)) => {
+                let call = a.call_id.unwrap_or_default();
+                if let Some(&seq) = calls.get(&call) {
+                    edges.push(edge(ev(seq), id.clone(), "approved"));
+                }
+                format!("approval {call}")
+            }
+            Some(Event::ToolResult(r)) => {
+                if let Some(&seq) = calls.get(&r.call_id) {
+                    edges.push(edge(ev(seq), id.clone(), "result"));
+                }
+                if let Some(&seq) = decision_for_call.get(&r.call_id) {
+                    edges.push(edge(ev(seq), id.clone(), "allowed"));
+                }
+                format!("tool result {}", r.call_id)
+            }
+            _ => e.kind.replace('_', " "),
         };
         nodes.push(ProvNode {
             id,

@@ -14,8 +14,8 @@ use rusqlite::{Connection, params};
 use serde_json::Value;
 use tollgate_rules::engine::ast::TestFn;
 use tollgate_rules::engine::functions::PatternCache;
-use tollgate_rules::envelope::request::flatten_arguments;
 use tollgate_rules::envelope::{EnvelopeSet, RateScope, ToolEffect};
+use tollgate_rules::request::flatten_arguments;
 
 use crate::recorder::format::RunHeader;
 use crate::store::StoreError;

@@ -8,6 +8,7 @@
 //! the first). The run row keeps the count and the last hash, so an edited event, a deleted
 //! one, a reordered one and a truncated tail are all detected by [`Recorder::verify`].
 
+pub mod events;
 pub mod format;
 pub mod otel;
 mod promote;
@@ -17,7 +18,7 @@ pub(crate) mod write;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tollgate_rules::envelope::canonical_json;
+use tollgate_rules::canonical::canonical_json;
 
 use crate::store::{Store, StoreError};
 use format::{EventKind, EventRecord, RunFile, RunHeader, StepRecord};

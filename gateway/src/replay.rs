@@ -7,43 +7,32 @@
 //! Each decision is re-decided under the envelope versions it recorded (a run that spanned an
 //! envelope update was decided under two versions of it; see [`RecordedVersions`]).
 //!
-//! The model request a compile leads to is [`model_request`]: the compiled text as the system
-//! message, temperature 0. The recorder, the fixture generator and replay share it, so a
+//! The model request a compile leads to is [`crate::compiler::model_request`]: the compiled
+//! text as the system message, temperature 0. The fixture generator and replay share it, so a
 //! context change shows up as a different request hash and a replay-provider miss.
+//!
+//! Events are read through their payload types ([`crate::recorder::events`]); a payload that
+//! does not read is drift at that event.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use tollgate_rules::decide::{DecisionEffect, PolicyEngine, PolicyRequest};
-use tollgate_rules::engine::{FactSet, Value as EngineValue};
-use tollgate_rules::envelope::request::{
-    ModelCall, RunSubject, SUBJECT_ORIGIN, ToolCall, subject_facts,
-};
-use tollgate_rules::envelope::{EnvelopeSet, Level, load_envelopes};
+use tollgate_rules::decide::{DecisionEffect, PolicyEngine};
+use tollgate_rules::engine::FactSet;
+use tollgate_rules::envelope::{EnvelopeSet, load_envelopes};
 
 use crate::compiler::{
-    CandidateItem, CompileInput, CompilePolicy, CompileSettings, CompiledContext, compile,
+    CandidateItem, CompileInput, CompilePolicy, CompiledContext, compile, model_request,
 };
-use crate::providers::{
-    ChatMessage, ChatRequest, ChatResponse, FakeProvider, Provider, ReplayProvider,
+use crate::providers::{FakeProvider, Provider, ReplayProvider};
+use crate::recorder::events::{
+    CompileEvent, DecisionEvent, Event, ModelCallEvent, ModelOutputEvent, ToolCallEvent,
+    ToolResultEvent,
 };
-use crate::recorder::format::{EventRecord, RunFile, RunHeader};
+use crate::recorder::format::{EventKind, EventRecord, RunFile};
 use crate::recorder::{Recorder, RecorderError, short};
-
-pub(crate) mod versions;
-pub use versions::RecordedVersions;
-
-/// The chat request the gateway sends for a compiled context.
-pub fn model_request(compiled: &CompiledContext, model: &str) -> ChatRequest {
-    ChatRequest {
-        model: model.to_string(),
-        messages: vec![ChatMessage::new("system", compiled.text.clone())],
-        temperature: Some(0.0),
-        max_tokens: None,
-        extra: Default::default(),
-    }
-}
+use crate::run_policy::{RecordedVersions, recorded_tool_request, refused_model_call, run_facts};
 
 /// Why a replay could not run at all (drift is not an error: it is the report).
 #[derive(Debug, thiserror::Error)]
@@ -172,14 +161,8 @@ pub fn replay_exact(recorder: &Recorder, run: &str) -> Result<ReplayReport, Repl
 pub fn replay_file(file: &RunFile) -> Result<ReplayReport, ReplayError> {
     let policies = ReplayPolicies::new(file)?;
     let provider = ReplayProvider::new(file.events.iter().filter_map(|e| {
-        (e.kind == "model_output").then(|| {
-            let hash = str_of(&e.payload, "request_hash");
-            let response: Option<ChatResponse> = e
-                .payload
-                .get("response")
-                .and_then(|r| serde_json::from_value(r.clone()).ok());
-            response.map(|r| (hash, r))
-        })?
+        let output = e.read::<ModelOutputEvent>()?;
+        Some((output.request_hash, output.response))
     }));
     let mut replay = Replayer {
         file,
@@ -278,68 +261,6 @@ fn engine_over(
     })
 }
 
-/// The subject facts a run's policy is materialised over: the run (agent, task, scope,
-/// clearance) and the envelopes attached to the run itself when it was opened (kept in its
-/// metadata under [`crate::runtime::ATTACHED_ENVELOPES`]).
-pub fn run_facts(h: &RunHeader) -> Result<FactSet, String> {
-    let mut facts = subject_facts(&[run_subject(h)?], &[]);
-    for id in crate::runtime::attached_envelopes(&h.metadata) {
-        facts.add(
-            "envelope_attached",
-            vec![
-                EngineValue::sym(id),
-                EngineValue::sym("run"),
-                EngineValue::sym(&h.id),
-            ],
-            SUBJECT_ORIGIN,
-        );
-    }
-    Ok(facts)
-}
-
-/// The tool decision request a recorded `tool_call` event stands for: its tool, arguments and
-/// the rate-limit usage the gateway counted when it was decided.
-pub fn recorded_tool_request(run: &str, payload: &Value) -> PolicyRequest {
-    PolicyRequest::Tool {
-        run: run.to_string(),
-        call: ToolCall {
-            name: str_of(payload, "tool"),
-            args: payload.get("arguments").cloned().unwrap_or(Value::Null),
-            usage: payload
-                .get("usage")
-                .and_then(|u| serde_json::from_value(u.clone()).ok())
-                .unwrap_or_default(),
-        },
-        now: None,
-    }
-}
-
-/// The model call a `decision` event records when the gateway refused it (no `model_call`
-/// event follows a refusal): its provider, model and reasoning mode.
-pub fn refused_model_call(payload: &Value) -> Option<ModelCall> {
-    let refused = payload
-        .get("refused_model_call")
-        .filter(|r| r.is_object())?;
-    Some(ModelCall {
-        provider: str_of(refused, "provider"),
-        model: str_of(refused, "model"),
-        reasoning: str_of(refused, "reasoning"),
-    })
-}
-
-/// The policy subject of a run.
-pub fn run_subject(h: &RunHeader) -> Result<RunSubject, String> {
-    let clearance: Level = serde_json::from_value(Value::String(h.clearance.clone()))
-        .map_err(|_| format!("clearance `{}` is not a level", h.clearance))?;
-    Ok(RunSubject {
-        run: h.id.clone(),
-        agent: h.agent.clone(),
-        task: h.task.clone(),
-        scope: h.scope.clone(),
-        clearance,
-    })
-}
-
 /// The job kind that replays a stored run exactly: payload `{"run": "RUN"}`; the result is the
 /// report's figures and the steps that drifted (drift is a result, not a failure).
 pub const REPLAY_EXACT_JOB: &str = "replay.exact";
@@ -388,10 +309,6 @@ pub fn replay_exact_job(
     }))
 }
 
-fn str_of(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
 struct Replayer<'a> {
     file: &'a RunFile,
     policies: Option<&'a ReplayPolicies<'a>>,
@@ -411,44 +328,55 @@ impl Replayer<'_> {
     }
 
     fn event(&mut self, e: &EventRecord) {
-        match e.kind.as_str() {
-            "context_offered" => {
-                let items = e.payload.get("items").and_then(Value::as_array);
-                for item in items.into_iter().flatten() {
-                    match serde_json::from_value::<CandidateItem>(item.clone()) {
-                        Ok(item) => {
-                            self.offered.insert(item.id.clone(), item);
-                        }
-                        Err(err) => {
-                            let check = drift(
-                                e.seq,
-                                "compile",
-                                format!("an offered item does not read: {err}"),
-                            );
-                            self.check(e, check);
-                        }
-                    }
+        let check = match e.event_kind() {
+            Some(kind @ (EventKind::ContextOffered | EventKind::Compile)) => (kind, "compile"),
+            Some(kind @ EventKind::ModelCall) => (kind, "model"),
+            Some(kind @ EventKind::ToolCall) => (kind, "tool"),
+            Some(kind @ EventKind::Decision) => (kind, "decision"),
+            _ => return,
+        };
+        let event = match e.event() {
+            Ok(event) => event,
+            // A decision is checked here only when it carries a refused model call; one that
+            // does not read carries none (a session's own decision may be any shape).
+            Err(_) if check.0 == EventKind::Decision => return,
+            Err(err) => {
+                match check.0 {
+                    EventKind::Compile => self.report.compiles += 1,
+                    EventKind::ModelCall => self.report.model_calls += 1,
+                    EventKind::ToolCall => self.report.tool_calls += 1,
+                    _ => {}
+                }
+                let check = drift(e.seq, check.1, err.to_string());
+                self.check(e, check);
+                return;
+            }
+        };
+        match event {
+            Event::ContextOffered(offered) => {
+                for item in offered.items {
+                    self.offered.insert(item.id.clone(), item);
                 }
             }
-            "compile" => {
-                let check = self.compile(e);
+            Event::Compile(compile) => {
+                let check = self.compile(e, &compile);
                 self.report.compiles += 1;
                 self.check(e, check);
             }
-            "model_call" => {
-                let check = self.model_call(e);
+            Event::ModelCall(call) => {
+                let check = self.model_call(e, &call);
                 self.report.model_calls += 1;
                 self.check(e, check);
             }
-            "tool_call" => {
-                let checks = self.tool_call(e);
+            Event::ToolCall(call) => {
+                let checks = self.tool_call(e, &call);
                 self.report.tool_calls += 1;
                 for c in checks {
                     self.check(e, c);
                 }
             }
-            "decision" => {
-                if let Some(check) = self.refused_model_call(e) {
+            Event::Decision(decision) => {
+                if let Some(check) = self.refused_model_call(e, &decision) {
                     self.check(e, check);
                 }
             }
@@ -458,18 +386,14 @@ impl Replayer<'_> {
 
     /// A model call the gateway refused (its decision event records the call; nothing was
     /// sent): the envelopes must refuse it again.
-    fn refused_model_call(&self, e: &EventRecord) -> Option<ReplayCheck> {
-        let p = &e.payload;
-        let call = refused_model_call(p)?;
+    fn refused_model_call(&self, e: &EventRecord, d: &DecisionEvent) -> Option<ReplayCheck> {
+        let call = refused_model_call(d)?;
         let engine = match self.policies?.engine(e) {
             Ok(engine) => engine,
             Err(why) => return Some(drift(e.seq, "decision", why)),
         };
-        let now = engine.decide_model(&self.file.run.id, &call);
-        let was = p
-            .pointer("/decision/effect")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let now = engine.decide_model(&self.file.run.id, call);
+        let was = d.decision.effect.as_str();
         let matched = now.effect.as_str() == was;
         Some(ReplayCheck {
             seq: e.seq,
@@ -495,32 +419,10 @@ impl Replayer<'_> {
         })
     }
 
-    fn compile(&mut self, e: &EventRecord) -> ReplayCheck {
-        let p = &e.payload;
-        let settings: CompileSettings = match p.get("settings").cloned().map(serde_json::from_value)
-        {
-            Some(Ok(s)) => s,
-            Some(Err(err)) => {
-                return drift(
-                    e.seq,
-                    "compile",
-                    format!("the recorded settings do not read: {err}"),
-                );
-            }
-            None => CompileSettings::default(),
-        };
-        let ids: Vec<String> = p
-            .get("item_ids")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+    fn compile(&mut self, e: &EventRecord, p: &CompileEvent) -> ReplayCheck {
+        let ids = &p.item_ids;
         let mut items = Vec::with_capacity(ids.len());
-        for id in &ids {
+        for id in ids {
             match self.offered.get(id) {
                 Some(item) => items.push(item.clone()),
                 None => {
@@ -537,7 +439,7 @@ impl Replayer<'_> {
         }
         let input = CompileInput {
             items,
-            settings,
+            settings: p.settings.clone(),
             subject: None,
         };
         let policy = match self.policies.map(|p| p.engine(e)).transpose() {
@@ -551,13 +453,13 @@ impl Replayer<'_> {
             Ok(c) => c,
             Err(err) => return drift(e.seq, "compile", format!("the compile fails now: {err}")),
         };
-        let recorded = str_of(p, "hash");
-        let check = if compiled.hash == recorded {
+        let recorded = &p.hash;
+        let check = if compiled.hash == *recorded {
             ReplayCheck {
                 seq: e.seq,
                 check: "compile",
                 matched: true,
-                detail: format!("{} items, hash {}", ids.len(), short(&recorded)),
+                detail: format!("{} items, hash {}", ids.len(), short(recorded)),
                 first_difference: None,
             }
         } else {
@@ -568,7 +470,7 @@ impl Replayer<'_> {
                     "compile",
                     format!(
                         "context hash {} was recorded, the recompile gives {}",
-                        short(&recorded),
+                        short(recorded),
                         short(&compiled.hash)
                     ),
                 )
@@ -578,16 +480,10 @@ impl Replayer<'_> {
         check
     }
 
-    fn model_call(&mut self, e: &EventRecord) -> ReplayCheck {
-        let p = &e.payload;
-        let recorded_hash = str_of(p, "request_hash");
-        let recorded: Option<ChatRequest> = p
-            .get("request")
-            .and_then(|r| serde_json::from_value(r.clone()).ok());
-        let Some(recorded) = recorded else {
-            return drift(e.seq, "model", "the recorded request does not read".into());
-        };
-        let request = match p.get("compile_seq").and_then(Value::as_u64) {
+    fn model_call(&mut self, e: &EventRecord, p: &ModelCallEvent) -> ReplayCheck {
+        let recorded_hash = &p.request_hash;
+        let recorded = &p.request;
+        let request = match p.compile_seq {
             Some(seq) => match self.compiled.get(&seq) {
                 Some(compiled) => model_request(compiled, &recorded.model),
                 None => {
@@ -598,13 +494,13 @@ impl Replayer<'_> {
             None => recorded.clone(),
         };
         let hash = request.hash();
-        if hash != recorded_hash {
+        if hash != *recorded_hash {
             return drift(
                 e.seq,
                 "model",
                 format!(
                     "request {} was recorded, the replay sends {}",
-                    short(&recorded_hash),
+                    short(recorded_hash),
                     short(&hash)
                 ),
             );
@@ -615,7 +511,7 @@ impl Replayer<'_> {
         };
         // The fake provider is a function of the request: recompute it rather than trust
         // the recording.
-        if str_of(p, "provider") == "fake" {
+        if p.provider == "fake" {
             match FakeProvider::new().complete(&request) {
                 Ok(fresh) if fresh == served => {}
                 Ok(_) => {
@@ -628,12 +524,14 @@ impl Replayer<'_> {
                 Err(err) => return drift(e.seq, "model", err.to_string()),
             }
         }
-        let expected = self.file.events.iter().find(|o| {
-            o.kind == "model_output" && o.seq > e.seq && str_of(&o.payload, "request_hash") == hash
-        });
-        let expected: Option<ChatResponse> = expected
-            .and_then(|o| o.payload.get("response"))
-            .and_then(|r| serde_json::from_value(r.clone()).ok());
+        let expected = self
+            .file
+            .events
+            .iter()
+            .filter(|o| o.seq > e.seq)
+            .filter_map(EventRecord::read::<ModelOutputEvent>)
+            .find(|o| o.request_hash == hash)
+            .map(|o| o.response);
         match expected {
             Some(r) if r == served => ReplayCheck {
                 seq: e.seq,
@@ -655,20 +553,17 @@ impl Replayer<'_> {
         }
     }
 
-    fn tool_call(&mut self, e: &EventRecord) -> Vec<ReplayCheck> {
-        let p = &e.payload;
-        let call = str_of(p, "call_id");
-        let tool = str_of(p, "tool");
-        let later = |kind: &str| {
-            self.file
-                .events
-                .iter()
-                .find(|o| o.kind == kind && o.seq > e.seq && str_of(&o.payload, "call_id") == call)
-        };
-        let recorded_decision = later("decision");
-        let result = later("tool_result");
+    fn tool_call(&mut self, e: &EventRecord, p: &ToolCallEvent) -> Vec<ReplayCheck> {
+        let (call, tool) = (&p.call_id, &p.tool);
+        let later = self.file.events.iter().filter(|o| o.seq > e.seq);
+        let recorded_decision = later.clone().find_map(|o| {
+            let d = o.read::<DecisionEvent>()?;
+            (d.call_id.as_ref() == Some(call)).then_some((o, d))
+        });
+        let result = later.filter_map(|o| Some((o.seq, o.read::<ToolResultEvent>()?)));
+        let result = result.clone().find(|(_, r)| r.call_id == *call);
         let mut checks = Vec::new();
-        if let (Some(policies), Some(recorded)) = (self.policies, recorded_decision) {
+        if let (Some(policies), Some((recorded, decided))) = (self.policies, recorded_decision) {
             let engine = match policies.engine(recorded) {
                 Ok(engine) => engine,
                 Err(why) => {
@@ -681,11 +576,7 @@ impl Replayer<'_> {
                 }
             };
             let now = engine.decide(&recorded_tool_request(&self.file.run.id, p));
-            let was = recorded
-                .payload
-                .pointer("/decision/effect")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let was = decided.decision.effect.as_str();
             checks.push(ReplayCheck {
                 seq: recorded.seq,
                 check: "decision",
@@ -714,14 +605,11 @@ impl Replayer<'_> {
             }
         }
         checks.push(match result {
-            Some(r) => ReplayCheck {
-                seq: r.seq,
+            Some((seq, r)) => ReplayCheck {
+                seq,
                 check: "tool",
                 matched: true,
-                detail: format!(
-                    "{call} {tool}: served the recorded {} output",
-                    str_of(&r.payload, "status")
-                ),
+                detail: format!("{call} {tool}: served the recorded {} output", r.status),
                 first_difference: None,
             },
             None => ReplayCheck {
@@ -748,29 +636,23 @@ fn drift(seq: u64, check: &'static str, detail: String) -> ReplayCheck {
 
 /// The first item whose recorded outcome (status, tokens, reason) differs from the
 /// recompile's; failing that, the first differing line of the text.
-fn first_difference(recorded: &Value, now: &CompiledContext) -> String {
-    let outcomes = recorded.get("outcomes").and_then(Value::as_array);
+fn first_difference(recorded: &CompileEvent, now: &CompiledContext) -> String {
     for (i, o) in now.outcomes.iter().enumerate() {
-        let was = outcomes.and_then(|os| os.get(i));
-        let now_json = serde_json::to_value(o).unwrap_or(Value::Null);
-        let same = |key: &str| was.and_then(|w| w.get(key)) == now_json.get(key);
-        if was.is_none() || !same("id") || !same("status") || !same("tokens") || !same("reason") {
-            let was_status = was
-                .map(|w| str_of(w, "status"))
-                .unwrap_or_else(|| "absent".into());
+        let was = recorded.outcomes.get(i);
+        let same = was.is_some_and(|w| {
+            w.id == o.id && w.status == o.status && w.tokens == o.tokens && w.reason == o.reason
+        });
+        if !same {
+            let was_status = was.map_or("absent", |w| w.status.as_str());
+            let reason = serde_json::to_string(&o.reason).unwrap_or_default();
             return format!(
-                "item `{}`: recorded {was_status}, now {} ({})",
+                "item `{}`: recorded {was_status}, now {} ({reason})",
                 o.id,
                 o.status.as_str(),
-                now_json
-                    .get("reason")
-                    .map(Value::to_string)
-                    .unwrap_or_default()
             );
         }
     }
-    let text = str_of(recorded, "text");
-    for (n, (a, b)) in text.lines().zip(now.text.lines()).enumerate() {
+    for (n, (a, b)) in recorded.text.lines().zip(now.text.lines()).enumerate() {
         if a != b {
             return format!(
                 "line {} of the compiled text: recorded `{a}`, now `{b}`",

@@ -16,20 +16,20 @@ mod runs;
 mod tools;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use tollgate_rules::decide::PolicyEngine;
 use tollgate_rules::engine::functions::PatternCache;
 use tollgate_rules::envelope::EnvelopeSet;
 
-use crate::jobs::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock};
 use crate::policy::{PolicyStoreError, current_set};
 use crate::providers::Provider;
-use crate::recorder::format::{EventKind, RunHeader};
-use crate::recorder::write::{Appended, Payload, append_in, into_recorder, link_envelope_versions};
+use crate::recorder::format::RunHeader;
+use crate::recorder::write::{
+    Appended, NewEvent, append_in, into_recorder, link_envelope_versions,
+};
 use crate::recorder::{Recorder, RecorderError};
-use crate::replay::run_facts;
+use crate::run_policy::{RunPolicy, RunPolicyError};
 use crate::store::{Store, StoreError};
 
 /// What can go wrong in the runtime, before it is mapped to an HTTP status.
@@ -147,7 +147,7 @@ impl Runtime {
 
     /// The runtime's clock as RFC 3339 (event times).
     pub fn now_rfc3339(&self) -> String {
-        crate::store::rfc3339(u64::try_from(self.now_ms() / 1000).unwrap_or(0))
+        crate::clock::rfc3339(u64::try_from(self.now_ms() / 1000).unwrap_or(0))
     }
 
     /// The envelope set in force.
@@ -194,7 +194,7 @@ impl Runtime {
     }
 }
 
-pub use chat::{AllowedChat, ChatOutcome, MessageDecision, provider_and_model};
+pub use chat::{AllowedChat, ChatOutcome};
 pub use compile::CompileAnswer;
 pub use decisions::{DecisionFilter, RecordedDecision};
 pub use runs::{EventInput, OpenRun, RunView};
@@ -204,23 +204,9 @@ impl Runtime {
     /// Materialises the envelopes in force over a run's subject facts (the run need not be
     /// stored yet), noting the stored versions that govern the run in it.
     pub(crate) fn build_engine(&self, header: &RunHeader) -> Result<RunPolicy, RuntimeError> {
-        let facts = run_facts(header).map_err(RuntimeError::Invalid)?;
-        let set = self.envelopes();
-        let engine =
-            PolicyEngine::new(&set, &facts).map_err(|e| RuntimeError::Evaluation(e.to_string()))?;
-        let versions = engine
-            .governing(&header.id)
-            .iter()
-            .filter_map(|label| {
-                let id = label.split_once('@').map_or(label.as_str(), |(id, _)| id);
-                set.get(id)
-                    .map(|e| (e.id.clone(), crate::policy::content_hash(e)))
-            })
-            .collect();
-        Ok(RunPolicy {
-            engine,
-            versions,
-            linked: AtomicBool::new(false),
+        RunPolicy::build(&self.envelopes(), header).map_err(|e| match e {
+            RunPolicyError::Subject(m) => RuntimeError::Invalid(m),
+            RunPolicyError::Engine(m) => RuntimeError::Evaluation(m),
         })
     }
 
@@ -231,7 +217,7 @@ impl Runtime {
         &self,
         run: &str,
         policy: &RunPolicy,
-        events: Vec<(u32, EventKind, String, Payload)>,
+        events: Vec<NewEvent>,
     ) -> Result<Vec<Appended>, RuntimeError> {
         let (key, links) = (run.to_string(), policy.unlinked());
         let appended = self
@@ -264,70 +250,5 @@ impl Runtime {
     }
 }
 
-/// A run's policy engine, with the stored envelope versions that govern the run in it.
-///
-/// The engine is built from the envelope set in force, so an envelope updated while the run is
-/// running governs the run's later decisions (a revocation bites at once). Each decision
-/// records the `ID@VERSION`s it was made under; the first write recording a decision under
-/// this engine also links its versions to the run (`run_envelopes`), so replay and simulation
-/// can rebuild every decision's policy, whichever version it was made under.
-pub struct RunPolicy {
-    engine: PolicyEngine,
-    /// `(id, content hash)` of every envelope version governing the run in `engine`.
-    versions: Vec<(String, String)>,
-    /// Whether `versions` are known to be linked to the run (a write linking them committed).
-    linked: AtomicBool,
-}
-
-impl RunPolicy {
-    /// The `(id, content hash)` of the versions governing the run in this engine.
-    pub fn versions(&self) -> &[(String, String)] {
-        &self.versions
-    }
-
-    /// The links a write recording a decision under this engine must add: none once a write
-    /// has committed them.
-    pub(crate) fn unlinked(&self) -> Option<Vec<(String, String)>> {
-        (!self.linked.load(Ordering::Acquire)).then(|| self.versions.clone())
-    }
-
-    /// Notes that a committed write linked this engine's versions to the run.
-    pub(crate) fn mark_linked(&self) {
-        self.linked.store(true, Ordering::Release);
-    }
-}
-
-impl std::ops::Deref for RunPolicy {
-    type Target = PolicyEngine;
-    fn deref(&self) -> &PolicyEngine {
-        &self.engine
-    }
-}
-
-impl std::fmt::Debug for RunPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunPolicy")
-            .field("versions", &self.versions)
-            .field("linked", &self.linked)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The metadata key holding the ids of envelopes attached to a run when it was opened.
-pub const ATTACHED_ENVELOPES: &str = "attached_envelopes";
-
-/// The envelope ids a run's metadata attaches to it.
-pub fn attached_envelopes(metadata: &serde_json::Value) -> Vec<String> {
-    metadata
-        .get(ATTACHED_ENVELOPES)
-        .and_then(serde_json::Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(serde_json::Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
 #[cfg(test)]
 mod tests;

@@ -19,16 +19,16 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::Value;
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyEngine, RequestKind};
-use tollgate_rules::envelope::request::ModelCall;
 use tollgate_rules::envelope::{EnvelopeErrors, EnvelopeSet, PolicyEnvelope, load_envelopes};
 
 use crate::compiler::CandidateItem;
-use crate::recorder::format::RunFile;
-use crate::replay::versions::sorted;
-use crate::replay::{RecordedVersions, recorded_tool_request, refused_model_call, run_facts};
-use crate::runtime::provider_and_model;
+use crate::recorder::events::{CompileEvent, DecisionEvent, Event, ModelCallEvent, ToolCallEvent};
+use crate::recorder::format::{EventKind, RunFile};
+use crate::run_policy::{
+    RecordedVersions, recorded_tool_request, refused_model_call, requested_model_call, run_facts,
+    sorted,
+};
 
 /// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]
@@ -240,39 +240,27 @@ pub fn simulate(
         point(seq, step, kind, subject, in_run, &recorded, decide(engine))
     };
     let mut decisions = Vec::new();
-    let mut offered: std::collections::HashMap<String, CandidateItem> = Default::default();
+    let mut offered_items: std::collections::HashMap<String, CandidateItem> = Default::default();
     for e in &file.events {
-        let p = &e.payload;
-        match e.kind.as_str() {
-            "context_offered" => {
-                for item in p
-                    .get("items")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Ok(item) = serde_json::from_value::<CandidateItem>(item.clone()) {
-                        offered.insert(item.id.clone(), item);
-                    }
+        // A payload that does not read is no decision point (replay reports it as drift).
+        let Ok(event) = e.event() else { continue };
+        match event {
+            Event::ContextOffered(offered) => {
+                for item in offered.items {
+                    offered_items.insert(item.id.clone(), item);
                 }
             }
-            "compile" => {
-                let outcomes = p.get("outcomes").and_then(Value::as_array);
-                for id in p
-                    .get("item_ids")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let Some(item) = id.as_str().and_then(|id| offered.get(id)) else {
+            Event::Compile(CompileEvent {
+                item_ids, outcomes, ..
+            }) => {
+                for id in &item_ids {
+                    let Some(item) = offered_items.get(id) else {
                         continue;
                     };
                     let recorded = outcomes
-                        .into_iter()
-                        .flatten()
-                        .find(|o| o.get("id") == Some(id))
-                        .and_then(|o| o.get("policy"))
-                        .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
+                        .iter()
+                        .find(|o| o.id == *id)
+                        .and_then(|o| o.policy.clone());
                     let ctx = item.context_item();
                     decisions.push(simulate(
                         e.seq,
@@ -284,78 +272,69 @@ pub fn simulate(
                     ));
                 }
             }
-            "tool_call" => {
-                let call = p.get("call_id").and_then(Value::as_str).unwrap_or("");
+            Event::ToolCall(call) => {
                 let recorded = file
                     .events
                     .iter()
-                    .find(|o| {
-                        o.kind == "decision"
-                            && o.seq > e.seq
-                            && o.payload.get("call_id").and_then(Value::as_str) == Some(call)
-                    })
-                    .and_then(|o| o.payload.get("decision"))
-                    .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
-                let request = recorded_tool_request(run, p);
-                let tool = p.get("tool").and_then(Value::as_str).unwrap_or("");
+                    .filter(|o| o.seq > e.seq)
+                    .filter_map(|o| o.read::<DecisionEvent>())
+                    .find(|d| d.call_id.as_ref() == Some(&call.call_id))
+                    .map(|d| d.decision);
+                let request = recorded_tool_request(run, &call);
+                let ToolCallEvent { call_id, tool, .. } = &call;
                 decisions.push(simulate(
                     e.seq,
                     e.step,
                     RequestKind::Tool,
-                    &format!("{call} {tool}"),
+                    &format!("{call_id} {tool}"),
                     recorded,
                     &|engine| engine.decide(&request),
                 ));
             }
             // A model call refused by policy: no `model_call` event, the decision records
             // the call it refused.
-            "decision" => {
-                let Some(call) = refused_model_call(p) else {
+            Event::Decision(decided) => {
+                let Some(call) = refused_model_call(&decided) else {
                     continue;
                 };
-                let recorded = p
-                    .get("decision")
-                    .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok());
                 decisions.push(simulate(
                     e.seq,
                     e.step,
                     RequestKind::Model,
                     &format!("{}/{}", call.provider, call.model),
-                    recorded,
-                    &|engine| engine.decide_model(run, &call),
+                    Some(decided.decision.clone()),
+                    &|engine| engine.decide_model(run, call),
                 ));
             }
-            "model_call" => {
-                let Some(model) = p.pointer("/request/model").and_then(Value::as_str) else {
-                    continue;
-                };
+            Event::ModelCall(ModelCallEvent {
+                provider, request, ..
+            }) => {
+                let model = request.model.as_str();
                 // The recorded model decision, when the gateway made one just before.
                 let recorded = file
                     .events
                     .iter()
                     .rev()
-                    .filter(|o| o.seq < e.seq && o.kind == "decision")
+                    .filter(|o| o.seq < e.seq && o.kind == EventKind::Decision.as_str())
                     .take_while(|o| o.step == e.step)
-                    .filter_map(|o| o.payload.get("decision"))
-                    .filter_map(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok())
+                    .filter_map(|o| o.read::<DecisionEvent>())
+                    .map(|d| d.decision)
                     .find(|d| d.kind == RequestKind::Model);
-                let (provider, model) = match p.get("provider").and_then(Value::as_str) {
+                let mut call = requested_model_call(&request);
+                match provider.as_str() {
                     // A compile-driven call records the logical provider (`openai`); the
                     // gateway's proxy records the upstream (`fake`) and the model as sent.
-                    Some(prov) if recorded.is_none() && prov != "fake" && prov != "replay" => {
-                        (prov.to_string(), model.to_string())
+                    prov if !prov.is_empty()
+                        && recorded.is_none()
+                        && prov != "fake"
+                        && prov != "replay" =>
+                    {
+                        call.provider = prov.to_string();
+                        call.model = model.to_string();
                     }
-                    _ => provider_and_model(model),
-                };
-                let call = ModelCall {
-                    provider: provider.clone(),
-                    model: model.clone(),
-                    reasoning: p
-                        .pointer("/request/reasoning_effort")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                };
+                    _ => {}
+                }
+                let (provider, model) = (&call.provider, &call.model);
                 decisions.push(simulate(
                     e.seq,
                     e.step,

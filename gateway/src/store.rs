@@ -6,6 +6,7 @@
 //! readers proceed while one writer commits, and a busy timeout makes writers of different
 //! processes queue instead of failing.
 
+pub(crate) mod artifacts;
 mod migrate;
 mod writer;
 
@@ -210,6 +211,18 @@ impl Store {
         self.inner.writer.submit(f)
     }
 
+    /// Like [`Store::write`], for a write that can fail with the caller's own error (a domain
+    /// refusal found inside the transaction, such as an approval used meanwhile): an `Err`
+    /// rolls the write back like any failure, and reaches the caller as it was returned.
+    pub fn transact<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        self.inner.writer.submit(f)
+    }
+
     /// The migration status: current version and pending migrations.
     pub fn migration_status(&self) -> Result<MigrationStatus, StoreError> {
         self.read(migrate::status)
@@ -252,34 +265,6 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
     Ok(conn)
-}
-
-/// The current time as RFC 3339 UTC with seconds, for `recorded_at`-style columns. The
-/// gateway may read the clock; the engine never does.
-pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339(secs)
-}
-
-/// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
 #[cfg(test)]

@@ -15,11 +15,11 @@ use tollgate_engine::{
 };
 
 use crate::envelope::EnvelopeSet;
-use crate::envelope::request::{
+use crate::packs::builtin_program;
+use crate::request::{
     ContextItem, Handoff, ModelCall, ToolCall, context_request_facts, handoff_facts,
     memory_request_facts, model_request_facts, now_facts, tool_request_facts,
 };
-use crate::packs::builtin_program;
 use input_hash::InputHasher;
 use permitting::{PermittingRules, permission_chain};
 
@@ -75,7 +75,7 @@ pub struct PolicyEngine {
 
 impl PolicyEngine {
     /// Materialises the built-in program over the set's facts and the subject facts
-    /// (see [`crate::envelope::request::subject_facts`]).
+    /// (see [`crate::request::subject_facts`]).
     pub fn new(set: &EnvelopeSet, subjects: &FactSet) -> Result<PolicyEngine, PolicyError> {
         PolicyEngine::with_limits(set, subjects, Limits::default())
     }

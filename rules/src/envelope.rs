@@ -27,20 +27,17 @@
 //!
 //! JSON is read the same way (YAML is a superset). [`load_envelopes`] checks everything with a
 //! spanned diagnostic per problem (all or nothing); [`EnvelopeSet::facts`] compiles the set to
-//! the vocabulary's facts; the [`request`] module encodes requests and subjects.
+//! the vocabulary's facts; [`crate::request`] encodes requests and subjects.
 
-mod canonical;
 mod check;
 mod diff;
 mod facts;
 mod format;
 mod load;
-pub mod request;
 #[cfg(test)]
 mod tests;
 mod yaml;
 
-pub use canonical::{CanonicalError, to_canonical_json};
 pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes};
 pub use facts::flatten_extension;
 pub use format::{
@@ -61,7 +58,7 @@ impl EnvelopeSet {
     pub(crate) fn new(mut envelopes: Vec<PolicyEnvelope>) -> Self {
         envelopes.sort_by(|a, b| a.id.cmp(&b.id));
         let json = serde_json::to_value(&envelopes).unwrap_or(serde_json::Value::Null);
-        let version = blake3::hash(canonical_json(&json).as_bytes())
+        let version = blake3::hash(crate::canonical::canonical_json(&json).as_bytes())
             .to_hex()
             .to_string();
         EnvelopeSet { envelopes, version }
@@ -99,67 +96,5 @@ impl EnvelopeSet {
     /// Whether the set holds no envelope.
     pub fn is_empty(&self) -> bool {
         self.envelopes.is_empty()
-    }
-}
-
-/// JSON text with object keys sorted at every level and no insignificant whitespace, so equal
-/// values hash equally whatever `serde_json`'s map order.
-pub fn canonical_json(value: &serde_json::Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-/// Appends the canonical text of `value` to `out` (one buffer, no intermediate strings: this
-/// runs for every decision's input hash).
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value as J;
-    match value {
-        J::Object(map) => {
-            let mut entries: Vec<(&String, &J)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_string(k, out);
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-        J::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        J::String(s) => write_json_string(s, out),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// Appends the canonical text of `value` to `out`; what [`canonical_json`] returns.
-pub(crate) fn write_canonical_into(value: &serde_json::Value, out: &mut String) {
-    write_canonical(value, out);
-}
-
-/// A JSON string literal, escaped as `serde_json` escapes it. Strings with nothing to escape
-/// (the usual case) are copied as they are; the rest go through `serde_json`.
-pub(crate) fn write_json_string(s: &str, out: &mut String) {
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-        return;
-    }
-    match serde_json::to_string(s) {
-        Ok(text) => out.push_str(&text),
-        Err(_) => out.push_str("\"\""),
     }
 }

@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 
 use tollgate_engine::{Fact, FactSet, Limits, Model, Value};
 use tollgate_rules::decide::{DecisionEffect, PolicyEngine};
-use tollgate_rules::envelope::request::{RunSubject, ToolCall, subject_facts, tool_request_facts};
+use tollgate_rules::request::{RunSubject, ToolCall, subject_facts, tool_request_facts};
 use tollgate_rules::envelope::{EnvelopeSet, Level, load_envelopes};
 use tollgate_rules::packs::builtin_program;
 

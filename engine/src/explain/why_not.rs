@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{ExplainError, cmp_bindings, encode_fact, unify_head};
 use crate::Fact;
 use crate::eval::{self, Db, Row};
-use crate::ir::{DisplayLit, Ir, RelId, Var};
+use crate::ir::{RelId, RuleTexts, Var};
 use crate::model::ModelData;
 use crate::plan::{CArg, CLit, EvalCx};
 use crate::value::{Interner, Value, decode, encode};
@@ -65,49 +65,6 @@ impl WhyNot {
     }
 }
 
-/// What a why-not writes that depends only on the program, prepared once per model: every
-/// default denial asks for a few why-nots, which would otherwise look up the same rules and
-/// format the same literals each time.
-pub(crate) struct WhyNotTexts {
-    /// Per relation, the rules with it as head, in source order.
-    rules_by_head: Vec<Vec<usize>>,
-    /// Per rule, the text of each body literal (the `failed_literal` it may name).
-    literals: Vec<Vec<Arc<str>>>,
-    /// Per rule, the variables a failure shows, in slot order: slot and name.
-    shown: Vec<Vec<(usize, Arc<str>)>>,
-}
-
-impl WhyNotTexts {
-    pub(crate) fn new(ir: &Ir) -> WhyNotTexts {
-        let mut rules_by_head = vec![Vec::new(); ir.relations.len()];
-        for (ri, rule) in ir.rules.iter().enumerate() {
-            rules_by_head[rule.head.rel].push(ri);
-        }
-        WhyNotTexts {
-            rules_by_head,
-            literals: ir
-                .rules
-                .iter()
-                .map(|rule| {
-                    let text = |lit| Arc::from(DisplayLit(ir, rule, lit).to_string());
-                    rule.body.iter().map(text).collect()
-                })
-                .collect(),
-            shown: ir
-                .rules
-                .iter()
-                .map(|rule| {
-                    let vars = rule.vars.iter().enumerate();
-                    let shown = vars.filter(|(_, var)| var.is_shown());
-                    shown
-                        .map(|(v, var)| (v, Arc::from(var.name.as_str())))
-                        .collect()
-                })
-                .collect(),
-        }
-    }
-}
-
 const HEAD_DIFFERS: &str =
     "its head cannot produce this fact (a constant or repeated variable differs)";
 const HEAD_EXPRESSIONS_DIFFER: &str =
@@ -144,7 +101,7 @@ pub(crate) fn why_not<const W: usize>(
     if db.contains(rel, &t) {
         return Err(ExplainError::Holds(fact.to_string()));
     }
-    let texts = data.why_not_texts.get_or_init(|| WhyNotTexts::new(ir));
+    let texts = data.rule_texts.get_or_init(|| RuleTexts::new(ir));
     let heads = &texts.rules_by_head[rel];
     let is_input = ir.relations[rel].input.is_some() || heads.is_empty();
     let mut rules = Vec::with_capacity(heads.len());

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::recorder::Recorder;
-use crate::recorder::format::RunHeader;
+use crate::recorder::format::{EventKind, RunHeader};
 use crate::store::StoreLocation;
 use crate::store::tests::tempdir::Dir;
 

@@ -8,7 +8,7 @@ use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use tollgate_rules::envelope::Level;
-use tollgate_rules::envelope::request::{ContextItem, RunSubject};
+use tollgate_rules::request::{ContextItem, RunSubject};
 
 use super::CompileError;
 use super::tokens::{DEFAULT_TOKENIZER, TokenCounter};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 
 use super::items::ItemKind;
-use super::redact::RedactedSpan;
+use crate::secrets::RedactedSpan;
 
 /// What became of a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

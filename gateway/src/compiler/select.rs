@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use super::items::{CandidateItem, CompileSettings, ItemKind, Ordering};
 use super::outcome::{ItemStatus, Limit, Reason};
-use super::redact::RedactedSpan;
+use crate::secrets::RedactedSpan;
 
 /// One rendered form of an item and what it costs.
 #[derive(Debug, Clone)]

@@ -10,10 +10,11 @@ use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use tollgate_rules::decide::PolicyEngine;
-use tollgate_rules::envelope::request::{RunSubject, subject_facts};
 use tollgate_rules::envelope::{Level, load_envelopes};
+use tollgate_rules::request::{RunSubject, subject_facts};
 
 use super::*;
+use crate::secrets::RedactedSpan;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
@@ -463,17 +464,17 @@ fn each_vocabulary_counts_and_the_fallback_rounds_up() {
 
 #[test]
 fn every_detector_compiles() {
-    assert_eq!(redact::find_spans("nothing here"), []);
+    assert_eq!(secrets::find_spans("nothing here"), []);
 }
 
 /// Redacting `text` gives `expected` and spans found by `detectors`.
 fn check_redaction(text: &str, expected: &str, detectors: &[&str]) {
-    let r = redact::redact(text, BodyPart::Content, "r");
+    let r = secrets::redact(text, BodyPart::Content, "r");
     assert_eq!(r.text, expected, "{text}");
     let got: Vec<&str> = r.spans.iter().map(|s| s.detector.as_str()).collect();
     assert_eq!(got, detectors, "{text}");
     for s in &r.spans {
-        assert!(!r.text.contains(&text[s.start..s.end]) || s.detector == redact::WHOLE);
+        assert!(!r.text.contains(&text[s.start..s.end]) || s.detector == secrets::WHOLE);
     }
 }
 
@@ -521,7 +522,7 @@ fn each_detector_finds_its_secret() {
         &["slack_token"],
     );
     check_redaction("ghp_abcdefghijklmnopqrstuvwxyz0123", m, &["github_token"]);
-    check_redaction("nothing to see", m, &[redact::WHOLE]);
+    check_redaction("nothing to see", m, &[secrets::WHOLE]);
     check_redaction("", "", &[]);
 }
 

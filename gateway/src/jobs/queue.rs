@@ -9,9 +9,10 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::Value;
 
 use super::{
-    AfterFailure, AttemptOutcome, Backoff, Clock, EnqueueOptions, JobAttempt, JobError, JobFailure,
-    JobId, JobProgress, JobRecord, JobState, LeasedJob, SystemClock, millis,
+    AfterFailure, AttemptOutcome, Backoff, EnqueueOptions, JobAttempt, JobError, JobFailure, JobId,
+    JobProgress, JobRecord, JobState, LeasedJob,
 };
+use crate::clock::{Clock, SystemClock, millis};
 use crate::store::{Store, StoreError};
 
 /// The job queue over a store. Cheap to clone.

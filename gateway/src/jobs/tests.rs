@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::clock::{Clock, ManualClock};
 use crate::store::{Store, StoreLocation};
 
 /// A throwaway directory, removed on drop.

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{AfterFailure, Clock, JobError, JobFailure, JobId, JobQueue, LeasedJob};
+use super::{AfterFailure, JobError, JobFailure, JobId, JobQueue, LeasedJob};
+use crate::clock::Clock;
 use crate::store::Store;
 
 /// A job handler: the payload in, a result or a failure out. It runs on the worker's thread;

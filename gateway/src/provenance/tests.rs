@@ -1,10 +1,20 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::recorder::format::{EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use crate::recorder::{PromotedRecord, Provenance};
 use crate::store::tests::tempdir::Dir;
 use crate::store::{Store, StoreLocation};
+
+/// A candidate item as a `context_offered` event records it.
+fn item(id: &str) -> Value {
+    serde_json::to_value(crate::compiler::CandidateItem::new(
+        id,
+        crate::compiler::ItemKind::File,
+        "text",
+    ))
+    .unwrap()
+}
 
 fn event(seq: u64, step: u32, kind: &str, payload: Value) -> EventRecord {
     EventRecord {
@@ -46,16 +56,23 @@ fn recorded() -> (Dir, Recorder) {
                 0,
                 0,
                 "context_offered",
-                json!({"items": [{"id": "f1"}, {"id": "f2"}]}),
+                json!({"items": [item("f1"), item("f2")]}),
             ),
             event(1, 0, "compile", json!({"item_ids": ["f1"], "hash": "abc"})),
             event(
                 2,
                 0,
                 "model_call",
-                json!({"compile_seq": 1, "request_hash": "rq", "request": {"model": "m"}}),
+                json!({"compile_seq": 1, "request_hash": "rq", "request": {"model": "m", "messages": []}}),
             ),
-            event(3, 0, "model_output", json!({"request_hash": "rq"})),
+            event(
+                3,
+                0,
+                "model_output",
+                json!({"request_hash": "rq", "response": {"id": "o", "model": "m", "content": "",
+                       "finish_reason": "stop",
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}),
+            ),
             event(
                 4,
                 0,
@@ -66,7 +83,8 @@ fn recorded() -> (Dir, Recorder) {
                 5,
                 0,
                 "decision",
-                json!({"call_id": "c1", "decision": {"effect": "allow"}}),
+                json!({"call_id": "c1", "decision": {"kind": "tool", "request": "c1", "effect": "allow",
+                       "rules": [], "envelope_versions": [], "input_hash": "h"}}),
             ),
             event(
                 6,

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
-use tollgate_rules::envelope::canonical_json;
+use tollgate_rules::canonical::canonical_json;
 
 use super::ProviderError;
 

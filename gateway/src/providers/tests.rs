@@ -509,7 +509,7 @@ fn a_request_without_tool_calls_hashes_as_before_they_were_kept() {
     // The canonical text (and so the hash) recordings were made with: no new keys.
     let canonical = r#"{"max_tokens":64,"messages":[{"content":"be brief","role":"system"},{"content":"42","role":"tool"}],"model":"gpt-test","temperature":0.2}"#;
     assert_eq!(
-        tollgate_rules::envelope::canonical_json(&request.to_json()),
+        tollgate_rules::canonical::canonical_json(&request.to_json()),
         canonical
     );
     assert_eq!(

@@ -17,14 +17,9 @@
 //! `hash` and `prev` may be left out of a hand-written file: import computes them. When they
 //! are present, import checks them and refuses a file whose chain does not hold.
 //!
-//! Event kinds and their payloads (see [`EventKind`]): `context_offered {items}`,
-//! `compile {settings, item_ids, hash, tokens, outcomes, text}`,
-//! `model_call {provider, request, request_hash, compile_seq?}`,
-//! `model_output {request_hash, response}`, `tool_call {call_id, tool, arguments}`,
-//! `tool_result {call_id, status, output}`, `decision {decision, call_id?}`,
-//! `approval {approval_id, decision, by, reason, call_id?}`, `handoff {…}`,
-//! `output {content}`, `note {text}`, `error {message}`. Payloads are JSON objects; the
-//! recorder checks the kind is known and the payload an object, and hashes whatever it holds.
+//! Event kinds are [`EventKind`]; each kind's payload is one type in
+//! [`super::events`]. Payloads are JSON objects; the recorder checks the kind is known and the
+//! payload an object, and hashes whatever it holds.
 
 use serde::{Deserialize, Serialize};
 

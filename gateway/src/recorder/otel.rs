@@ -71,8 +71,33 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use self::parse::{DocLocation, Span, collect_spans};
+use self::parse::{Span, collect_spans};
 use super::format::RunFile;
+
+/// Where a document came from: a line of a JSON-lines file, or the whole input.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct DocLocation {
+    /// The line the document starts on, when the input held several documents.
+    pub line: Option<usize>,
+}
+
+impl DocLocation {
+    /// `path`, followed by the document's line when there is one.
+    pub fn at(self, path: &str) -> String {
+        match self.line {
+            Some(line) => format!("{path} (line {line})"),
+            None => path.to_owned(),
+        }
+    }
+
+    /// The document itself.
+    pub(super) fn whole(self) -> String {
+        match self.line {
+            Some(line) => format!("the document at line {line}"),
+            None => "the document".to_owned(),
+        }
+    }
+}
 
 /// How imported runs are filed.
 #[derive(Debug, Clone, PartialEq, Eq)]

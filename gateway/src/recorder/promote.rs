@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Recorder, RecorderError};
-use crate::store::{StoreError, now_rfc3339};
+use crate::clock::now_rfc3339;
+use crate::store::StoreError;
 
 /// Where a promoted record came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

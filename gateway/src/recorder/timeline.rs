@@ -2,10 +2,10 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
-use super::format::RunFile;
+use super::events::Event;
+use super::format::{EventRecord, RunFile};
 use super::short;
+use crate::compiler::ItemStatus;
 
 /// Renders a run: its header, then every step with one line per event.
 pub fn render_timeline(run: &RunFile) -> String {
@@ -40,113 +40,81 @@ pub fn render_timeline(run: &RunFile) -> String {
                     .nth(1)
                     .unwrap_or(&e.at)
                     .trim_end_matches('Z');
-            let _ = writeln!(
-                out,
-                "  {:>4} {time}  {:<15} {}",
-                e.seq,
-                e.kind,
-                describe(&e.kind, &e.payload)
-            );
+            let _ = writeln!(out, "  {:>4} {time}  {:<15} {}", e.seq, e.kind, describe(e));
         }
     }
     out
 }
 
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// One line about one event.
-fn describe(kind: &str, p: &Value) -> String {
-    match kind {
-        "context_offered" => {
-            let items = p.get("items").and_then(Value::as_array);
-            let ids: Vec<&str> = items
-                .map(|is| is.iter().map(|i| s(i, "id")).collect())
-                .unwrap_or_default();
+/// One line about one event (a payload that does not read is shown as its JSON).
+fn describe(e: &EventRecord) -> String {
+    let Ok(event) = e.event() else {
+        return clip(&e.payload.to_string(), 100);
+    };
+    match event {
+        Event::ContextOffered(offered) => {
+            let ids: Vec<&str> = offered.items.iter().map(|i| i.id.as_str()).collect();
             format!("{} item(s): {}", ids.len(), clip(&ids.join(", "), 90))
         }
-        "compile" => {
-            let outcomes = p.get("outcomes").and_then(Value::as_array);
-            let count = |status: &str| {
-                outcomes.map_or(0, |os| {
-                    os.iter().filter(|o| s(o, "status") == status).count()
-                })
-            };
+        Event::Compile(c) => {
+            let count =
+                |status: ItemStatus| c.outcomes.iter().filter(|o| o.status == status).count();
             format!(
                 "{} tokens; {} included, {} summarised, {} redacted, {} excluded; hash {}",
-                p.get("tokens").and_then(Value::as_u64).unwrap_or(0),
-                count("included"),
-                count("summarised"),
-                count("redacted"),
-                count("excluded"),
-                short(s(p, "hash"))
+                c.tokens,
+                count(ItemStatus::Included),
+                count(ItemStatus::Summarised),
+                count(ItemStatus::Redacted),
+                count(ItemStatus::Excluded),
+                short(&c.hash)
             )
         }
-        "model_call" => format!(
+        Event::ModelCall(call) => format!(
             "{}/{} request {}",
-            s(p, "provider"),
-            p.pointer("/request/model")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-            short(s(p, "request_hash"))
+            call.provider,
+            call.request.model,
+            short(&call.request_hash)
         ),
-        "model_output" => {
-            let content = p
-                .pointer("/response/content")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            format!("“{}”", clip(content, 100))
-        }
-        "tool_call" => format!(
+        Event::ModelOutput(output) => format!("“{}”", clip(&output.response.content, 100)),
+        Event::ToolCall(call) => format!(
             "{} {} {}",
-            s(p, "call_id"),
-            s(p, "tool"),
-            clip(
-                &p.get("arguments").map(Value::to_string).unwrap_or_default(),
-                80
-            )
+            call.call_id,
+            call.tool,
+            clip(&call.arguments.to_string(), 80)
         ),
-        "tool_result" => format!(
-            "{} {}: {}",
-            s(p, "call_id"),
-            s(p, "status"),
-            clip(s(p, "output"), 80)
-        ),
-        "decision" => {
-            let d = p.get("decision").unwrap_or(&Value::Null);
-            let rules: Vec<&str> = d
-                .get("rules")
-                .and_then(Value::as_array)
-                .map(|rs| rs.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+        Event::ToolResult(r) => {
+            let output = r.output.as_str().unwrap_or("");
+            format!("{} {}: {}", r.call_id, r.status, clip(output, 80))
+        }
+        Event::Decision(d) => {
             // What the gateway answered, when it differs from the policy's effect (an
             // approved call, secrets redacted from arguments).
-            let outcome = s(p, "outcome");
-            let answered = if outcome.is_empty() || outcome == s(d, "effect") {
-                String::new()
-            } else {
-                format!(" -> {}", outcome.to_uppercase())
+            let effect = d.decision.effect;
+            let answered = match d.outcome {
+                Some(outcome) if outcome != effect => {
+                    format!(" -> {}", outcome.as_str().to_uppercase())
+                }
+                _ => String::new(),
             };
             format!(
                 "{} {} {}{answered} by {}",
-                s(p, "call_id"),
-                s(d, "kind"),
-                s(d, "effect").to_uppercase(),
-                rules.join(", ")
+                d.call_id.as_deref().unwrap_or(""),
+                d.decision.kind.as_str(),
+                effect.as_str().to_uppercase(),
+                d.decision.rules.join(", ")
             )
         }
-        "approval" => format!(
+        Event::Approval(a) => format!(
             "{} {} by {}: {}",
-            s(p, "approval_id"),
-            s(p, "decision"),
-            s(p, "by"),
-            clip(s(p, "reason"), 60)
+            a.approval_id,
+            a.decision,
+            a.by,
+            clip(&a.reason, 60)
         ),
-        "output" => format!("“{}”", clip(s(p, "content"), 100)),
-        "note" => clip(s(p, "text"), 100),
-        "error" => clip(s(p, "message"), 100),
-        _ => clip(&p.to_string(), 100),
+        Event::Output(o) => format!("“{}”", clip(&o.content, 100)),
+        Event::Note(n) => clip(&n.text, 100),
+        Event::Error(err) => clip(&err.message, 100),
+        Event::Handoff(h) => clip(&serde_json::Value::Object(h.0).to_string(), 100),
     }
 }
 

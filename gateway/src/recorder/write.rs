@@ -6,14 +6,16 @@ use std::collections::BTreeMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
-use tollgate_rules::envelope::canonical_json;
+use tollgate_rules::canonical::{canonical_json, to_canonical_json};
 use tollgate_rules::envelope::{Level, PolicyEnvelope};
 
+use super::events::EventPayload;
 use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use super::{
     INLINE_PAYLOAD_LIMIT, Recorder, RecorderError, event_hash, genesis_hash, load_header, short,
 };
-use crate::store::{StoreError, now_rfc3339};
+use crate::clock::now_rfc3339;
+use crate::store::StoreError;
 
 /// Statuses a run may have.
 pub const RUN_STATUSES: [&str; 4] = ["running", "succeeded", "failed", "cancelled"];
@@ -58,6 +60,24 @@ impl From<Value> for Payload {
     fn from(value: Value) -> Self {
         Payload::Json(value)
     }
+}
+
+/// One event to append: its step, kind, time (RFC 3339) and payload.
+pub(crate) type NewEvent = (u32, EventKind, String, Payload);
+
+/// A typed event to append (see [`super::events`]).
+pub(crate) fn new_event<P: EventPayload>(
+    step: u32,
+    at: String,
+    payload: &P,
+) -> Result<NewEvent, StoreError> {
+    let text = to_canonical_json(payload).map_err(|e| {
+        StoreError::Invalid(format!(
+            "a `{}` payload cannot be written: {e}",
+            P::KIND.as_str()
+        ))
+    })?;
+    Ok((step, P::KIND, at, Payload::Canonical(text)))
 }
 
 impl Payload {
@@ -129,6 +149,24 @@ impl Recorder {
         payload: Value,
     ) -> Result<Appended, RecorderError> {
         let mut done = self.append_many(run, vec![(step, kind, at.to_string(), payload)])?;
+        done.pop()
+            .ok_or_else(|| RecorderError::Invalid("nothing appended".into()))
+    }
+
+    /// Appends one typed event to a run's chain.
+    pub fn append_event<P: EventPayload>(
+        &self,
+        run: &str,
+        step: u32,
+        at: &str,
+        payload: &P,
+    ) -> Result<Appended, RecorderError> {
+        let event = new_event(step, at.to_string(), payload).map_err(into_recorder)?;
+        let run = run.to_string();
+        let mut done = self
+            .store
+            .write(move |c| append_in(c, &run, vec![event]))
+            .map_err(into_recorder)?;
         done.pop()
             .ok_or_else(|| RecorderError::Invalid("nothing appended".into()))
     }
@@ -268,7 +306,7 @@ pub(crate) fn into_recorder(e: StoreError) -> RecorderError {
 pub(crate) fn append_in(
     c: &Connection,
     run: &str,
-    events: Vec<(u32, EventKind, String, Payload)>,
+    events: Vec<NewEvent>,
 ) -> Result<Vec<Appended>, StoreError> {
     let (mut seq, mut prev): (u64, String) = c
         .prepare_cached("SELECT event_count, head_hash FROM runs WHERE id = ?1")?
@@ -364,7 +402,7 @@ fn insert_event(
 ) -> Result<String, StoreError> {
     let payload_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
     let inline = if text.len() > INLINE_PAYLOAD_LIMIT {
-        store_artifact(c, &payload_hash, "application/json", text.as_bytes())?;
+        crate::store::artifacts::store(c, &payload_hash, "application/json", text.as_bytes())?;
         None
     } else {
         Some(text)
@@ -376,27 +414,6 @@ fn insert_event(
     )?
     .execute(params![run, seq as i64, step, kind, at, inline, payload_hash, prev, hash])?;
     Ok(hash)
-}
-
-/// Stores a body once under its content hash.
-pub(crate) fn store_artifact(
-    c: &Connection,
-    hash: &str,
-    media_type: &str,
-    body: &[u8],
-) -> Result<(), StoreError> {
-    c.prepare_cached(
-        "INSERT INTO artifacts (hash, media_type, size, body, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE hash = ?1)",
-    )?
-    .execute(params![
-        hash,
-        media_type,
-        body.len() as i64,
-        body,
-        now_rfc3339()
-    ])?;
-    Ok(())
 }
 
 /// Stores a run's envelopes as versions; returns the new `ID@VERSION`s.

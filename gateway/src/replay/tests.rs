@@ -1,9 +1,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::compiler::ItemKind;
-use crate::providers::Usage;
-use crate::recorder::format::{EnvelopeSource, RUN_FORMAT, StepRecord};
+use crate::compiler::{CompileSettings, ItemKind};
+use crate::providers::{ChatRequest, ChatResponse, Usage};
+use crate::recorder::format::{EnvelopeSource, RUN_FORMAT, RunHeader, StepRecord};
 
 fn item(id: &str, content: &str) -> CandidateItem {
     CandidateItem::new(id, ItemKind::File, content)

@@ -22,30 +22,19 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 use tollgate_rules::envelope::Level;
-use tollgate_rules::envelope::request::{ContextItem, ModelCall};
+use tollgate_rules::request::{ContextItem, ModelCall};
 
-use super::tools::{holds_secret, redact_secrets};
 use super::{RunPolicy, Runtime, RuntimeError};
-use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::providers::{ChatDelta, ChatRequest, ChatResponse, ProviderError};
-use crate::recorder::format::EventKind;
-use crate::recorder::write::Payload;
+use crate::recorder::events::{
+    DecisionEvent, ErrorEvent, MessageDecision, ModelCallEvent, ModelOutputEvent,
+};
+use crate::recorder::write::new_event;
+use crate::run_policy::requested_model_call;
+use crate::secrets::{BodyPart, arguments_hold_secret, find_spans, redact, redact_arguments};
 
 /// Request fields the gateway handles itself and does not forward.
 const GATEWAY_FIELDS: [&str; 2] = ["stream", "stream_options"];
-
-/// What policy did to one message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MessageDecision {
-    /// Its index in `messages`.
-    pub index: usize,
-    /// `allow`, `redact` (or `deny`, which refuses the call).
-    pub effect: DecisionEffect,
-    /// The deciding rules.
-    pub rules: Vec<String>,
-    /// Secrets replaced in it.
-    pub redacted_spans: usize,
-}
 
 /// A proxied chat call that went through.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,14 +67,6 @@ pub struct AllowedChat {
     messages: Vec<MessageDecision>,
 }
 
-/// Splits `provider/model`; a bare model is `openai`'s.
-pub fn provider_and_model(model: &str) -> (String, String) {
-    match model.split_once('/') {
-        Some((p, m)) if !p.is_empty() && !m.is_empty() => (p.to_string(), m.to_string()),
-        _ => ("openai".to_string(), model.to_string()),
-    }
-}
-
 impl Runtime {
     /// Decides, forwards and records a chat call of `run`. Blocking (the provider is).
     pub fn chat(&self, run: &str, request: ChatRequest) -> Result<ChatOutcome, RuntimeError> {
@@ -115,18 +96,8 @@ impl Runtime {
         let header = self.running(run)?;
         let engine = self.engine_for(run)?;
         let step = self.current_step(run, &header)?;
-        let (provider, model) = provider_and_model(&request.model);
-        let reasoning = request
-            .extra
-            .get("reasoning_effort")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let model_call = ModelCall {
-            provider: provider.clone(),
-            model: model.clone(),
-            reasoning,
-        };
+        let model_call = requested_model_call(&request);
+        let model = model_call.model.clone();
         let model_decision = engine.decide_model(run, &model_call);
         if model_decision.effect != DecisionEffect::Allow {
             let message = format!(
@@ -229,32 +200,34 @@ impl Runtime {
         let request_hash = request.hash();
         let provider_name = self.provider().name().to_string();
         let at = self.now_rfc3339();
-        let mut events = vec![(
+        let mut events = vec![new_event(
             step,
-            EventKind::Decision,
             at.clone(),
-            json!({ "decision": model_decision, "outcome": model_decision.effect }),
-        )];
+            &DecisionEvent::new(&model_decision, model_decision.effect),
+        )?];
         for d in &message_decisions {
-            events.push((
-                step,
-                EventKind::Decision,
-                at.clone(),
-                json!({ "decision": d, "outcome": d.effect, "request_hash": request_hash }),
-            ));
+            let event = DecisionEvent {
+                request_hash: Some(request_hash.clone()),
+                ..DecisionEvent::new(d, d.effect)
+            };
+            events.push(new_event(step, at.clone(), &event)?);
         }
-        events.push((
-            step,
-            EventKind::ModelCall,
-            at.clone(),
-            json!({
-                "provider": provider_name,
-                "request": request,
-                "request_hash": request_hash,
-                "messages": messages,
-            }),
-        ));
-        self.append_decided(run, &engine, as_payloads(events))?;
+        let call = ModelCallEvent {
+            provider: provider_name,
+            request,
+            request_hash,
+            compile_seq: None,
+            messages: Some(messages),
+        };
+        events.push(new_event(step, at, &call)?);
+        self.append_decided(run, &engine, events)?;
+        let ModelCallEvent {
+            request,
+            request_hash,
+            messages,
+            ..
+        } = call;
+        let messages = messages.unwrap_or_default();
         Ok(AllowedChat {
             run: run.to_string(),
             step,
@@ -301,23 +274,26 @@ impl Runtime {
         let response = match answer {
             Ok(r) => r,
             Err(e) => {
-                self.recorder().append(
-                    &run,
-                    step,
-                    EventKind::Error,
-                    &self.now_rfc3339(),
-                    json!({ "message": e.to_string(), "request_hash": request_hash }),
-                )?;
+                let error = ErrorEvent {
+                    message: e.to_string(),
+                    request_hash: Some(request_hash),
+                };
+                self.recorder()
+                    .append_event(&run, step, &self.now_rfc3339(), &error)?;
                 return Err(RuntimeError::Upstream(e));
             }
         };
-        let appended = self.recorder().append(
-            &run,
-            step,
-            EventKind::ModelOutput,
-            &self.now_rfc3339(),
-            json!({ "request_hash": request_hash, "response": response }),
-        )?;
+        let output = ModelOutputEvent {
+            request_hash,
+            response,
+        };
+        let appended = self
+            .recorder()
+            .append_event(&run, step, &self.now_rfc3339(), &output)?;
+        let ModelOutputEvent {
+            request_hash,
+            response,
+        } = output;
         Ok(ChatOutcome {
             response,
             run,
@@ -343,69 +319,26 @@ impl Runtime {
         message: &str,
     ) -> Result<(), RuntimeError> {
         let at = self.now_rfc3339();
-        let mut events = vec![(
-            step,
-            EventKind::Decision,
-            at.clone(),
-            json!({
-                "decision": model,
-                "outcome": model.effect,
-                "refused_model_call": {
-                    "provider": call.provider,
-                    "model": call.model,
-                    "reasoning": call.reasoning,
-                },
-            }),
-        )];
+        let refused = DecisionEvent {
+            refused_model_call: Some(call.clone()),
+            ..DecisionEvent::new(model, model.effect)
+        };
+        let mut events = vec![new_event(step, at.clone(), &refused)?];
         if let Some(d) = data {
-            events.push((
+            events.push(new_event(
                 step,
-                EventKind::Decision,
                 at.clone(),
-                json!({ "decision": d, "outcome": d.effect }),
-            ));
+                &DecisionEvent::new(d, d.effect),
+            )?);
         }
-        events.push((step, EventKind::Error, at, json!({ "message": message })));
-        self.append_decided(run, engine, as_payloads(events))?;
+        let error = ErrorEvent {
+            message: message.to_string(),
+            request_hash: None,
+        };
+        events.push(new_event(step, at, &error)?);
+        self.append_decided(run, engine, events)?;
         Ok(())
     }
-}
-
-/// Whether a detector finds a secret in a tool call's arguments: in any string of them when
-/// they are JSON (as the tool endpoint scans arguments), in the text otherwise.
-fn arguments_hold_secret(arguments: &str) -> bool {
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(value) => holds_secret(&value),
-        Err(_) => !find_spans(arguments).is_empty(),
-    }
-}
-
-/// A tool call's arguments with every detected secret replaced by `rule`'s marker, and how
-/// many spans were replaced. JSON arguments are redacted string by string and written again
-/// (a marker replacing a quoted value must not break the JSON); other text as text.
-fn redact_arguments(arguments: &str, rule: &str) -> (String, usize) {
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(value) if holds_secret(&value) => {
-            let (redacted, spans) = redact_secrets(&value, rule);
-            (redacted.to_string(), spans)
-        }
-        Ok(_) => (arguments.to_owned(), 0),
-        Err(_) if find_spans(arguments).is_empty() => (arguments.to_owned(), 0),
-        Err(_) => {
-            let r = redact(arguments, BodyPart::Content, rule);
-            (r.text, r.spans.len())
-        }
-    }
-}
-
-/// Events built as JSON objects, as the recorder's payloads.
-fn as_payloads(
-    events: Vec<(u32, EventKind, String, Value)>,
-) -> Vec<(u32, EventKind, String, Payload)> {
-    events
-        .into_iter()
-        .map(|(step, kind, at, payload)| (step, kind, at, payload.into()))
-        .collect()
 }
 
 impl ChatOutcome {
@@ -429,33 +362,5 @@ impl ChatOutcome {
             "model_rules": self.model_decision.rules,
             "messages": self.messages,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{arguments_hold_secret, redact_arguments};
-
-    #[test]
-    fn json_arguments_are_redacted_string_by_string_and_stay_json() {
-        let arguments = r#"{"cmd": "ls", "auth": {"api_key": "sk-abcdefghijklmnopqrstu"}}"#;
-        assert!(arguments_hold_secret(arguments));
-        let (redacted, spans) = redact_arguments(arguments, "r");
-        assert_eq!(spans, 1);
-        let value: serde_json::Value = serde_json::from_str(&redacted).unwrap();
-        assert_eq!(
-            value,
-            serde_json::json!({"cmd": "ls", "auth": {"api_key": "[REDACTED:r]"}})
-        );
-    }
-
-    #[test]
-    fn arguments_that_are_not_json_are_redacted_as_text_and_clean_ones_kept() {
-        let (redacted, spans) = redact_arguments("deploy AKIAABCDEFGHIJKLMNOP now", "r");
-        assert_eq!((redacted.as_str(), spans), ("deploy [REDACTED:r] now", 1));
-        for clean in [r#"{"cmd": "ls"}"#, "not json", ""] {
-            assert!(!arguments_hold_secret(clean));
-            assert_eq!(redact_arguments(clean, "r"), (clean.to_owned(), 0));
-        }
     }
 }

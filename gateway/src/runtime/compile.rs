@@ -4,11 +4,11 @@
 //! recompute it byte for byte.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{Runtime, RuntimeError};
 use crate::compiler::{CompileInput, CompilePolicy, CompiledContext, compile};
-use crate::recorder::format::EventKind;
+use crate::recorder::events::{CompileEvent, ContextOfferedEvent};
+use crate::recorder::write::new_event;
 
 /// A compile's answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,30 +52,23 @@ impl Runtime {
             None => self.current_step(run, &header)?,
         };
         let at = self.now_rfc3339();
+        let offered = ContextOfferedEvent {
+            items: input.items.clone(),
+        };
+        let recorded = CompileEvent {
+            settings: input.settings.clone(),
+            item_ids: input.items.iter().map(|i| i.id.clone()).collect(),
+            hash: compiled.hash.clone(),
+            tokens: compiled.tokens,
+            outcomes: compiled.outcomes_for_record(),
+            text: compiled.text.clone(),
+        };
         let appended = self.append_decided(
             run,
             &engine,
             vec![
-                (
-                    step,
-                    EventKind::ContextOffered,
-                    at.clone(),
-                    json!({ "items": input.items }).into(),
-                ),
-                (
-                    step,
-                    EventKind::Compile,
-                    at,
-                    json!({
-                        "settings": input.settings,
-                        "item_ids": input.items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
-                        "hash": compiled.hash,
-                        "tokens": compiled.tokens,
-                        "outcomes": compiled.outcomes_for_record(),
-                        "text": compiled.text,
-                    })
-                    .into(),
-                ),
+                new_event(step, at.clone(), &offered)?,
+                new_event(step, at, &recorded)?,
             ],
         )?;
         let last = appended

@@ -3,10 +3,10 @@
 //! event. Works for any recorded run, whether it came through the gateway or was imported.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, RequestKind};
 
 use super::{Runtime, RuntimeError};
+use crate::recorder::events::Event;
 use crate::recorder::format::EventKind;
 
 /// One decision as a run recorded it.
@@ -61,62 +61,41 @@ impl Runtime {
         let mut out = Vec::new();
         for e in events {
             let hash = e.hash.clone().unwrap_or_default();
-            if e.kind == "decision" {
-                let Some(decision) = e
-                    .payload
-                    .get("decision")
-                    .and_then(|d| serde_json::from_value::<EnvelopeDecision>(d.clone()).ok())
-                else {
-                    continue;
-                };
-                let effect = e
-                    .payload
-                    .get("outcome")
-                    .and_then(|o| serde_json::from_value::<DecisionEffect>(o.clone()).ok())
-                    .unwrap_or(decision.effect);
-                out.push(RecordedDecision {
-                    seq: e.seq,
-                    step: e.step,
-                    at: e.at.clone(),
-                    event_hash: hash,
-                    kind: decision.kind,
-                    effect,
-                    subject: e
-                        .payload
-                        .get("call_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    rules: decision.rules.clone(),
-                    reason: e
-                        .payload
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    decision,
-                });
-            } else {
-                let outcomes = e.payload.get("outcomes").and_then(Value::as_array);
-                for o in outcomes.into_iter().flatten() {
-                    let Some(decision) = o
-                        .get("policy")
-                        .filter(|p| !p.is_null())
-                        .and_then(|p| serde_json::from_value::<EnvelopeDecision>(p.clone()).ok())
-                    else {
-                        continue;
-                    };
+            // A payload that does not read records no decision this can show.
+            match e.event() {
+                Ok(Event::Decision(d)) => {
+                    let effect = d.answered();
                     out.push(RecordedDecision {
                         seq: e.seq,
                         step: e.step,
                         at: e.at.clone(),
-                        event_hash: hash.clone(),
-                        kind: decision.kind,
-                        effect: decision.effect,
-                        subject: o.get("id").and_then(Value::as_str).map(str::to_string),
-                        rules: decision.rules.clone(),
-                        reason: None,
-                        decision,
+                        event_hash: hash,
+                        kind: d.decision.kind,
+                        effect,
+                        subject: d.call_id,
+                        rules: d.decision.rules.clone(),
+                        reason: d.reason,
+                        decision: d.decision,
                     });
                 }
+                Ok(Event::Compile(c)) => {
+                    for o in c.outcomes {
+                        let Some(decision) = o.policy else { continue };
+                        out.push(RecordedDecision {
+                            seq: e.seq,
+                            step: e.step,
+                            at: e.at.clone(),
+                            event_hash: hash.clone(),
+                            kind: decision.kind,
+                            effect: decision.effect,
+                            subject: Some(o.id),
+                            rules: decision.rules.clone(),
+                            reason: None,
+                            decision,
+                        });
+                    }
+                }
+                _ => {}
             }
         }
         Ok(out

@@ -5,10 +5,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tollgate_rules::envelope::Level;
 
-use super::{ATTACHED_ENVELOPES, Runtime, RuntimeError};
+use super::{Runtime, RuntimeError};
 use crate::recorder::format::{EventKind, RunHeader};
 use crate::recorder::write::Appended;
 use crate::recorder::{RecorderError, RunSummary};
+use crate::run_policy::ATTACHED_ENVELOPES;
 
 /// What an agent sends to open a run.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]

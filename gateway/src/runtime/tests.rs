@@ -8,8 +8,8 @@ use tollgate_rules::decide::DecisionEffect;
 
 use super::*;
 use crate::approvals::{self, ApprovalAnswer, ApprovalState};
+use crate::clock::ManualClock;
 use crate::compiler::{CandidateItem, CompileInput, ItemKind};
-use crate::jobs::ManualClock;
 use crate::providers::{ChatMessage, ChatRequest, FakeProvider};
 use crate::store::tests::tempdir::Dir;
 use crate::store::{Store, StoreLocation};
@@ -407,10 +407,12 @@ fn a_finished_run_takes_no_more_calls() {
     assert!(matches!(err, Err(RuntimeError::Invalid(_))));
 }
 
-/// The decision event is assembled from already written text; it must be exactly what the
-/// general canonical writer gives for the same content (its hash is part of the chain).
+/// A tool call's decision event is written with the decision's already rendered text
+/// embedded; it must be exactly what the general canonical writer gives for the same content
+/// (its hash is part of the chain), and read back as the recorder's `DecisionEvent`.
 #[test]
-fn decision_event_text_is_canonical() {
+fn tool_decision_event_is_canonical_and_typed() {
+    use crate::recorder::events::DecisionEvent;
     let dir = Dir::new("runtime");
     let clock = ManualClock::new(START_MS);
     let rt = runtime(&dir, &clock);
@@ -442,23 +444,30 @@ fn decision_event_text_is_canonical() {
             "reason": p["reason"],
         });
         assert_eq!(value, *p, "no other keys");
-        let decision: tollgate_rules::decide::EnvelopeDecision =
-            serde_json::from_value(p["decision"].clone()).unwrap();
-        let rendered = tools::Rendered::new(decision).unwrap();
-        let text = tools::decision_event_text(
-            p["approval_id"].as_str(),
-            p["call_id"].as_str().unwrap(),
-            None,
-            &rendered,
-            serde_json::from_value(p["outcome"].clone()).unwrap(),
-            p["reason"].as_str().unwrap(),
-        );
-        if p["data_decision"].is_null() {
-            assert_eq!(text, tollgate_rules::envelope::canonical_json(&value));
-        }
+        let typed = e.read::<DecisionEvent>().expect("a tool decision reads");
+        assert!(typed.call_id.is_some() && typed.reason.is_some());
+        assert!(typed.approval_id.is_some() && typed.data_decision.is_some());
+        let rendered = tools::Rendered::new(typed.decision.clone()).unwrap();
+        let data = typed
+            .data_decision
+            .clone()
+            .flatten()
+            .map(|d| tools::Rendered::new(d).unwrap());
+        let written = DecisionEvent {
+            decision: &rendered,
+            outcome: typed.outcome,
+            call_id: typed.call_id.clone(),
+            approval_id: typed.approval_id.clone(),
+            data_decision: Some(data.as_ref()),
+            reason: typed.reason.clone(),
+            request_hash: None,
+            refused_model_call: None,
+        };
+        let text = tollgate_rules::canonical::to_canonical_json(&written).unwrap();
+        assert_eq!(text, tollgate_rules::canonical::canonical_json(&value));
         assert_eq!(
             rendered.json(),
-            tollgate_rules::envelope::canonical_json(&p["decision"])
+            tollgate_rules::canonical::canonical_json(&p["decision"])
         );
     }
     assert!(rt.recorder().verify("r1").unwrap().is_intact());

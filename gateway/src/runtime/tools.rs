@@ -10,20 +10,23 @@
 //! recorded decision without the versions it was made under.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use tollgate_rules::canonical::to_canonical_json;
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyRequest};
-use tollgate_rules::envelope::request::{ContextItem, ToolCall};
-use tollgate_rules::envelope::{Level, Section, to_canonical_json};
+use tollgate_rules::envelope::{Level, Section};
+use tollgate_rules::request::{ContextItem, ToolCall};
 
-use super::{Runtime, RuntimeError};
+use super::{RunPolicy, Runtime, RuntimeError};
 use crate::approvals::{
     self, Approval, ApprovalError, ApprovalRequest, ApprovalState, approval_id, call_hash,
 };
-use crate::compiler::redact::{BodyPart, find_spans, redact};
 use crate::ratelimit;
-use crate::recorder::format::EventKind;
-use crate::recorder::write::{Payload, append_in, link_envelope_versions};
+use crate::recorder::events::{DecisionEvent, ToolCallEvent};
+use crate::recorder::format::RunHeader;
+use crate::recorder::write::{append_in, link_envelope_versions, new_event};
+use crate::secrets::{holds_secret, redact_secrets};
+use crate::store::StoreError;
 
 /// How long an approval holds when the rule that gated the call names no `ttl_seconds`.
 pub const DEFAULT_APPROVAL_TTL_SECONDS: i64 = 3600;
@@ -168,35 +171,6 @@ impl Serialize for Rendered {
     }
 }
 
-/// The canonical JSON of a tool call's `decision` event, assembled from the decisions'
-/// already written text (keys in sorted order; `decision_event_text_is_canonical` checks it
-/// against the general writer).
-pub(super) fn decision_event_text(
-    approval_id: Option<&str>,
-    call_id: &str,
-    data_decision: Option<&Rendered>,
-    decision: &Rendered,
-    outcome: DecisionEffect,
-    reason: &str,
-) -> String {
-    let string = |s: &str| Value::from(s).to_string();
-    let mut out = String::with_capacity(decision.json().len() + 256);
-    out.push_str("{\"approval_id\":");
-    out.push_str(&approval_id.map_or_else(|| "null".to_string(), string));
-    out.push_str(",\"call_id\":");
-    out.push_str(&string(call_id));
-    out.push_str(",\"data_decision\":");
-    out.push_str(data_decision.map_or("null", Rendered::json));
-    out.push_str(",\"decision\":");
-    out.push_str(decision.json());
-    out.push_str(",\"outcome\":");
-    out.push_str(&string(outcome.as_str()));
-    out.push_str(",\"reason\":");
-    out.push_str(&string(reason));
-    out.push('}');
-    out
-}
-
 /// Where a decision is recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Receipt {
@@ -212,10 +186,96 @@ pub struct Receipt {
     pub envelopes: Vec<String>,
 }
 
-/// The data decision over a call's arguments and the arguments to execute with.
-struct ArgumentCheck {
+/// What approvals do for a call: nothing, ask for a new approval, show the one gating it
+/// (pending or rejected), or use an approved one.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ApprovalStep {
+    /// No approval is involved.
+    None,
+    /// The call needs an approval it does not have yet: this one is stored, pending.
+    Request(ApprovalRequest),
+    /// The approval presented does not let the call go ahead (pending or rejected).
+    Show(Approval),
+    /// The approval presented, approved for exactly this call, is used by it.
+    Use(String),
+}
+
+impl ApprovalStep {
+    /// The approval a `decision` event names: the one presented, or the one requested.
+    fn gate(&self, presented: Option<&str>, run: &str) -> Option<String> {
+        match (presented, self) {
+            (Some(id), _) => Some(id.to_string()),
+            (None, ApprovalStep::Request(r)) => Some(approval_id(run, &r.call_id)),
+            (None, _) => None,
+        }
+    }
+}
+
+/// A tool call decided and not yet recorded: everything its one write records and its answer
+/// says. Deciding reads the store (rate-limit usage, the approval presented) and writes
+/// nothing; [`Runtime::record_tool_call`] writes it.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolCallOutcome {
+    /// The run's header (its id, and the agent and task rate limits count against).
+    header: RunHeader,
+    /// The engine that decided: the first write under it links its versions to the run.
+    engine: std::sync::Arc<RunPolicy>,
+    step: u32,
+    call_id: String,
+    tool: String,
+    /// What the agent must do.
+    effect: DecisionEffect,
+    /// A sentence for the agent.
+    reason: String,
+    retry_after: Option<u64>,
+    approval: ApprovalStep,
+    /// The approval id the agent presented.
+    presented: Option<String>,
+    /// The tool decision.
     decision: EnvelopeDecision,
+    /// The data decision over the arguments, when they held a secret.
+    data_decision: Option<EnvelopeDecision>,
+    /// The arguments to execute with (secrets replaced when `effect` is `redact`).
     arguments: Value,
+    /// What the recorder keeps: never a detected secret.
+    event: ToolCallEvent,
+    /// Rate-limited rules the call counts against (empty unless it executes).
+    counted: Vec<ratelimit::LimitedRule>,
+    /// The governing envelope versions an approval is bound to.
+    governing: Vec<String>,
+    now_ms: i64,
+}
+
+impl ToolCallOutcome {
+    fn executes(&self) -> bool {
+        matches!(self.effect, DecisionEffect::Allow | DecisionEffect::Redact)
+    }
+}
+
+/// Why a tool call's write failed: the store, or the approval it uses (decided, used or
+/// expired meanwhile).
+enum RecordError {
+    Store(StoreError),
+    Approval(ApprovalError),
+}
+
+impl From<StoreError> for RecordError {
+    fn from(e: StoreError) -> Self {
+        RecordError::Store(e)
+    }
+}
+
+impl From<RecordError> for RuntimeError {
+    fn from(e: RecordError) -> Self {
+        match e {
+            RecordError::Approval(ApprovalError::Store(e)) | RecordError::Store(e) => match e {
+                // A step the run does not have, or a row changed meanwhile.
+                StoreError::Invalid(m) => RuntimeError::Conflict(m),
+                other => RuntimeError::Store(other),
+            },
+            RecordError::Approval(e) => RuntimeError::Conflict(e.to_string()),
+        }
+    }
 }
 
 impl Runtime {
@@ -225,6 +285,18 @@ impl Runtime {
         run: &str,
         req: ToolCallRequest,
     ) -> Result<ToolCallAnswer, RuntimeError> {
+        let outcome = self.decide_tool_call(run, req)?;
+        self.record_tool_call(outcome)
+    }
+
+    /// Decides a tool call: the tool decision under the run's envelopes with its rate-limit
+    /// usage, then the approval it needs or presents, then the data rules over arguments
+    /// that hold a secret. Reads the store; writes nothing.
+    pub(crate) fn decide_tool_call(
+        &self,
+        run: &str,
+        req: ToolCallRequest,
+    ) -> Result<ToolCallOutcome, RuntimeError> {
         if req.tool.trim().is_empty() {
             return Err(RuntimeError::Invalid("`tool` must not be empty".into()));
         }
@@ -266,66 +338,69 @@ impl Runtime {
             now: None,
         });
         let hash = call_hash(run, &req.tool, &req.arguments);
-        // One scan for secrets per call: it decides whether data rules apply to the arguments.
-        let secret = holds_secret(&req.arguments);
+        let rules = decision.rules.join(", ");
 
-        let mut effect = decision.effect;
-        let mut reason;
-        let mut approval: Option<Approval> = None;
-        let mut use_approval = None;
-        let mut new_approval = None;
         let mut retry_after = None;
-        match decision.effect {
-            DecisionEffect::Allow => reason = format!("allowed by {}", decision.rules.join(", ")),
-            DecisionEffect::Deny | DecisionEffect::Redact => {
-                effect = DecisionEffect::Deny;
-                reason = format!("denied by {}", decision.rules.join(", "));
-            }
+        let (mut effect, mut reason, mut approval) = match decision.effect {
+            DecisionEffect::Allow => (
+                DecisionEffect::Allow,
+                format!("allowed by {rules}"),
+                ApprovalStep::None,
+            ),
+            DecisionEffect::Deny | DecisionEffect::Redact => (
+                DecisionEffect::Deny,
+                format!("denied by {rules}"),
+                ApprovalStep::None,
+            ),
             DecisionEffect::RateLimited => {
                 let after = ratelimit::retry_after(&limited, &usage, &decision.rules, now);
                 retry_after = Some(after);
-                reason = format!(
-                    "rate limited by {}; retry after {after} s",
-                    decision.rules.join(", ")
-                );
+                (
+                    DecisionEffect::RateLimited,
+                    format!("rate limited by {rules}; retry after {after} s"),
+                    ApprovalStep::None,
+                )
             }
             DecisionEffect::RequireApproval => match &req.approval_id {
                 Some(id) => {
                     let a = approvals::get(self.store(), id, now)?;
                     match a.state {
                         ApprovalState::Rejected => {
-                            effect = DecisionEffect::Deny;
-                            reason = format!(
-                                "approval {id} was rejected by {}{}",
-                                a.decided_by.as_deref().unwrap_or("?"),
-                                a.reason
-                                    .as_deref()
-                                    .filter(|r| !r.is_empty())
-                                    .map(|r| format!(": {r}"))
-                                    .unwrap_or_default()
-                            );
-                            approval = Some(a);
+                            let why = a
+                                .reason
+                                .as_deref()
+                                .filter(|r| !r.is_empty())
+                                .map(|r| format!(": {r}"))
+                                .unwrap_or_default();
+                            let by = a.decided_by.as_deref().unwrap_or("?");
+                            let reason = format!("approval {id} was rejected by {by}{why}");
+                            (DecisionEffect::Deny, reason, ApprovalStep::Show(a))
                         }
                         ApprovalState::Pending => {
                             approvals::check_binding(&a, run, &hash, &governing)?;
-                            reason = format!("waiting for approval {id}");
-                            approval = Some(a);
+                            let reason = format!("waiting for approval {id}");
+                            (
+                                DecisionEffect::RequireApproval,
+                                reason,
+                                ApprovalStep::Show(a),
+                            )
                         }
                         _ => {
                             approvals::check_use(&a, run, &hash, &governing)?;
-                            effect = DecisionEffect::Allow;
-                            reason = format!(
-                                "approved by {} (approval {id}); required by {}",
-                                a.decided_by.as_deref().unwrap_or("?"),
-                                decision.rules.join(", ")
-                            );
-                            use_approval = Some(id.clone());
+                            let by = a.decided_by.as_deref().unwrap_or("?");
+                            let reason =
+                                format!("approved by {by} (approval {id}); required by {rules}");
+                            (DecisionEffect::Allow, reason, ApprovalStep::Use(id.clone()))
                         }
                     }
                 }
                 None => {
                     let (approvers, ttl) = approval_terms(&set, &decision.rules);
-                    new_approval = Some(ApprovalRequest {
+                    let reason = format!(
+                        "needs approval {} (required by {rules})",
+                        approval_id(run, &call_id)
+                    );
+                    let request = ApprovalRequest {
                         run: run.to_string(),
                         call_id: call_id.clone(),
                         tool: req.tool.clone(),
@@ -334,131 +409,162 @@ impl Runtime {
                         rules: decision.rules.clone(),
                         approvers,
                         ttl_seconds: ttl,
-                    });
-                    reason = format!(
-                        "needs approval {} (required by {})",
-                        approval_id(run, &call_id),
-                        decision.rules.join(", ")
-                    );
+                    };
+                    (
+                        DecisionEffect::RequireApproval,
+                        reason,
+                        ApprovalStep::Request(request),
+                    )
                 }
             },
-        }
+        };
 
-        // Data rules over the arguments of a call that may go ahead.
+        // Data rules over the arguments of a call that may go ahead; one scan for secrets.
+        let secret = holds_secret(&req.arguments);
         let mut arguments = req.arguments.clone();
         let mut data_decision = None;
         if effect == DecisionEffect::Allow && secret {
             let check = self.check_arguments(&engine, run, &header.scope, &call_id, &req.arguments);
+            let data_rules = check.decision.rules.join(", ");
             match check.decision.effect {
                 DecisionEffect::Allow => {}
                 DecisionEffect::Redact => {
                     effect = DecisionEffect::Redact;
                     arguments = check.arguments;
-                    reason = format!(
-                        "{reason}; secrets in the arguments redacted by {}",
-                        check.decision.rules.join(", ")
-                    );
+                    reason = format!("{reason}; secrets in the arguments redacted by {data_rules}");
                 }
                 _ => {
                     effect = DecisionEffect::Deny;
-                    reason = format!(
-                        "the arguments hold data the run may not pass on ({})",
-                        check.decision.rules.join(", ")
-                    );
-                    use_approval = None;
+                    reason =
+                        format!("the arguments hold data the run may not pass on ({data_rules})");
+                    if matches!(approval, ApprovalStep::Use(_)) {
+                        approval = ApprovalStep::None;
+                    }
                 }
             }
             data_decision = Some(check.decision);
         }
-        let execute = matches!(effect, DecisionEffect::Allow | DecisionEffect::Redact);
 
-        // Record: the call (with secrets already replaced), the decision, the approval use or
-        // request, and the rate-limit count — one write.
-        let at = self.now_rfc3339();
         // The recorder never keeps a detected secret, whatever the decision.
-        let recorded_args = if effect == DecisionEffect::Redact {
+        let recorded_arguments = if effect == DecisionEffect::Redact {
             arguments.clone()
         } else if secret {
             redact_secrets(&req.arguments, "secret").0
         } else {
             req.arguments.clone()
         };
-        let call_event = json!({
-            "call_id": call_id,
-            "tool": req.tool,
-            "arguments": recorded_args,
-            "usage": call.usage,
-            "call_hash": hash,
-        });
+        let mut outcome = ToolCallOutcome {
+            header,
+            engine,
+            step,
+            call_id: call_id.clone(),
+            tool: req.tool.clone(),
+            effect,
+            reason,
+            retry_after,
+            approval,
+            presented: req.approval_id,
+            decision,
+            data_decision,
+            arguments,
+            event: ToolCallEvent {
+                call_id,
+                tool: req.tool,
+                arguments: recorded_arguments,
+                usage: Some(call.usage),
+                call_hash: Some(hash),
+            },
+            counted: Vec::new(),
+            governing,
+            now_ms: now,
+        };
+        if outcome.executes() {
+            outcome.counted = limited;
+        }
+        Ok(outcome)
+    }
+
+    /// Records a decided tool call in one write — the call (secrets already replaced), the
+    /// decision with its receipt, the approval used or requested, the rate-limit count and,
+    /// for the first decision under the run's engine, the links of its envelope versions —
+    /// and answers it.
+    pub(crate) fn record_tool_call(
+        &self,
+        mut outcome: ToolCallOutcome,
+    ) -> Result<ToolCallAnswer, RuntimeError> {
+        let engine = outcome.engine.clone();
+        let at = self.now_rfc3339();
         // The decision with its proof is the largest thing recorded per call: its canonical
         // JSON is written once, for the event and for the answer.
-        let decision = Rendered::new(decision)?;
-        let data_decision = data_decision.map(Rendered::new).transpose()?;
-        let gate = req
-            .approval_id
+        let decision = Rendered::new(outcome.decision.clone())?;
+        let data_decision = outcome
+            .data_decision
             .clone()
-            .or_else(|| new_approval.as_ref().map(|a| approval_id(run, &a.call_id)));
-        let decision_event = Payload::Canonical(decision_event_text(
-            gate.as_deref(),
-            &call_id,
-            data_decision.as_ref(),
-            &decision,
-            effect,
-            &reason,
-        ));
-        let (run_id, h, gov) = (run.to_string(), header.clone(), governing.clone());
-        let counted = if execute { limited.clone() } else { Vec::new() };
-        let cid = call_id.clone();
+            .map(Rendered::new)
+            .transpose()?;
+        let (run, header) = (outcome.header.id.clone(), outcome.header.clone());
+        let decision_event = DecisionEvent {
+            call_id: Some(outcome.call_id.clone()),
+            approval_id: Some(outcome.approval.gate(outcome.presented.as_deref(), &run)),
+            data_decision: Some(data_decision.as_ref()),
+            reason: Some(outcome.reason.clone()),
+            ..DecisionEvent::new(&decision, outcome.effect)
+        };
+        let events = vec![
+            new_event(outcome.step, at.clone(), &outcome.event)?,
+            new_event(outcome.step, at, &decision_event)?,
+        ];
         let links = engine.unlinked();
-        let written = self.store().write(move |c| {
+        let (step, now) = (outcome.approval.clone(), outcome.now_ms);
+        let counted = std::mem::take(&mut outcome.counted);
+        let governing = std::mem::take(&mut outcome.governing);
+        let (call_id, hash) = (
+            outcome.call_id.clone(),
+            outcome.event.call_hash.clone().unwrap_or_default(),
+        );
+        let written = self.store().transact(move |c| {
             if let Some(links) = &links {
-                link_envelope_versions(c, &run_id, links)?;
+                link_envelope_versions(c, &run, links)?;
             }
-            let mut used = None;
-            if let Some(id) = &use_approval {
-                used = Some(
-                    approvals::use_in(c, id, &run_id, &hash, &gov, now)
-                        .map_err(|e| crate::store::StoreError::Invalid(e.to_string()))?,
-                );
-            }
-            let created = match &new_approval {
-                Some(r) => Some(approvals::insert_pending(c, r, now)?),
-                None => None,
+            let hash = hash.as_str();
+            let stored = match &step {
+                ApprovalStep::Use(id) => Some(
+                    approvals::use_in(c, id, &run, hash, &governing, now)
+                        .map_err(RecordError::Approval)?,
+                ),
+                ApprovalStep::Request(r) => Some(approvals::insert_pending(c, r, now)?),
+                ApprovalStep::None | ApprovalStep::Show(_) => None,
             };
-            ratelimit::record_in(c, &h, &counted, &cid, now)?;
-            let appended = append_in(
-                c,
-                &run_id,
-                vec![
-                    (step, EventKind::ToolCall, at.clone(), call_event.into()),
-                    (step, EventKind::Decision, at, decision_event),
-                ],
-            )?;
-            Ok((appended, used.or(created)))
+            ratelimit::record_in(c, &header, &counted, &call_id, now)?;
+            let appended = append_in(c, &run, events)?;
+            Ok::<_, RecordError>((appended, stored))
         });
-        let (appended, stored_approval) = written.map_err(|e| match e {
-            crate::store::StoreError::Invalid(m) => RuntimeError::Conflict(m),
-            other => other.into(),
-        })?;
+        let (appended, stored) = written?;
         engine.mark_linked();
-        if stored_approval.is_some() {
-            approval = stored_approval;
-        }
         let last = appended
             .last()
             .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
+        let approval = match (&stored, &outcome.approval) {
+            (Some(a), _) | (None, ApprovalStep::Show(a)) => Some(ApprovalView::from(a)),
+            _ => None,
+        };
+        let execute = outcome.executes();
         Ok(ToolCallAnswer {
-            call_id,
-            effect,
+            call_id: outcome.call_id,
+            effect: outcome.effect,
             execute,
-            tool: req.tool,
-            arguments: if execute { arguments } else { Value::Null },
-            reason,
+            tool: outcome.tool,
+            arguments: if execute {
+                outcome.arguments
+            } else {
+                Value::Null
+            },
+            reason: outcome.reason,
             rules: decision.rules.clone(),
-            retry_after,
-            approval: approval.as_ref().map(ApprovalView::from),
+            retry_after: outcome.retry_after,
+            approval,
             receipt: Receipt {
-                run: run.to_string(),
+                run: outcome.header.id,
                 seq: last.seq,
                 hash: last.hash.clone(),
                 input_hash: decision.input_hash.clone(),
@@ -495,43 +601,10 @@ impl Runtime {
     }
 }
 
-/// Whether a detector finds a secret in any string of `v` (object keys excepted).
-pub(super) fn holds_secret(v: &Value) -> bool {
-    match v {
-        Value::String(s) => !find_spans(s).is_empty(),
-        Value::Array(items) => items.iter().any(holds_secret),
-        Value::Object(map) => map.values().any(holds_secret),
-        _ => false,
-    }
-}
-
-/// `v` with every secret span replaced by the compiler's redaction marker of `rule` (strings
-/// without one are kept as they are), and how many spans were replaced.
-pub(super) fn redact_secrets(v: &Value, rule: &str) -> (Value, usize) {
-    let mut spans = 0;
-    let redacted = rewrite_strings(v, &mut |s| {
-        if find_spans(s).is_empty() {
-            return None;
-        }
-        let r = redact(s, BodyPart::Content, rule);
-        spans += r.spans.len();
-        Some(r.text)
-    });
-    (redacted, spans)
-}
-
-/// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
-fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
-    match v {
-        Value::String(s) => Value::String(f(s).unwrap_or_else(|| s.clone())),
-        Value::Array(items) => Value::Array(items.iter().map(|i| rewrite_strings(i, f)).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, i)| (k.clone(), rewrite_strings(i, f)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+/// The data decision over a call's arguments and the arguments to execute with.
+struct ArgumentCheck {
+    decision: EnvelopeDecision,
+    arguments: Value,
 }
 
 /// Who may approve and for how long, from the approval rules among the deciding rules; a

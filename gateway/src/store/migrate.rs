@@ -5,7 +5,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use super::{StoreError, now_rfc3339};
+use super::StoreError;
+use crate::clock::now_rfc3339;
 
 include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 

@@ -40,22 +40,23 @@ impl Writer {
         })
     }
 
-    pub(super) fn submit<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(super) fn submit<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
-        let (reply, answer) = mpsc::sync_channel::<Result<T, StoreError>>(1);
+        let (reply, answer) = mpsc::sync_channel::<Result<T, E>>(1);
         let job: Job = Box::new(move |conn: Result<&Connection, &StoreError>| {
             // Without a transaction the work is not run at all.
             let result = match conn {
                 Ok(conn) => in_savepoint(conn, f),
-                Err(e) => Err(StoreError::Commit(e.to_string())),
+                Err(e) => Err(StoreError::Commit(e.to_string()).into()),
             };
             Box::new(move |committed: Result<(), &StoreError>| {
                 let delivered = match committed {
                     Ok(()) => result,
-                    Err(e) => Err(StoreError::Commit(e.to_string())),
+                    Err(e) => Err(StoreError::Commit(e.to_string()).into()),
                 };
                 let _ = reply.send(delivered);
             })
@@ -77,18 +78,19 @@ impl Drop for Writer {
 }
 
 /// `f` inside a savepoint: its failure undoes only its own changes.
-fn in_savepoint<T>(
+fn in_savepoint<T, E: From<StoreError>>(
     conn: &Connection,
-    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    conn.execute_batch("SAVEPOINT tollgate_write")?;
+    f: impl FnOnce(&Connection) -> Result<T, E>,
+) -> Result<T, E> {
+    let sql = |sql: &str| conn.execute_batch(sql).map_err(StoreError::from);
+    sql("SAVEPOINT tollgate_write")?;
     match f(conn) {
         Ok(value) => {
-            conn.execute_batch("RELEASE tollgate_write")?;
+            sql("RELEASE tollgate_write")?;
             Ok(value)
         }
         Err(e) => {
-            conn.execute_batch("ROLLBACK TO tollgate_write; RELEASE tollgate_write")?;
+            sql("ROLLBACK TO tollgate_write; RELEASE tollgate_write")?;
             Err(e)
         }
     }

@@ -4,14 +4,14 @@
 //! The document is written straight into one buffer, never built as a `serde_json::Value`:
 //! the envelope-set prefix and each run's subject array are written once per engine, and a
 //! tool request (the hot path) is written field by field in canonical key order. Other
-//! requests go through `serde_json` and [`crate::envelope::canonical_json`]'s writer. Either
+//! requests go through `serde_json` and [`crate::canonical::canonical_json`]'s writer. Either
 //! way the bytes are those of the canonical JSON of the whole document, so hashes recorded
 //! before this module existed still match (`tests::fast_input_hashes_match_the_document`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::envelope::request::ToolCall;
-use crate::envelope::{write_canonical_into, write_json_string};
+use crate::canonical::{write_canonical_into, write_json_string};
+use crate::request::ToolCall;
 
 use super::{PolicyRequest, RequestKind};
 
@@ -141,11 +141,9 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::canonical::canonical_json;
     use crate::envelope::Level;
-    use crate::envelope::canonical_json;
-    use crate::envelope::request::{
-        Constraint, ContextItem, Evidence, Handoff, HandoffContract, ModelCall,
-    };
+    use crate::request::{Constraint, ContextItem, Evidence, Handoff, HandoffContract, ModelCall};
 
     /// The input hash as it was defined before the direct writer: the whole document built as
     /// a `serde_json::Value`, then canonical JSON.

@@ -7,10 +7,11 @@ use tollgate_engine::FactSet;
 use super::{
     DecisionEffect, EnvelopeDecision, PolicyEngine, PolicyError, RequestKind, fail_closed,
 };
-use crate::envelope::request::{
+use crate::canonical::canonical_json;
+use crate::envelope::EnvelopeSet;
+use crate::request::{
     ContextItem, Handoff, MemoryRecord, ModelCall, RunSubject, ToolCall, subject_facts,
 };
-use crate::envelope::{EnvelopeSet, canonical_json};
 
 /// A request to decide, for a run the engine knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

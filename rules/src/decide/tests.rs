@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tollgate_engine::{FactSet, Limits, proof_check};
 
 use super::*;
-use crate::envelope::request::*;
 use crate::envelope::{EnvelopeSet, Level, load_envelopes};
+use crate::request::*;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/envelopes")

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use tollgate_engine::diag::LocatedDiagnostic;
 
-use super::request::*;
 use super::*;
+use crate::request::*;
 
 fn load_one(text: &str) -> Result<EnvelopeSet, EnvelopeErrors> {
     load_envelopes(&[("env.yaml", text)])

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::OtlpError;
-use super::parse::DocLocation;
+use super::{DocLocation, OtlpError};
 
 const VALUE_HELP: &str = "an OTLP AnyValue holds exactly one of `stringValue`, `boolValue`, \
                           `intValue`, `doubleValue`, `bytesValue`, `arrayValue` or `kvlistValue`";

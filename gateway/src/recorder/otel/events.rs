@@ -1,14 +1,19 @@
 //! The events of a trace's spans, in time order: what each GenAI operation records.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::OtlpError;
 use super::messages::{agent_output, arguments, input_messages, model_output};
 use super::parse::Span;
 use super::tree::{Operation, Tree};
+use crate::clock::rfc3339;
 use crate::providers::{ChatRequest, ChatResponse, Usage};
+use crate::recorder::events::ErrorEvent;
+use crate::recorder::events::{
+    EventPayload, ModelCallEvent, ModelOutputEvent, NoteEvent, OutputEvent, ToolCallEvent,
+    ToolResultEvent, to_json,
+};
 use crate::recorder::format::{EventKind, EventRecord};
-use crate::store::rfc3339;
 
 /// An event before sequencing. Events sort by time; at the same instant, ends before starts,
 /// a child's end before its parent's, a parent's start before its child's, then span order.
@@ -61,9 +66,9 @@ pub(super) fn events_of_tree(
                     if nested {
                         let agent = tree.agent_name(i)?.unwrap_or_else(|| run_agent.to_owned());
                         let text = format!("agent `{agent}` answered: {content}");
-                        emitter.at_end(EventKind::Note, json!({ "text": text }));
+                        emitter.at_end(&NoteEvent { text });
                     } else {
-                        emitter.at_end(EventKind::Output, json!({ "content": content }));
+                        emitter.at_end(&OutputEvent { content });
                     }
                 }
                 emitter.error_if_failed();
@@ -75,7 +80,7 @@ pub(super) fn events_of_tree(
                 } else {
                     format!("span `{span}` (gen_ai operation `{name}`, not mapped)")
                 };
-                emitter.at_start(EventKind::Note, json!({ "text": text }));
+                emitter.at_start(&NoteEvent { text });
                 emitter.error_if_failed();
             }
         }
@@ -112,7 +117,8 @@ impl Emitter<'_> {
         &self.tree.spans[self.i]
     }
 
-    fn at_start(&mut self, kind: EventKind, payload: Value) {
+    fn at_start<P: EventPayload>(&mut self, payload: &P) {
+        let (kind, payload) = (P::KIND, to_json(payload));
         let nanos = self.span().start;
         let depth = self.tree.depth[self.i] as i64;
         let sub = self.start_sub;
@@ -120,7 +126,8 @@ impl Emitter<'_> {
         self.push(nanos, 1, depth, sub, kind, payload);
     }
 
-    fn at_end(&mut self, kind: EventKind, payload: Value) {
+    fn at_end<P: EventPayload>(&mut self, payload: &P) {
+        let (kind, payload) = (P::KIND, to_json(payload));
         let (start, nanos) = (self.span().start, self.span().end);
         let depth = self.tree.depth[self.i] as i64;
         // An instant span's end events stay after its start events.
@@ -160,7 +167,10 @@ impl Emitter<'_> {
     fn error_if_failed(&mut self) {
         if self.tree.failed(self.i) {
             let message = self.tree.error_message(self.i);
-            self.at_end(EventKind::Error, json!({ "message": message }));
+            self.at_end(&ErrorEvent {
+                message,
+                request_hash: None,
+            });
         }
     }
 
@@ -229,25 +239,29 @@ impl Emitter<'_> {
         let span_id = span.span_id.clone();
         let failed = self.tree.failed(self.i);
 
-        let call = json!({
-            "provider": provider,
-            "request": request.to_json(),
-            "request_hash": request_hash,
+        self.at_start(&ModelCallEvent {
+            provider,
+            request,
+            request_hash: request_hash.clone(),
+            compile_seq: None,
+            messages: None,
         });
-        self.at_start(EventKind::ModelCall, call);
         if answered || !failed {
-            self.at_end(
-                EventKind::ModelOutput,
-                json!({ "request_hash": request_hash, "response": response_json(&response) }),
-            );
+            self.at_end(&ModelOutputEvent {
+                request_hash,
+                response,
+            });
         }
         if !tools_traced {
             for (n, (id, tool, arguments)) in output.tool_calls.into_iter().enumerate() {
                 let call_id = id.unwrap_or_else(|| format!("otel-{span_id}-{n}"));
-                self.at_end(
-                    EventKind::ToolCall,
-                    json!({ "call_id": call_id, "tool": tool, "arguments": arguments }),
-                );
+                self.at_end(&ToolCallEvent {
+                    call_id,
+                    tool,
+                    arguments,
+                    usage: None,
+                    call_hash: None,
+                });
             }
         }
         self.error_if_failed();
@@ -279,14 +293,18 @@ impl Emitter<'_> {
             None => Value::Null,
         };
         let status = if failed { "error" } else { "ok" };
-        self.at_start(
-            EventKind::ToolCall,
-            json!({ "call_id": call_id, "tool": tool, "arguments": arguments }),
-        );
-        self.at_end(
-            EventKind::ToolResult,
-            json!({ "call_id": call_id, "status": status, "output": output }),
-        );
+        self.at_start(&ToolCallEvent {
+            call_id: call_id.clone(),
+            tool,
+            arguments,
+            usage: None,
+            call_hash: None,
+        });
+        self.at_end(&ToolResultEvent {
+            call_id,
+            status: status.to_string(),
+            output,
+        });
         self.error_if_failed();
         Ok(())
     }
@@ -301,20 +319,6 @@ const REQUEST_EXTRAS: [(&str, &str); 6] = [
     ("gen_ai.request.stop_sequences", "stop"),
     ("gen_ai.request.choice.count", "n"),
 ];
-
-/// A [`ChatResponse`] as JSON, in its serde shape (the test suite checks they agree).
-fn response_json(response: &ChatResponse) -> Value {
-    json!({
-        "id": response.id,
-        "model": response.model,
-        "content": response.content,
-        "finish_reason": response.finish_reason,
-        "usage": {
-            "prompt_tokens": response.usage.prompt_tokens,
-            "completion_tokens": response.usage.completion_tokens,
-        },
-    })
-}
 
 /// RFC 3339 to the second, as the run format writes times; event order keeps the
 /// nanoseconds.

@@ -4,7 +4,7 @@
 //! before them `gen_ai.content.prompt` / `gen_ai.content.completion`).
 
 use serde_json::Value;
-use tollgate_rules::envelope::canonical_json;
+use tollgate_rules::canonical::canonical_json;
 
 use super::OtlpError;
 use super::attributes::{Attributes, json_in_text};

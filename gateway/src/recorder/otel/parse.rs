@@ -3,33 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::OtlpError;
 use super::attributes::{Attributes, parse_attributes};
-
-/// Where a document came from: a line of a JSON-lines file, or the whole input.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct DocLocation {
-    /// The line the document starts on, when the input held several documents.
-    pub line: Option<usize>,
-}
-
-impl DocLocation {
-    /// `path`, followed by the document's line when there is one.
-    pub fn at(self, path: &str) -> String {
-        match self.line {
-            Some(line) => format!("{path} (line {line})"),
-            None => path.to_owned(),
-        }
-    }
-
-    /// The document itself.
-    fn whole(self) -> String {
-        match self.line {
-            Some(line) => format!("the document at line {line}"),
-            None => "the document".to_owned(),
-        }
-    }
-}
+use super::{DocLocation, OtlpError};
 
 /// One span, its values decoded.
 #[derive(Debug, Clone)]

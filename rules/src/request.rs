@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use tollgate_engine::{FactSet, Value};
 
-use super::format::Level;
+use crate::envelope::Level;
 
 /// The origin label of request facts.
 pub const REQUEST_ORIGIN: &str = "request";

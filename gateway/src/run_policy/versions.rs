@@ -6,8 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
+use crate::recorder::events::Event;
 use crate::recorder::format::{EnvelopeSource, EventRecord, RunFile};
 
 /// The versions of a run file's envelopes, by label, and the sets its decisions used.
@@ -63,20 +62,17 @@ impl<'a> RecordedVersions<'a> {
     /// The `ID@VERSION`s a recorded event says it was decided under (sorted): a `decision`'s
     /// decision, a `compile`'s first item decision. `None` for events that record none.
     pub fn of_event(e: &EventRecord) -> Option<Vec<String>> {
-        let versions = match e.kind.as_str() {
-            "decision" => e.payload.pointer("/decision/envelope_versions"),
-            "compile" => e
-                .payload
-                .get("outcomes")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .find_map(|o| o.pointer("/policy/envelope_versions")),
-            _ => None,
-        }?;
-        Some(sorted(
-            versions.as_array()?.iter().filter_map(Value::as_str),
-        ))
+        let versions = match e.event().ok()? {
+            Event::Decision(d) => d.decision.envelope_versions,
+            Event::Compile(c) => {
+                c.outcomes
+                    .into_iter()
+                    .find_map(|o| o.policy)?
+                    .envelope_versions
+            }
+            _ => return None,
+        };
+        Some(sorted(versions.iter().map(String::as_str)))
     }
 
     /// Every distinct set of versions the run's decisions were made under, the opening set

@@ -1,4 +1,7 @@
-//! The span redactor: what happens to an item whose policy decision is `redact`.
+//! Secrets: the detectors and the span redactor, the one place that says what a secret looks
+//! like and how it is hidden. The compiler redacts context items with it (an item whose
+//! policy decision is `redact`), the tool endpoint scans and redacts JSON arguments, and the
+//! model proxy scans and redacts messages and the arguments of their tool calls.
 //!
 //! Built-in detectors find secrets (private key blocks, AWS access key ids, `sk-` API keys,
 //! GitHub and Slack tokens, bearer tokens, and the values of `password=` / `token:` style
@@ -10,6 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Which part of an item a span was cut from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -186,4 +190,99 @@ pub(crate) fn redact(text: &str, part: BodyPart, rule: &str) -> Redaction {
     }
     out.push_str(text.get(at..).unwrap_or_default());
     Redaction { text: out, spans }
+}
+
+/// Whether a detector finds a secret in any string of `v` (object keys excepted).
+pub(crate) fn holds_secret(v: &Value) -> bool {
+    match v {
+        Value::String(s) => !find_spans(s).is_empty(),
+        Value::Array(items) => items.iter().any(holds_secret),
+        Value::Object(map) => map.values().any(holds_secret),
+        _ => false,
+    }
+}
+
+/// `v` with every secret span replaced by the redaction marker of `rule` (strings without one
+/// are kept as they are), and how many spans were replaced.
+pub(crate) fn redact_secrets(v: &Value, rule: &str) -> (Value, usize) {
+    let mut spans = 0;
+    let redacted = rewrite_strings(v, &mut |s| {
+        if find_spans(s).is_empty() {
+            return None;
+        }
+        let r = redact(s, BodyPart::Content, rule);
+        spans += r.spans.len();
+        Some(r.text)
+    });
+    (redacted, spans)
+}
+
+/// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
+fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
+    match v {
+        Value::String(s) => Value::String(f(s).unwrap_or_else(|| s.clone())),
+        Value::Array(items) => Value::Array(items.iter().map(|i| rewrite_strings(i, f)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, i)| (k.clone(), rewrite_strings(i, f)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Whether a detector finds a secret in a model's tool-call arguments (a JSON text): in any
+/// string of them when they are JSON (as the tool endpoint scans arguments), in the text
+/// otherwise.
+pub(crate) fn arguments_hold_secret(arguments: &str) -> bool {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) => holds_secret(&value),
+        Err(_) => !find_spans(arguments).is_empty(),
+    }
+}
+
+/// A model's tool-call arguments with every detected secret replaced by `rule`'s marker, and
+/// how many spans were replaced. JSON arguments are redacted string by string and written
+/// again (a marker replacing a quoted value must not break the JSON); other text as text.
+pub(crate) fn redact_arguments(arguments: &str, rule: &str) -> (String, usize) {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) if holds_secret(&value) => {
+            let (redacted, spans) = redact_secrets(&value, rule);
+            (redacted.to_string(), spans)
+        }
+        Ok(_) => (arguments.to_owned(), 0),
+        Err(_) if find_spans(arguments).is_empty() => (arguments.to_owned(), 0),
+        Err(_) => {
+            let r = redact(arguments, BodyPart::Content, rule);
+            (r.text, r.spans.len())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{arguments_hold_secret, redact_arguments};
+
+    #[test]
+    fn json_arguments_are_redacted_string_by_string_and_stay_json() {
+        let arguments = r#"{"cmd": "ls", "auth": {"api_key": "sk-abcdefghijklmnopqrstu"}}"#;
+        assert!(arguments_hold_secret(arguments));
+        let (redacted, spans) = redact_arguments(arguments, "r");
+        assert_eq!(spans, 1);
+        let value: serde_json::Value = serde_json::from_str(&redacted).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"cmd": "ls", "auth": {"api_key": "[REDACTED:r]"}})
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_json_are_redacted_as_text_and_clean_ones_kept() {
+        let (redacted, spans) = redact_arguments("deploy AKIAABCDEFGHIJKLMNOP now", "r");
+        assert_eq!((redacted.as_str(), spans), ("deploy [REDACTED:r] now", 1));
+        for clean in [r#"{"cmd": "ls"}"#, "not json", ""] {
+            assert!(!arguments_hold_secret(clean));
+            assert_eq!(redact_arguments(clean, "r"), (clean.to_owned(), 0));
+        }
+    }
 }

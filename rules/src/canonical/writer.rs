@@ -7,6 +7,9 @@
 //! scratch buffer, then the entries are sorted by key (bytewise, as `String` orders) and copied
 //! out. Scratch buffers are reused across objects. As with `serde_json::Map`, a repeated key
 //! keeps its last value.
+//!
+//! A `serde_json::value::RawValue` is copied as it is: it must hold canonical JSON already
+//! (the gateway's rendered decisions do), so a payload can embed text written once.
 
 use std::borrow::Cow;
 
@@ -39,6 +42,9 @@ pub fn to_canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<String, Can
     Ok(out)
 }
 
+/// The struct name `serde_json` serializes a `RawValue` under.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 /// Writes one value into `out`; `spare` holds scratch buffers for objects to reuse.
 struct Writer<'a> {
     out: &'a mut String,
@@ -70,6 +76,7 @@ impl<'a> Writer<'a> {
             object,
             key: None,
             variant: None,
+            raw: false,
         }
     }
 
@@ -239,10 +246,12 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
     fn serialize_struct(
         self,
-        _: &'static str,
+        name: &'static str,
         _: usize,
     ) -> Result<ObjectWriter<'a>, CanonicalError> {
-        Ok(self.object())
+        let mut object = self.object();
+        object.raw = name == RAW_VALUE_TOKEN;
+        Ok(object)
     }
     fn serialize_struct_variant(
         self,
@@ -340,6 +349,8 @@ struct ObjectWriter<'a> {
     key: Option<String>,
     /// Inside `{"VARIANT":{...}}`.
     variant: Option<&'static str>,
+    /// A `serde_json::value::RawValue`: its one field is JSON text, copied as it is.
+    raw: bool,
 }
 
 impl ObjectWriter<'_> {
@@ -421,9 +432,18 @@ impl ser::SerializeStruct for ObjectWriter<'_> {
         key: &'static str,
         v: &T,
     ) -> Result<(), CanonicalError> {
+        if self.raw {
+            // The text serializes as a string; `KeyWriter` hands a string back as it is.
+            self.out.push_str(&v.serialize(KeyWriter)?);
+            return Ok(());
+        }
         self.entry(Cow::Borrowed(key), v)
     }
-    fn end(self) -> Result<(), CanonicalError> {
+    fn end(mut self) -> Result<(), CanonicalError> {
+        if self.raw {
+            self.spare.push(std::mem::take(&mut self.object));
+            return Ok(());
+        }
         self.close()
     }
 }
@@ -592,7 +612,7 @@ impl ser::Serializer for KeyWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::envelope::canonical_json;
+    use crate::canonical::canonical_json;
     use proptest::prelude::*;
     use serde_json::{Value, json};
     use std::collections::BTreeMap;
@@ -600,6 +620,31 @@ mod tests {
     fn same_as_value_path<T: Serialize>(v: &T) {
         let via_value = canonical_json(&serde_json::to_value(v).unwrap());
         assert_eq!(to_canonical_json(v).unwrap(), via_value);
+    }
+
+    #[test]
+    fn a_raw_value_is_copied_as_it_is_inside_a_sorted_object() {
+        #[derive(Serialize)]
+        struct Event<'a> {
+            z: u8,
+            decision: &'a serde_json::value::RawValue,
+            a: Option<&'a serde_json::value::RawValue>,
+        }
+        let raw =
+            serde_json::value::RawValue::from_string(r#"{"b":[1,{"c":null}],"d":"x"}"#.into())
+                .unwrap();
+        let event = Event {
+            z: 1,
+            decision: &raw,
+            a: None,
+        };
+        same_as_value_path(&event);
+        assert_eq!(
+            to_canonical_json(&event).unwrap(),
+            r#"{"a":null,"decision":{"b":[1,{"c":null}],"d":"x"},"z":1}"#
+        );
+        // Objects after the raw value still reuse their scratch buffers correctly.
+        same_as_value_path(&vec![json!({"y": 1, "x": {"q": 2, "p": 3}}); 2]);
     }
 
     #[derive(Serialize)]
