@@ -8,15 +8,19 @@
 //! must serve it back byte for byte.
 //!
 //! The two halves are separate calls so a streaming caller can answer a refusal as an error
-//! before it starts a stream: [`Runtime::allow_chat`] decides and records the decisions and
-//! the `model_call` event; [`Runtime::complete_chat`] or [`Runtime::stream_chat`] forwards the
-//! allowed call and records its `model_output` (or its error). Both forwards record the same
-//! events for the same answer, so a streamed call replays and simulates like any other;
-//! [`Runtime::chat`] is the two halves in one.
+//! before it starts a stream: [`Runtime::allow_chat`] decides (`decide_chat`, which reads and
+//! writes nothing, giving a `ChatDecision`: allowed with the request to forward, or refused)
+//! and records the decisions and the `model_call` event (`record_chat_decision`, one write);
+//! [`Runtime::complete_chat`] or [`Runtime::stream_chat`] forwards the allowed call and
+//! records its `model_output` (or its error). Both forwards record the same events for the
+//! same answer, so a streamed call replays and simulates like any other; [`Runtime::chat`] is
+//! the two halves in one.
 //!
 //! The model string may name its provider (`openai/gpt-4.1-mini`); without one the provider
 //! is `openai`, the dialect the endpoint speaks. The provider the gateway forwards to (`fake`,
 //! `openai`, `replay`) is a deployment setting, recorded with each call.
+
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -67,6 +71,39 @@ pub struct AllowedChat {
     messages: Vec<MessageDecision>,
 }
 
+/// A chat call decided and not yet recorded.
+#[derive(Debug)]
+pub(crate) struct ChatDecision {
+    run: String,
+    step: u32,
+    /// The engine that decided: the write recording its decisions links its versions.
+    engine: Arc<RunPolicy>,
+    model_call: ModelCall,
+    model_decision: EnvelopeDecision,
+    verdict: ChatVerdict,
+}
+
+/// Whether a chat call may leave the gateway.
+#[derive(Debug)]
+pub(crate) enum ChatVerdict {
+    /// Every message may leave.
+    Allowed {
+        /// As forwarded: the bare model, messages redacted, gateway fields removed.
+        request: ChatRequest,
+        /// What policy did to each message.
+        messages: Vec<MessageDecision>,
+        /// The message decisions that changed something (recorded with the call).
+        recorded: Vec<EnvelopeDecision>,
+    },
+    /// The model or a message is refused; nothing leaves.
+    Refused {
+        /// Why, for the caller.
+        message: String,
+        /// The refused message's decision (`None`: the model was refused).
+        data: Option<Box<EnvelopeDecision>>,
+    },
+}
+
 impl Runtime {
     /// Decides, forwards and records a chat call of `run`. Blocking (the provider is).
     pub fn chat(&self, run: &str, request: ChatRequest) -> Result<ChatOutcome, RuntimeError> {
@@ -77,11 +114,19 @@ impl Runtime {
     /// The policy half of a chat call: model rules, then data rules over every message
     /// (redacting them), recorded as the decisions and the `model_call` event. A refusal is
     /// recorded too and answered [`RuntimeError::Denied`]; nothing has left the gateway then.
-    pub fn allow_chat(
+    pub fn allow_chat(&self, run: &str, request: ChatRequest) -> Result<AllowedChat, RuntimeError> {
+        let decided = self.decide_chat(run, request)?;
+        self.record_chat_decision(decided)
+    }
+
+    /// Decides a chat call: the model rules, then the data rules over each message (a
+    /// secret in its text or its tool calls' arguments labels it; `redact` rewrites it in
+    /// the request to forward). Reads the store; writes nothing.
+    pub(crate) fn decide_chat(
         &self,
         run: &str,
         mut request: ChatRequest,
-    ) -> Result<AllowedChat, RuntimeError> {
+    ) -> Result<ChatDecision, RuntimeError> {
         if request.model.trim().is_empty() {
             return Err(RuntimeError::Invalid("`model` must not be empty".into()));
         }
@@ -97,8 +142,15 @@ impl Runtime {
         let engine = self.engine_for(run)?;
         let step = self.current_step(run, &header)?;
         let model_call = requested_model_call(&request);
-        let model = model_call.model.clone();
         let model_decision = engine.decide_model(run, &model_call);
+        let refused = |message: String, data: Option<Box<EnvelopeDecision>>| ChatDecision {
+            run: run.to_string(),
+            step,
+            engine: engine.clone(),
+            model_call: model_call.clone(),
+            model_decision: model_decision.clone(),
+            verdict: ChatVerdict::Refused { message, data },
+        };
         if model_decision.effect != DecisionEffect::Allow {
             let message = format!(
                 "model `{}` is not allowed for run `{run}` ({} by {})",
@@ -106,25 +158,13 @@ impl Runtime {
                 model_decision.effect.as_str(),
                 model_decision.rules.join(", ")
             );
-            self.record_refusal(
-                run,
-                &engine,
-                step,
-                &model_call,
-                &model_decision,
-                None,
-                &message,
-            )?;
-            return Err(RuntimeError::Denied {
-                message,
-                decision: Box::new(model_decision),
-            });
+            return Ok(refused(message, None));
         }
-        request.model = model;
+        request.model = model_call.model.clone();
 
         // Data rules over every message before it leaves.
         let mut messages = Vec::with_capacity(request.messages.len());
-        let mut message_decisions = Vec::new();
+        let mut recorded = Vec::new();
         for (index, m) in request.messages.iter_mut().enumerate() {
             // The message's text and the arguments of the calls it carries are one item: a
             // secret in either labels it, and `redact` replaces it in both.
@@ -171,19 +211,7 @@ impl Runtime {
                         "message {index} may not be sent for run `{run}` (denied by {})",
                         decision.rules.join(", ")
                     );
-                    self.record_refusal(
-                        run,
-                        &engine,
-                        step,
-                        &model_call,
-                        &model_decision,
-                        Some(&decision),
-                        &message,
-                    )?;
-                    return Err(RuntimeError::Denied {
-                        message,
-                        decision: Box::new(decision),
-                    });
+                    return Ok(refused(message, Some(Box::new(decision))));
                 }
             }
             messages.push(MessageDecision {
@@ -193,10 +221,61 @@ impl Runtime {
                 redacted_spans,
             });
             if decision.effect != DecisionEffect::Allow {
-                message_decisions.push(decision);
+                recorded.push(decision);
             }
         }
+        Ok(ChatDecision {
+            run: run.to_string(),
+            step,
+            engine: engine.clone(),
+            model_call,
+            model_decision: model_decision.clone(),
+            verdict: ChatVerdict::Allowed {
+                request,
+                messages,
+                recorded,
+            },
+        })
+    }
 
+    /// Records a decided chat call in one write: an allowed call's model decision, the
+    /// decisions that changed a message and the `model_call` event (the call must then be
+    /// forwarded); a refusal's decisions and an error event, answered
+    /// [`RuntimeError::Denied`].
+    pub(crate) fn record_chat_decision(
+        &self,
+        decided: ChatDecision,
+    ) -> Result<AllowedChat, RuntimeError> {
+        let ChatDecision {
+            run,
+            step,
+            engine,
+            model_call,
+            model_decision,
+            verdict,
+        } = decided;
+        let (request, messages, recorded) = match verdict {
+            ChatVerdict::Refused { message, data } => {
+                self.record_refusal(
+                    &run,
+                    &engine,
+                    step,
+                    &model_call,
+                    &model_decision,
+                    data.as_deref(),
+                    &message,
+                )?;
+                return Err(RuntimeError::Denied {
+                    message,
+                    decision: data.unwrap_or_else(|| Box::new(model_decision)),
+                });
+            }
+            ChatVerdict::Allowed {
+                request,
+                messages,
+                recorded,
+            } => (request, messages, recorded),
+        };
         let request_hash = request.hash();
         let provider_name = self.provider().name().to_string();
         let at = self.now_rfc3339();
@@ -205,7 +284,7 @@ impl Runtime {
             at.clone(),
             &DecisionEvent::new(&model_decision, model_decision.effect),
         )?];
-        for d in &message_decisions {
+        for d in &recorded {
             let event = DecisionEvent {
                 request_hash: Some(request_hash.clone()),
                 ..DecisionEvent::new(d, d.effect)
@@ -220,21 +299,20 @@ impl Runtime {
             messages: Some(messages),
         };
         events.push(new_event(step, at, &call)?);
-        self.append_decided(run, &engine, events)?;
+        self.append_decided(&run, &engine, events)?;
         let ModelCallEvent {
             request,
             request_hash,
             messages,
             ..
         } = call;
-        let messages = messages.unwrap_or_default();
         Ok(AllowedChat {
-            run: run.to_string(),
+            run,
             step,
             request,
             request_hash,
             model_decision,
-            messages,
+            messages: messages.unwrap_or_default(),
         })
     }
 

@@ -4,6 +4,10 @@
 //! call), then approvals: a `require_approval` call gets an approval bound to it, and the same
 //! call presented again with an approved approval id goes ahead once.
 //!
+//! Deciding and recording are apart: `decide_tool_call` reads the store and gives a
+//! `ToolCallOutcome` (effect, reason, the approval step as an `ApprovalStep`, the arguments to
+//! execute with and the call as it will be recorded); `record_tool_call` writes it.
+//!
 //! The call, its decision (with the receipt) and any approval use are recorded in one write,
 //! together with the rate-limit count and, for the first decision under an engine, the links of
 //! its envelope versions to the run, so a crash never leaves a counted call unrecorded nor a
