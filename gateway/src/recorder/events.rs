@@ -12,6 +12,8 @@
 //! out, is an `Option<Option<_>>` ([`present`] reads `null` as `Some(None)`). Reading is
 //! lenient where the recorded sources differ (a field some sources leave out has a default)
 //! and strict about types: a payload that does not read is reported by whoever reads it.
+//! Fields are declared in key order where a payload is written on a hot path (tool calls and
+//! their decisions): the canonical writer then writes them straight out, without sorting.
 //!
 //! A new event kind is a variant of [`EventKind`], a type here implementing [`EventPayload`],
 //! and an arm of [`Event`].
@@ -122,22 +124,22 @@ pub struct ModelOutputEvent {
 /// `tool_call`: a tool call the agent made or asked to make.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallEvent {
+    /// Its arguments (secrets already replaced when the gateway recorded it).
+    #[serde(default)]
+    pub arguments: Value,
+    /// The hash binding an approval to the call (the gateway's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_hash: Option<String>,
     /// The call's id.
     #[serde(default)]
     pub call_id: String,
     /// The tool.
     #[serde(default)]
     pub tool: String,
-    /// Its arguments (secrets already replaced when the gateway recorded it).
-    #[serde(default)]
-    pub arguments: Value,
     /// The rate-limit usage counted when the gateway decided it, by rule id (replay and
     /// simulation decide it with the same usage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<BTreeMap<String, i32>>,
-    /// The hash binding an approval to the call (the gateway's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_hash: Option<String>,
 }
 
 /// `tool_result`: what a tool returned.
@@ -159,16 +161,6 @@ pub struct ToolResultEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(bound(serialize = "D: Serialize", deserialize = "D: Deserialize<'de>"))]
 pub struct DecisionEvent<D = EnvelopeDecision> {
-    /// The decision, with its proof, envelope versions and input hash.
-    pub decision: D,
-    /// What the gateway answered when it differs in kind from the policy's effect (an
-    /// approved call is `allow`, secrets redacted from its arguments `redact`); the gateway
-    /// writes it on every decision, a recorded session may leave it out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<DecisionEffect>,
-    /// The tool call decided.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
     /// The approval gating the tool call (`null` when none does; the gateway writes it on
     /// every tool decision).
     #[serde(
@@ -177,6 +169,9 @@ pub struct DecisionEvent<D = EnvelopeDecision> {
         deserialize_with = "present"
     )]
     pub approval_id: Option<Option<String>>,
+    /// The tool call decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// The data decision over the tool call's arguments (`null` when they held nothing to
     /// hide; the gateway writes it on every tool decision).
     #[serde(
@@ -185,16 +180,23 @@ pub struct DecisionEvent<D = EnvelopeDecision> {
         deserialize_with = "present"
     )]
     pub data_decision: Option<Option<D>>,
+    /// The decision, with its proof, envelope versions and input hash.
+    pub decision: D,
+    /// What the gateway answered when it differs in kind from the policy's effect (an
+    /// approved call is `allow`, secrets redacted from its arguments `redact`); the gateway
+    /// writes it on every decision, a recorded session may leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<DecisionEffect>,
     /// Why, in words, as the gateway told the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The model request a message decision is about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_hash: Option<String>,
     /// The model call the gateway refused (no `model_call` event follows a refusal, so this
     /// is where replay and simulation find it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_model_call: Option<ModelCall>,
+    /// The model request a message decision is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_hash: Option<String>,
 }
 
 impl<D> DecisionEvent<D> {

@@ -68,8 +68,13 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    fn object(self) -> ObjectWriter<'a> {
+    /// An object writer; `direct`: start writing straight into `out` (see [`ObjectWriter`]).
+    fn object(self, direct: bool) -> ObjectWriter<'a> {
         let object = self.spare.pop().unwrap_or_default();
+        let direct = direct.then(|| {
+            self.out.push('{');
+            self.out.len()
+        });
         ObjectWriter {
             out: self.out,
             spare: self.spare,
@@ -77,6 +82,7 @@ impl<'a> Writer<'a> {
             key: None,
             variant: None,
             raw: false,
+            direct,
         }
     }
 
@@ -242,15 +248,16 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(array)
     }
     fn serialize_map(self, _: Option<usize>) -> Result<ObjectWriter<'a>, CanonicalError> {
-        Ok(self.object())
+        Ok(self.object(true))
     }
     fn serialize_struct(
         self,
         name: &'static str,
         _: usize,
     ) -> Result<ObjectWriter<'a>, CanonicalError> {
-        let mut object = self.object();
-        object.raw = name == RAW_VALUE_TOKEN;
+        let raw = name == RAW_VALUE_TOKEN;
+        let mut object = self.object(!raw);
+        object.raw = raw;
         Ok(object)
     }
     fn serialize_struct_variant(
@@ -260,7 +267,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         _: usize,
     ) -> Result<ObjectWriter<'a>, CanonicalError> {
-        let mut object = self.object();
+        let mut object = self.object(false);
         object.variant = Some(variant);
         Ok(object)
     }
@@ -340,7 +347,10 @@ impl ser::SerializeTupleVariant for ArrayWriter<'_> {
     }
 }
 
-/// Collects an object's entries, then writes them sorted by key.
+/// Writes an object's entries sorted by key. While keys arrive in increasing order (a struct
+/// whose fields are declared sorted, a `BTreeMap`, a `serde_json::Map`) each entry is written
+/// straight into `out`; the first key out of order moves what was written into the scratch
+/// buffer, and from then on entries are collected there and sorted when the object closes.
 struct ObjectWriter<'a> {
     out: &'a mut String,
     spare: &'a mut Vec<Object>,
@@ -351,6 +361,9 @@ struct ObjectWriter<'a> {
     variant: Option<&'static str>,
     /// A `serde_json::value::RawValue`: its one field is JSON text, copied as it is.
     raw: bool,
+    /// Writing straight into `out`, where the object's text starts (after its `{`); the
+    /// entries' value ranges in `object.keys` are then ranges of `out`.
+    direct: Option<usize>,
 }
 
 impl ObjectWriter<'_> {
@@ -359,6 +372,28 @@ impl ObjectWriter<'_> {
         key: Cow<'static, str>,
         value: &T,
     ) -> Result<(), CanonicalError> {
+        if let Some(start) = self.direct {
+            let in_order = self
+                .object
+                .keys
+                .last()
+                .is_none_or(|(last, _, _)| last.as_ref() < key.as_ref());
+            if in_order {
+                if !self.object.keys.is_empty() {
+                    self.out.push(',');
+                }
+                write_json_string(&key, self.out);
+                self.out.push(':');
+                let from = self.out.len();
+                value.serialize(Writer {
+                    out: self.out,
+                    spare: self.spare,
+                })?;
+                self.object.keys.push((key, from, self.out.len()));
+                return Ok(());
+            }
+            self.leave_direct(start);
+        }
         let start = self.object.buf.len();
         value.serialize(Writer {
             out: &mut self.object.buf,
@@ -368,7 +403,26 @@ impl ObjectWriter<'_> {
         Ok(())
     }
 
+    /// Moves the values written straight into `out` to the scratch buffer and takes the
+    /// object's text out of `out` again (its `{` included).
+    fn leave_direct(&mut self, start: usize) {
+        let Object { keys, buf } = &mut self.object;
+        for (_, from, to) in keys.iter_mut() {
+            let at = buf.len();
+            buf.push_str(&self.out[*from..*to]);
+            (*from, *to) = (at, buf.len());
+        }
+        self.out.truncate(start - 1);
+        self.direct = None;
+    }
+
     fn close(mut self) -> Result<(), CanonicalError> {
+        if self.direct.is_some() {
+            self.out.push('}');
+            self.object.keys.clear();
+            self.spare.push(std::mem::take(&mut self.object));
+            return Ok(());
+        }
         let Object { keys, buf } = &mut self.object;
         // Stable: of equal keys the last one given ends last, and wins below. Struct fields
         // often come in order already.
@@ -620,6 +674,39 @@ mod tests {
     fn same_as_value_path<T: Serialize>(v: &T) {
         let via_value = canonical_json(&serde_json::to_value(v).unwrap());
         assert_eq!(to_canonical_json(v).unwrap(), via_value);
+    }
+
+    /// Entries written straight out while keys come in order are moved aside when one comes
+    /// out of order, nested objects and all; objects inside later entries start afresh.
+    #[test]
+    fn an_object_whose_keys_turn_out_of_order_is_sorted_all_the_same() {
+        #[derive(Serialize)]
+        struct Inner {
+            a: u8,
+            b: Vec<u8>,
+        }
+        #[derive(Serialize)]
+        struct Outer {
+            b: Inner,
+            c: BTreeMap<String, Inner>,
+            a: Inner,
+            d: Option<Inner>,
+            ab: serde_json::Value,
+        }
+        let inner = || Inner { a: 1, b: vec![2] };
+        let outer = Outer {
+            b: inner(),
+            c: [("y".to_string(), inner()), ("x".to_string(), inner())].into(),
+            a: inner(),
+            d: None,
+            ab: json!({"z": {"k": [1, {"q": 1, "p": 2}]}, "m": null}),
+        };
+        same_as_value_path(&outer);
+        same_as_value_path(&vec![outer]);
+        assert_eq!(
+            to_canonical_json(&Inner { a: 1, b: vec![] }).unwrap(),
+            r#"{"a":1,"b":[]}"#
+        );
     }
 
     #[test]
