@@ -72,15 +72,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             body_limit: args.body_limit,
             extra_hosts: Vec::new(),
         };
-        let state = AppState {
-            runtime: Arc::new(runtime),
-            token: Arc::from(token.as_str()),
-            config: Arc::new(config),
-        };
+        let state = AppState::new(Arc::new(runtime), &token, config);
         eprintln!(
             "tollgate: listening on http://{local} (bearer token in {}, or TOLLGATE_TOKEN)",
             token_dir.join("token").display()
         );
+        if let Some(url) = state.dashboard_login_url() {
+            // Like Jupyter's: the terminal is the one place the login token is shown.
+            eprintln!("tollgate: dashboard at {url}");
+        }
         // Lines for scripts and tests that start the gateway on port 0.
         println!("listening on http://{local}");
         serve(listener, state, shutdown_signal()).await?;

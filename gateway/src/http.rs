@@ -7,6 +7,7 @@
 //! stopping the server — gracefully, or not — loses no acknowledged write.
 
 mod chat;
+pub mod dashboard;
 mod error;
 mod policies;
 mod runs;
@@ -67,6 +68,34 @@ pub struct AppState {
     pub token: Arc<str>,
     /// The configuration.
     pub config: Arc<ServeConfig>,
+    /// The dashboard's browser sessions.
+    pub dashboard: Arc<dashboard::sessions::Sessions>,
+}
+
+impl AppState {
+    /// The state of a gateway over `runtime` with bearer token `token`, no dashboard session
+    /// open yet (and a fresh one-time login token).
+    pub fn new(runtime: Arc<Runtime>, token: &str, config: ServeConfig) -> AppState {
+        AppState {
+            runtime,
+            token: Arc::from(token),
+            config: Arc::new(config),
+            dashboard: Arc::new(dashboard::sessions::Sessions::new()),
+        }
+    }
+
+    /// The dashboard URL with the one-time login token, while it is unused.
+    pub fn dashboard_login_url(&self) -> Option<String> {
+        let token = self.dashboard.login_token()?;
+        Some(format!(
+            "http://{}:{}/ui/login?token={token}",
+            match self.config.addr {
+                IpAddr::V6(a) => format!("[{a}]"),
+                IpAddr::V4(a) => a.to_string(),
+            },
+            self.config.port
+        ))
+    }
 }
 
 /// The whole API. Layers run outside in: Host/Origin, body size, token.
@@ -80,6 +109,7 @@ pub fn router(state: AppState) -> Router {
             async move { axum::Json(doc.as_ref().clone()) }
         }),
     )
+    .merge(dashboard::routes())
     .fallback(not_found)
     .layer(DefaultBodyLimit::max(state.config.body_limit))
     .layer(from_fn_with_state(state.clone(), security::require_token))

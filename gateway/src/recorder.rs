@@ -11,6 +11,7 @@
 pub mod events;
 pub mod format;
 pub mod otel;
+mod page;
 mod promote;
 mod timeline;
 pub(crate) mod write;
@@ -23,6 +24,7 @@ use tollgate_rules::canonical::canonical_json;
 use crate::store::{Store, StoreError};
 use format::{EventKind, EventRecord, RunFile, RunHeader, StepRecord};
 
+pub use page::{RunFilter, RunKey, RunPage};
 pub use promote::{PromotedRecord, Provenance};
 pub use timeline::render_timeline;
 pub use write::ImportSummary;

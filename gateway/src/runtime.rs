@@ -197,6 +197,7 @@ impl Runtime {
 pub use chat::{AllowedChat, ChatOutcome};
 pub use compile::CompileAnswer;
 pub use decisions::{DecisionFilter, RecordedDecision};
+pub(crate) use runs::random_hex;
 pub use runs::{EventInput, OpenRun, RunView};
 pub use tools::{ApprovalView, Receipt, ToolCallAnswer, ToolCallRequest};
 

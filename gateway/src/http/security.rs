@@ -1,7 +1,8 @@
 //! The sidecar's front door, checked in this order for every request: the Host and Origin
 //! headers (a page on another site, or a DNS-rebound name, is refused with 403), the body size
 //! (413 from `Content-Length` before the body is read; streamed bodies are cut by the
-//! extractor's limit), then the bearer token (401) — every route except `GET /health`.
+//! extractor's limit), then the bearer token (401) — every route except `GET /health` and the
+//! dashboard under `/ui`, which has its own session (`dashboard::sessions`).
 
 use std::path::Path;
 
@@ -70,9 +71,12 @@ pub async fn check_body_size(State(state): State<AppState>, req: Request, next: 
     next.run(req).await
 }
 
-/// Requires `Authorization: Bearer TOKEN` except on `GET /health`.
+/// Requires `Authorization: Bearer TOKEN` except on `GET /health` and the dashboard's pages
+/// (`/ui`), which a browser session guards instead (`dashboard::Viewer`).
 pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if req.method() == Method::GET && req.uri().path() == "/health" {
+    let path = req.uri().path();
+    let dashboard = path == "/ui" || path.starts_with("/ui/");
+    if (req.method() == Method::GET && path == "/health") || dashboard {
         return next.run(req).await;
     }
     let given = req

@@ -350,3 +350,57 @@ fn timeline_lists_every_event() {
     assert!(text.contains("step 1 · coder · fix"));
     assert_eq!(text.matches("  note  ").count(), 4, "{text}");
 }
+
+/// Pages follow each other by key: every run once, newest first (ties on the start time by
+/// id), filters applied on every page, and the last page says there is no next one.
+#[test]
+fn runs_page_by_key_newest_first_with_filters() {
+    let (_d, rec) = recorder();
+    for i in 0..7 {
+        let mut h = header(&format!("run-{i}"));
+        // Two runs share each start time; odd ones belong to another agent.
+        h.started_at = format!("2026-11-02T09:0{}:00Z", i / 2);
+        if i % 2 == 1 {
+            h.agent = "reviewer".into();
+            h.status = "failed".into();
+        }
+        rec.open_run(&h).unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut filter = RunFilter::default();
+    loop {
+        let page = rec.page(&filter, 3).unwrap();
+        assert!(page.runs.len() <= 3);
+        seen.extend(page.runs.iter().map(|r| r.id.clone()));
+        match page.next {
+            Some(next) => filter.after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "run-6", "run-5", "run-4", "run-3", "run-2", "run-1", "run-0"
+        ]
+    );
+    let only = |agent: Option<&str>, status: Option<&str>| {
+        let filter = RunFilter {
+            agent: agent.map(str::to_string),
+            status: status.map(str::to_string),
+            after: None,
+        };
+        let ids: Vec<String> = rec
+            .page(&filter, 10)
+            .unwrap()
+            .runs
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        ids
+    };
+    assert_eq!(only(Some("reviewer"), None), ["run-5", "run-3", "run-1"]);
+    assert_eq!(only(None, Some("failed")), ["run-5", "run-3", "run-1"]);
+    assert_eq!(only(Some("coder"), Some("failed")), Vec::<String>::new());
+    let last = rec.page(&RunFilter::default(), 7).unwrap();
+    assert_eq!((last.runs.len(), last.next), (7, None));
+}

@@ -1,0 +1,239 @@
+//! The local dashboard: server-rendered HTML under `/ui`, served by the gateway itself, a
+//! view over the same runtime and store as the JSON routes (no second data path), with no
+//! front-end build step and nothing fetched from outside the machine.
+//!
+//! Access is a browser session ([`sessions`]), not the bearer token: `tollgate serve` prints
+//! a URL carrying a one-time login token; opening it sets an HttpOnly, SameSite=Strict
+//! cookie and redirects to a URL without it. The login page also accepts the bearer token.
+//! Every form that changes something carries the session's CSRF token; the gateway's Host and
+//! Origin checks apply here as everywhere.
+//!
+//! The pattern every screen follows: one page module per resource (`runs`, `receipts`),
+//! rendering with the shared [`layout`] and its components, reading through the runtime in
+//! [`blocking_page`]. A later module adds its screen as one more page module and one more
+//! entry in the navigation.
+
+pub mod layout;
+mod receipts;
+mod runs;
+pub mod sessions;
+
+use axum::Form;
+use axum::Router;
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::AppState;
+use crate::runtime::{Runtime, RuntimeError};
+use sessions::{COOKIE, SESSION_TTL_MS, Session, csrf_ok};
+
+/// The dashboard's routes, all under `/ui`.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/ui", get(|| async { Redirect::to("/ui/runs") }))
+        .route("/ui/", get(|| async { Redirect::to("/ui/runs") }))
+        .route("/ui/login", get(login_page).post(login_form))
+        .route("/ui/logout", post(logout))
+        .route("/ui/assets/dashboard.css", get(stylesheet))
+        .route("/ui/runs", get(runs::list))
+        .route("/ui/runs/{run_id}", get(runs::timeline))
+        .route("/ui/runs/{run_id}/receipts/{seq}", get(receipts::receipt))
+}
+
+/// The session of the browser asking; without one, a page answers with the login page.
+#[derive(Debug, Clone)]
+pub struct Viewer(pub Session);
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Viewer, Response> {
+        let now = state.runtime.now_ms();
+        cookie(parts, COOKIE)
+            .and_then(|id| state.dashboard.check(&id, now))
+            .map(Viewer)
+            .ok_or_else(|| Redirect::to("/ui/login").into_response())
+    }
+}
+
+/// The value of cookie `name` in the request.
+fn cookie(parts: &Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}
+
+/// Renders a page from the runtime, off the async workers; a failure is a page saying what
+/// went wrong (a run that does not exist is a 404 page).
+pub(crate) async fn blocking_page<F>(
+    state: &AppState,
+    viewer: &Viewer,
+    title: &str,
+    screen: &'static str,
+    f: F,
+) -> Response
+where
+    F: FnOnce(&Runtime) -> Result<Markup, RuntimeError> + Send + 'static,
+{
+    let runtime = state.runtime.clone();
+    let result = tokio::task::spawn_blocking(move || f(&runtime)).await;
+    let (status, content) = match result {
+        Ok(Ok(content)) => (StatusCode::OK, content),
+        Ok(Err(e)) => {
+            let message = e.to_string();
+            // The same status the JSON routes give (a 500 logs its detail there).
+            let status = super::ApiError::from(e).into_response().status();
+            let shown = if status.is_client_error() {
+                message
+            } else {
+                "The gateway could not answer; its log says why.".to_string()
+            };
+            let content = html! {
+                h1 { (status.canonical_reason().unwrap_or("Error")) }
+                div.error role="alert" { (shown) }
+                p { a href="/ui/runs" { "Back to the runs" } }
+            };
+            (status, content)
+        }
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            html! { h1 { "Error" } div.error role="alert" { (e.to_string()) } },
+        ),
+    };
+    let mut response = layout::page(title, screen, &viewer.0, content);
+    *response.status_mut() = status;
+    response
+}
+
+/// `?token=` of the URL `serve` prints.
+#[derive(Debug, Deserialize)]
+struct LoginQuery {
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// The login form's fields.
+#[derive(Debug, Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+/// `GET /ui/login`: with a valid token, opens a session; otherwise the login form.
+async fn login_page(State(state): State<AppState>, Query(query): Query<LoginQuery>) -> Response {
+    match query.token {
+        Some(token) => login(&state, &token),
+        None => login_form_page(None),
+    }
+}
+
+/// `POST /ui/login`.
+async fn login_form(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
+    login(&state, form.token.trim())
+}
+
+fn login(state: &AppState, token: &str) -> Response {
+    let now = state.runtime.now_ms();
+    match state.dashboard.login(token, &state.token, now) {
+        Some(session) => {
+            let cookie = format!(
+                "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/ui; Max-Age={}",
+                session.id,
+                SESSION_TTL_MS / 1000
+            );
+            let mut response = Redirect::to("/ui/runs").into_response();
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                response.headers_mut().insert(header::SET_COOKIE, value);
+            }
+            response
+        }
+        None => {
+            let mut response = login_form_page(Some(
+                "That token is not valid, or it was a one-time token already used.",
+            ));
+            *response.status_mut() = StatusCode::UNAUTHORIZED;
+            response
+        }
+    }
+}
+
+fn login_form_page(problem: Option<&str>) -> Response {
+    layout::bare_page(
+        "Log in",
+        html! {
+            h1 { "Tollgate" }
+            p {
+                "Open the dashboard URL " code { "tollgate serve" } " printed, or paste the gateway's "
+                "token (in " code { ".tollgate/token" } ", or " code { "TOLLGATE_TOKEN" } ")."
+            }
+            @if let Some(problem) = problem { div.error role="alert" { (problem) } }
+            form method="post" action="/ui/login" {
+                label for="token" { "Token" }
+                input #token type="password" name="token" autocomplete="off" required autofocus;
+                button type="submit" { "Log in" }
+            }
+        },
+    )
+}
+
+/// A form that changes something: its CSRF token.
+#[derive(Debug, Deserialize)]
+struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /ui/logout`.
+async fn logout(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if !csrf_ok(&viewer.0, &form.csrf) {
+        return csrf_refused();
+    }
+    state.dashboard.logout(&viewer.0.id);
+    let mut response = Redirect::to("/ui/login").into_response();
+    let clear = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/ui; Max-Age=0");
+    if let Ok(value) = HeaderValue::from_str(&clear) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// A form without its session's CSRF token: refused, nothing changed.
+fn csrf_refused() -> Response {
+    let mut response = layout::bare_page(
+        "Refused",
+        html! {
+            h1 { "Refused" }
+            div.error role="alert" {
+                "The form did not carry this session's token, so nothing was changed. "
+                "Reload the page and try again."
+            }
+        },
+    );
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        layout::STYLESHEET,
+    )
+        .into_response()
+}

@@ -1,0 +1,150 @@
+//! The shared layout and components of every dashboard page: the page shell (navigation,
+//! the logout form), badges, empty states, the pager, and the response headers every page
+//! carries. A page module renders its content with these and nothing else of its own style.
+
+use axum::http::{HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
+use maud::{DOCTYPE, Markup, html};
+use tollgate_rules::decide::DecisionEffect;
+
+use super::sessions::Session;
+
+/// The screens in the navigation, by path and name.
+const SCREENS: [(&str, &str); 1] = [("/ui/runs", "Runs")];
+
+/// A whole page: `title`, the screen it belongs to (`/ui/runs`), its content.
+pub fn page(title: &str, screen: &str, session: &Session, content: Markup) -> Response {
+    let body = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Tollgate" }
+                link rel="stylesheet" href="/ui/assets/dashboard.css";
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    a.brand href="/ui/runs" { "Tollgate" }
+                    nav aria-label="Screens" {
+                        ul {
+                            @for (path, name) in SCREENS {
+                                li {
+                                    @if path == screen {
+                                        a href=(path) aria-current="page" { (name) }
+                                    } @else {
+                                        a href=(path) { (name) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    form.logout method="post" action="/ui/logout" {
+                        input type="hidden" name="csrf" value=(session.csrf);
+                        button type="submit" { "Log out" }
+                    }
+                }
+                main #main { (content) }
+            }
+        }
+    };
+    respond(body)
+}
+
+/// A page without a session (the login page).
+pub fn bare_page(title: &str, content: Markup) -> Response {
+    respond(html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Tollgate" }
+                link rel="stylesheet" href="/ui/assets/dashboard.css";
+            }
+            body { main #main.narrow { (content) } }
+        }
+    })
+}
+
+/// HTML with the headers every page carries: nothing cached, nothing framed, no referrer
+/// (a login URL never leaks), scripts and styles from the gateway only.
+fn respond(body: Markup) -> Response {
+    let mut response = Html(body.into_string()).into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// An effect as a badge.
+pub fn effect(effect: DecisionEffect) -> Markup {
+    html! { span class=(format!("badge effect-{}", effect.as_str())) { (effect.as_str()) } }
+}
+
+/// A run status as a badge.
+pub fn status(status: &str) -> Markup {
+    html! { span class=(format!("badge status-{status}")) { (status) } }
+}
+
+/// What to say where there is nothing to show, and what to do next.
+pub fn empty(what: &str, next: Markup) -> Markup {
+    html! {
+        div.empty role="status" {
+            p { strong { (what) } }
+            p { (next) }
+        }
+    }
+}
+
+/// A command to type, shown as code.
+pub fn command(text: &str) -> Markup {
+    html! { code.command { (text) } }
+}
+
+/// Text cut to `max` characters on one line.
+pub fn clip(text: &str, max: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c == '\n' { '⏎' } else { c })
+        .collect();
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut cut: String = one_line.chars().take(max).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// The first 12 characters of a hash, the whole in a tooltip.
+pub fn hash(h: &str) -> Markup {
+    let short: String = h.chars().take(12).collect();
+    html! { code title=(h) { (short) } }
+}
+
+/// A definition list of label and value pairs.
+pub fn facts(rows: &[(&str, Markup)]) -> Markup {
+    html! {
+        dl.facts {
+            @for (label, value) in rows {
+                dt { (label) }
+                dd { (value) }
+            }
+        }
+    }
+}
+
+/// The stylesheet, served from the binary (no page needs anything from outside).
+pub const STYLESHEET: &str = include_str!("../../../assets/dashboard.css");

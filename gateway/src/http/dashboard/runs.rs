@@ -1,0 +1,350 @@
+//! The Runs screen: the runs, newest first, filtered by agent and status and paged by key;
+//! and one run's timeline — its steps, and in each the compiles (every item with what became
+//! of it and why), model calls, tool calls and results, with each decision inline and a link
+//! to its receipt.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::layout::{self, clip, effect, empty, facts, hash};
+use super::{Viewer, blocking_page};
+use crate::http::AppState;
+use crate::recorder::events::{CompileEvent, DecisionEvent, Event};
+use crate::recorder::format::{EventRecord, RunFile};
+use crate::recorder::{RunFilter, RunKey, RunPage};
+use crate::runtime::DecisionFilter;
+
+/// Runs per page.
+pub const PAGE_SIZE: usize = 50;
+
+/// The list's query: filters and where the page starts.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    /// Only this agent's runs.
+    #[serde(default)]
+    agent: Option<String>,
+    /// Only runs with this status.
+    #[serde(default)]
+    status: Option<String>,
+    /// The start time of the last run of the previous page.
+    #[serde(default)]
+    after_at: Option<String>,
+    /// Its id.
+    #[serde(default)]
+    after_id: Option<String>,
+}
+
+impl ListQuery {
+    fn filter(&self) -> RunFilter {
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        RunFilter {
+            agent: given(&self.agent),
+            status: given(&self.status),
+            after: match (given(&self.after_at), given(&self.after_id)) {
+                (Some(started_at), Some(id)) => Some(RunKey { started_at, id }),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// `GET /ui/runs`.
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Query(query): Query<ListQuery>,
+) -> Response {
+    let filter = query.filter();
+    let shown = filter.clone();
+    blocking_page(&state, &viewer, "Runs", "/ui/runs", move |rt| {
+        let page = rt.recorder().page(&shown, PAGE_SIZE)?;
+        Ok(list_content(&shown, &page))
+    })
+    .await
+}
+
+fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
+    let agent = filter.agent.clone().unwrap_or_default();
+    let status = filter.status.clone().unwrap_or_default();
+    let filtered = filter.agent.is_some() || filter.status.is_some();
+    html! {
+        h1 { "Runs" }
+        form.filters method="get" action="/ui/runs" role="search" {
+            label { "Agent " input type="text" name="agent" value=(agent); }
+            label {
+                "Status "
+                select name="status" {
+                    option value="" selected[status.is_empty()] { "any" }
+                    @for s in crate::recorder::write::RUN_STATUSES {
+                        option value=(s) selected[status == s] { (s) }
+                    }
+                }
+            }
+            button type="submit" { "Filter" }
+            @if filtered { a href="/ui/runs" { "Clear" } }
+        }
+        @if page.runs.is_empty() {
+            @if filtered || filter.after.is_some() {
+                (empty("No run matches.", html! { a href="/ui/runs" { "Show every run" } }))
+            } @else {
+                (empty("No runs are recorded yet.", html! {
+                    "Import the fixture runs with "
+                    (layout::command("tollgate runs import fixtures/runs/*.json"))
+                    ", or run the demo agent with " (layout::command("bash examples/demo.sh")) "."
+                }))
+            }
+        } @else {
+            div.scroll {
+                table {
+                    caption.visually-hidden { "Runs, newest first" }
+                    thead { tr {
+                        th scope="col" { "Run" } th scope="col" { "Agent" }
+                        th scope="col" { "Task" } th scope="col" { "Status" }
+                        th scope="col" { "Started" } th scope="col" class="num" { "Steps" }
+                        th scope="col" class="num" { "Events" }
+                    } }
+                    tbody {
+                        @for r in &page.runs {
+                            tr {
+                                td { a href=(run_href(&r.id)) { (r.id) } }
+                                td { (r.agent) }
+                                td { (r.task) }
+                                td { (layout::status(&r.status)) }
+                                td { time datetime=(r.started_at) { (r.started_at) } }
+                                td.num { (r.steps) }
+                                td.num { (r.events) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Some(next) = &page.next {
+                nav.pager aria-label="Pages" {
+                    a rel="next" href=(next_href(filter, next)) { "Older runs →" }
+                }
+            }
+        }
+    }
+}
+
+/// The link to a run's timeline.
+pub fn run_href(run: &str) -> String {
+    format!("/ui/runs/{}", encode(run))
+}
+
+fn next_href(filter: &RunFilter, next: &RunKey) -> String {
+    let mut query = vec![
+        ("after_at", next.started_at.as_str()),
+        ("after_id", next.id.as_str()),
+    ];
+    if let Some(a) = &filter.agent {
+        query.push(("agent", a));
+    }
+    if let Some(s) = &filter.status {
+        query.push(("status", s));
+    }
+    let parts: Vec<String> = query
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    format!("/ui/runs?{}", parts.join("&"))
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `GET /ui/runs/{run_id}`.
+pub async fn timeline(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(run): Path<String>,
+) -> Response {
+    let title = format!("Run {run}");
+    blocking_page(&state, &viewer, &title, "/ui/runs", move |rt| {
+        let file = rt.recorder().export(&run)?;
+        let decisions = rt.decisions(&run, &DecisionFilter::default())?;
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in &decisions {
+            *counts.entry(d.effect.as_str()).or_default() += 1;
+        }
+        let counts: Vec<(String, usize)> = counts
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+        Ok(timeline_content(&file, &counts))
+    })
+    .await
+}
+
+fn timeline_content(file: &RunFile, counts: &[(String, usize)]) -> Markup {
+    let h = &file.run;
+    html! {
+        p.crumbs { a href="/ui/runs" { "Runs" } " / " (h.id) }
+        h1 { "Run " (h.id) " " (layout::status(&h.status)) }
+        (facts(&[
+            ("Agent", html! { (h.agent) }),
+            ("Task", html! { (h.task) }),
+            ("Scope", html! { code { (h.scope) } }),
+            ("Clearance", html! { (h.clearance) }),
+            ("Started", html! { (h.started_at) }),
+            ("Finished", html! { (h.finished_at.as_deref().unwrap_or("still running")) }),
+            ("Envelopes", html! {
+                @if h.envelopes.is_empty() { "none" } @else { (h.envelopes.join(", ")) }
+            }),
+            ("Decisions", html! {
+                @if counts.is_empty() { "none" }
+                @for (name, n) in counts { span.count { (n) " " (name) } " " }
+            }),
+        ]))
+        @if file.steps.is_empty() {
+            (empty("This run has no steps yet.", html! {
+                "Steps appear as the agent records them (" code { "POST /v1/runs/{id}/steps" } ")."
+            }))
+        }
+        @for step in &file.steps {
+            section.step aria-labelledby=(format!("step-{}", step.index)) {
+                h2 id=(format!("step-{}", step.index)) {
+                    "Step " (step.index) " · " (step.name)
+                    span.agent { " (" (step.agent) ")" }
+                }
+                ol.events {
+                    @for e in file.events.iter().filter(|e| e.step == step.index) {
+                        li id=(format!("event-{}", e.seq)) { (event_row(&h.id, e)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn event_row(run: &str, e: &EventRecord) -> Markup {
+    let event = e.event();
+    html! {
+        span.seq { (e.seq) }
+        span.kind { (e.kind.replace('_', " ")) }
+        time datetime=(e.at) { (e.at.split('T').nth(1).unwrap_or(&e.at).trim_end_matches('Z')) }
+        div.body {
+            @match event {
+                Ok(Event::ContextOffered(o)) => {
+                    (o.items.len()) " item(s) offered: "
+                    (clip(&o.items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>().join(", "), 120))
+                }
+                Ok(Event::Compile(c)) => (compile(run, e.seq, &c)),
+                Ok(Event::ModelCall(m)) => {
+                    (m.provider) " / " (m.request.model) " · request " (hash(&m.request_hash))
+                }
+                Ok(Event::ModelOutput(o)) => {
+                    q { (clip(&o.response.content, 200)) }
+                    @if !o.response.tool_calls.is_empty() {
+                        " · " (o.response.tool_calls.len()) " tool call(s)"
+                    }
+                }
+                Ok(Event::ToolCall(c)) => {
+                    code { (c.tool) } " " span.muted { (c.call_id) }
+                    pre.args { (clip(&c.arguments.to_string(), 400)) }
+                }
+                Ok(Event::ToolResult(r)) => {
+                    span.muted { (r.call_id) } " " (r.status) ": "
+                    (clip(r.output.as_str().map_or_else(|| r.output.to_string(), str::to_string).as_str(), 200))
+                }
+                Ok(Event::Decision(d)) => (decision(run, e.seq, &d)),
+                Ok(Event::Approval(a)) => {
+                    (a.approval_id) " " strong { (a.decision) } " by " (a.by)
+                    @if !a.reason.is_empty() { ": " (clip(&a.reason, 200)) }
+                }
+                Ok(Event::Output(o)) => { q { (clip(&o.content, 300)) } }
+                Ok(Event::Note(n)) => { (clip(&n.text, 300)) }
+                Ok(Event::Error(err)) => { span.error { (clip(&err.message, 300)) } }
+                Ok(Event::Handoff(h)) => { pre.args { (clip(&serde_json::Value::Object(h.0).to_string(), 400)) } }
+                Err(err) => { span.error { (err.to_string()) } }
+            }
+        }
+    }
+}
+
+fn decision(run: &str, seq: u64, d: &DecisionEvent) -> Markup {
+    let answered = d.answered();
+    html! {
+        (effect(d.decision.effect))
+        @if answered != d.decision.effect { " → " (effect(answered)) }
+        " " (d.decision.kind.as_str())
+        @if let Some(call) = &d.call_id { " " span.muted { (call) } }
+        " by " (rules(&d.decision.rules))
+        @if let Some(reason) = &d.reason { div.reason { (reason) } }
+        " " a href=(receipt_href(run, seq, None)) { "receipt" }
+    }
+}
+
+fn compile(run: &str, seq: u64, c: &CompileEvent) -> Markup {
+    html! {
+        (c.tokens) " tokens · hash " (hash(&c.hash))
+        details {
+            summary { (c.outcomes.len()) " item(s): "
+                (c.outcomes.iter().filter(|o| o.status != crate::compiler::ItemStatus::Excluded).count())
+                " in the context" }
+            div.scroll {
+                table.items {
+                    thead { tr {
+                        th scope="col" { "Item" } th scope="col" { "Kind" } th scope="col" { "Outcome" }
+                        th scope="col" { "Why" } th scope="col" class="num" { "Tokens" }
+                        th scope="col" { "Policy" }
+                    } }
+                    tbody {
+                        @for o in &c.outcomes {
+                            tr {
+                                td { code { (o.id) } }
+                                td { (o.kind.to_string()) }
+                                td { span class=(format!("badge item-{}", o.status.as_str())) { (o.status.as_str()) } }
+                                td { (o.reason.to_string()) }
+                                td.num { (o.tokens) }
+                                td {
+                                    @if let Some(p) = &o.policy {
+                                        (effect(p.effect)) " "
+                                        a href=(receipt_href(run, seq, Some(&o.id))) { "receipt" }
+                                    } @else { span.muted { "—" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Rule ids, or a dash.
+pub fn rules(rules: &[String]) -> Markup {
+    html! {
+        @if rules.is_empty() { span.muted { "no rule" } }
+        @for (i, r) in rules.iter().enumerate() {
+            @if i > 0 { ", " }
+            code { (r) }
+        }
+    }
+}
+
+/// The link to a decision's receipt (`item`: a compile item's decision).
+pub fn receipt_href(run: &str, seq: u64, item: Option<&str>) -> String {
+    match item {
+        Some(item) => format!(
+            "/ui/runs/{}/receipts/{seq}?item={}",
+            encode(run),
+            encode(item)
+        ),
+        None => format!("/ui/runs/{}/receipts/{seq}", encode(run)),
+    }
+}

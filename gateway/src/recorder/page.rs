@@ -1,0 +1,96 @@
+//! A page of runs, newest first, filtered by agent and status and paged by key: the next page
+//! starts after the last run of this one (`started_at`, `id`), so a page costs the same
+//! whether it is the first or the thousandth (indexes of migration 5; never `OFFSET`).
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use super::{Recorder, RecorderError, RunSummary};
+
+/// Which runs, and from where.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFilter {
+    /// Only this agent's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Only runs with this status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Only runs older than this one (the key of the last run of the previous page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<RunKey>,
+}
+
+/// Where a run sits in the newest-first order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunKey {
+    /// Its start time.
+    pub started_at: String,
+    /// Its id (ties on the start time).
+    pub id: String,
+}
+
+/// One page of runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunPage {
+    /// The runs, newest first.
+    pub runs: Vec<RunSummary>,
+    /// The key to ask for the next page with, when there is one.
+    pub next: Option<RunKey>,
+}
+
+impl Recorder {
+    /// Up to `limit` runs matching `filter`, newest first (by start time, then id).
+    pub fn page(&self, filter: &RunFilter, limit: usize) -> Result<RunPage, RecorderError> {
+        let filter = filter.clone();
+        let limit = limit.clamp(1, 500);
+        let mut runs = self.store.read(move |c| {
+            let (after_at, after_id) = match &filter.after {
+                Some(k) => (Some(k.started_at.clone()), Some(k.id.clone())),
+                None => (None, None),
+            };
+            let mut stmt = c.prepare_cached(
+                "SELECT r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
+                        (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)
+                 FROM runs r
+                 WHERE (?1 IS NULL OR r.agent = ?1)
+                   AND (?2 IS NULL OR r.status = ?2)
+                   AND (?3 IS NULL OR r.started_at < ?3 OR (r.started_at = ?3 AND r.id < ?4))
+                 ORDER BY r.started_at DESC, r.id DESC
+                 LIMIT ?5",
+            )?;
+            let rows = stmt.query_map(
+                params![
+                    filter.agent,
+                    filter.status,
+                    after_at,
+                    after_id,
+                    limit as i64 + 1
+                ],
+                |r| {
+                    Ok(RunSummary {
+                        id: r.get(0)?,
+                        agent: r.get(1)?,
+                        task: r.get(2)?,
+                        status: r.get(3)?,
+                        started_at: r.get(4)?,
+                        events: r.get::<_, i64>(5)? as u64,
+                        steps: r.get(6)?,
+                    })
+                },
+            )?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        let next = (runs.len() > limit).then(|| {
+            runs.truncate(limit);
+            runs.last().map(|r| RunKey {
+                started_at: r.started_at.clone(),
+                id: r.id.clone(),
+            })
+        });
+        Ok(RunPage {
+            runs,
+            next: next.flatten(),
+        })
+    }
+}

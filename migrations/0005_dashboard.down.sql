@@ -1,0 +1,3 @@
+DROP INDEX runs_by_status;
+DROP INDEX runs_by_agent;
+DROP INDEX runs_by_start;

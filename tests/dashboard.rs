@@ -1,0 +1,346 @@
+//! End-to-end tests of the dashboard over loopback HTTP: `tollgate serve` started as a user
+//! would, its one-time login URL read from its terminal output, pages fetched with the session
+//! cookie. (Headless-browser tests are the next step of issue 12; these check what the server
+//! answers.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use support::{TempDir, root};
+
+const TOKEN: &str = "dashboard-test-token-0123456789";
+
+/// A gateway whose terminal output is read for its dashboard URL.
+struct Served {
+    child: Child,
+    base: String,
+    login_url: String,
+    dir: TempDir,
+}
+
+impl Served {
+    fn start() -> Served {
+        let dir = TempDir::new("dashboard");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(dir.path())
+            .env("TOLLGATE_TOKEN", TOKEN)
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .args(["serve", "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start tollgate serve");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut login_url = String::new();
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 {
+            if let Some(url) = line.trim().strip_prefix("tollgate: dashboard at ") {
+                login_url = url.to_string();
+                break;
+            }
+            line.clear();
+        }
+        assert!(!login_url.is_empty(), "serve prints the dashboard URL");
+        // Keep draining the terminal so the gateway never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_string();
+        Served {
+            child,
+            base,
+            login_url,
+            dir,
+        }
+    }
+
+    /// Sends a request, following no redirect: status, headers, body.
+    fn send(
+        &self,
+        method: &str,
+        path_or_url: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Vec<(String, String)>, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build()
+            .into();
+        let url = if path_or_url.starts_with("http") {
+            path_or_url.to_string()
+        } else {
+            format!("{}{path_or_url}", self.base)
+        };
+        let mut req = ureq::http::Request::builder().method(method).uri(&url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if body.is_some() {
+            req = req.header("Content-Type", "application/x-www-form-urlencoded");
+        }
+        let req = req
+            .body(body.unwrap_or_default().to_string())
+            .expect("request");
+        let mut resp = agent.run(req).expect("send");
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let status = resp.status().as_u16();
+        (
+            status,
+            headers,
+            resp.body_mut().read_to_string().unwrap_or_default(),
+        )
+    }
+
+    /// A page with the session cookie.
+    fn page(&self, cookie: &str, path: &str) -> (u16, String) {
+        let (status, _, body) = self.send("GET", path, None, &[("Cookie", cookie)]);
+        (status, body)
+    }
+
+    fn tollgate(&self, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(self.dir.path())
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .args(args)
+            .output()
+            .expect("run tollgate")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Logs in through the one-time URL; returns the `Cookie` header to send.
+fn login(gw: &Served) -> String {
+    let (status, headers, _) = gw.send("GET", &gw.login_url, None, &[]);
+    assert_eq!(status, 303);
+    cookie_of(&headers)
+}
+
+fn cookie_of(headers: &[(String, String)]) -> String {
+    let set = header(headers, "set-cookie").expect("a session cookie");
+    set.split(';').next().unwrap().to_string()
+}
+
+/// The value of the first `name="csrf"` hidden field of a page.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a CSRF field");
+    let rest = &page[at + "name=\"csrf\" value=\"".len()..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+#[test]
+fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
+    let gw = Served::start();
+    let token = gw.login_url.rsplit("token=").next().unwrap().to_string();
+    assert_ne!(token, TOKEN, "the login token is not the bearer token");
+
+    // Without a session, a page sends the browser to the login page.
+    let (status, headers, _) = gw.send("GET", "/ui/runs", None, &[]);
+    assert_eq!(status, 303);
+    assert_eq!(header(&headers, "location"), Some("/ui/login"));
+    let (status, _, body) = gw.send("GET", "/ui/login", None, &[]);
+    assert_eq!(status, 200);
+    assert!(body.contains("name=\"token\""), "{body}");
+
+    // The URL serve printed logs in once, to a URL without the token, with a strict cookie.
+    let (status, headers, _) = gw.send("GET", &gw.login_url, None, &[]);
+    assert_eq!(status, 303);
+    assert_eq!(header(&headers, "location"), Some("/ui/runs"));
+    let set = header(&headers, "set-cookie").unwrap();
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+        assert!(set.contains(part), "{set}");
+    }
+    let cookie = cookie_of(&headers);
+    let (status, page) = gw.page(&cookie, "/ui/runs");
+    assert_eq!(status, 200);
+    assert!(page.contains("No runs are recorded yet"), "{page}");
+    assert!(
+        page.contains("tollgate runs import"),
+        "the empty state says what to do"
+    );
+    let (status, _, _) = gw.send("GET", &gw.login_url, None, &[]);
+    assert_eq!(status, 401, "a one-time token is spent");
+
+    // The bearer token logs in through the form, as often as needed.
+    let form = format!("token={TOKEN}");
+    let (status, headers, _) = gw.send("POST", "/ui/login", Some(&form), &[]);
+    assert_eq!(status, 303);
+    assert!(header(&headers, "set-cookie").is_some());
+    let (status, _, page) = gw.send("POST", "/ui/login", Some("token=wrong"), &[]);
+    assert_eq!(status, 401);
+    assert!(page.contains("not valid"), "{page}");
+
+    // A made-up session is no session.
+    let (status, _, _) = gw.send(
+        "GET",
+        "/ui/runs",
+        None,
+        &[("Cookie", "tollgate_session=f00")],
+    );
+    assert_eq!(status, 303);
+    // The JSON routes still want the bearer token, even with a session cookie.
+    let (status, _, _) = gw.send("GET", "/v1/runs/x", None, &[("Cookie", &cookie)]);
+    assert_eq!(status, 401);
+
+    // No page shows either token; every page is served with protective headers and needs
+    // nothing from outside the machine.
+    let (_, headers, page) = gw.send("GET", "/ui/runs", None, &[("Cookie", &cookie)]);
+    assert!(!page.contains(&token) && !page.contains(TOKEN));
+    assert_eq!(header(&headers, "cache-control"), Some("no-store"));
+    assert_eq!(header(&headers, "referrer-policy"), Some("no-referrer"));
+    assert!(header(&headers, "content-security-policy").is_some());
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "{page}"
+    );
+    let (status, headers, css) = gw.send("GET", "/ui/assets/dashboard.css", None, &[]);
+    assert_eq!(status, 200);
+    assert!(
+        header(&headers, "content-type")
+            .unwrap()
+            .starts_with("text/css")
+    );
+    assert!(css.contains("--fg") && !css.contains("@import") && !css.contains("url("));
+}
+
+#[test]
+fn forms_without_the_csrf_token_or_from_a_foreign_origin_change_nothing() {
+    let gw = Served::start();
+    let cookie = login(&gw);
+    let (_, page) = gw.page(&cookie, "/ui/runs");
+    let csrf = csrf_of(&page);
+
+    let (status, _, body) = gw.send(
+        "POST",
+        "/ui/logout",
+        Some("csrf=wrong"),
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 403, "{body}");
+    let (status, _, _) = gw.send("POST", "/ui/logout", Some(""), &[("Cookie", &cookie)]);
+    assert_eq!(status, 403);
+    let form = format!("csrf={csrf}");
+    let (status, _, _) = gw.send(
+        "POST",
+        "/ui/logout",
+        Some(&form),
+        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+    );
+    assert_eq!(status, 403);
+    assert_eq!(gw.page(&cookie, "/ui/runs").0, 200, "still logged in");
+
+    let (status, headers, _) = gw.send("POST", "/ui/logout", Some(&form), &[("Cookie", &cookie)]);
+    assert_eq!(status, 303);
+    assert!(
+        header(&headers, "set-cookie")
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    assert_eq!(gw.page(&cookie, "/ui/runs").0, 303, "the session ended");
+}
+
+#[test]
+fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
+    let gw = Served::start();
+    let runs = root().join("fixtures/runs");
+    let mut files: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.display().to_string())
+        .collect();
+    files.sort();
+    let mut args = vec!["runs", "import"];
+    args.extend(files.iter().map(String::as_str));
+    let out = gw.tollgate(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let cookie = login(&gw);
+    let (status, list) = gw.page(&cookie, "/ui/runs");
+    assert_eq!(status, 200);
+    let ids: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["run"]["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    for id in &ids {
+        assert!(list.contains(&format!("/ui/runs/{id}\"")), "{id} listed");
+    }
+    // A filter that matches nothing says so and offers the way back.
+    let (_, none) = gw.page(&cookie, "/ui/runs?agent=nobody");
+    assert!(none.contains("No run matches"), "{none}");
+
+    // A run's timeline: its steps, its compiles' items, its decisions with receipt links.
+    let run = &ids[0];
+    let (status, timeline) = gw.page(&cookie, &format!("/ui/runs/{run}"));
+    assert_eq!(status, 200);
+    for part in ["Step 0", "compile", "tool call", "decision", "receipts/"] {
+        assert!(timeline.contains(part), "the timeline shows `{part}`");
+    }
+    // Every receipt the timeline links to opens.
+    let mut receipts = 0;
+    let mut with_proof = 0;
+    for (at, _) in timeline.match_indices("href=\"/ui/runs/") {
+        let rest = &timeline[at + "href=\"".len()..];
+        let href = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+        if !href.contains("/receipts/") {
+            continue;
+        }
+        let (status, receipt) = gw.page(&cookie, &href);
+        assert_eq!(status, 200, "{href}");
+        assert!(
+            receipt.contains("Receipt:") && receipt.contains("Input hash"),
+            "{href}"
+        );
+        receipts += 1;
+        if receipt.contains("class=\"proof\"") {
+            with_proof += 1;
+            assert!(receipt.contains("<details"), "the proof is collapsible");
+        }
+    }
+    assert!(
+        receipts > 0 && with_proof > 0,
+        "{receipts} receipts, {with_proof} with proofs"
+    );
+
+    // What does not exist is a 404 page, not an error in JSON.
+    let (status, missing) = gw.page(&cookie, "/ui/runs/no-such-run");
+    assert_eq!(status, 404);
+    assert!(missing.contains("no run"), "{missing}");
+    let (status, page) = gw.page(&cookie, &format!("/ui/runs/{run}/receipts/100000"));
+    assert_eq!(status, 200);
+    assert!(page.contains("No decision is recorded there"), "{page}");
+}
