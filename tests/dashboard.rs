@@ -24,12 +24,17 @@ struct Served {
 
 impl Served {
     fn start() -> Served {
+        Served::start_args(&[])
+    }
+
+    fn start_args(args: &[&str]) -> Served {
         let dir = TempDir::new("dashboard");
         let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
             .current_dir(dir.path())
             .env("TOLLGATE_TOKEN", TOKEN)
             .env_remove("TOLLGATE_DATABASE_URL")
             .args(["serve", "--port", "0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -109,6 +114,28 @@ impl Served {
     fn page(&self, cookie: &str, path: &str) -> (u16, String) {
         let (status, _, body) = self.send("GET", path, None, &[("Cookie", cookie)]);
         (status, body)
+    }
+
+    /// A JSON call with the bearer token, as an agent makes it.
+    fn api(&self, method: &str, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let req = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .unwrap();
+        let mut resp = agent.run(req).unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+        )
     }
 
     fn tollgate(&self, args: &[&str]) -> std::process::Output {
@@ -343,4 +370,99 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
     let (status, page) = gw.page(&cookie, &format!("/ui/runs/{run}/receipts/100000"));
     assert_eq!(status, 200);
     assert!(page.contains("No decision is recorded there"), "{page}");
+}
+
+#[test]
+fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
+    let envelopes = root().join("fixtures/envelopes");
+    let gw = Served::start_args(&["--envelopes", envelopes.to_str().unwrap()]);
+    let (status, body) = gw.api(
+        "POST",
+        "/v1/runs",
+        serde_json::json!({"id": "ui-approve", "agent": "coder", "task": "T-12",
+                           "scope": "org:acme/repo:api/task:T-12", "clearance": "confidential"}),
+    );
+    assert_eq!(status, 201, "{body}");
+    let secret = "AKIAABCDEFGHIJKLMNOP";
+    let call = serde_json::json!({"tool": "shell.exec",
+                                  "arguments": {"cmd": "make test", "env": {"AWS_KEY": secret}}});
+    let (status, gated) = gw.api("POST", "/v1/runs/ui-approve/tool-calls", call.clone());
+    assert_eq!(status, 200, "{gated}");
+    assert_eq!(gated["effect"], "require_approval");
+    let id = gated["approval"]["id"].as_str().unwrap().to_string();
+
+    // The agent waits on the approval.
+    let (base, path) = (gw.base.clone(), format!("/v1/approvals/{id}?wait=30"));
+    let started = std::time::Instant::now();
+    let waiter = std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut resp = agent
+            .get(format!("{base}{path}"))
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .call()
+            .unwrap();
+        let text = resp.body_mut().read_to_string().unwrap();
+        let approval: serde_json::Value = serde_json::from_str(&text).unwrap();
+        (approval, started.elapsed())
+    });
+
+    let cookie = login(&gw);
+    let (status, page) = gw.page(&cookie, "/ui/approvals");
+    assert_eq!(status, 200);
+    assert!(page.contains(&id) && page.contains("shell.exec") && page.contains("make test"));
+    assert!(
+        !page.contains(secret),
+        "a secret in the arguments is hidden"
+    );
+    assert!(page.contains("[REDACTED:secret]"), "{page}");
+    let csrf = csrf_of(&page);
+
+    // Refused: no CSRF token, or someone the rule does not name; nothing changes.
+    let form = "decision=approve&by=team-lead&reason=ok";
+    let action = format!("/ui/approvals/{id}");
+    let (status, _, _) = gw.send("POST", &action, Some(form), &[("Cookie", &cookie)]);
+    assert_eq!(status, 403);
+    let intern = format!("csrf={csrf}&decision=approve&by=intern");
+    let (status, _, body) = gw.send("POST", &action, Some(&intern), &[("Cookie", &cookie)]);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("intern"), "the page says who may not approve");
+    let (_, approval) = gw.api(
+        "GET",
+        &format!("/v1/approvals/{id}"),
+        serde_json::Value::Null,
+    );
+    assert_eq!(approval["state"], "pending");
+
+    // Approved in the dashboard: the waiting agent hears at once and its call goes ahead.
+    let approve = format!("csrf={csrf}&decision=approve&by=team-lead&reason=tests+only");
+    let (status, headers, _) = gw.send("POST", &action, Some(&approve), &[("Cookie", &cookie)]);
+    assert_eq!(status, 303);
+    assert!(
+        header(&headers, "location")
+            .unwrap()
+            .starts_with("/ui/approvals?decided=")
+    );
+    let (approval, waited) = waiter.join().unwrap();
+    assert_eq!(approval["state"], "approved", "{approval}");
+    assert_eq!(approval["decided_by"], "team-lead");
+    assert!(waited < std::time::Duration::from_secs(20), "{waited:?}");
+    let mut again = call;
+    again["approval_id"] = serde_json::Value::String(id.clone());
+    let (status, allowed) = gw.api("POST", "/v1/runs/ui-approve/tool-calls", again);
+    assert_eq!(status, 200);
+    // It goes ahead, its secret redacted by the data rules.
+    assert_eq!(allowed["execute"], true);
+    assert_eq!(allowed["effect"], "redact");
+    assert!(!allowed["arguments"].to_string().contains(secret));
+
+    // Decided once: a second answer is a conflict, and the pending list is empty again.
+    let (status, _, _) = gw.send("POST", &action, Some(&approve), &[("Cookie", &cookie)]);
+    assert_eq!(status, 409);
+    let (_, page) = gw.page(&cookie, "/ui/approvals");
+    assert!(page.contains("No gated call is waiting"), "{page}");
+    let (_, used) = gw.page(&cookie, "/ui/approvals?state=used");
+    assert!(used.contains(&id) && used.contains("team-lead"));
 }

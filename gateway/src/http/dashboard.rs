@@ -8,11 +8,13 @@
 //! Every form that changes something carries the session's CSRF token; the gateway's Host and
 //! Origin checks apply here as everywhere.
 //!
-//! The pattern every screen follows: one page module per resource (`runs`, `receipts`),
+//! The pattern every screen follows: one page module per resource (`runs`, `receipts`,
+//! `approvals`),
 //! rendering with the shared [`layout`] and its components, reading through the runtime in
 //! [`blocking_page`]. A later module adds its screen as one more page module and one more
 //! entry in the navigation.
 
+mod approvals;
 pub mod layout;
 mod receipts;
 mod runs;
@@ -43,6 +45,8 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/runs", get(runs::list))
         .route("/ui/runs/{run_id}", get(runs::timeline))
         .route("/ui/runs/{run_id}/receipts/{seq}", get(receipts::receipt))
+        .route("/ui/approvals", get(approvals::list))
+        .route("/ui/approvals/{id}", post(approvals::decide))
 }
 
 /// The session of the browser asking; without one, a page answers with the login page.
@@ -212,7 +216,7 @@ async fn logout(
 }
 
 /// A form without its session's CSRF token: refused, nothing changed.
-fn csrf_refused() -> Response {
+pub(crate) fn csrf_refused() -> Response {
     let mut response = layout::bare_page(
         "Refused",
         html! {

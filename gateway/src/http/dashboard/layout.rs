@@ -10,7 +10,7 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 1] = [("/ui/runs", "Runs")];
+const SCREENS: [(&str, &str); 2] = [("/ui/runs", "Runs"), ("/ui/approvals", "Approvals")];
 
 /// A whole page: `title`, the screen it belongs to (`/ui/runs`), its content.
 pub fn page(title: &str, screen: &str, session: &Session, content: Markup) -> Response {
