@@ -466,3 +466,68 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
     let (_, used) = gw.page(&cookie, "/ui/approvals?state=used");
     assert!(used.contains(&id) && used.contains("team-lead"));
 }
+
+#[test]
+fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
+    let envelopes = root().join("fixtures/envelopes");
+    let gw = Served::start_args(&["--envelopes", envelopes.to_str().unwrap()]);
+    let run = root().join("fixtures/runs/01-bugfix-users-404.json");
+    let v3 = root().join("fixtures/envelopes/diff/coding-agent.v3.yaml");
+    for args in [
+        vec!["runs", "import", run.to_str().unwrap()],
+        vec!["policy", "store", v3.to_str().unwrap()],
+    ] {
+        let out = gw.tollgate(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let cookie = login(&gw);
+    let (status, list) = gw.page(&cookie, "/ui/envelopes");
+    assert_eq!(status, 200);
+    assert!(list.contains("/ui/envelopes/coding-agent\"") && list.contains("org-baseline"));
+
+    let (status, page) = gw.page(&cookie, "/ui/envelopes/coding-agent");
+    assert_eq!(status, 200);
+    assert!(page.contains("coding-agent@2") && page.contains("coding-agent@3"));
+    assert!(
+        page.contains("id: coding-agent"),
+        "the YAML source is shown"
+    );
+    assert!(
+        page.contains("run-bugfix-users-404"),
+        "the simulator offers the run"
+    );
+    let (_, old) = gw.page(&cookie, "/ui/envelopes/coding-agent?version=2");
+    assert!(old.contains("<strong>coding-agent@2</strong>"), "{old}");
+
+    let (status, diff) = gw.page(&cookie, "/ui/envelopes/coding-agent/diff?from=2&to=3");
+    assert_eq!(status, 200);
+    assert!(diff.contains("coding-agent/"), "rule ids are listed");
+    assert!(diff.contains("class=\"change-"), "{diff}");
+    let (_, same) = gw.page(&cookie, "/ui/envelopes/coding-agent/diff?from=2&to=2");
+    assert!(same.contains("decide alike"), "{same}");
+
+    // The simulator shows the same changes `policy simulate` reports (README: 4 changed).
+    let (status, sim) = gw.page(
+        &cookie,
+        "/ui/envelopes/coding-agent/simulate?run=run-bugfix-users-404&version=3",
+    );
+    assert_eq!(status, 200, "{sim}");
+    assert!(sim.contains("<strong>4</strong>"), "four decisions change");
+    assert_eq!(sim.matches("<tr class=\"changed\">").count(), 4);
+    let cli = gw.tollgate(&[
+        "policy",
+        "simulate",
+        "-e",
+        v3.to_str().unwrap(),
+        "--run",
+        "run-bugfix-users-404",
+    ]);
+    assert!(String::from_utf8_lossy(&cli.stdout).contains("4 changed"));
+
+    let (status, missing) = gw.page(&cookie, "/ui/envelopes/no-such-envelope");
+    assert_eq!(status, 404, "{missing}");
+}

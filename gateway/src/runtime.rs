@@ -12,6 +12,7 @@
 mod chat;
 mod compile;
 mod decisions;
+mod policies;
 mod runs;
 mod tools;
 

@@ -9,12 +9,13 @@
 //! Origin checks apply here as everywhere.
 //!
 //! The pattern every screen follows: one page module per resource (`runs`, `receipts`,
-//! `approvals`),
+//! `approvals`, `envelopes`),
 //! rendering with the shared [`layout`] and its components, reading through the runtime in
 //! [`blocking_page`]. A later module adds its screen as one more page module and one more
 //! entry in the navigation.
 
 mod approvals;
+mod envelopes;
 pub mod layout;
 mod receipts;
 mod runs;
@@ -46,6 +47,10 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/runs/{run_id}", get(runs::timeline))
         .route("/ui/runs/{run_id}/receipts/{seq}", get(receipts::receipt))
         .route("/ui/approvals", get(approvals::list))
+        .route("/ui/envelopes", get(envelopes::list))
+        .route("/ui/envelopes/{id}", get(envelopes::envelope))
+        .route("/ui/envelopes/{id}/diff", get(envelopes::diff))
+        .route("/ui/envelopes/{id}/simulate", get(envelopes::simulate))
         .route("/ui/approvals/{id}", post(approvals::decide))
 }
 

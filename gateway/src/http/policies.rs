@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tollgate_rules::envelope::{diff_envelopes, load_envelopes};
+use tollgate_rules::envelope::diff_envelopes;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -16,8 +16,7 @@ use utoipa_axum::routes;
 use super::{ApiError, ApiJson, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalAnswer};
 use crate::policy::{list_versions, store_envelopes, version_source};
-use crate::runtime::{DecisionFilter, RuntimeError};
-use crate::simulate::simulate;
+use crate::runtime::DecisionFilter;
 
 /// The routes of this resource.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
@@ -114,7 +113,7 @@ async fn get_envelope(
             None => id.clone(),
         };
         let (label, source) = version_source(rt.store(), &reference)?;
-        let set = set_with_version(rt, &id, &reference)?;
+        let set = rt.envelope_set_with(&id, &reference)?;
         Ok(json!({
             "id": id,
             "versions": versions,
@@ -125,23 +124,6 @@ async fn get_envelope(
     })
     .await?;
     Ok(Json(doc))
-}
-
-/// The set in force with `reference` (`ID@VERSION`) in place of its envelope's latest
-/// version, so a version that extends others loads with its parents.
-fn set_with_version(
-    rt: &crate::runtime::Runtime,
-    id: &str,
-    reference: &str,
-) -> Result<tollgate_rules::envelope::EnvelopeSet, RuntimeError> {
-    let mut sources = Vec::new();
-    for e in rt.envelopes().envelopes() {
-        if e.id != id {
-            sources.push(version_source(rt.store(), &e.label())?);
-        }
-    }
-    sources.push(version_source(rt.store(), reference)?);
-    load_envelopes(&sources).map_err(RuntimeError::Envelopes)
 }
 
 /// Which version.
@@ -175,16 +157,8 @@ async fn diff(
     Query(q): Query<DiffQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let doc = blocking(&state, move |rt| {
-        let side = |reference: String| -> Result<_, RuntimeError> {
-            let (label, _) = version_source(rt.store(), &reference)?;
-            Ok((label, set_with_version(rt, &id, &reference)?))
-        };
-        let (from, old) = side(format!("{id}@{}", q.from))?;
-        let (to, new) = side(match q.to {
-            Some(v) => format!("{id}@{v}"),
-            None => id.clone(),
-        })?;
-        Ok(json!({ "from": from, "to": to, "changes": diff_envelopes(&old, &new) }))
+        let (from, to, changes) = rt.envelope_diff(&id, q.from, q.to)?;
+        Ok(json!({ "from": from, "to": to, "changes": changes }))
     })
     .await?;
     Ok(Json(doc))
@@ -219,26 +193,7 @@ async fn simulate_on_run(
     ApiJson(body): ApiJson<SimulateBody>,
 ) -> Result<Json<Value>, ApiError> {
     let report = blocking(&state, move |rt| {
-        let (label, text) = match body.envelope {
-            Some(text) => ("request".to_string(), text),
-            None => version_source(rt.store(), &id)?,
-        };
-        let file = rt.recorder().export(&body.run_id)?;
-        let ids = crate::simulate::candidate_ids(&[(label.clone(), text.clone())]);
-        if ids != [id.clone()] {
-            return Err(RuntimeError::Invalid(format!(
-                "the envelope given must be one envelope with `id: {id}` (found {})",
-                if ids.is_empty() {
-                    "none".to_string()
-                } else {
-                    ids.join(", ")
-                }
-            )));
-        }
-        simulate(&file, &[(label, text)]).map_err(|e| match e {
-            crate::simulate::SimulateError::Envelopes(errors) => RuntimeError::Envelopes(errors),
-            crate::simulate::SimulateError::Policy(m) => RuntimeError::Evaluation(m),
-        })
+        rt.simulate_envelope(&id, &body.run_id, body.envelope, None)
     })
     .await?;
     let changed = report.changed().count();

@@ -10,7 +10,11 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 2] = [("/ui/runs", "Runs"), ("/ui/approvals", "Approvals")];
+const SCREENS: [(&str, &str); 3] = [
+    ("/ui/runs", "Runs"),
+    ("/ui/approvals", "Approvals"),
+    ("/ui/envelopes", "Envelopes"),
+];
 
 /// A whole page: `title`, the screen it belongs to (`/ui/runs`), its content.
 pub fn page(title: &str, screen: &str, session: &Session, content: Markup) -> Response {
