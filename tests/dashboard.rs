@@ -531,3 +531,53 @@ fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
     let (status, missing) = gw.page(&cookie, "/ui/envelopes/no-such-envelope");
     assert_eq!(status, 404, "{missing}");
 }
+
+#[test]
+fn the_provenance_screen_draws_a_records_ancestors_and_descendants_in_svg() {
+    let gw = Served::start();
+    let run = root().join("fixtures/runs/01-bugfix-users-404.json");
+    let out = gw.tollgate(&["runs", "import", run.to_str().unwrap()]);
+    assert!(out.status.success());
+    let cookie = login(&gw);
+    let (status, empty) = gw.page(&cookie, "/ui/provenance");
+    assert_eq!(status, 200);
+    assert!(empty.contains("Name a record to trace"));
+
+    // The first decision of the run: its tool call and step are ancestors; the graph is SVG
+    // whose nodes link to their own provenance.
+    let (_, timeline) = gw.page(&cookie, "/ui/runs/run-bugfix-users-404");
+    let at = timeline
+        .find("provenance?id=event%3Arun-bugfix-users-404%2F")
+        .unwrap();
+    assert!(timeline.contains("Provenance of this run"));
+    let _ = at;
+    let export = gw.tollgate(&["runs", "export", "run-bugfix-users-404"]);
+    let file: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let decision = file["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "decision")
+        .unwrap();
+    let seq = decision["seq"].as_u64().unwrap();
+    let path = format!("/ui/provenance?id=event%3Arun-bugfix-users-404%2F{seq}");
+    let (status, page) = gw.page(&cookie, &path);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<svg") && page.contains("class=\"node start\""),
+        "{page}"
+    );
+    assert!(page.contains("class=\"edge\""), "edges are drawn");
+    assert!(
+        page.contains("tool call"),
+        "the decided tool call is an ancestor"
+    );
+    assert!(
+        page.contains("step:run-bugfix-users-404/"),
+        "so is its step"
+    );
+    assert!(page.contains("href=\"/ui/provenance?id="), "nodes link on");
+
+    let (status, missing) = gw.page(&cookie, "/ui/provenance?id=no-such-run");
+    assert_eq!(status, 404, "{missing}");
+}

@@ -9,8 +9,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::layout::{clip, empty};
-use super::runs::{encode, rules, run_href};
+use super::layout::{clip, empty, encode, rules, run_href};
 use super::sessions::csrf_ok;
 use super::{Viewer, blocking_page, csrf_refused};
 use crate::approvals::{self, Approval, ApprovalAnswer, ApprovalFilter, ApprovalState};

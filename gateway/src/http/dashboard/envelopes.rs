@@ -8,8 +8,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use tollgate_rules::envelope::{EnvelopeDiff, PolicyEnvelope};
 
-use super::layout::{clip, effect, empty, facts};
-use super::runs::{encode, receipt_href, rules, run_href};
+use super::layout::{clip, effect, empty, encode, facts, receipt_href, rules, run_href};
 use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::policy::{EnvelopeVersion, list_versions, version_source};

@@ -10,10 +10,11 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 3] = [
+const SCREENS: [(&str, &str); 4] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
+    ("/ui/provenance", "Provenance"),
 ];
 
 /// A whole page: `title`, the screen it belongs to (`/ui/runs`), its content.
@@ -152,3 +153,52 @@ pub fn facts(rows: &[(&str, Markup)]) -> Markup {
 
 /// The stylesheet, served from the binary (no page needs anything from outside).
 pub const STYLESHEET: &str = include_str!("../../../assets/dashboard.css");
+
+// Links between screens: every page module links to the others through these, so no page
+// module imports another.
+
+/// The link to a run's timeline.
+pub fn run_href(run: &str) -> String {
+    format!("/ui/runs/{}", encode(run))
+}
+
+/// The link to a decision's receipt (`item`: a compile item's decision).
+pub fn receipt_href(run: &str, seq: u64, item: Option<&str>) -> String {
+    match item {
+        Some(item) => format!(
+            "/ui/runs/{}/receipts/{seq}?item={}",
+            encode(run),
+            encode(item)
+        ),
+        None => format!("/ui/runs/{}/receipts/{seq}", encode(run)),
+    }
+}
+
+/// The link to a node's provenance.
+pub fn provenance_href(id: &str) -> String {
+    format!("/ui/provenance?id={}", encode(id))
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Rule ids, or a dash.
+pub fn rules(rules: &[String]) -> Markup {
+    html! {
+        @if rules.is_empty() { span.muted { "no rule" } }
+        @for (i, r) in rules.iter().enumerate() {
+            @if i > 0 { ", " }
+            code { (r) }
+        }
+    }
+}

@@ -8,8 +8,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use tollgate_engine::{Proof, ProofStep};
 
-use super::layout::{clip, effect, empty, facts, hash};
-use super::runs::{encode, rules, run_href};
+use super::layout::{clip, effect, empty, encode, facts, hash, rules, run_href};
 use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::runtime::{DecisionFilter, RecordedDecision};

@@ -10,7 +10,9 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::layout::{self, clip, effect, empty, facts, hash};
+use super::layout::{
+    self, clip, effect, empty, encode, facts, hash, provenance_href, receipt_href, rules, run_href,
+};
 use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::recorder::events::{CompileEvent, DecisionEvent, Event};
@@ -131,11 +133,6 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
     }
 }
 
-/// The link to a run's timeline.
-pub fn run_href(run: &str) -> String {
-    format!("/ui/runs/{}", encode(run))
-}
-
 fn next_href(filter: &RunFilter, next: &RunKey) -> String {
     let mut query = vec![
         ("after_at", next.started_at.as_str()),
@@ -152,19 +149,6 @@ fn next_href(filter: &RunFilter, next: &RunKey) -> String {
         .map(|(k, v)| format!("{k}={}", encode(v)))
         .collect();
     format!("/ui/runs?{}", parts.join("&"))
-}
-
-/// Percent-encodes everything but unreserved characters (RFC 3986).
-pub fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// `GET /ui/runs/{run_id}`.
@@ -195,6 +179,7 @@ fn timeline_content(file: &RunFile, counts: &[(String, usize)]) -> Markup {
     html! {
         p.crumbs { a href="/ui/runs" { "Runs" } " / " (h.id) }
         h1 { "Run " (h.id) " " (layout::status(&h.status)) }
+        p { a href=(provenance_href(&format!("run:{}", h.id))) { "Provenance of this run" } }
         (facts(&[
             ("Agent", html! { (h.agent) }),
             ("Task", html! { (h.task) }),
@@ -234,7 +219,7 @@ fn timeline_content(file: &RunFile, counts: &[(String, usize)]) -> Markup {
 fn event_row(run: &str, e: &EventRecord) -> Markup {
     let event = e.event();
     html! {
-        span.seq { (e.seq) }
+        span.seq { a href=(provenance_href(&format!("event:{run}/{}", e.seq))) title="provenance" { (e.seq) } }
         span.kind { (e.kind.replace('_', " ")) }
         time datetime=(e.at) { (e.at.split('T').nth(1).unwrap_or(&e.at).trim_end_matches('Z')) }
         div.body {
@@ -323,28 +308,5 @@ fn compile(run: &str, seq: u64, c: &CompileEvent) -> Markup {
                 }
             }
         }
-    }
-}
-
-/// Rule ids, or a dash.
-pub fn rules(rules: &[String]) -> Markup {
-    html! {
-        @if rules.is_empty() { span.muted { "no rule" } }
-        @for (i, r) in rules.iter().enumerate() {
-            @if i > 0 { ", " }
-            code { (r) }
-        }
-    }
-}
-
-/// The link to a decision's receipt (`item`: a compile item's decision).
-pub fn receipt_href(run: &str, seq: u64, item: Option<&str>) -> String {
-    match item {
-        Some(item) => format!(
-            "/ui/runs/{}/receipts/{seq}?item={}",
-            encode(run),
-            encode(item)
-        ),
-        None => format!("/ui/runs/{}/receipts/{seq}", encode(run)),
     }
 }
