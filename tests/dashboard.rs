@@ -1,158 +1,70 @@
 //! End-to-end tests of the dashboard over loopback HTTP: `tollgate serve` started as a user
-//! would, its one-time login URL read from its terminal output, pages fetched with the session
-//! cookie. (Headless-browser tests are the next step of issue 12; these check what the server
+//! would, its one-time login URL read from its terminal output (`Gateway::dashboard_url`),
+//! pages fetched with the session cookie. (Headless-browser tests are the next step of issue 12; these check what the server
 //! answers.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use support::{Gateway, root};
 
-use support::{TempDir, root};
-
-const TOKEN: &str = "dashboard-test-token-0123456789";
-
-/// A gateway whose terminal output is read for its dashboard URL.
-struct Served {
-    child: Child,
-    base: String,
-    login_url: String,
-    dir: TempDir,
+/// Sends a request, following no redirect: status, headers, body (a form when given).
+fn send(
+    gw: &Gateway,
+    method: &str,
+    path_or_url: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let url = if path_or_url.starts_with("http") {
+        path_or_url.to_string()
+    } else {
+        format!("{}{path_or_url}", gw.base)
+    };
+    let mut req = ureq::http::Request::builder().method(method).uri(&url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    if body.is_some() {
+        req = req.header("Content-Type", "application/x-www-form-urlencoded");
+    }
+    let req = req
+        .body(body.unwrap_or_default().to_string())
+        .expect("request");
+    let mut resp = agent.run(req).expect("send");
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let status = resp.status().as_u16();
+    (
+        status,
+        headers,
+        resp.body_mut().read_to_string().unwrap_or_default(),
+    )
 }
 
-impl Served {
-    fn start() -> Served {
-        Served::start_args(&[])
-    }
-
-    fn start_args(args: &[&str]) -> Served {
-        let dir = TempDir::new("dashboard");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(dir.path())
-            .env("TOLLGATE_TOKEN", TOKEN)
-            .env_remove("TOLLGATE_DATABASE_URL")
-            .args(["serve", "--port", "0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start tollgate serve");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut login_url = String::new();
-        let mut line = String::new();
-        while stderr.read_line(&mut line).unwrap() > 0 {
-            if let Some(url) = line.trim().strip_prefix("tollgate: dashboard at ") {
-                login_url = url.to_string();
-                break;
-            }
-            line.clear();
-        }
-        assert!(!login_url.is_empty(), "serve prints the dashboard URL");
-        // Keep draining the terminal so the gateway never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_string();
-        Served {
-            child,
-            base,
-            login_url,
-            dir,
-        }
-    }
-
-    /// Sends a request, following no redirect: status, headers, body.
-    fn send(
-        &self,
-        method: &str,
-        path_or_url: &str,
-        body: Option<&str>,
-        headers: &[(&str, &str)],
-    ) -> (u16, Vec<(String, String)>, String) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .build()
-            .into();
-        let url = if path_or_url.starts_with("http") {
-            path_or_url.to_string()
-        } else {
-            format!("{}{path_or_url}", self.base)
-        };
-        let mut req = ureq::http::Request::builder().method(method).uri(&url);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        if body.is_some() {
-            req = req.header("Content-Type", "application/x-www-form-urlencoded");
-        }
-        let req = req
-            .body(body.unwrap_or_default().to_string())
-            .expect("request");
-        let mut resp = agent.run(req).expect("send");
-        let headers = resp
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
-            .collect();
-        let status = resp.status().as_u16();
-        (
-            status,
-            headers,
-            resp.body_mut().read_to_string().unwrap_or_default(),
-        )
-    }
-
-    /// A page with the session cookie.
-    fn page(&self, cookie: &str, path: &str) -> (u16, String) {
-        let (status, _, body) = self.send("GET", path, None, &[("Cookie", cookie)]);
-        (status, body)
-    }
-
-    /// A JSON call with the bearer token, as an agent makes it.
-    fn api(&self, method: &str, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let req = ureq::http::Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {TOKEN}"))
-            .header("Content-Type", "application/json")
-            .body(body.to_string())
-            .unwrap();
-        let mut resp = agent.run(req).unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.body_mut().read_to_string().unwrap_or_default();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
-        )
-    }
-
-    fn tollgate(&self, args: &[&str]) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(self.dir.path())
-            .env_remove("TOLLGATE_DATABASE_URL")
-            .args(args)
-            .output()
-            .expect("run tollgate")
-    }
+/// A page with the session cookie.
+fn get_page(gw: &Gateway, cookie: &str, path: &str) -> (u16, String) {
+    let (status, _, body) = send(gw, "GET", path, None, &[("Cookie", cookie)]);
+    (status, body)
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Runs `tollgate ARGS...` on the gateway's store; it must succeed.
+fn tollgate_ok(gw: &Gateway, args: &[&str]) {
+    let out = gw.tollgate(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
@@ -163,8 +75,8 @@ fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
 }
 
 /// Logs in through the one-time URL; returns the `Cookie` header to send.
-fn login(gw: &Served) -> String {
-    let (status, headers, _) = gw.send("GET", &gw.login_url, None, &[]);
+fn login(gw: &Gateway) -> String {
+    let (status, headers, _) = send(gw, "GET", &gw.dashboard_url, None, &[]);
     assert_eq!(status, 303);
     cookie_of(&headers)
 }
@@ -183,20 +95,25 @@ fn csrf_of(page: &str) -> String {
 
 #[test]
 fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
-    let gw = Served::start();
-    let token = gw.login_url.rsplit("token=").next().unwrap().to_string();
-    assert_ne!(token, TOKEN, "the login token is not the bearer token");
+    let gw = Gateway::start();
+    let token = gw
+        .dashboard_url
+        .rsplit("token=")
+        .next()
+        .unwrap()
+        .to_string();
+    assert_ne!(token, gw.token, "the login token is not the bearer token");
 
     // Without a session, a page sends the browser to the login page.
-    let (status, headers, _) = gw.send("GET", "/ui/runs", None, &[]);
+    let (status, headers, _) = send(&gw, "GET", "/ui/runs", None, &[]);
     assert_eq!(status, 303);
     assert_eq!(header(&headers, "location"), Some("/ui/login"));
-    let (status, _, body) = gw.send("GET", "/ui/login", None, &[]);
+    let (status, _, body) = send(&gw, "GET", "/ui/login", None, &[]);
     assert_eq!(status, 200);
     assert!(body.contains("name=\"token\""), "{body}");
 
     // The URL serve printed logs in once, to a URL without the token, with a strict cookie.
-    let (status, headers, _) = gw.send("GET", &gw.login_url, None, &[]);
+    let (status, headers, _) = send(&gw, "GET", &gw.dashboard_url, None, &[]);
     assert_eq!(status, 303);
     assert_eq!(header(&headers, "location"), Some("/ui/runs"));
     let set = header(&headers, "set-cookie").unwrap();
@@ -204,27 +121,28 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
         assert!(set.contains(part), "{set}");
     }
     let cookie = cookie_of(&headers);
-    let (status, page) = gw.page(&cookie, "/ui/runs");
+    let (status, page) = get_page(&gw, &cookie, "/ui/runs");
     assert_eq!(status, 200);
     assert!(page.contains("No runs are recorded yet"), "{page}");
     assert!(
         page.contains("tollgate runs import"),
         "the empty state says what to do"
     );
-    let (status, _, _) = gw.send("GET", &gw.login_url, None, &[]);
+    let (status, _, _) = send(&gw, "GET", &gw.dashboard_url, None, &[]);
     assert_eq!(status, 401, "a one-time token is spent");
 
     // The bearer token logs in through the form, as often as needed.
-    let form = format!("token={TOKEN}");
-    let (status, headers, _) = gw.send("POST", "/ui/login", Some(&form), &[]);
+    let form = format!("token={}", gw.token);
+    let (status, headers, _) = send(&gw, "POST", "/ui/login", Some(&form), &[]);
     assert_eq!(status, 303);
     assert!(header(&headers, "set-cookie").is_some());
-    let (status, _, page) = gw.send("POST", "/ui/login", Some("token=wrong"), &[]);
+    let (status, _, page) = send(&gw, "POST", "/ui/login", Some("token=wrong"), &[]);
     assert_eq!(status, 401);
     assert!(page.contains("not valid"), "{page}");
 
     // A made-up session is no session.
-    let (status, _, _) = gw.send(
+    let (status, _, _) = send(
+        &gw,
         "GET",
         "/ui/runs",
         None,
@@ -232,13 +150,13 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
     );
     assert_eq!(status, 303);
     // The JSON routes still want the bearer token, even with a session cookie.
-    let (status, _, _) = gw.send("GET", "/v1/runs/x", None, &[("Cookie", &cookie)]);
+    let (status, _, _) = send(&gw, "GET", "/v1/runs/x", None, &[("Cookie", &cookie)]);
     assert_eq!(status, 401);
 
     // No page shows either token; every page is served with protective headers and needs
     // nothing from outside the machine.
-    let (_, headers, page) = gw.send("GET", "/ui/runs", None, &[("Cookie", &cookie)]);
-    assert!(!page.contains(&token) && !page.contains(TOKEN));
+    let (_, headers, page) = send(&gw, "GET", "/ui/runs", None, &[("Cookie", &cookie)]);
+    assert!(!page.contains(&token) && !page.contains(&gw.token));
     assert_eq!(header(&headers, "cache-control"), Some("no-store"));
     assert_eq!(header(&headers, "referrer-policy"), Some("no-referrer"));
     assert!(header(&headers, "content-security-policy").is_some());
@@ -246,7 +164,7 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
         !page.contains("http://") && !page.contains("https://"),
         "{page}"
     );
-    let (status, headers, css) = gw.send("GET", "/ui/assets/dashboard.css", None, &[]);
+    let (status, headers, css) = send(&gw, "GET", "/ui/assets/dashboard.css", None, &[]);
     assert_eq!(status, 200);
     assert!(
         header(&headers, "content-type")
@@ -258,43 +176,55 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
 
 #[test]
 fn forms_without_the_csrf_token_or_from_a_foreign_origin_change_nothing() {
-    let gw = Served::start();
+    let gw = Gateway::start();
     let cookie = login(&gw);
-    let (_, page) = gw.page(&cookie, "/ui/runs");
+    let (_, page) = get_page(&gw, &cookie, "/ui/runs");
     let csrf = csrf_of(&page);
 
-    let (status, _, body) = gw.send(
+    let (status, _, body) = send(
+        &gw,
         "POST",
         "/ui/logout",
         Some("csrf=wrong"),
         &[("Cookie", &cookie)],
     );
     assert_eq!(status, 403, "{body}");
-    let (status, _, _) = gw.send("POST", "/ui/logout", Some(""), &[("Cookie", &cookie)]);
+    let (status, _, _) = send(&gw, "POST", "/ui/logout", Some(""), &[("Cookie", &cookie)]);
     assert_eq!(status, 403);
     let form = format!("csrf={csrf}");
-    let (status, _, _) = gw.send(
+    let (status, _, _) = send(
+        &gw,
         "POST",
         "/ui/logout",
         Some(&form),
         &[("Cookie", &cookie), ("Origin", "http://evil.example")],
     );
     assert_eq!(status, 403);
-    assert_eq!(gw.page(&cookie, "/ui/runs").0, 200, "still logged in");
+    assert_eq!(get_page(&gw, &cookie, "/ui/runs").0, 200, "still logged in");
 
-    let (status, headers, _) = gw.send("POST", "/ui/logout", Some(&form), &[("Cookie", &cookie)]);
+    let (status, headers, _) = send(
+        &gw,
+        "POST",
+        "/ui/logout",
+        Some(&form),
+        &[("Cookie", &cookie)],
+    );
     assert_eq!(status, 303);
     assert!(
         header(&headers, "set-cookie")
             .unwrap()
             .contains("Max-Age=0")
     );
-    assert_eq!(gw.page(&cookie, "/ui/runs").0, 303, "the session ended");
+    assert_eq!(
+        get_page(&gw, &cookie, "/ui/runs").0,
+        303,
+        "the session ended"
+    );
 }
 
 #[test]
 fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
-    let gw = Served::start();
+    let gw = Gateway::start();
     let runs = root().join("fixtures/runs");
     let mut files: Vec<String> = std::fs::read_dir(&runs)
         .unwrap()
@@ -305,15 +235,10 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
     files.sort();
     let mut args = vec!["runs", "import"];
     args.extend(files.iter().map(String::as_str));
-    let out = gw.tollgate(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tollgate_ok(&gw, &args);
 
     let cookie = login(&gw);
-    let (status, list) = gw.page(&cookie, "/ui/runs");
+    let (status, list) = get_page(&gw, &cookie, "/ui/runs");
     assert_eq!(status, 200);
     let ids: Vec<String> = files
         .iter()
@@ -327,12 +252,12 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
         assert!(list.contains(&format!("/ui/runs/{id}\"")), "{id} listed");
     }
     // A filter that matches nothing says so and offers the way back.
-    let (_, none) = gw.page(&cookie, "/ui/runs?agent=nobody");
+    let (_, none) = get_page(&gw, &cookie, "/ui/runs?agent=nobody");
     assert!(none.contains("No run matches"), "{none}");
 
     // A run's timeline: its steps, its compiles' items, its decisions with receipt links.
     let run = &ids[0];
-    let (status, timeline) = gw.page(&cookie, &format!("/ui/runs/{run}"));
+    let (status, timeline) = get_page(&gw, &cookie, &format!("/ui/runs/{run}"));
     assert_eq!(status, 200);
     for part in ["Step 0", "compile", "tool call", "decision", "receipts/"] {
         assert!(timeline.contains(part), "the timeline shows `{part}`");
@@ -346,7 +271,7 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
         if !href.contains("/receipts/") {
             continue;
         }
-        let (status, receipt) = gw.page(&cookie, &href);
+        let (status, receipt) = get_page(&gw, &cookie, &href);
         assert_eq!(status, 200, "{href}");
         assert!(
             receipt.contains("Receipt:") && receipt.contains("Input hash"),
@@ -364,35 +289,41 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
     );
 
     // What does not exist is a 404 page, not an error in JSON.
-    let (status, missing) = gw.page(&cookie, "/ui/runs/no-such-run");
+    let (status, missing) = get_page(&gw, &cookie, "/ui/runs/no-such-run");
     assert_eq!(status, 404);
     assert!(missing.contains("no run"), "{missing}");
-    let (status, page) = gw.page(&cookie, &format!("/ui/runs/{run}/receipts/100000"));
+    let (status, page) = get_page(&gw, &cookie, &format!("/ui/runs/{run}/receipts/100000"));
     assert_eq!(status, 200);
     assert!(page.contains("No decision is recorded there"), "{page}");
 }
 
 #[test]
 fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
-    let envelopes = root().join("fixtures/envelopes");
-    let gw = Served::start_args(&["--envelopes", envelopes.to_str().unwrap()]);
-    let (status, body) = gw.api(
+    let gw = Gateway::with_fixture_envelopes();
+    let (status, body) = gw.call(
         "POST",
         "/v1/runs",
-        serde_json::json!({"id": "ui-approve", "agent": "coder", "task": "T-12",
-                           "scope": "org:acme/repo:api/task:T-12", "clearance": "confidential"}),
+        Some(
+            &serde_json::json!({"id": "ui-approve", "agent": "coder", "task": "T-12",
+                                 "scope": "org:acme/repo:api/task:T-12",
+                                 "clearance": "confidential"}),
+        ),
     );
     assert_eq!(status, 201, "{body}");
     let secret = "AKIAABCDEFGHIJKLMNOP";
     let call = serde_json::json!({"tool": "shell.exec",
                                   "arguments": {"cmd": "make test", "env": {"AWS_KEY": secret}}});
-    let (status, gated) = gw.api("POST", "/v1/runs/ui-approve/tool-calls", call.clone());
+    let (status, gated) = gw.call("POST", "/v1/runs/ui-approve/tool-calls", Some(&call));
     assert_eq!(status, 200, "{gated}");
     assert_eq!(gated["effect"], "require_approval");
     let id = gated["approval"]["id"].as_str().unwrap().to_string();
 
     // The agent waits on the approval.
-    let (base, path) = (gw.base.clone(), format!("/v1/approvals/{id}?wait=30"));
+    let (base, token, path) = (
+        gw.base.clone(),
+        gw.token.clone(),
+        format!("/v1/approvals/{id}?wait=30"),
+    );
     let started = std::time::Instant::now();
     let waiter = std::thread::spawn(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -401,7 +332,7 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
             .into();
         let mut resp = agent
             .get(format!("{base}{path}"))
-            .header("Authorization", format!("Bearer {TOKEN}"))
+            .header("Authorization", format!("Bearer {token}"))
             .call()
             .unwrap();
         let text = resp.body_mut().read_to_string().unwrap();
@@ -410,7 +341,7 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
     });
 
     let cookie = login(&gw);
-    let (status, page) = gw.page(&cookie, "/ui/approvals");
+    let (status, page) = get_page(&gw, &cookie, "/ui/approvals");
     assert_eq!(status, 200);
     assert!(page.contains(&id) && page.contains("shell.exec") && page.contains("make test"));
     assert!(
@@ -423,22 +354,18 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
     // Refused: no CSRF token, or someone the rule does not name; nothing changes.
     let form = "decision=approve&by=team-lead&reason=ok";
     let action = format!("/ui/approvals/{id}");
-    let (status, _, _) = gw.send("POST", &action, Some(form), &[("Cookie", &cookie)]);
+    let (status, _, _) = send(&gw, "POST", &action, Some(form), &[("Cookie", &cookie)]);
     assert_eq!(status, 403);
     let intern = format!("csrf={csrf}&decision=approve&by=intern");
-    let (status, _, body) = gw.send("POST", &action, Some(&intern), &[("Cookie", &cookie)]);
+    let (status, _, body) = send(&gw, "POST", &action, Some(&intern), &[("Cookie", &cookie)]);
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("intern"), "the page says who may not approve");
-    let (_, approval) = gw.api(
-        "GET",
-        &format!("/v1/approvals/{id}"),
-        serde_json::Value::Null,
-    );
+    let (_, approval) = gw.call("GET", &format!("/v1/approvals/{id}"), None);
     assert_eq!(approval["state"], "pending");
 
     // Approved in the dashboard: the waiting agent hears at once and its call goes ahead.
     let approve = format!("csrf={csrf}&decision=approve&by=team-lead&reason=tests+only");
-    let (status, headers, _) = gw.send("POST", &action, Some(&approve), &[("Cookie", &cookie)]);
+    let (status, headers, _) = send(&gw, "POST", &action, Some(&approve), &[("Cookie", &cookie)]);
     assert_eq!(status, 303);
     assert!(
         header(&headers, "location")
@@ -451,7 +378,7 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
     assert!(waited < std::time::Duration::from_secs(20), "{waited:?}");
     let mut again = call;
     again["approval_id"] = serde_json::Value::String(id.clone());
-    let (status, allowed) = gw.api("POST", "/v1/runs/ui-approve/tool-calls", again);
+    let (status, allowed) = gw.call("POST", "/v1/runs/ui-approve/tool-calls", Some(&again));
     assert_eq!(status, 200);
     // It goes ahead, its secret redacted by the data rules.
     assert_eq!(allowed["execute"], true);
@@ -459,37 +386,27 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
     assert!(!allowed["arguments"].to_string().contains(secret));
 
     // Decided once: a second answer is a conflict, and the pending list is empty again.
-    let (status, _, _) = gw.send("POST", &action, Some(&approve), &[("Cookie", &cookie)]);
+    let (status, _, _) = send(&gw, "POST", &action, Some(&approve), &[("Cookie", &cookie)]);
     assert_eq!(status, 409);
-    let (_, page) = gw.page(&cookie, "/ui/approvals");
+    let (_, page) = get_page(&gw, &cookie, "/ui/approvals");
     assert!(page.contains("No gated call is waiting"), "{page}");
-    let (_, used) = gw.page(&cookie, "/ui/approvals?state=used");
+    let (_, used) = get_page(&gw, &cookie, "/ui/approvals?state=used");
     assert!(used.contains(&id) && used.contains("team-lead"));
 }
 
 #[test]
 fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
-    let envelopes = root().join("fixtures/envelopes");
-    let gw = Served::start_args(&["--envelopes", envelopes.to_str().unwrap()]);
+    let gw = Gateway::with_fixture_envelopes();
     let run = root().join("fixtures/runs/01-bugfix-users-404.json");
     let v3 = root().join("fixtures/envelopes/diff/coding-agent.v3.yaml");
-    for args in [
-        vec!["runs", "import", run.to_str().unwrap()],
-        vec!["policy", "store", v3.to_str().unwrap()],
-    ] {
-        let out = gw.tollgate(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    tollgate_ok(&gw, &["runs", "import", run.to_str().unwrap()]);
+    tollgate_ok(&gw, &["policy", "store", v3.to_str().unwrap()]);
     let cookie = login(&gw);
-    let (status, list) = gw.page(&cookie, "/ui/envelopes");
+    let (status, list) = get_page(&gw, &cookie, "/ui/envelopes");
     assert_eq!(status, 200);
     assert!(list.contains("/ui/envelopes/coding-agent\"") && list.contains("org-baseline"));
 
-    let (status, page) = gw.page(&cookie, "/ui/envelopes/coding-agent");
+    let (status, page) = get_page(&gw, &cookie, "/ui/envelopes/coding-agent");
     assert_eq!(status, 200);
     assert!(page.contains("coding-agent@2") && page.contains("coding-agent@3"));
     assert!(
@@ -500,18 +417,19 @@ fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
         page.contains("run-bugfix-users-404"),
         "the simulator offers the run"
     );
-    let (_, old) = gw.page(&cookie, "/ui/envelopes/coding-agent?version=2");
+    let (_, old) = get_page(&gw, &cookie, "/ui/envelopes/coding-agent?version=2");
     assert!(old.contains("<strong>coding-agent@2</strong>"), "{old}");
 
-    let (status, diff) = gw.page(&cookie, "/ui/envelopes/coding-agent/diff?from=2&to=3");
+    let (status, diff) = get_page(&gw, &cookie, "/ui/envelopes/coding-agent/diff?from=2&to=3");
     assert_eq!(status, 200);
     assert!(diff.contains("coding-agent/"), "rule ids are listed");
     assert!(diff.contains("class=\"change-"), "{diff}");
-    let (_, same) = gw.page(&cookie, "/ui/envelopes/coding-agent/diff?from=2&to=2");
+    let (_, same) = get_page(&gw, &cookie, "/ui/envelopes/coding-agent/diff?from=2&to=2");
     assert!(same.contains("decide alike"), "{same}");
 
     // The simulator shows the same changes `policy simulate` reports (README: 4 changed).
-    let (status, sim) = gw.page(
+    let (status, sim) = get_page(
+        &gw,
         &cookie,
         "/ui/envelopes/coding-agent/simulate?run=run-bugfix-users-404&version=3",
     );
@@ -528,24 +446,23 @@ fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
     ]);
     assert!(String::from_utf8_lossy(&cli.stdout).contains("4 changed"));
 
-    let (status, missing) = gw.page(&cookie, "/ui/envelopes/no-such-envelope");
+    let (status, missing) = get_page(&gw, &cookie, "/ui/envelopes/no-such-envelope");
     assert_eq!(status, 404, "{missing}");
 }
 
 #[test]
 fn the_provenance_screen_draws_a_records_ancestors_and_descendants_in_svg() {
-    let gw = Served::start();
+    let gw = Gateway::start();
     let run = root().join("fixtures/runs/01-bugfix-users-404.json");
-    let out = gw.tollgate(&["runs", "import", run.to_str().unwrap()]);
-    assert!(out.status.success());
+    tollgate_ok(&gw, &["runs", "import", run.to_str().unwrap()]);
     let cookie = login(&gw);
-    let (status, empty) = gw.page(&cookie, "/ui/provenance");
+    let (status, empty) = get_page(&gw, &cookie, "/ui/provenance");
     assert_eq!(status, 200);
     assert!(empty.contains("Name a record to trace"));
 
     // The first decision of the run: its tool call and step are ancestors; the graph is SVG
     // whose nodes link to their own provenance.
-    let (_, timeline) = gw.page(&cookie, "/ui/runs/run-bugfix-users-404");
+    let (_, timeline) = get_page(&gw, &cookie, "/ui/runs/run-bugfix-users-404");
     let at = timeline
         .find("provenance?id=event%3Arun-bugfix-users-404%2F")
         .unwrap();
@@ -561,7 +478,7 @@ fn the_provenance_screen_draws_a_records_ancestors_and_descendants_in_svg() {
         .unwrap();
     let seq = decision["seq"].as_u64().unwrap();
     let path = format!("/ui/provenance?id=event%3Arun-bugfix-users-404%2F{seq}");
-    let (status, page) = gw.page(&cookie, &path);
+    let (status, page) = get_page(&gw, &cookie, &path);
     assert_eq!(status, 200, "{page}");
     assert!(
         page.contains("<svg") && page.contains("class=\"node start\""),
@@ -578,6 +495,6 @@ fn the_provenance_screen_draws_a_records_ancestors_and_descendants_in_svg() {
     );
     assert!(page.contains("href=\"/ui/provenance?id="), "nodes link on");
 
-    let (status, missing) = gw.page(&cookie, "/ui/provenance?id=no-such-run");
+    let (status, missing) = get_page(&gw, &cookie, "/ui/provenance?id=no-such-run");
     assert_eq!(status, 404, "{missing}");
 }

@@ -26,7 +26,7 @@ use format::{EventKind, EventRecord, RunFile, RunHeader, StepRecord};
 
 pub use page::{RunFilter, RunKey, RunPage};
 pub use promote::{PromotedRecord, Provenance};
-pub use timeline::render_timeline;
+pub use timeline::{clip, render_timeline};
 pub use write::ImportSummary;
 
 /// Payloads larger than this (canonical JSON bytes) are stored once as artifacts.
@@ -82,6 +82,23 @@ pub fn event_hash(
         "run": run, "seq": seq, "step": step, "kind": kind, "at": at,
         "payload": payload_hash, "prev": prev,
     }))
+}
+
+/// The columns [`summary_of_row`] reads, of `runs r`.
+const SUMMARY_COLUMNS: &str = "r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
+     (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)";
+
+/// A run's summary from a row of [`SUMMARY_COLUMNS`].
+fn summary_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
+    Ok(RunSummary {
+        id: r.get(0)?,
+        agent: r.get(1)?,
+        task: r.get(2)?,
+        status: r.get(3)?,
+        started_at: r.get(4)?,
+        events: r.get::<_, i64>(5)? as u64,
+        steps: r.get(6)?,
+    })
 }
 
 /// A run as listed.
@@ -167,23 +184,11 @@ impl Recorder {
     fn summaries(&self, run: Option<&str>) -> Result<Vec<RunSummary>, RecorderError> {
         let run = run.map(str::to_string);
         Ok(self.store.read(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
-                        (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)
-                 FROM runs r WHERE ?1 IS NULL OR r.id = ?1
-                 ORDER BY r.started_at DESC, r.id",
-            )?;
-            let rows = stmt.query_map([run], |r| {
-                Ok(RunSummary {
-                    id: r.get(0)?,
-                    agent: r.get(1)?,
-                    task: r.get(2)?,
-                    status: r.get(3)?,
-                    started_at: r.get(4)?,
-                    events: r.get::<_, i64>(5)? as u64,
-                    steps: r.get(6)?,
-                })
-            })?;
+            let mut stmt = c.prepare(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE ?1 IS NULL OR r.id = ?1
+                 ORDER BY r.started_at DESC, r.id"
+            ))?;
+            let rows = stmt.query_map([run], summary_of_row)?;
             Ok(rows.collect::<Result<_, _>>()?)
         })?)
     }

@@ -87,6 +87,8 @@ pub struct Gateway {
     pub token: String,
     /// The gateway's working directory (holds `.tollgate/`).
     pub dir: TempDir,
+    /// The dashboard URL with the one-time login token, as `serve` printed it.
+    pub dashboard_url: String,
 }
 
 impl Gateway {
@@ -117,9 +119,26 @@ impl Gateway {
             .args(["serve", "--port", "0"])
             .args(args)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("start tollgate serve");
+        // The terminal output names the dashboard URL; the rest of it goes on to the test's.
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let mut dashboard_url = String::new();
+        let mut said = String::new();
+        while stderr
+            .read_line(&mut said)
+            .expect("read the terminal output")
+            > 0
+        {
+            eprint!("{said}");
+            if let Some(url) = said.trim().strip_prefix("tollgate: dashboard at ") {
+                dashboard_url = url.to_string();
+                break;
+            }
+            said.clear();
+        }
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         std::io::BufReader::new(stdout)
@@ -135,6 +154,7 @@ impl Gateway {
             base,
             token,
             dir,
+            dashboard_url,
         }
     }
 

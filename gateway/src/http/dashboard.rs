@@ -104,7 +104,7 @@ where
         Ok(Err(e)) => {
             let message = e.to_string();
             // The same status the JSON routes give (a 500 logs its detail there).
-            let status = super::ApiError::from(e).into_response().status();
+            let status = super::ApiError::from(e).status();
             let shown = if status.is_client_error() {
                 message
             } else {

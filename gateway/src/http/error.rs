@@ -107,6 +107,12 @@ impl ApiError {
         self.into_parts().1
     }
 
+    /// The status the error answers with (a 500's detail goes to the log, as for a response):
+    /// what the dashboard's pages answer for the same error.
+    pub(crate) fn status(self) -> StatusCode {
+        self.into_parts().0
+    }
+
     /// The status, the body and the `Retry-After` seconds (if any).
     fn into_parts(self) -> (StatusCode, Value, Option<u64>) {
         let (status, code, message, details, retry_after) = match self {

@@ -5,7 +5,7 @@
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use super::{Recorder, RecorderError, RunSummary};
+use super::{Recorder, RecorderError, RunSummary, SUMMARY_COLUMNS, summary_of_row};
 
 /// Which runs, and from where.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,16 +49,14 @@ impl Recorder {
                 Some(k) => (Some(k.started_at.clone()), Some(k.id.clone())),
                 None => (None, None),
             };
-            let mut stmt = c.prepare_cached(
-                "SELECT r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
-                        (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)
-                 FROM runs r
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM runs r
                  WHERE (?1 IS NULL OR r.agent = ?1)
                    AND (?2 IS NULL OR r.status = ?2)
                    AND (?3 IS NULL OR r.started_at < ?3 OR (r.started_at = ?3 AND r.id < ?4))
                  ORDER BY r.started_at DESC, r.id DESC
-                 LIMIT ?5",
-            )?;
+                 LIMIT ?5"
+            ))?;
             let rows = stmt.query_map(
                 params![
                     filter.agent,
@@ -67,17 +65,7 @@ impl Recorder {
                     after_id,
                     limit as i64 + 1
                 ],
-                |r| {
-                    Ok(RunSummary {
-                        id: r.get(0)?,
-                        agent: r.get(1)?,
-                        task: r.get(2)?,
-                        status: r.get(3)?,
-                        started_at: r.get(4)?,
-                        events: r.get::<_, i64>(5)? as u64,
-                        steps: r.get(6)?,
-                    })
-                },
+                summary_of_row,
             )?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;

@@ -118,8 +118,8 @@ fn describe(e: &EventRecord) -> String {
     }
 }
 
-/// The first `max` characters on one line.
-fn clip(text: &str, max: usize) -> String {
+/// The first `max` characters of `text` on one line (a newline shown as `⏎`), `…` when cut.
+pub fn clip(text: &str, max: usize) -> String {
     let one_line: String = text
         .chars()
         .map(|c| if c == '\n' { '⏎' } else { c })

@@ -227,9 +227,9 @@ impl Runtime {
         Ok(ChatDecision {
             run: run.to_string(),
             step,
-            engine: engine.clone(),
+            engine,
             model_call,
-            model_decision: model_decision.clone(),
+            model_decision,
             verdict: ChatVerdict::Allowed {
                 request,
                 messages,

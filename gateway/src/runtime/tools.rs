@@ -494,81 +494,83 @@ impl Runtime {
     /// and answers it.
     pub(crate) fn record_tool_call(
         &self,
-        mut outcome: ToolCallOutcome,
+        outcome: ToolCallOutcome,
     ) -> Result<ToolCallAnswer, RuntimeError> {
-        let engine = outcome.engine.clone();
+        let execute = outcome.executes();
+        let ToolCallOutcome {
+            header,
+            engine,
+            step,
+            call_id,
+            tool,
+            effect,
+            reason,
+            retry_after,
+            approval,
+            presented,
+            decision,
+            data_decision,
+            arguments,
+            event,
+            counted,
+            governing,
+            now_ms: now,
+        } = outcome;
         let at = self.now_rfc3339();
         // The decision with its proof is the largest thing recorded per call: its canonical
         // JSON is written once, for the event and for the answer.
-        let decision = Rendered::new(outcome.decision.clone())?;
-        let data_decision = outcome
-            .data_decision
-            .clone()
-            .map(Rendered::new)
-            .transpose()?;
-        let (run, header) = (outcome.header.id.clone(), outcome.header.clone());
+        let decision = Rendered::new(decision)?;
+        let data_decision = data_decision.map(Rendered::new).transpose()?;
+        let run = header.id.clone();
         let decision_event = DecisionEvent {
-            call_id: Some(outcome.call_id.clone()),
-            approval_id: Some(outcome.approval.gate(outcome.presented.as_deref(), &run)),
+            call_id: Some(call_id.clone()),
+            approval_id: Some(approval.gate(presented.as_deref(), &run)),
             data_decision: Some(data_decision.as_ref()),
-            reason: Some(outcome.reason.clone()),
-            ..DecisionEvent::new(&decision, outcome.effect)
+            reason: Some(reason.clone()),
+            ..DecisionEvent::new(&decision, effect)
         };
         let events = vec![
-            new_event(outcome.step, at.clone(), &outcome.event)?,
-            new_event(outcome.step, at, &decision_event)?,
+            new_event(step, at.clone(), &event)?,
+            new_event(step, at, &decision_event)?,
         ];
         let links = engine.unlinked();
-        let (step, now) = (outcome.approval.clone(), outcome.now_ms);
-        let counted = std::mem::take(&mut outcome.counted);
-        let governing = std::mem::take(&mut outcome.governing);
-        let (call_id, hash) = (
-            outcome.call_id.clone(),
-            outcome.event.call_hash.clone().unwrap_or_default(),
-        );
+        let hash = event.call_hash.unwrap_or_default();
+        let (key, id) = (run.clone(), call_id.clone());
+        // The write owns what it needs; the approval to show comes back with the result.
         let written = self.store().transact(move |c| {
             if let Some(links) = &links {
-                link_envelope_versions(c, &run, links)?;
+                link_envelope_versions(c, &key, links)?;
             }
-            let hash = hash.as_str();
-            let stored = match &step {
+            let shown = match approval {
                 ApprovalStep::Use(id) => Some(
-                    approvals::use_in(c, id, &run, hash, &governing, now)
+                    approvals::use_in(c, &id, &key, &hash, &governing, now)
                         .map_err(RecordError::Approval)?,
                 ),
-                ApprovalStep::Request(r) => Some(approvals::insert_pending(c, r, now)?),
-                ApprovalStep::None | ApprovalStep::Show(_) => None,
+                ApprovalStep::Request(r) => Some(approvals::insert_pending(c, &r, now)?),
+                ApprovalStep::Show(a) => Some(a),
+                ApprovalStep::None => None,
             };
-            ratelimit::record_in(c, &header, &counted, &call_id, now)?;
-            let appended = append_in(c, &run, events)?;
-            Ok::<_, RecordError>((appended, stored))
+            ratelimit::record_in(c, &header, &counted, &id, now)?;
+            let appended = append_in(c, &key, events)?;
+            Ok::<_, RecordError>((appended, shown))
         });
-        let (appended, stored) = written?;
+        let (appended, shown) = written?;
         engine.mark_linked();
         let last = appended
             .last()
             .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
-        let approval = match (&stored, &outcome.approval) {
-            (Some(a), _) | (None, ApprovalStep::Show(a)) => Some(ApprovalView::from(a)),
-            _ => None,
-        };
-        let execute = outcome.executes();
         Ok(ToolCallAnswer {
-            call_id: outcome.call_id,
-            effect: outcome.effect,
+            call_id,
+            effect,
             execute,
-            tool: outcome.tool,
-            arguments: if execute {
-                outcome.arguments
-            } else {
-                Value::Null
-            },
-            reason: outcome.reason,
+            tool,
+            arguments: if execute { arguments } else { Value::Null },
+            reason,
             rules: decision.rules.clone(),
-            retry_after: outcome.retry_after,
-            approval,
+            retry_after,
+            approval: shown.as_ref().map(ApprovalView::from),
             receipt: Receipt {
-                run: outcome.header.id,
+                run,
                 seq: last.seq,
                 hash: last.hash.clone(),
                 input_hash: decision.input_hash.clone(),

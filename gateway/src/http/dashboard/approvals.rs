@@ -219,7 +219,7 @@ pub async fn decide(
             let e = RuntimeError::from(e);
             let message = e.to_string();
             // The status the JSON route gives: 403 not an approver, 409 decided meanwhile.
-            let status = crate::http::ApiError::from(e).into_response().status();
+            let status = crate::http::ApiError::from(e).status();
             problem_page(&state, &viewer, &message, status).await
         }
         Err(e) => {

@@ -22,12 +22,7 @@ pub fn page(title: &str, screen: &str, session: &Session, content: Markup) -> Re
     let body = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · Tollgate" }
-                link rel="stylesheet" href="/ui/assets/dashboard.css";
-            }
+            (head(title))
             body {
                 a.skip href="#main" { "Skip to content" }
                 header.top {
@@ -62,15 +57,22 @@ pub fn bare_page(title: &str, content: Markup) -> Response {
     respond(html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · Tollgate" }
-                link rel="stylesheet" href="/ui/assets/dashboard.css";
-            }
+            (head(title))
             body { main #main.narrow { (content) } }
         }
     })
+}
+
+/// Every page's `<head>`: the title and the gateway's own stylesheet.
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · Tollgate" }
+            link rel="stylesheet" href="/ui/assets/dashboard.css";
+        }
+    }
 }
 
 /// HTML with the headers every page carries: nothing cached, nothing framed, no referrer
@@ -118,20 +120,7 @@ pub fn command(text: &str) -> Markup {
     html! { code.command { (text) } }
 }
 
-/// Text cut to `max` characters on one line.
-pub fn clip(text: &str, max: usize) -> String {
-    let one_line: String = text
-        .chars()
-        .map(|c| if c == '\n' { '⏎' } else { c })
-        .collect();
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut cut: String = one_line.chars().take(max).collect();
-        cut.push('…');
-        cut
-    }
-}
+pub use crate::recorder::clip;
 
 /// The first 12 characters of a hash, the whole in a tooltip.
 pub fn hash(h: &str) -> Markup {
