@@ -10,7 +10,10 @@ use std::path::Path;
 use std::{env, fs};
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    // The manifest dir of this build, read when the script runs: `env!` would bake in the
+    // path the script was compiled at, and a target dir shared by two checkouts reuses it.
+    let manifest = env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    let dir = Path::new(&manifest).join("../migrations");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut ups = Vec::new();
     let entries = match fs::read_dir(&dir) {

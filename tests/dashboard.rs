@@ -1,7 +1,7 @@
 //! End-to-end tests of the dashboard over loopback HTTP: `tollgate serve` started as a user
-//! would, its one-time login URL read from its terminal output (`Gateway::dashboard_url`),
-//! pages fetched with the session cookie. (Headless-browser tests are the next step of issue 12; these check what the server
-//! answers.)
+//! would, its one-time login URL read from the owner-only file it names
+//! (`Gateway::dashboard_url`), pages fetched with the session cookie. These check what the
+//! server answers; `dashboard_browser.rs` drives the same screens in headless Chromium.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/mod.rs"]
@@ -158,7 +158,7 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
     let (_, headers, page) = send(&gw, "GET", "/ui/runs", None, &[("Cookie", &cookie)]);
     assert!(!page.contains(&token) && !page.contains(&gw.token));
     assert_eq!(header(&headers, "cache-control"), Some("no-store"));
-    assert_eq!(header(&headers, "referrer-policy"), Some("no-referrer"));
+    assert_eq!(header(&headers, "referrer-policy"), Some("same-origin"));
     assert!(header(&headers, "content-security-policy").is_some());
     assert!(
         !page.contains("http://") && !page.contains("https://"),
@@ -172,6 +172,69 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
             .starts_with("text/css")
     );
     assert!(css.contains("--fg") && !css.contains("@import") && !css.contains("url("));
+}
+
+#[test]
+fn the_login_token_never_reaches_a_log_the_recorder_or_a_readable_file() {
+    let mut gw = Gateway::with_fixture_envelopes();
+    let token = gw
+        .dashboard_url
+        .rsplit("token=")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(token.len() >= 32, "{token}");
+    // serve's stderr is a pipe here, as when it is redirected to a log: it names the file.
+    let log = gw.log.lock().unwrap().clone();
+    assert!(log.contains("dashboard login URL in"), "{log}");
+    assert!(
+        !log.contains(&token),
+        "the login token reached the log: {log}"
+    );
+    let file = gw.dir.path().join(".tollgate/dashboard-url");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "the URL file is readable by others: {mode:o}"
+        );
+    }
+    // Logging in, browsing and recording leave no trace of it in the store either.
+    let cookie = login(&gw);
+    tollgate_ok(
+        &gw,
+        &[
+            "runs",
+            "import",
+            root()
+                .join("fixtures/runs/01-bugfix-users-404.json")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    for path in ["/ui/runs", "/ui/approvals", "/ui/envelopes"] {
+        let (status, page) = get_page(&gw, &cookie, path);
+        assert_eq!(status, 200, "{path}");
+        assert!(!page.contains(&token), "{path} shows the login token");
+    }
+    assert!(gw.terminate());
+    let log = gw.log.lock().unwrap().clone();
+    assert!(!log.contains(&token), "{log}");
+    for entry in std::fs::read_dir(gw.dir.path().join(".tollgate")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.ends_with("dashboard-url") || path.is_dir() {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+            "{} holds the login token",
+            path.display()
+        );
+    }
 }
 
 #[test]
@@ -200,14 +263,26 @@ fn forms_without_the_csrf_token_or_from_a_foreign_origin_change_nothing() {
         &[("Cookie", &cookie), ("Origin", "http://evil.example")],
     );
     assert_eq!(status, 403);
+    // An opaque origin (a sandboxed frame, a `file:` page) is foreign too.
+    let (status, _, _) = send(
+        &gw,
+        "POST",
+        "/ui/logout",
+        Some(&form),
+        &[("Cookie", &cookie), ("Origin", "null")],
+    );
+    assert_eq!(status, 403);
     assert_eq!(get_page(&gw, &cookie, "/ui/runs").0, 200, "still logged in");
 
+    // A browser posts with the gateway's own origin, which its pages' referrer policy lets
+    // it send (under `no-referrer` it sent `null`, and every form in Chromium was refused).
+    let own = gw.base.clone();
     let (status, headers, _) = send(
         &gw,
         "POST",
         "/ui/logout",
         Some(&form),
-        &[("Cookie", &cookie)],
+        &[("Cookie", &cookie), ("Origin", &own)],
     );
     assert_eq!(status, 303);
     assert!(

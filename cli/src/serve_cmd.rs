@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve};
+use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve, write_private};
 use tollgate_gateway::providers::provider_from_env;
 use tollgate_gateway::runtime::Runtime;
 
@@ -78,8 +78,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             token_dir.join("token").display()
         );
         if let Some(url) = state.dashboard_login_url() {
-            // Like Jupyter's: the terminal is the one place the login token is shown.
-            eprintln!("tollgate: dashboard at {url}");
+            announce_dashboard(&url, &token_dir)?;
         }
         // Lines for scripts and tests that start the gateway on port 0.
         println!("listening on http://{local}");
@@ -88,6 +87,29 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
 }
+
+/// Tells where the dashboard's login URL is. The URL carries the one-time login token, so it
+/// is written to an owner-only file beside the token and printed only to a terminal, never
+/// into a log that stderr was redirected to.
+fn announce_dashboard(url: &str, token_dir: &std::path::Path) -> Result<()> {
+    use std::io::IsTerminal as _;
+    let path = token_dir.join(DASHBOARD_URL_FILE);
+    std::fs::create_dir_all(token_dir)
+        .and_then(|()| write_private(&path, url))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    if std::io::stderr().is_terminal() {
+        eprintln!("tollgate: dashboard at {url}");
+    } else {
+        eprintln!(
+            "tollgate: dashboard login URL in {} (owner-only; the token is one-time)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The file that holds the dashboard's login URL while the gateway runs.
+const DASHBOARD_URL_FILE: &str = "dashboard-url";
 
 /// Ctrl-C or SIGTERM.
 async fn shutdown_signal() {

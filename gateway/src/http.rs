@@ -24,7 +24,7 @@ use axum::routing::get;
 use serde_json::json;
 
 pub use error::{ApiError, ApiJson};
-pub use security::resolve_token;
+pub use security::{resolve_token, write_private};
 
 use utoipa::{OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

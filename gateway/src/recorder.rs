@@ -8,6 +8,7 @@
 //! the first). The run row keeps the count and the last hash, so an edited event, a deleted
 //! one, a reordered one and a truncated tail are all detected by [`Recorder::verify`].
 
+mod counts;
 pub mod events;
 pub mod format;
 pub mod otel;
@@ -24,6 +25,7 @@ use tollgate_rules::canonical::canonical_json;
 use crate::store::{Store, StoreError};
 use format::{EventKind, EventRecord, RunFile, RunHeader, StepRecord};
 
+pub use counts::DecisionCounts;
 pub use page::{RunFilter, RunKey, RunPage};
 pub use promote::{PromotedRecord, Provenance};
 pub use timeline::{clip, render_timeline};
@@ -86,7 +88,8 @@ pub fn event_hash(
 
 /// The columns [`summary_of_row`] reads, of `runs r`.
 const SUMMARY_COLUMNS: &str = "r.id, r.agent, r.task, r.status, r.started_at, r.event_count,
-     (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id)";
+     (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id), r.decisions_allow, r.decisions_redact,
+     r.decisions_require_approval, r.decisions_rate_limited, r.decisions_deny";
 
 /// A run's summary from a row of [`SUMMARY_COLUMNS`].
 fn summary_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
@@ -98,6 +101,7 @@ fn summary_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         started_at: r.get(4)?,
         events: r.get::<_, i64>(5)? as u64,
         steps: r.get(6)?,
+        decisions: DecisionCounts::from_row(r, 7)?,
     })
 }
 
@@ -118,6 +122,8 @@ pub struct RunSummary {
     pub steps: u32,
     /// Number of events.
     pub events: u64,
+    /// Its decisions by what the gateway answered.
+    pub decisions: DecisionCounts,
 }
 
 /// One problem `verify` found.

@@ -11,7 +11,28 @@ use tollgate_gateway::recorder::format::{EventRecord, RUN_FORMAT, RunFile, RunHe
 use tollgate_gateway::store::{Store, StoreError, StoreLocation, migrations};
 
 type Schema = BTreeMap<String, String>;
-type Data = BTreeMap<String, Vec<String>>;
+/// Each table's column names and rows (each cell rendered).
+type Data = BTreeMap<String, (Vec<String>, Vec<Vec<String>>)>;
+
+/// A table's rows with only the columns `columns` (those a table had before a migration
+/// added some to it).
+fn project(table: &(Vec<String>, Vec<Vec<String>>), columns: &[String]) -> Vec<Vec<String>> {
+    let at: Vec<usize> = columns
+        .iter()
+        .map(|c| {
+            table
+                .0
+                .iter()
+                .position(|t| t == c)
+                .expect("a column of the table")
+        })
+        .collect();
+    table
+        .1
+        .iter()
+        .map(|row| at.iter().map(|&i| row[i].clone()).collect())
+        .collect()
+}
 
 fn schema(c: &Connection) -> Result<Schema, StoreError> {
     let mut stmt = c.prepare(
@@ -33,14 +54,15 @@ fn data(c: &Connection) -> Result<Data, StoreError> {
     for t in tables {
         let mut stmt = c.prepare(&format!("SELECT * FROM {t} ORDER BY rowid"))?;
         let n = stmt.column_count();
+        let columns: Vec<String> = stmt.column_names().map(str::to_string).collect();
         let rows = stmt.query_map([], |r| {
             let mut cells = Vec::with_capacity(n);
             for i in 0..n {
                 cells.push(format!("{:?}", r.get_ref(i)?));
             }
-            Ok(cells.join("|"))
+            Ok(cells)
         })?;
-        out.insert(t, rows.collect::<Result<_, _>>()?);
+        out.insert(t, (columns, rows.collect::<Result<_, _>>()?));
     }
     Ok(out)
 }
@@ -145,12 +167,16 @@ fn every_migration_round_trips_on_a_populated_database() {
         let down_data = store.read(data).unwrap();
         for (table, rows) in &full_data {
             match owner.get(table) {
-                Some(&o) if o < v => assert_eq!(
-                    down_data.get(table),
-                    Some(rows),
-                    "{table} lost data going down to {}",
-                    v - 1
-                ),
+                // A table older than `v` keeps its rows, in the columns it had before `v`.
+                Some(&o) if o < v => {
+                    let down = down_data.get(table).expect("the table survives");
+                    assert_eq!(
+                        down.1,
+                        project(rows, &down.0),
+                        "{table} lost data going down to {}",
+                        v - 1
+                    )
+                }
                 _ => assert!(
                     !down_data.contains_key(table),
                     "{table} survived the down of its migration"
@@ -206,27 +232,14 @@ fn a_store_made_before_runs_linked_several_versions_of_an_envelope_upgrades_and_
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let location = StoreLocation::file(dir.join("old.db"));
-    // The store as the previous build made it: migrations 1 to 3, bookkept as they were.
-    let store = Store::open_unmigrated(&location).unwrap();
-    store
-        .write(|c| {
-            c.execute_batch(
-                "CREATE TABLE tollgate_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
-                     checksum TEXT NOT NULL, applied_at TEXT NOT NULL)",
-            )?;
-            for m in migrations().into_iter().filter(|m| m.version <= 3) {
-                c.execute_batch(m.up)?;
-                c.execute(
-                    "INSERT INTO tollgate_migrations VALUES (?1, ?2, ?3, 't')",
-                    rusqlite::params![m.version, m.name, m.checksum()],
-                )?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    // The store as the build before migration 4 left it: a run imported, then migrations 4
+    // and later taken down (their tables and columns dropped, the run kept).
+    let store = Store::open(&location).unwrap();
     let recorder = Recorder::new(store.clone());
     let file = fixture_run();
     recorder.import(&file).unwrap();
+    store.downgrade(Some(3)).unwrap();
+    assert_eq!(store.migration_status().unwrap().current, 3);
     let before = recorder.export(&file.run.id).unwrap();
     drop((recorder, store));
 
@@ -263,5 +276,47 @@ fn a_store_made_before_runs_linked_several_versions_of_an_envelope_upgrades_and_
         ["coding-agent@2", "org-baseline@1"]
     );
     assert_eq!(recorder.export(&file.run.id).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every fixture run file.
+fn fixture_runs() -> Vec<RunFile> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/runs");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn runs_recorded_before_decision_counts_are_counted_by_the_upgrade_as_a_new_import_counts_them() {
+    let dir = std::env::temp_dir().join(format!("tollgate-migrations-0006-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let runs = fixture_runs();
+
+    // Counted by the recorder as it imports (the Rust path).
+    let fresh = Recorder::new(Store::open(&StoreLocation::file(dir.join("new.db"))).unwrap());
+    for run in &runs {
+        fresh.import(run).unwrap();
+    }
+    let counted = fresh.list().unwrap();
+    assert!(
+        counted.iter().all(|r| r.decisions.total() > 0),
+        "every fixture run records decisions"
+    );
+
+    // Taken below migration 6 (the counts dropped, the events kept) and up again: the
+    // migration's SQL counts the recorded events (large payloads are artifacts) alike.
+    let store = Store::open(&StoreLocation::file(dir.join("new.db"))).unwrap();
+    store.downgrade(Some(5)).unwrap();
+    store.upgrade().unwrap();
+    assert_eq!(Recorder::new(store).list().unwrap(), counted);
     let _ = std::fs::remove_dir_all(&dir);
 }

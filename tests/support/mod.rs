@@ -87,8 +87,10 @@ pub struct Gateway {
     pub token: String,
     /// The gateway's working directory (holds `.tollgate/`).
     pub dir: TempDir,
-    /// The dashboard URL with the one-time login token, as `serve` printed it.
+    /// The dashboard URL with the one-time login token, from the file `serve` named.
     pub dashboard_url: String,
+    /// Everything `serve` wrote to stderr so far (what a log of it would hold).
+    pub log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Gateway {
@@ -122,8 +124,11 @@ impl Gateway {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("start tollgate serve");
-        // The terminal output names the dashboard URL; the rest of it goes on to the test's.
+        // stderr is a pipe, as a log is: `serve` names the file holding the dashboard URL
+        // rather than printing it. Everything it says is kept (tests check what a log would
+        // hold) and echoed to the test's output.
         let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let mut dashboard_url = String::new();
         let mut said = String::new();
         while stderr
@@ -132,13 +137,29 @@ impl Gateway {
             > 0
         {
             eprint!("{said}");
-            if let Some(url) = said.trim().strip_prefix("tollgate: dashboard at ") {
-                dashboard_url = url.to_string();
+            log.lock().unwrap().push_str(&said);
+            if let Some(rest) = said
+                .trim()
+                .strip_prefix("tollgate: dashboard login URL in ")
+            {
+                let file = rest.split(" (").next().unwrap_or(rest);
+                dashboard_url = std::fs::read_to_string(dir.path().join(file))
+                    .expect("read the dashboard URL file")
+                    .trim()
+                    .to_string();
                 break;
             }
             said.clear();
         }
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+                eprint!("{line}");
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         std::io::BufReader::new(stdout)
@@ -155,6 +176,7 @@ impl Gateway {
             token,
             dir,
             dashboard_url,
+            log,
         }
     }
 

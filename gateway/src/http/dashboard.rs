@@ -184,8 +184,9 @@ fn login_form_page(problem: Option<&str>) -> Response {
         html! {
             h1 { "Tollgate" }
             p {
-                "Open the dashboard URL " code { "tollgate serve" } " printed, or paste the gateway's "
-                "token (in " code { ".tollgate/token" } ", or " code { "TOLLGATE_TOKEN" } ")."
+                "Open the one-time login URL " code { "tollgate serve" } " printed in its terminal or "
+                "wrote to " code { ".tollgate/dashboard-url" } ", or paste the gateway's token (in "
+                code { ".tollgate/token" } ", or " code { "TOLLGATE_TOKEN" } ")."
             }
             @if let Some(problem) = problem { div.error role="alert" { (problem) } }
             form method="post" action="/ui/login" {

@@ -137,8 +137,9 @@ pub fn resolve_token(env_token: Option<String>, dir: &Path) -> std::io::Result<S
     Ok(token)
 }
 
+/// Writes `text` and a newline to `path`, readable and writable by its owner only (on Unix).
 #[cfg(unix)]
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut file = std::fs::OpenOptions::new()
@@ -151,7 +152,8 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     file.write_all(b"\n")
 }
 
+/// Writes `text` and a newline to `path`.
 #[cfg(not(unix))]
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, format!("{text}\n"))
 }

@@ -27,6 +27,7 @@ use tollgate_rules::canonical::{CanonicalError, to_canonical_json};
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 use tollgate_rules::request::ModelCall;
 
+use super::counts::DecisionCounts;
 use super::format::{EventKind, EventRecord};
 use crate::compiler::{CandidateItem, CompileSettings, ItemOutcome};
 use crate::providers::{ChatRequest, ChatResponse};
@@ -35,6 +36,29 @@ use crate::providers::{ChatRequest, ChatResponse};
 pub trait EventPayload: Serialize {
     /// The kind it records.
     const KIND: EventKind;
+
+    /// Counts the decisions it records by effect (kept on the run's row): a `decision`'s
+    /// answer, a `compile`'s item decisions; nothing for other kinds.
+    fn count_decisions(&self, _counts: &mut DecisionCounts) {}
+}
+
+/// A decision a `decision` event carries: the record itself, or a form of it that the hot
+/// path has already written out.
+pub trait Decided {
+    /// Its effect.
+    fn effect(&self) -> DecisionEffect;
+}
+
+impl Decided for EnvelopeDecision {
+    fn effect(&self) -> DecisionEffect {
+        self.effect
+    }
+}
+
+impl<T: Decided + ?Sized> Decided for &T {
+    fn effect(&self) -> DecisionEffect {
+        (**self).effect()
+    }
 }
 
 /// A payload as a JSON value, for a run file built in memory (an OTLP import, the fixture
@@ -278,8 +302,22 @@ pub struct ErrorEvent {
     pub request_hash: Option<String>,
 }
 
-impl<D: Serialize> EventPayload for DecisionEvent<D> {
+impl EventPayload for CompileEvent {
+    const KIND: EventKind = EventKind::Compile;
+
+    fn count_decisions(&self, counts: &mut DecisionCounts) {
+        for decision in self.outcomes.iter().filter_map(|o| o.policy.as_ref()) {
+            counts.add(decision.effect);
+        }
+    }
+}
+
+impl<D: Serialize + Decided> EventPayload for DecisionEvent<D> {
     const KIND: EventKind = EventKind::Decision;
+
+    fn count_decisions(&self, counts: &mut DecisionCounts) {
+        counts.add(self.outcome.unwrap_or_else(|| self.decision.effect()));
+    }
 }
 
 macro_rules! payload_kinds {
@@ -324,6 +362,7 @@ macro_rules! payload_kinds {
         }
     };
     (@impl DecisionEvent => $kind:ident) => {};
+    (@impl CompileEvent => $kind:ident) => {};
     (@impl $ty:ident => $kind:ident) => {
         impl EventPayload for $ty {
             const KIND: EventKind = EventKind::$kind;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tollgate_rules::canonical::{canonical_json, to_canonical_json};
 use tollgate_rules::envelope::{Level, PolicyEnvelope};
 
+use super::counts::{self, DecisionCounts, decided_in};
 use super::events::EventPayload;
 use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use super::{
@@ -62,8 +63,30 @@ impl From<Value> for Payload {
     }
 }
 
-/// One event to append: its step, kind, time (RFC 3339) and payload.
-pub(crate) type NewEvent = (u32, EventKind, String, Payload);
+/// One event to append.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NewEvent {
+    step: u32,
+    kind: EventKind,
+    /// RFC 3339.
+    at: String,
+    payload: Payload,
+    /// The decisions it records, by effect.
+    decided: DecisionCounts,
+}
+
+impl NewEvent {
+    /// An event whose payload is a JSON value (an agent's or an imported one).
+    fn json(step: u32, kind: EventKind, at: String, payload: Value) -> NewEvent {
+        NewEvent {
+            step,
+            kind,
+            at,
+            decided: decided_in(kind, &payload),
+            payload: Payload::Json(payload),
+        }
+    }
+}
 
 /// A typed event to append (see [`super::events`]).
 pub(crate) fn new_event<P: EventPayload>(
@@ -77,7 +100,15 @@ pub(crate) fn new_event<P: EventPayload>(
             P::KIND.as_str()
         ))
     })?;
-    Ok((step, P::KIND, at, Payload::Canonical(text)))
+    let mut decided = DecisionCounts::default();
+    payload.count_decisions(&mut decided);
+    Ok(NewEvent {
+        step,
+        kind: P::KIND,
+        at,
+        payload: Payload::Canonical(text),
+        decided,
+    })
 }
 
 impl Payload {
@@ -188,7 +219,7 @@ impl Recorder {
         let run = run.to_string();
         let events = events
             .into_iter()
-            .map(|(step, kind, at, payload)| (step, kind, at, Payload::Json(payload)))
+            .map(|(step, kind, at, payload)| NewEvent::json(step, kind, at, payload))
             .collect();
         self.store
             .write(move |c| append_in(c, &run, events))
@@ -257,7 +288,11 @@ impl Recorder {
                     )?;
                 }
                 let mut prev = genesis_hash(&plan.header);
+                let mut counts = DecisionCounts::default();
                 for e in &plan.events {
+                    if let Some(kind) = EventKind::parse(&e.kind) {
+                        counts += decided_in(kind, &e.payload);
+                    }
                     prev = insert_event(
                         c,
                         &plan.header.id,
@@ -269,9 +304,10 @@ impl Recorder {
                         &prev,
                     )?;
                 }
+                let [a, r, g, l, d] = counts.values();
                 c.execute(
-                    "UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1",
-                    params![plan.header.id, plan.events.len() as i64, prev],
+                    counts::UPDATE_HEAD,
+                    params![plan.header.id, plan.events.len() as i64, prev, a, r, g, l, d],
                 )?;
                 Ok(ImportSummary {
                     run: plan.header.id.clone(),
@@ -318,7 +354,15 @@ pub(crate) fn append_in(
         prev = genesis_hash(&header);
     }
     let mut out = Vec::with_capacity(events.len());
-    for (step, kind, at, payload) in events {
+    let mut counts = DecisionCounts::default();
+    for NewEvent {
+        step,
+        kind,
+        at,
+        payload,
+        decided,
+    } in events
+    {
         let Some(text) = payload.into_text() else {
             return Err(StoreError::Invalid(format!(
                 "a `{}` event's payload must be a JSON object",
@@ -340,9 +384,11 @@ pub(crate) fn append_in(
         });
         prev = hash;
         seq += 1;
+        counts += decided;
     }
-    c.prepare_cached("UPDATE runs SET event_count = ?2, head_hash = ?3 WHERE id = ?1")?
-        .execute(params![run, seq as i64, prev])?;
+    let [a, r, g, l, d] = counts.values();
+    c.prepare_cached(counts::UPDATE_HEAD)?
+        .execute(params![run, seq as i64, prev, a, r, g, l, d])?;
     Ok(out)
 }
 

@@ -104,6 +104,20 @@ fn a_run_records_the_governing_envelope_versions_and_replays_without_drift() {
         (report.compiles, report.tool_calls, report.model_calls),
         (1, 1, 1)
     );
+    // The run's row counts its decisions as the recorded events list them (typed writes
+    // count as they append; the compile's item decisions included).
+    rt.tool_call(
+        "r1",
+        call("net.http_get", json!({"url": "https://example.com"})),
+    )
+    .unwrap();
+    let mut listed = crate::recorder::DecisionCounts::default();
+    for d in rt.decisions("r1", &Default::default()).unwrap() {
+        listed.add(d.effect);
+    }
+    let row = rt.recorder().list().unwrap().remove(0).decisions;
+    assert_eq!(row, listed);
+    assert!(row.total() >= 4 && row.deny + row.redact >= 1, "{row:?}");
 }
 
 #[test]

@@ -26,7 +26,7 @@ use crate::approvals::{
     self, Approval, ApprovalError, ApprovalRequest, ApprovalState, approval_id, call_hash,
 };
 use crate::ratelimit;
-use crate::recorder::events::{DecisionEvent, ToolCallEvent};
+use crate::recorder::events::{Decided, DecisionEvent, ToolCallEvent};
 use crate::recorder::format::RunHeader;
 use crate::recorder::write::{append_in, link_envelope_versions, new_event};
 use crate::secrets::{holds_secret, redact_secrets};
@@ -153,6 +153,12 @@ impl Rendered {
     /// The decision.
     pub fn into_inner(self) -> EnvelopeDecision {
         self.decision
+    }
+}
+
+impl Decided for Rendered {
+    fn effect(&self) -> DecisionEffect {
+        self.decision.effect
     }
 }
 

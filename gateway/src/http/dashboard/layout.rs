@@ -75,15 +75,19 @@ fn head(title: &str) -> Markup {
     }
 }
 
-/// HTML with the headers every page carries: nothing cached, nothing framed, no referrer
-/// (a login URL never leaks), scripts and styles from the gateway only.
+/// HTML with the headers every page carries: nothing cached, nothing framed, a referrer only
+/// to the gateway itself (a login URL never leaks), scripts and styles from the gateway only.
+///
+/// Not `no-referrer`: under it a browser sends `Origin: null` with every form it posts, and
+/// the gateway's Origin check (rightly) refuses that, so no form would work in a real browser
+/// (found by the headless-Chromium tests; clients without an Origin never showed it).
 fn respond(body: Markup) -> Response {
     let mut response = Html(body.into_string()).into_response();
     let headers = response.headers_mut();
     for (name, value) in [
         (header::CACHE_CONTROL, "no-store"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        (header::REFERRER_POLICY, "same-origin"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (
             header::CONTENT_SECURITY_POLICY,

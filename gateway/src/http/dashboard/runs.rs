@@ -17,7 +17,7 @@ use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::recorder::events::{CompileEvent, DecisionEvent, Event};
 use crate::recorder::format::{EventRecord, RunFile};
-use crate::recorder::{RunFilter, RunKey, RunPage};
+use crate::recorder::{DecisionCounts, RunFilter, RunKey, RunPage};
 use crate::runtime::DecisionFilter;
 
 /// Runs per page.
@@ -108,6 +108,7 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
                         th scope="col" { "Task" } th scope="col" { "Status" }
                         th scope="col" { "Started" } th scope="col" class="num" { "Steps" }
                         th scope="col" class="num" { "Events" }
+                        th scope="col" { "Decisions" }
                     } }
                     tbody {
                         @for r in &page.runs {
@@ -119,6 +120,7 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
                                 td { time datetime=(r.started_at) { (r.started_at) } }
                                 td.num { (r.steps) }
                                 td.num { (r.events) }
+                                td { (decision_counts(&r.decisions)) }
                             }
                         }
                     }
@@ -127,6 +129,23 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
             @if let Some(next) = &page.next {
                 nav.pager aria-label="Pages" {
                     a rel="next" href=(next_href(filter, next)) { "Older runs →" }
+                }
+            }
+        }
+    }
+}
+
+/// A run's decisions as counts by effect (`3 allow · 1 deny`), the effects it has none of
+/// left out.
+fn decision_counts(counts: &DecisionCounts) -> Markup {
+    html! {
+        @if counts.total() == 0 {
+            span.muted { "none" }
+        } @else {
+            span.counts {
+                @for (i, (e, n)) in counts.by_effect().into_iter().filter(|(_, n)| *n > 0).enumerate() {
+                    @if i > 0 { " · " }
+                    (n) " " (effect(e))
                 }
             }
         }

@@ -1,0 +1,764 @@
+//! The dashboard in a real browser: `tollgate serve` started as a user would, driven in headless
+//! Chromium through ChromeDriver (Debian's `chromium` and `chromium-driver`, which `.ci/run`
+//! installs) with fantoccini. Each test logs in as a person would, clicks through a screen and
+//! asserts what the page shows; every screen is also checked for contrast, for fitting a
+//! narrow window and for keyboard use, and photographed.
+//!
+//! Screenshots go to `TOLLGATE_SCREENSHOTS` (relative to the workspace root) when set, else to
+//! the target directory. The README's pictures are refreshed with
+//! `TOLLGATE_SCREENSHOTS=docs/screenshots cargo test -p tollgate --test dashboard_browser`.
+//!
+//! ChromeDriver is `TOLLGATE_TEST_CHROMEDRIVER`, else `chromedriver` on the PATH; Chromium is
+//! `TOLLGATE_TEST_CHROMIUM`, else `/usr/bin/chromium`. Under `CI` a missing browser fails the
+//! tests; elsewhere they say so and pass.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
+use fantoccini::elements::Element;
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use futures_util::FutureExt as _;
+use serde_json::{Value, json};
+use support::{Gateway, TempDir, root};
+
+/// One browser at a time: two Chromiums on two cores make every test slow and flaky.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A ChromeDriver on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+    chromium: String,
+    profile: TempDir,
+}
+
+impl Driver {
+    /// Starts ChromeDriver, or says why not (`None` outside CI when it is not installed).
+    fn start() -> Option<Driver> {
+        let driver = std::env::var("TOLLGATE_TEST_CHROMEDRIVER")
+            .unwrap_or_else(|_| "chromedriver".to_string());
+        let chromium = std::env::var("TOLLGATE_TEST_CHROMIUM")
+            .unwrap_or_else(|_| "/usr/bin/chromium".to_string());
+        let installed = Command::new(&driver)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+            && std::path::Path::new(&chromium).exists();
+        if !installed {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no ChromeDriver ({driver}) or Chromium ({chromium}): `.ci/run` installs them"
+            );
+            eprintln!(
+                "skipped: no ChromeDriver or Chromium (apt-get install chromium chromium-driver, \
+                 or set TOLLGATE_TEST_CHROMEDRIVER and TOLLGATE_TEST_CHROMIUM)"
+            );
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "chromedriver did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Driver {
+            child,
+            url,
+            chromium,
+            profile: TempDir::new("chromium-profile"),
+        })
+    }
+
+    /// A new headless Chromium session at 1280 px wide.
+    async fn browser(&self) -> Client {
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,900",
+        ];
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.push(format!("--user-data-dir={}", self.profile.path().display()));
+        let caps = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": self.chromium, "args": args},
+        });
+        let Value::Object(caps) = caps else {
+            unreachable!()
+        };
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs one browser test: a gateway serving the fixture envelopes, a ChromeDriver, and `body`
+/// with a fresh browser, which is closed afterwards even when `body` fails.
+fn with_browser<F>(body: F)
+where
+    F: AsyncFnOnce(&Gateway, &Client),
+{
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(driver) = Driver::start() else {
+        return;
+    };
+    let gw = Gateway::with_fixture_envelopes();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let client = driver.browser().await;
+            let result = std::panic::AssertUnwindSafe(body(&gw, &client))
+                .catch_unwind()
+                .await;
+            let _ = client.close().await;
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        });
+}
+
+/// Imports fixture runs into the gateway's store.
+fn import(gw: &Gateway, files: &[&str]) {
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| root().join("fixtures/runs").join(f).display().to_string())
+        .collect();
+    let mut args = vec!["runs", "import"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = gw.tollgate(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Opens a path of the gateway.
+async fn open(gw: &Gateway, client: &Client, path: &str) {
+    client.goto(&format!("{}{path}", gw.base)).await.unwrap();
+}
+
+/// Logs in with the one-time URL `serve` wrote, as a person pasting it would.
+async fn log_in(gw: &Gateway, client: &Client) {
+    client.goto(&gw.dashboard_url).await.unwrap();
+    let url = client.current_url().await.unwrap();
+    assert_eq!(url.path(), "/ui/runs", "the login URL lands on the runs");
+    assert!(
+        url.query().is_none(),
+        "the token does not stay in the address bar"
+    );
+}
+
+/// The visible text of the page.
+async fn text(client: &Client) -> String {
+    client
+        .find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The folder screenshots go to.
+fn screenshot_dir() -> PathBuf {
+    match std::env::var("TOLLGATE_SCREENSHOTS") {
+        Ok(dir) if !dir.trim().is_empty() => root().join(dir),
+        _ => PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-screenshots"),
+    }
+}
+
+/// Photographs the page as `NAME.png`, after checking what every screen must hold: readable
+/// contrast, no sideways scrolling at 1280 px, and nothing fetched from off the machine.
+async fn screen(client: &Client, name: &str) {
+    check_contrast(client, name).await;
+    assert_fits(client, name).await;
+    let external: Value = client
+        .execute(
+            "return performance.getEntriesByType('resource').map(e => e.name)
+                 .filter(n => !n.startsWith(location.origin));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        external,
+        json!([]),
+        "{name} fetched from outside the gateway"
+    );
+    let png = client.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    let dir = screenshot_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+}
+
+/// Every visible piece of text against its background has a contrast ratio of at least 4.5:1
+/// (WCAG 2 AA), computed in the browser from the styles it applied.
+async fn check_contrast(client: &Client, name: &str) {
+    let failures: Value = client
+        .execute(
+            r#"
+            const rgb = s => (s.match(/[\d.]+/g) || []).map(Number);
+            const lum = ([r, g, b]) => {
+              const c = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+              return 0.2126 * c(r) + 0.7152 * c(g) + 0.0722 * c(b);
+            };
+            const background = el => {
+              for (let e = el; e; e = e.parentElement) {
+                const c = rgb(getComputedStyle(e).backgroundColor);
+                if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+              }
+              return [255, 255, 255];
+            };
+            const out = [];
+            for (const el of document.querySelectorAll('body *')) {
+              const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+              const box = el.getBoundingClientRect();
+              if (!own || box.width === 0 || box.right < 0 || box.left < 0) continue;
+              const fg = lum(rgb(getComputedStyle(el).color));
+              const bg = lum(background(el));
+              const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+              if (ratio < 4.5) out.push(`${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0, 30)}" ${ratio.toFixed(2)}`);
+            }
+            return out;
+            "#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(failures, json!([]), "{name}: text below 4.5:1 contrast");
+}
+
+/// The page does not scroll sideways: wide tables scroll in their own box.
+async fn assert_fits(client: &Client, name: &str) {
+    let overflow: Value = client
+        .execute(
+            r#"
+            const d = document.documentElement;
+            const over = d.scrollWidth - d.clientWidth;
+            if (over <= 0) return null;
+            const wide = [...document.querySelectorAll('body *')]
+              .filter(e => e.getBoundingClientRect().right > d.clientWidth + 1)
+              .filter(e => !e.parentElement.closest('.scroll'))
+              .slice(0, 5)
+              .map(e => `${e.tagName.toLowerCase()}.${e.className} (${Math.round(e.getBoundingClientRect().width)} px)`);
+            return {over, wide};
+            "#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(overflow, Value::Null, "{name} scrolls sideways");
+}
+
+/// Clicks `what` and waits until the browser has loaded `path` (a link followed, a form
+/// posted and redirected).
+async fn click_to(client: &Client, what: Locator<'_>, path: &str) {
+    let element = client.find(what).await.unwrap();
+    click_element_to(client, element, path).await;
+}
+
+/// Clicks an element found already and waits until the browser has loaded `path`.
+async fn click_element_to(client: &Client, element: Element, path: &str) {
+    let before = client.current_url().await.unwrap();
+    element.click().await.unwrap();
+    wait_for(client, &format!("{path} after a click"), async || {
+        let url = client.current_url().await.unwrap();
+        url.path() == path && (url != before || path == before.path())
+    })
+    .await;
+}
+
+/// Waits until `ready` holds and the document has loaded (10 s at most).
+async fn wait_for(client: &Client, what: &str, mut ready: impl AsyncFnMut() -> bool) {
+    let started = Instant::now();
+    loop {
+        let loaded = client
+            .execute("return document.readyState;", vec![])
+            .await
+            .is_ok_and(|s| s == "complete");
+        if loaded && ready().await {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "waited 10 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The decisions of a fixture run counted by effect, as the runs list shows them (`365 allow
+/// · 22 redact · ...`), read from the run file itself: each decision by what the gateway
+/// answered, and each compiled item's policy decision.
+fn expected_counts(file: &str) -> String {
+    let text = std::fs::read_to_string(root().join("fixtures/runs").join(file)).unwrap();
+    let run: Value = serde_json::from_str(&text).unwrap();
+    let order = [
+        "allow",
+        "redact",
+        "require_approval",
+        "rate_limited",
+        "deny",
+    ];
+    let mut counts = [0u32; 5];
+    let mut count = |effect: &str| counts[order.iter().position(|o| *o == effect).unwrap()] += 1;
+    for e in run["events"].as_array().unwrap() {
+        let p = &e["payload"];
+        if e["kind"] == "decision" {
+            count(
+                p["outcome"]
+                    .as_str()
+                    .or(p["decision"]["effect"].as_str())
+                    .unwrap(),
+            );
+        } else if e["kind"] == "compile" {
+            for o in p["outcomes"].as_array().unwrap() {
+                if let Some(effect) = o["policy"]["effect"].as_str() {
+                    count(effect);
+                }
+            }
+        }
+    }
+    order
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|(e, n)| format!("{n} {e}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Presses Tab once.
+async fn press_tab(client: &Client) {
+    let tab = char::from(Key::Tab);
+    client
+        .perform_actions(
+            KeyActions::new("keyboard".into())
+                .then(KeyAction::Down { value: tab })
+                .then(KeyAction::Up { value: tab }),
+        )
+        .await
+        .unwrap();
+}
+
+#[test]
+fn logging_in_in_the_browser_with_the_token_opens_the_runs_list_with_an_imported_fixture_run() {
+    with_browser(async |gw, client| {
+        let file = "04-forbidden-tool-pool-exhaustion.json";
+        import(gw, &[file]);
+        // Without a session, the browser lands on the login page.
+        open(gw, client, "/ui/runs").await;
+        assert_eq!(client.current_url().await.unwrap().path(), "/ui/login");
+        screen(client, "login").await;
+        // A wrong token is refused and said so.
+        let field = client
+            .find(Locator::Css("input[name=token]"))
+            .await
+            .unwrap();
+        field.send_keys("not-the-token").await.unwrap();
+        field.send_keys(&Key::Enter.to_string()).await.unwrap();
+        let alert = client
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css("[role=alert]"))
+            .await
+            .unwrap();
+        assert!(alert.text().await.unwrap().contains("not valid"));
+        // The bearer token opens a session.
+        let field = client
+            .find(Locator::Css("input[name=token]"))
+            .await
+            .unwrap();
+        field.send_keys(&gw.token).await.unwrap();
+        click_to(
+            client,
+            Locator::Css("main form button[type=submit]"),
+            "/ui/runs",
+        )
+        .await;
+        // The session cookie is out of the page's reach.
+        let cookies: Value = client
+            .execute("return document.cookie;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(cookies, json!(""), "the session cookie is HttpOnly");
+
+        // The imported run, with its decisions counted by effect as its file records them.
+        let row = client
+            .find(Locator::XPath(
+                "//tr[td/a[text()='run-forbidden-tool-pool-exhaustion']]",
+            ))
+            .await
+            .unwrap();
+        let shown = row.text().await.unwrap();
+        let counts = expected_counts(file);
+        assert!(counts.contains("deny"), "{counts}");
+        for part in ["coder", "T-133", "succeeded", counts.as_str()] {
+            assert!(shown.contains(part), "the row shows `{part}`: {shown}");
+        }
+        screen(client, "runs").await;
+
+        // The keyboard reaches the skip link first, and it shows itself.
+        press_tab(client).await;
+        let focused = client.active_element().await.unwrap();
+        assert_eq!(
+            focused.attr("class").await.unwrap().as_deref(),
+            Some("skip")
+        );
+        let (x, _, _, _) = focused.rectangle().await.unwrap();
+        assert!(x >= 0.0, "the focused skip link is on screen");
+
+        // Logging out ends the session.
+        click_to(client, Locator::Css("form.logout button"), "/ui/login").await;
+        open(gw, client, "/ui/runs").await;
+        assert_eq!(client.current_url().await.unwrap().path(), "/ui/login");
+    });
+}
+
+#[test]
+fn a_receipt_opened_from_a_runs_timeline_shows_its_collapsible_proof() {
+    with_browser(async |gw, client| {
+        import(gw, &["01-bugfix-users-404.json"]);
+        log_in(gw, client).await;
+        click_to(
+            client,
+            Locator::LinkText("run-bugfix-users-404"),
+            "/ui/runs/run-bugfix-users-404",
+        )
+        .await;
+        let page = text(client).await;
+        for part in ["Step 0", "compile", "tool call", "decision"] {
+            assert!(page.contains(part), "the timeline shows `{part}`");
+        }
+        screen(client, "timeline").await;
+
+        // Follow the timeline's receipt links until one holds a proof.
+        let mut hrefs = Vec::new();
+        for link in client
+            .find_all(Locator::Css("a[href*='/receipts/']"))
+            .await
+            .unwrap()
+        {
+            hrefs.push(link.attr("href").await.unwrap().unwrap());
+        }
+        assert!(!hrefs.is_empty(), "the timeline links its receipts");
+        let mut found = false;
+        for href in hrefs {
+            open(gw, client, &href).await;
+            if client.find(Locator::Css(".proof")).await.is_ok() {
+                found = true;
+                break;
+            }
+        }
+        assert!(found, "a receipt shows a proof");
+        let page = text(client).await;
+        for part in ["Receipt", "Input hash", "Envelope"] {
+            assert!(page.contains(part), "the receipt shows `{part}`: {page}");
+        }
+        assert!(
+            client
+                .find(Locator::Css("[class*='effect-']"))
+                .await
+                .is_ok(),
+            "the receipt shows its effect"
+        );
+        screen(client, "receipt").await;
+
+        // A branch of the proof folds and unfolds on a click.
+        let summary = client
+            .find(Locator::Css(".proof details > summary"))
+            .await
+            .unwrap();
+        let open_now = async || -> Value {
+            client
+                .execute(
+                    "return document.querySelector('.proof details').open;",
+                    vec![],
+                )
+                .await
+                .unwrap()
+        };
+        let before = open_now().await;
+        summary.click().await.unwrap();
+        assert_ne!(open_now().await, before, "a click toggles the proof branch");
+        summary.click().await.unwrap();
+        assert_eq!(open_now().await, before, "and a second one toggles it back");
+    });
+}
+
+#[test]
+fn an_approval_clicked_in_the_browser_releases_the_waiting_tool_call() {
+    with_browser(async |gw, client| {
+        let (status, body) = gw.call(
+            "POST",
+            "/v1/runs",
+            Some(
+                &json!({"id": "browser-approve", "agent": "coder", "task": "T-12",
+                          "scope": "org:acme/repo:api/task:T-12",
+                          "clearance": "confidential"}),
+            ),
+        );
+        assert_eq!(status, 201, "{body}");
+        let call = json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}});
+        let (_, gated) = gw.call("POST", "/v1/runs/browser-approve/tool-calls", Some(&call));
+        assert_eq!(gated["effect"], "require_approval", "{gated}");
+        let id = gated["approval"]["id"].as_str().unwrap().to_string();
+
+        log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Approvals"), "/ui/approvals").await;
+        let card = client
+            .find(Locator::Css(&format!(
+                "article[aria-labelledby='apr-{id}']"
+            )))
+            .await
+            .unwrap();
+        let shown = card.text().await.unwrap();
+        assert!(
+            shown.contains("shell.exec") && shown.contains("make test"),
+            "{shown}"
+        );
+        screen(client, "approvals").await;
+
+        // The agent waits on the approval, as the example agent does.
+        let (base, token) = (gw.base.clone(), gw.token.clone());
+        let path = format!("/v1/approvals/{id}?wait=60");
+        let waiter = std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let mut resp = agent
+                .get(format!("{base}{path}"))
+                .header("Authorization", format!("Bearer {token}"))
+                .call()
+                .unwrap();
+            let text = resp.body_mut().read_to_string().unwrap();
+            (
+                serde_json::from_str::<Value>(&text).unwrap(),
+                Instant::now(),
+            )
+        });
+        // Let the long poll start waiting before the click.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        // A person picks who they are, gives a reason and clicks Approve.
+        let by = card.find(Locator::Css("[name=by]")).await.unwrap();
+        if by.tag_name().await.unwrap() == "select" {
+            by.select_by_value("team-lead").await.unwrap();
+        } else {
+            by.send_keys("team-lead").await.unwrap();
+        }
+        card.find(Locator::Css("input[name=reason]"))
+            .await
+            .unwrap()
+            .send_keys("tests only")
+            .await
+            .unwrap();
+        let approve = card
+            .find(Locator::Css("button[value=approve]"))
+            .await
+            .unwrap();
+        let clicked = Instant::now();
+        click_element_to(client, approve, "/ui/approvals").await;
+        let (approval, heard) = tokio::task::spawn_blocking(move || waiter.join().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(approval["state"], "approved", "{approval}");
+        assert_eq!(approval["decided_by"], "team-lead");
+        assert_eq!(approval["reason"], "tests only");
+        assert!(
+            heard.saturating_duration_since(clicked) < Duration::from_secs(10),
+            "the waiting agent heard at once"
+        );
+        assert!(
+            text(client).await.contains(&id),
+            "the page confirms the decision"
+        );
+
+        // The released call goes ahead.
+        let mut again = call;
+        again["approval_id"] = Value::String(id.clone());
+        let (_, allowed) = gw.call("POST", "/v1/runs/browser-approve/tool-calls", Some(&again));
+        assert_eq!(allowed["execute"], true, "{allowed}");
+    });
+}
+
+#[test]
+fn the_simulator_in_the_browser_shows_the_decisions_a_new_envelope_version_changes() {
+    with_browser(async |gw, client| {
+        import(gw, &["01-bugfix-users-404.json"]);
+        let v3 = root().join("fixtures/envelopes/diff/coding-agent.v3.yaml");
+        let out = gw.tollgate(&["policy", "store", v3.to_str().unwrap()]);
+        assert!(out.status.success());
+        log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Envelopes"), "/ui/envelopes").await;
+        screen(client, "envelopes").await;
+        click_to(
+            client,
+            Locator::Css("a[href='/ui/envelopes/coding-agent']"),
+            "/ui/envelopes/coding-agent",
+        )
+        .await;
+        assert!(text(client).await.contains("coding-agent@3"));
+        screen(client, "envelope").await;
+
+        // The diff between the two versions.
+        let diff = client
+            .find(Locator::Css("form[action$='/diff']"))
+            .await
+            .unwrap();
+        diff.find(Locator::Css("select[name=from]"))
+            .await
+            .unwrap()
+            .select_by_value("2")
+            .await
+            .unwrap();
+        let compare = diff
+            .find(Locator::Css("button[type=submit]"))
+            .await
+            .unwrap();
+        click_element_to(client, compare, "/ui/envelopes/coding-agent/diff").await;
+        let changes = client
+            .find_all(Locator::Css("tr[class^='change-']"))
+            .await
+            .unwrap();
+        assert!(!changes.is_empty(), "the diff lists changed rules");
+        screen(client, "envelope-diff").await;
+        open(gw, client, "/ui/envelopes/coding-agent").await;
+
+        // Simulate the newest version on the recorded run.
+        let form = client
+            .find(Locator::Css("form[action$='/simulate']"))
+            .await
+            .unwrap();
+        form.find(Locator::Css("select[name=run]"))
+            .await
+            .unwrap()
+            .select_by_value("run-bugfix-users-404")
+            .await
+            .unwrap();
+        let simulate = form
+            .find(Locator::Css("button[type=submit]"))
+            .await
+            .unwrap();
+        click_element_to(client, simulate, "/ui/envelopes/coding-agent/simulate").await;
+        let changed = client.find_all(Locator::Css("tr.changed")).await.unwrap();
+        assert_eq!(
+            changed.len(),
+            4,
+            "four decisions change (as `policy simulate` says)"
+        );
+        let row = changed[0].text().await.unwrap();
+        let effects = [
+            "allow",
+            "deny",
+            "redact",
+            "require_approval",
+            "rate_limited",
+        ];
+        assert!(
+            effects.iter().filter(|e| row.contains(*e)).count() >= 1,
+            "a changed row shows the effects: {row}"
+        );
+        screen(client, "simulate").await;
+    });
+}
+
+#[test]
+fn the_provenance_graph_is_drawn_in_svg_and_its_nodes_lead_on() {
+    with_browser(async |gw, client| {
+        import(gw, &["01-bugfix-users-404.json"]);
+        log_in(gw, client).await;
+        open(gw, client, "/ui/runs/run-bugfix-users-404").await;
+        let link = client
+            .find(Locator::Css("a[href*='/ui/provenance?id=event']"))
+            .await
+            .unwrap();
+        click_element_to(client, link, "/ui/provenance").await;
+        let svg = client.find(Locator::Css("svg")).await.unwrap();
+        assert!(svg.is_displayed().await.unwrap());
+        let nodes = client.find_all(Locator::Css("svg a")).await.unwrap();
+        assert!(nodes.len() >= 2, "the record and at least one relative");
+        screen(client, "provenance").await;
+        // A node is a link to its own provenance.
+        let before = client.current_url().await.unwrap();
+        let target = nodes
+            .iter()
+            .last()
+            .unwrap()
+            .attr("href")
+            .await
+            .unwrap()
+            .unwrap();
+        click_element_to(client, nodes.into_iter().last().unwrap(), "/ui/provenance").await;
+        let after = client.current_url().await.unwrap();
+        assert_ne!(before, after, "the graph moved to {target}");
+    });
+}
+
+#[test]
+fn every_screen_fits_a_narrow_window() {
+    with_browser(async |gw, client| {
+        import(gw, &["01-bugfix-users-404.json"]);
+        log_in(gw, client).await;
+        client.set_window_size(390, 844).await.unwrap();
+        for path in [
+            "/ui/runs",
+            "/ui/runs/run-bugfix-users-404",
+            "/ui/runs/run-bugfix-users-404/receipts/4",
+            "/ui/approvals",
+            "/ui/envelopes",
+            "/ui/envelopes/coding-agent",
+            "/ui/envelopes/coding-agent/simulate?run=run-bugfix-users-404",
+            "/ui/provenance?id=run%3Arun-bugfix-users-404",
+        ] {
+            open(gw, client, path).await;
+            assert_fits(client, path).await;
+        }
+        open(gw, client, "/ui/runs/run-bugfix-users-404").await;
+        screen(client, "timeline-narrow").await;
+    });
+}
