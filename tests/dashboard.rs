@@ -511,6 +511,22 @@ fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
     assert_eq!(status, 200, "{sim}");
     assert!(sim.contains("<strong>4</strong>"), "four decisions change");
     assert_eq!(sim.matches("<tr class=\"changed\">").count(), 4);
+    assert_eq!(
+        sim.matches("<tr class=").count(),
+        4,
+        "only the changed points, at first"
+    );
+    let (status, all) = get_page(
+        &gw,
+        &cookie,
+        "/ui/envelopes/coding-agent/simulate?run=run-bugfix-users-404&version=3&all=1",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(all.matches("<tr class=\"changed\">").count(), 4);
+    assert!(
+        all.matches("<tr class=").count() > 100,
+        "every decision point"
+    );
     let cli = gw.tollgate(&[
         "policy",
         "simulate",

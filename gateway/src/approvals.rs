@@ -324,6 +324,79 @@ pub fn list(
         .collect())
 }
 
+/// Where an approval sits in the newest-first order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalKey {
+    /// When it was requested (ms since the Unix epoch).
+    pub requested_at: i64,
+    /// Its id (ties on the time).
+    pub id: String,
+}
+
+/// One page of approvals, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalPage {
+    /// The approvals.
+    pub approvals: Vec<Approval>,
+    /// The key to ask for the next (older) page with, when there is one.
+    pub next: Option<ApprovalKey>,
+}
+
+/// Up to `limit` approvals in `state` (as read now: a pending or approved one past its
+/// expiry is `expired`), newest first, older than `after` when given. Paged by key on the
+/// `approvals_by_state` index, so a page costs the same however many approvals there are.
+pub fn page(
+    store: &Store,
+    state: Option<ApprovalState>,
+    after: Option<&ApprovalKey>,
+    now_ms: i64,
+    limit: usize,
+) -> Result<ApprovalPage, StoreError> {
+    let limit = limit.clamp(1, 500);
+    // The stored state and expiry that read as `state` at `now_ms` (?1).
+    let in_state = match state {
+        None => "1 = 1",
+        Some(ApprovalState::Pending) => "state = 'pending' AND expires_at > ?1",
+        Some(ApprovalState::Approved) => "state = 'approved' AND expires_at > ?1",
+        Some(ApprovalState::Expired) => {
+            "(state = 'expired' OR (state IN ('pending', 'approved') AND expires_at <= ?1))"
+        }
+        Some(ApprovalState::Rejected) => "state = 'rejected'",
+        Some(ApprovalState::Used) => "state = 'used'",
+    };
+    let (after_at, after_id) = match after {
+        Some(k) => (Some(k.requested_at), Some(k.id.clone())),
+        None => (None, None),
+    };
+    let mut approvals = store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM approvals
+             WHERE {in_state}
+               AND (?2 IS NULL OR requested_at < ?2 OR (requested_at = ?2 AND id < ?3))
+             ORDER BY requested_at DESC, id DESC
+             LIMIT ?4"
+        ))?;
+        let rows = stmt.query_map(params![now_ms, after_at, after_id, limit as i64 + 1], |r| {
+            from_row(r, now_ms)
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row??);
+        }
+        Ok(out)
+    })?;
+    let next = (approvals.len() > limit)
+        .then(|| {
+            approvals.truncate(limit);
+            approvals.last().map(|a| ApprovalKey {
+                requested_at: a.requested_at,
+                id: a.id.clone(),
+            })
+        })
+        .flatten();
+    Ok(ApprovalPage { approvals, next })
+}
+
 /// One approval.
 pub fn get(store: &Store, id: &str, now_ms: i64) -> Result<Approval, ApprovalError> {
     let key = id.to_string();

@@ -160,3 +160,53 @@ fn the_call_hash_ignores_key_order_but_not_values() {
     assert_ne!(a, call_hash("r", "t", &json!({"a": 1, "b": [2, 1]})));
     assert_ne!(a, call_hash("r2", "t", &json!({"a": 1, "b": [1, 2]})));
 }
+
+#[test]
+fn pages_of_approvals_walk_every_state_newest_first_as_the_full_list_reads_them() {
+    let (_d, store) = store_with_run();
+    // Seven calls at different times: some decided, some used, some left to expire.
+    for i in 0..7i64 {
+        let mut req = request(&[]);
+        req.call_id = format!("c{i}");
+        let a = pending(&store, req, i * 10_000);
+        match i % 4 {
+            1 => {
+                decide(&store, &a.id, &answer(true, "lead"), i * 10_000 + 1, "t").unwrap();
+            }
+            2 => {
+                decide(&store, &a.id, &answer(false, "lead"), i * 10_000 + 1, "t").unwrap();
+            }
+            _ => {}
+        }
+    }
+    // At 100 s the earliest pending and approved ones (60 s lifetimes) have expired.
+    let now = 100_000;
+    let states = [
+        None,
+        Some(ApprovalState::Pending),
+        Some(ApprovalState::Approved),
+        Some(ApprovalState::Rejected),
+        Some(ApprovalState::Used),
+        Some(ApprovalState::Expired),
+    ];
+    for state in states {
+        let mut expected = list(&store, &ApprovalFilter { run: None, state }, now).unwrap();
+        expected.reverse();
+        let mut walked = Vec::new();
+        let mut after = None;
+        loop {
+            let p = page(&store, state, after.as_ref(), now, 2).unwrap();
+            assert!(p.approvals.len() <= 2);
+            walked.extend(p.approvals);
+            match p.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        let ids = |v: &[Approval]| v.iter().map(|a| a.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&walked), ids(&expected), "{state:?}");
+        assert!(walked.iter().all(|a| state.is_none_or(|s| a.state == s)));
+    }
+    let expired = page(&store, Some(ApprovalState::Expired), None, now, 50).unwrap();
+    assert!(!expired.approvals.is_empty(), "some expired by now");
+}

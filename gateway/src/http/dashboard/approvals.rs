@@ -12,14 +12,14 @@ use serde::Deserialize;
 use super::layout::{clip, empty, encode, rules, run_href};
 use super::sessions::csrf_ok;
 use super::{Viewer, blocking_page, csrf_refused};
-use crate::approvals::{self, Approval, ApprovalAnswer, ApprovalFilter, ApprovalState};
+use crate::approvals::{self, Approval, ApprovalAnswer, ApprovalKey, ApprovalPage, ApprovalState};
 use crate::clock::rfc3339;
 use crate::http::AppState;
 use crate::runtime::RuntimeError;
 use crate::secrets::redact_secrets;
 
-/// Approvals shown at most on one page (the newest first).
-pub const PAGE_SIZE: usize = 100;
+/// Approvals on one page (the newest first; older ones a page further).
+pub const PAGE_SIZE: usize = 50;
 
 /// The list's query.
 #[derive(Debug, Default, Deserialize)]
@@ -30,6 +30,12 @@ pub struct ListQuery {
     /// The approval just decided (to say so).
     #[serde(default)]
     decided: Option<String>,
+    /// The request time (ms) of the last approval of the previous page.
+    #[serde(default)]
+    after_at: Option<i64>,
+    /// Its id.
+    #[serde(default)]
+    after_id: Option<String>,
 }
 
 const STATES: [&str; 6] = ["pending", "approved", "rejected", "used", "expired", "all"];
@@ -55,18 +61,21 @@ pub async fn list(
                     })?,
             ),
         };
-        let filter = ApprovalFilter {
-            run: None,
-            state: filter_state,
+        let after = match (query.after_at, query.after_id.clone()) {
+            (Some(requested_at), Some(id)) => Some(ApprovalKey { requested_at, id }),
+            _ => None,
         };
-        let mut list = approvals::list(rt.store(), &filter, rt.now_ms())?;
-        list.reverse();
-        let more = list.len() > PAGE_SIZE;
-        list.truncate(PAGE_SIZE);
+        let page = approvals::page(
+            rt.store(),
+            filter_state,
+            after.as_ref(),
+            rt.now_ms(),
+            PAGE_SIZE,
+        )?;
         Ok(content(
             &wanted,
-            &list,
-            more,
+            &page,
+            after.is_some(),
             &csrf,
             query.decided.as_deref(),
             None,
@@ -77,8 +86,8 @@ pub async fn list(
 
 fn content(
     wanted: &str,
-    list: &[Approval],
-    more: bool,
+    page: &ApprovalPage,
+    paged: bool,
     csrf: &str,
     decided: Option<&str>,
     problem: Option<&str>,
@@ -97,8 +106,10 @@ fn content(
         }
         @if let Some(id) = decided { p.notice role="status" { "Approval " code { (id) } " decided." } }
         @if let Some(problem) = problem { div.error role="alert" { (problem) } }
-        @if list.is_empty() {
-            @if wanted == "pending" {
+        @if page.approvals.is_empty() {
+            @if paged {
+                (empty("No older approval in this state.", html! { a href=(format!("/ui/approvals?state={wanted}")) { "Back to the newest" } }))
+            } @else if wanted == "pending" {
                 (empty("No gated call is waiting.", html! {
                     "A tool call a rule marks " code { "require_approval" }
                     " waits here until someone approves or rejects it."
@@ -107,8 +118,16 @@ fn content(
                 (empty("No approval in this state.", html! { a href="/ui/approvals" { "Show the pending ones" } }))
             }
         }
-        @for a in list { (card(a, csrf)) }
-        @if more { p.muted { "Showing the newest " (PAGE_SIZE) "; narrow by state to see others." } }
+        @for a in &page.approvals { (card(a, csrf)) }
+        @if let Some(next) = &page.next {
+            nav.pager aria-label="Pages" {
+                a rel="next" href=(format!(
+                    "/ui/approvals?state={wanted}&after_at={}&after_id={}",
+                    next.requested_at,
+                    encode(&next.id)
+                )) { "Older approvals →" }
+            }
+        }
     }
 }
 
@@ -244,16 +263,16 @@ async fn problem_page(
     let csrf = viewer.0.csrf.clone();
     let problem = problem.to_string();
     let mut response = blocking_page(state, viewer, "Approvals", "/ui/approvals", move |rt| {
-        let filter = ApprovalFilter {
-            run: None,
-            state: Some(ApprovalState::Pending),
-        };
-        let mut list = approvals::list(rt.store(), &filter, rt.now_ms())?;
-        list.reverse();
-        list.truncate(PAGE_SIZE);
+        let page = approvals::page(
+            rt.store(),
+            Some(ApprovalState::Pending),
+            None,
+            rt.now_ms(),
+            PAGE_SIZE,
+        )?;
         Ok(content(
             "pending",
-            &list,
+            &page,
             false,
             &csrf,
             None,

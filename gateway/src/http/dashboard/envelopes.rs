@@ -262,9 +262,12 @@ pub struct SimulateQuery {
     run: String,
     #[serde(default)]
     version: Option<String>,
+    /// Show every decision point, not only the changed ones.
+    #[serde(default)]
+    all: Option<String>,
 }
 
-/// `GET /ui/envelopes/{id}/simulate?run=RUN&version=N`: a dry run, nothing enforced or written.
+/// `GET /ui/envelopes/{id}/simulate?run=RUN&version=N[&all=1]`: a dry run, nothing enforced or written.
 pub async fn simulate(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -278,14 +281,27 @@ pub async fn simulate(
             None => id.clone(),
         };
         let report = rt.simulate_envelope(&id, &query.run, None, Some(&reference))?;
-        Ok(simulate_content(&id, &report))
+        let all_href = format!(
+            "{}/simulate?run={}&version={}&all=1",
+            envelope_href(&id),
+            encode(&query.run),
+            encode(query.version.as_deref().unwrap_or_default())
+        );
+        let all = query
+            .all
+            .as_deref()
+            .is_some_and(|a| !a.is_empty() && a != "0");
+        Ok(simulate_content(&id, &report, all, &all_href))
     })
     .await
 }
 
-fn simulate_content(id: &str, report: &SimulationReport) -> Markup {
+/// The simulation: the changed decision points first and alone (every one with `all`, or
+/// when none changed).
+fn simulate_content(id: &str, report: &SimulationReport, all: bool, all_href: &str) -> Markup {
     let changed = report.changed().count();
     let run = &report.run;
+    let only_changed = !all && changed > 0;
     html! {
         p.crumbs { a href="/ui/envelopes" { "Envelopes" } " / " a href=(envelope_href(id)) { (id) } " / simulate" }
         h1 { "Simulating " (report.candidates.join(", ")) " on " a href=(run_href(run)) { (run) } }
@@ -301,14 +317,22 @@ fn simulate_content(id: &str, report: &SimulationReport) -> Markup {
         @if report.decisions.is_empty() {
             (empty("The run has no decision point.", html! { "Runs recorded through the gateway have one per compile item, tool call and model call." }))
         } @else {
+            @if only_changed {
+                p {
+                    "The " (changed) " decision point(s) this version changes. "
+                    a href=(all_href) { "Show all " (report.decisions.len()) }
+                }
+            } @else if changed == 0 {
+                p.notice role="status" { "No decision changes: this version decides the run as recorded." }
+            }
             div.scroll { table.simulation {
-                caption.visually-hidden { "Every decision point, recorded and simulated" }
+                caption.visually-hidden { "Decision points, recorded and simulated" }
                 thead { tr {
                     th scope="col" class="num" { "Event" } th scope="col" { "Kind" } th scope="col" { "Subject" }
                     th scope="col" { "Recorded" } th scope="col" { "Simulated" } th scope="col" { "Rules now" }
                 } }
                 tbody {
-                    @for d in &report.decisions {
+                    @for d in report.decisions.iter().filter(|d| d.changed || !only_changed) {
                         tr class=(if d.changed { "changed" } else { "" }) {
                             td.num { a href=(format!("{}#event-{}", run_href(run), d.seq)) { (d.seq) } }
                             td { (d.kind.as_str()) }
