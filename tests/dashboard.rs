@@ -363,6 +363,38 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
         "{receipts} receipts, {with_proof} with proofs"
     );
 
+    // A long run's timeline comes a page of 200 events at a time, and a link to an event
+    // opens the page that holds it.
+    let long = "run-feature-users-pagination";
+    assert!(ids.iter().any(|id| id == long));
+    let (_, first) = get_page(&gw, &cookie, &format!("/ui/runs/{long}"));
+    assert!(first.contains("id=\"event-199\"") && !first.contains("id=\"event-200\""));
+    assert!(
+        first.contains("Events 0–199 of 243"),
+        "the pager says where it is"
+    );
+    assert!(
+        first.contains(&format!("/ui/runs/{long}?from=200")),
+        "a link to the rest"
+    );
+    let (status, second) = get_page(&gw, &cookie, &format!("/ui/runs/{long}?from=200"));
+    assert_eq!(status, 200);
+    assert!(second.contains("id=\"event-242\"") && !second.contains("id=\"event-199\""));
+    assert!(second.contains("Earlier events"));
+    let late = second
+        .match_indices("/receipts/")
+        .map(|(at, _)| {
+            let rest = &second[at + "/receipts/".len()..];
+            rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()].to_string()
+        })
+        .next()
+        .expect("a receipt on the second page");
+    let (_, receipt) = get_page(&gw, &cookie, &format!("/ui/runs/{long}/receipts/{late}"));
+    assert!(
+        receipt.contains(&format!("/ui/runs/{long}?from=200#event-{late}")),
+        "the receipt links back to the page of its event"
+    );
+
     // What does not exist is a 404 page, not an error in JSON.
     let (status, missing) = get_page(&gw, &cookie, "/ui/runs/no-such-run");
     assert_eq!(status, 404);

@@ -190,13 +190,43 @@ impl Recorder {
     fn summaries(&self, run: Option<&str>) -> Result<Vec<RunSummary>, RecorderError> {
         let run = run.map(str::to_string);
         Ok(self.store.read(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE ?1 IS NULL OR r.id = ?1
-                 ORDER BY r.started_at DESC, r.id"
-            ))?;
+            // One run by its key; all of them in order (an `OR` would scan for one).
+            let mut stmt = match run {
+                Some(_) => c.prepare_cached(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE r.id = ?1"
+                ))?,
+                None => c.prepare_cached(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE ?1 IS NULL
+                     ORDER BY r.started_at DESC, r.id"
+                ))?,
+            };
             let rows = stmt.query_map([run], summary_of_row)?;
             Ok(rows.collect::<Result<_, _>>()?)
         })?)
+    }
+
+    /// A run's steps, in order.
+    pub fn steps(&self, run: &str) -> Result<Vec<StepRecord>, RecorderError> {
+        self.header(run)?;
+        let id = run.to_string();
+        Ok(self.store.read(move |c| load_steps(c, &id))?)
+    }
+
+    /// Up to `limit` of a run's events from sequence number `from` on, in order (a window of a
+    /// long run, read by key).
+    pub fn events_window(
+        &self,
+        run: &str,
+        from: u64,
+        limit: u64,
+    ) -> Result<Vec<EventRecord>, RecorderError> {
+        self.header(run)?;
+        let id = run.to_string();
+        let end = from.saturating_add(limit);
+        let events = self
+            .store
+            .read(move |c| load_events_in(c, &id, from, end))?;
+        Ok(events.into_iter().map(|e| e.record).collect())
     }
 
     /// The header of a run.
@@ -327,13 +357,24 @@ fn load_steps(c: &Connection, run: &str) -> Result<Vec<StepRecord>, StoreError> 
 }
 
 fn load_events(c: &Connection, run: &str) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut stmt = c.prepare(
+    load_events_in(c, run, 0, u64::MAX)
+}
+
+/// A run's events with `from <= seq < to`, in order.
+fn load_events_in(
+    c: &Connection,
+    run: &str,
+    from: u64,
+    to: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let as_sql = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut stmt = c.prepare_cached(
         "SELECT e.seq, e.step_idx, e.kind, e.at, e.payload, e.payload_hash, e.prev_hash, e.hash,
                 a.body
          FROM events e LEFT JOIN artifacts a ON e.payload IS NULL AND a.hash = e.payload_hash
-         WHERE e.run_id = ?1 ORDER BY e.seq",
+         WHERE e.run_id = ?1 AND e.seq >= ?2 AND e.seq < ?3 ORDER BY e.seq",
     )?;
-    let rows = stmt.query_map(params![run], |r| {
+    let rows = stmt.query_map(params![run, as_sql(from), as_sql(to)], |r| {
         Ok((
             r.get::<_, i64>(0)? as u64,
             r.get::<_, u32>(1)?,

@@ -2,7 +2,6 @@
 //! starts after the last run of this one (`started_at`, `id`), so a page costs the same
 //! whether it is the first or the thousandth (indexes of migration 5; never `OFFSET`).
 
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use super::{Recorder, RecorderError, RunSummary, SUMMARY_COLUMNS, summary_of_row};
@@ -45,28 +44,40 @@ impl Recorder {
         let filter = filter.clone();
         let limit = limit.clamp(1, 500);
         let mut runs = self.store.read(move |c| {
-            let (after_at, after_id) = match &filter.after {
-                Some(k) => (Some(k.started_at.clone()), Some(k.id.clone())),
-                None => (None, None),
+            // Only the conditions asked for, so SQLite seeks the index that serves them
+            // (`runs_by_agent`, `runs_by_status`, `runs_by_start`) from the key of the last run
+            // of the previous page (a row-value comparison), rather than scanning past it.
+            let mut conditions = Vec::new();
+            let mut values: Vec<String> = Vec::new();
+            if let Some(agent) = &filter.agent {
+                values.push(agent.clone());
+                conditions.push(format!("r.agent = ?{}", values.len()));
+            }
+            if let Some(status) = &filter.status {
+                values.push(status.clone());
+                conditions.push(format!("r.status = ?{}", values.len()));
+            }
+            if let Some(k) = &filter.after {
+                values.push(k.started_at.clone());
+                values.push(k.id.clone());
+                conditions.push(format!(
+                    "(r.started_at, r.id) < (?{}, ?{})",
+                    values.len() - 1,
+                    values.len()
+                ));
+            }
+            let filter_sql = if conditions.is_empty() {
+                String::new()
+            } else {
+                format!("WHERE {}", conditions.join(" AND "))
             };
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM runs r
-                 WHERE (?1 IS NULL OR r.agent = ?1)
-                   AND (?2 IS NULL OR r.status = ?2)
-                   AND (?3 IS NULL OR r.started_at < ?3 OR (r.started_at = ?3 AND r.id < ?4))
+                "SELECT {SUMMARY_COLUMNS} FROM runs r {filter_sql}
                  ORDER BY r.started_at DESC, r.id DESC
-                 LIMIT ?5"
+                 LIMIT {}",
+                limit + 1
             ))?;
-            let rows = stmt.query_map(
-                params![
-                    filter.agent,
-                    filter.status,
-                    after_at,
-                    after_id,
-                    limit as i64 + 1
-                ],
-                summary_of_row,
-            )?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), summary_of_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
         let next = (runs.len() > limit).then(|| {

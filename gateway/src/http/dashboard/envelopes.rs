@@ -8,7 +8,9 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use tollgate_rules::envelope::{EnvelopeDiff, PolicyEnvelope};
 
-use super::layout::{clip, effect, empty, encode, facts, receipt_href, rules, run_href};
+use super::layout::{
+    clip, effect, empty, encode, event_href, facts, receipt_href, rules, run_href,
+};
 use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::policy::{EnvelopeVersion, list_versions, version_source};
@@ -334,7 +336,7 @@ fn simulate_content(id: &str, report: &SimulationReport, all: bool, all_href: &s
                 tbody {
                     @for d in report.decisions.iter().filter(|d| d.changed || !only_changed) {
                         tr class=(if d.changed { "changed" } else { "" }) {
-                            td.num { a href=(format!("{}#event-{}", run_href(run), d.seq)) { (d.seq) } }
+                            td.num { a href=(event_href(run, d.seq)) { (d.seq) } }
                             td { (d.kind.as_str()) }
                             td { code { (clip(&d.subject, 80)) } }
                             td {

@@ -155,6 +155,19 @@ pub fn run_href(run: &str) -> String {
     format!("/ui/runs/{}", encode(run))
 }
 
+/// Events on one page of a run's timeline (a page starts at a multiple of it).
+pub const TIMELINE_PAGE: u64 = 200;
+
+/// The link to one event in its run's timeline: the page that holds it, scrolled to it.
+pub fn event_href(run: &str, seq: u64) -> String {
+    let from = seq - seq % TIMELINE_PAGE;
+    if from == 0 {
+        format!("{}#event-{seq}", run_href(run))
+    } else {
+        format!("{}?from={from}#event-{seq}", run_href(run))
+    }
+}
+
 /// The link to a decision's receipt (`item`: a compile item's decision).
 pub fn receipt_href(run: &str, seq: u64, item: Option<&str>) -> String {
     match item {

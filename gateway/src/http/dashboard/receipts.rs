@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use tollgate_engine::{Proof, ProofStep};
 
-use super::layout::{clip, effect, empty, encode, facts, hash, rules, run_href};
+use super::layout::{clip, effect, empty, event_href, facts, hash, rules, run_href};
 use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::runtime::{DecisionFilter, RecordedDecision};
@@ -59,7 +59,7 @@ fn content(run: &str, d: &RecordedDecision) -> Markup {
         p.crumbs {
             a href="/ui/runs" { "Runs" } " / "
             a href=(run_href(run)) { (run) } " / "
-            a href=(format!("{}#event-{}", run_href(run), d.seq)) { "event " (d.seq) }
+            a href=(event_href(run, d.seq)) { "event " (d.seq) }
         }
         h1 {
             "Receipt: " (policy.kind.as_str())
@@ -124,7 +124,7 @@ fn content(run: &str, d: &RecordedDecision) -> Markup {
                 }
             }
         }
-        p { a href=(format!("/ui/runs/{}#event-{}", encode(run), d.seq)) { "← Back to the timeline" } }
+        p { a href=(event_href(run, d.seq)) { "← Back to the timeline" } }
     }
 }
 

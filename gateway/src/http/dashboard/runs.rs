@@ -3,22 +3,20 @@
 //! of it and why), model calls, tool calls and results, with each decision inline and a link
 //! to its receipt.
 
-use std::collections::BTreeMap;
-
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{
-    self, clip, effect, empty, encode, facts, hash, provenance_href, receipt_href, rules, run_href,
+    self, TIMELINE_PAGE, clip, effect, empty, encode, facts, hash, provenance_href, receipt_href,
+    rules, run_href,
 };
 use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::recorder::events::{CompileEvent, DecisionEvent, Event};
-use crate::recorder::format::{EventRecord, RunFile};
-use crate::recorder::{DecisionCounts, RunFilter, RunKey, RunPage};
-use crate::runtime::DecisionFilter;
+use crate::recorder::format::{EventRecord, RunHeader, StepRecord};
+use crate::recorder::{DecisionCounts, RunFilter, RunKey, RunPage, RunSummary};
 
 /// Runs per page.
 pub const PAGE_SIZE: usize = 50;
@@ -170,31 +168,83 @@ fn next_href(filter: &RunFilter, next: &RunKey) -> String {
     format!("/ui/runs?{}", parts.join("&"))
 }
 
-/// `GET /ui/runs/{run_id}`.
+/// The timeline's query: where the page of events starts.
+#[derive(Debug, Default, Deserialize)]
+pub struct TimelineQuery {
+    /// The first event's sequence number (a multiple of the page size).
+    #[serde(default)]
+    from: Option<u64>,
+}
+
+/// `GET /ui/runs/{run_id}[?from=SEQ]`: a page of the run's events, grouped by step.
 pub async fn timeline(
     State(state): State<AppState>,
     viewer: Viewer,
     Path(run): Path<String>,
+    Query(query): Query<TimelineQuery>,
 ) -> Response {
     let title = format!("Run {run}");
+    let from = query.from.unwrap_or(0);
+    let from = from - from % TIMELINE_PAGE;
     blocking_page(&state, &viewer, &title, "/ui/runs", move |rt| {
-        let file = rt.recorder().export(&run)?;
-        let decisions = rt.decisions(&run, &DecisionFilter::default())?;
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for d in &decisions {
-            *counts.entry(d.effect.as_str()).or_default() += 1;
-        }
-        let counts: Vec<(String, usize)> = counts
-            .into_iter()
-            .map(|(k, n)| (k.to_string(), n))
-            .collect();
-        Ok(timeline_content(&file, &counts))
+        let recorder = rt.recorder();
+        let header = recorder.header(&run)?;
+        let summary = recorder.summary(&run)?;
+        let steps = recorder.steps(&run)?;
+        let events = recorder.events_window(&run, from, TIMELINE_PAGE)?;
+        Ok(timeline_content(&Timeline {
+            header: &header,
+            summary: &summary,
+            steps: &steps,
+            events: &events,
+            from,
+        }))
     })
     .await
 }
 
-fn timeline_content(file: &RunFile, counts: &[(String, usize)]) -> Markup {
-    let h = &file.run;
+/// One page of a run's timeline.
+struct Timeline<'a> {
+    header: &'a RunHeader,
+    summary: &'a RunSummary,
+    steps: &'a [StepRecord],
+    events: &'a [EventRecord],
+    from: u64,
+}
+
+fn timeline_content(t: &Timeline<'_>) -> Markup {
+    let h = t.header;
+    let total = t.summary.events;
+    let paged = total > TIMELINE_PAGE;
+    let shown_steps: Vec<&StepRecord> = t
+        .steps
+        .iter()
+        .filter(|s| total == 0 || t.events.iter().any(|e| e.step == s.index))
+        .collect();
+    let page_href = |from: u64| {
+        if from == 0 {
+            run_href(&h.id)
+        } else {
+            format!("{}?from={from}", run_href(&h.id))
+        }
+    };
+    let pager = html! {
+        @if paged {
+            nav.pager aria-label="Pages of events" {
+                @if t.from > 0 {
+                    a rel="prev" href=(page_href(t.from.saturating_sub(TIMELINE_PAGE))) { "← Earlier events" }
+                    " "
+                }
+                span.muted {
+                    "Events " (t.from) "–" (t.from + t.events.len().max(1) as u64 - 1) " of " (total)
+                }
+                @if t.from + TIMELINE_PAGE < total {
+                    " "
+                    a rel="next" href=(page_href(t.from + TIMELINE_PAGE)) { "Later events →" }
+                }
+            }
+        }
+    };
     html! {
         p.crumbs { a href="/ui/runs" { "Runs" } " / " (h.id) }
         h1 { "Run " (h.id) " " (layout::status(&h.status)) }
@@ -209,29 +259,31 @@ fn timeline_content(file: &RunFile, counts: &[(String, usize)]) -> Markup {
             ("Envelopes", html! {
                 @if h.envelopes.is_empty() { "none" } @else { (h.envelopes.join(", ")) }
             }),
-            ("Decisions", html! {
-                @if counts.is_empty() { "none" }
-                @for (name, n) in counts { span.count { (n) " " (name) } " " }
-            }),
+            ("Decisions", decision_counts(&t.summary.decisions)),
+            ("Steps and events", html! { (t.steps.len()) " · " (total) }),
         ]))
-        @if file.steps.is_empty() {
+        @if t.steps.is_empty() {
             (empty("This run has no steps yet.", html! {
                 "Steps appear as the agent records them (" code { "POST /v1/runs/{id}/steps" } ")."
             }))
+        } @else if t.events.is_empty() && total > 0 {
+            (empty("No events on this page.", html! { a href=(run_href(&h.id)) { "Back to the first events" } }))
         }
-        @for step in &file.steps {
+        (pager)
+        @for step in shown_steps {
             section.step aria-labelledby=(format!("step-{}", step.index)) {
                 h2 id=(format!("step-{}", step.index)) {
                     "Step " (step.index) " · " (step.name)
                     span.agent { " (" (step.agent) ")" }
                 }
                 ol.events {
-                    @for e in file.events.iter().filter(|e| e.step == step.index) {
+                    @for e in t.events.iter().filter(|e| e.step == step.index) {
                         li id=(format!("event-{}", e.seq)) { (event_row(&h.id, e)) }
                     }
                 }
             }
         }
+        (pager)
     }
 }
 
