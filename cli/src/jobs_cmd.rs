@@ -8,9 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use tollgate_gateway::clock::{Clock, SystemClock, rfc3339};
+use tollgate_gateway::job_kinds::builtin_registry;
 use tollgate_gateway::jobs::{
     AfterFailure, EnqueueOptions, JobId, JobQueue, JobRecord, JobState, RunResult, Worker,
-    WorkerConfig, WorkerEvent, builtin_registry,
+    WorkerConfig, WorkerEvent,
 };
 
 use crate::store_arg;

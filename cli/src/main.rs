@@ -8,6 +8,7 @@ mod compile_cmd;
 mod db_cmd;
 mod envelope_arg;
 mod jobs_cmd;
+mod memory_cmd;
 mod policy_cmd;
 mod policy_versions_cmd;
 mod provenance_cmd;
@@ -62,6 +63,9 @@ enum Command {
     /// Approvals of gated tool calls: list, approve, reject.
     #[command(subcommand)]
     Approvals(approvals_cmd::ApprovalsCommand),
+    /// Memories distilled from finished runs: distill, list, show, review.
+    #[command(subcommand)]
+    Memory(memory_cmd::MemoryCommand),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         Command::Jobs(cmd) => jobs_cmd::run(cmd),
         Command::Compile(args) => compile_cmd::run(args),
         Command::Approvals(cmd) => approvals_cmd::run(cmd),
+        Command::Memory(cmd) => memory_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -3,10 +3,13 @@
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve, write_private};
+use tollgate_gateway::job_kinds::builtin_registry;
+use tollgate_gateway::jobs::{JobQueue, Worker, WorkerConfig};
 use tollgate_gateway::providers::provider_from_env;
 use tollgate_gateway::runtime::Runtime;
 
@@ -29,6 +32,10 @@ pub struct ServeArgs {
     /// invalid envelopes stop the start with their diagnostics.
     #[arg(long = "envelopes", short = 'e')]
     envelopes: Vec<std::path::PathBuf>,
+    /// Do not run background jobs (memory distillation, replays) in this process; leave them
+    /// to `tollgate jobs run`.
+    #[arg(long)]
+    no_worker: bool,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -56,7 +63,27 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let token = resolve_token(std::env::var("TOLLGATE_TOKEN").ok(), &token_dir)
         .context("cannot create the token file")?;
     let provider = provider_from_env()?;
+    let jobs = JobQueue::new(store.clone());
     let runtime = Runtime::new(store, Arc::from(provider))?;
+    // The gateway runs the jobs its routes enqueue (a distillation, a replay) on a thread of
+    // its own, stopped with the server.
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = if args.no_worker {
+        None
+    } else {
+        let config = WorkerConfig {
+            worker_id: format!("serve-{}", std::process::id()),
+            ..WorkerConfig::default()
+        };
+        let worker =
+            Worker::new(jobs, builtin_registry(), config).context("cannot start the job worker")?;
+        let stop = stop.clone();
+        Some(std::thread::spawn(move || {
+            if let Err(e) = worker.run_until(&stop) {
+                eprintln!("tollgate: the job worker stopped: {e}");
+            }
+        }))
+    };
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,7 +109,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         }
         // Lines for scripts and tests that start the gateway on port 0.
         println!("listening on http://{local}");
-        serve(listener, state, shutdown_signal()).await?;
+        let served = serve(listener, state, shutdown_signal()).await;
+        stop.store(true, Ordering::SeqCst);
+        if let Some(worker) = worker {
+            let _ = worker.join();
+        }
+        served?;
         eprintln!("tollgate: stopped");
         Ok(ExitCode::SUCCESS)
     })

@@ -9,6 +9,7 @@
 mod chat;
 pub mod dashboard;
 mod error;
+mod memory;
 mod policies;
 mod runs;
 mod security;
@@ -126,6 +127,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(tools::routes())
         .merge(chat::routes())
         .merge(policies::routes())
+        .merge(memory::routes())
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.
@@ -147,6 +149,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         (name = "tools", description = "Tool-call decisions and approvals"),
         (name = "models", description = "The OpenAI-compatible model proxy"),
         (name = "policies", description = "Policy envelopes, simulation, decisions and approvals"),
+        (name = "memory", description = "Memories distilled from finished runs: distill, read, promote, expire"),
         (name = "health", description = "Liveness"),
     )
 )]

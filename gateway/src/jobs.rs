@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::StoreError;
 
 pub use queue::JobQueue;
-pub use sleep::{SLEEP_KIND, builtin_registry, sleep_job};
+pub use sleep::{SLEEP_KIND, sleep_job};
 pub use worker::{
     JobContext, JobHandler, JobRegistry, RunReport, RunResult, Worker, WorkerConfig, WorkerEvent,
     WorkerStats,

@@ -1,7 +1,7 @@
 //! Tollgate's application library: the store and flight recorder, the provenance graph, the
 //! context compiler, provider adapters, exact replay, the job runner, the evaluators, the
-//! agent runtime (runs, compiles, tool calls with approvals and rate limits, the model proxy)
-//! and the HTTP gateway over it. The command line (`cli/`) is a thin front.
+//! agent runtime (runs, compiles, tool calls with approvals and rate limits, the model proxy),
+//! the memory distiller and the HTTP gateway over it. The command line (`cli/`) is a thin front.
 //!
 //! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
 
@@ -10,7 +10,9 @@ pub mod clock;
 pub mod compiler;
 pub mod evaluators;
 pub mod http;
+pub mod job_kinds;
 pub mod jobs;
+pub mod memory;
 pub mod policy;
 pub mod provenance;
 pub mod providers;

@@ -74,6 +74,9 @@ pub fn resolve_id(recorder: &Recorder, input: &str) -> Result<String, RecorderEr
     if input.contains(':') {
         return Ok(input.to_string());
     }
+    if input.starts_with("mem-") {
+        return Ok(format!("memory:{input}"));
+    }
     recorder.header(input)?;
     Ok(format!("run:{input}"))
 }

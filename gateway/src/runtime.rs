@@ -76,6 +76,19 @@ pub enum RuntimeError {
     Evaluation(String),
 }
 
+impl From<crate::memory::MemoryError> for RuntimeError {
+    fn from(e: crate::memory::MemoryError) -> Self {
+        use crate::memory::MemoryError;
+        match e {
+            MemoryError::Store(s) => RuntimeError::Store(s),
+            MemoryError::Recorder(r) => RuntimeError::Recorder(r),
+            MemoryError::NotFound(id) => RuntimeError::NotFound(format!("no memory `{id}`")),
+            MemoryError::Invalid(m) => RuntimeError::Invalid(m),
+            MemoryError::Conflict(m) => RuntimeError::Conflict(m),
+        }
+    }
+}
+
 /// The shared runtime.
 pub struct Runtime {
     store: Store,

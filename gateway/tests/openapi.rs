@@ -49,6 +49,10 @@ fn every_route_is_documented_with_its_method() {
         "POST /v2/policies/envelopes/{id}/simulate",
         "GET /v2/policies/decisions/{run_id}",
         "POST /v2/policies/approvals/{id}",
+        "POST /v2/memory/distill/run/{run_id}",
+        "GET /v2/memory/{id}",
+        "POST /v2/memory/{id}/promote",
+        "POST /v2/memory/{id}/expire",
     ]
     .iter()
     .map(|s| s.to_string())

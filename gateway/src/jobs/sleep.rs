@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{JobContext, JobFailure, JobRegistry};
+use super::{JobContext, JobFailure};
 
 /// The kind of the built-in diagnostic job.
 pub const SLEEP_KIND: &str = "sleep";
@@ -23,19 +23,6 @@ pub const SLEEP_KIND: &str = "sleep";
 const MAX_MS: u64 = 3_600_000;
 /// The most steps.
 const MAX_STEPS: u64 = 10_000;
-
-/// The handlers every worker has: [`SLEEP_KIND`] and `replay.exact` (see
-/// [`crate::replay::replay_exact_job`]). Later kinds are added with
-/// [`JobRegistry::register`].
-pub fn builtin_registry() -> JobRegistry {
-    let mut registry = JobRegistry::new();
-    registry.register(SLEEP_KIND, sleep_job);
-    registry.register(
-        crate::replay::REPLAY_EXACT_JOB,
-        crate::replay::replay_exact_job,
-    );
-    registry
-}
 
 /// The `sleep` handler (see the module docs).
 pub fn sleep_job(context: &JobContext<'_>, payload: &Value) -> Result<Value, JobFailure> {

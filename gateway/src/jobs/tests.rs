@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::clock::{Clock, ManualClock};
+use crate::job_kinds::builtin_registry;
 use crate::store::{Store, StoreLocation};
 
 /// A throwaway directory, removed on drop.
@@ -354,7 +355,7 @@ fn bad_options_and_names_are_refused() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no handler for job kind `replay`\n  help: this worker runs `replay.exact`, `sleep`"
+        "no handler for job kind `replay`\n  help: this worker runs `memory.distill`, `replay.exact`, `sleep`"
     );
     assert!(Worker::new(q, JobRegistry::new(), WorkerConfig::default()).is_err());
 }

@@ -225,7 +225,8 @@ fn a_policy_change_shows_as_decision_drift() {
 
 #[test]
 fn replay_exact_runs_as_a_job() {
-    use crate::jobs::{EnqueueOptions, JobQueue, JobState, Worker, WorkerConfig, builtin_registry};
+    use crate::job_kinds::builtin_registry;
+    use crate::jobs::{EnqueueOptions, JobQueue, JobState, Worker, WorkerConfig};
     use crate::store::tests::tempdir::Dir;
     use crate::store::{Store, StoreLocation};
 

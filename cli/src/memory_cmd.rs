@@ -1,0 +1,244 @@
+//! `tollgate memory distill | list | show | review`: the memory distiller over the local store.
+//! `distill` runs in the foreground with progress on stderr (the gateway's
+//! `POST /v2/memory/distill/run/{run_id}` enqueues the same work as a `memory.distill` job).
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use tollgate_gateway::clock::{Clock, SystemClock, rfc3339};
+use tollgate_gateway::memory::{
+    self, Decision, MemoryArtifact, MemoryClass, MemoryError, MemoryFilter, MemoryStatus,
+};
+use tollgate_gateway::recorder::Recorder;
+
+use crate::store_arg;
+
+#[derive(Subcommand, Debug)]
+pub enum MemoryCommand {
+    /// Distill a finished run into memories: episodes, candidates, what became of each.
+    Distill(DistillArgs),
+    /// List memories (every status unless one is asked).
+    List(ListArgs),
+    /// One memory: its score's parts, its sources and its review history.
+    Show(ShowArgs),
+    /// Review a memory: accept, reject, expire or quarantine it, saying who and why.
+    Review(ReviewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DistillArgs {
+    /// The run id.
+    run: String,
+    /// Machine-readable output (the whole report).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Only in this status: candidate, approved, rejected, quarantined, expired.
+    #[arg(long)]
+    status: Option<String>,
+    /// Only of this class: fact, procedure, preference, warning, summary.
+    #[arg(long)]
+    class: Option<String>,
+    /// Only those with a source in this run.
+    #[arg(long)]
+    run: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The memory id (`mem-…`).
+    id: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReviewArgs {
+    /// The memory id (`mem-…`).
+    id: String,
+    /// accept, reject, expire or quarantine.
+    #[arg(long)]
+    decision: String,
+    /// Who decides.
+    #[arg(long)]
+    by: String,
+    /// Why.
+    #[arg(long)]
+    reason: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(cmd: MemoryCommand) -> Result<ExitCode> {
+    match cmd {
+        MemoryCommand::Distill(a) => distill(a),
+        MemoryCommand::List(a) => list(a),
+        MemoryCommand::Show(a) => show(a),
+        MemoryCommand::Review(a) => review(a),
+    }
+}
+
+/// Prints a refusal (exit 2) or passes a store failure on.
+fn refused(e: MemoryError) -> Result<ExitCode> {
+    match e {
+        MemoryError::Store(_) => Err(e.into()),
+        other => {
+            eprintln!("error: {other}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn distill(args: DistillArgs) -> Result<ExitCode> {
+    let recorder = Recorder::new(store_arg::open()?);
+    let now = SystemClock.now_ms();
+    let report = memory::distill_run(&recorder, &args.run, now, &mut |done, total, message| {
+        eprintln!("tollgate: [{done}/{total}] {message}");
+    });
+    match report {
+        Ok(r) if args.json => println!("{}", serde_json::to_string_pretty(&r)?),
+        Ok(r) => print!("{}", r.to_text()),
+        Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(args: ListArgs) -> Result<ExitCode> {
+    let status = match args.status.as_deref().map(|s| (s, MemoryStatus::parse(s))) {
+        None => None,
+        Some((_, Some(s))) => Some(s),
+        Some((s, None)) => {
+            eprintln!(
+                "error: `{s}` is not a status\n  help: use candidate, approved, rejected, quarantined or expired"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let class = match args.class.as_deref().map(|c| (c, MemoryClass::parse(c))) {
+        None => None,
+        Some((_, Some(c))) => Some(c),
+        Some((c, None)) => {
+            eprintln!(
+                "error: `{c}` is not a class\n  help: use fact, procedure, preference, warning or summary"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let store = store_arg::open()?;
+    let filter = MemoryFilter {
+        status,
+        class,
+        run: args.run,
+    };
+    let found = match memory::list(&store, &filter) {
+        Ok(found) => found,
+        Err(e) => return refused(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if found.is_empty() {
+        println!("no memories (distill a finished run: tollgate memory distill RUN)");
+    }
+    for m in &found {
+        println!("{}", line(m));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn line(m: &MemoryArtifact) -> String {
+    format!(
+        "{}  {:<10} {:<11} ×{} {}  {}{}",
+        m.id,
+        m.class.as_str(),
+        m.status.as_str(),
+        m.strength,
+        m.scope,
+        m.text,
+        if m.pinned { "  (pinned)" } else { "" }
+    )
+}
+
+fn show(args: ShowArgs) -> Result<ExitCode> {
+    let store = store_arg::open()?;
+    let m = match memory::get(&store, &args.id) {
+        Ok(m) => m,
+        Err(e) => return refused(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&m)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}", line(&m));
+    let s = &m.score;
+    println!(
+        "score {:.2}: confidence {:.2}, reuse {:.2}, recency {:.2}, sensitivity -{:.1} ({})",
+        s.total,
+        s.confidence,
+        s.reuse,
+        s.recency,
+        s.sensitivity,
+        m.sensitivity.as_str()
+    );
+    println!(
+        "expires {}",
+        if m.expires_at == 0 {
+            "never (decay only)".to_string()
+        } else {
+            rfc3339(u64::try_from(m.expires_at).unwrap_or(0))
+        }
+    );
+    for e in &m.sources {
+        println!(
+            "source run {} step {} event {} (episode {}): {}",
+            e.run, e.step, e.event, e.episode, e.quote
+        );
+    }
+    for d in &m.decisions {
+        println!(
+            "{} {} by {}: {}{}",
+            d.at,
+            d.decision.as_str(),
+            d.by,
+            d.reason,
+            d.merged_into
+                .as_deref()
+                .map(|m| format!(" (into {m})"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn review(args: ReviewArgs) -> Result<ExitCode> {
+    let decision = match args.decision.as_str() {
+        "accept" => Decision::Accept,
+        "reject" => Decision::Reject,
+        "expire" => Decision::Expire,
+        "quarantine" => Decision::Quarantine,
+        other => {
+            eprintln!(
+                "error: `{other}` is not a review decision\n  help: use accept, reject, expire or quarantine"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let store = store_arg::open()?;
+    let at = rfc3339(u64::try_from(SystemClock.now_ms() / 1000).unwrap_or(0));
+    match memory::record_decision(&store, &args.id, decision, &args.by, &args.reason, &at) {
+        Ok(m) if args.json => println!("{}", serde_json::to_string_pretty(&m)?),
+        Ok(m) => println!("{}", line(&m)),
+        Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,167 @@
+//! `/v2/memory`: the Memory Distiller module — distill a finished run (a background job), read
+//! a memory with its sources and review history, promote (or pin) and expire one.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiError, ApiJson, AppState, blocking};
+use crate::jobs::{EnqueueOptions, JobQueue};
+use crate::memory::{self, DISTILL_JOB, Decision, MemoryStatus};
+use crate::runtime::RuntimeError;
+
+/// The routes of this resource.
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(distill))
+        .routes(routes!(get_memory))
+        .routes(routes!(promote))
+        .routes(routes!(expire))
+}
+
+/// Enqueues the distillation of a finished run as a `memory.distill` job (the gateway's own
+/// worker runs it; `tollgate memory distill RUN` does the same in the foreground). While a
+/// distillation of the run is queued or running, asking again returns that job.
+#[utoipa::path(post, path = "/v2/memory/distill/run/{run_id}", tag = "memory",
+    params(("run_id" = String, Path, description = "A finished run")),
+    responses(
+        (status = 202, description = "`{\"job\": {id, kind, state, ...}}`: poll it with `tollgate jobs show ID`", body = Object),
+        (status = 404, description = "No such run", body = super::ErrorBody),
+        (status = 409, description = "The run is still running", body = super::ErrorBody),
+    ))]
+async fn distill(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let job = blocking(&state, move |rt| {
+        let header = rt.recorder().header(&run_id)?;
+        if header.status == "running" {
+            return Err(RuntimeError::Conflict(format!(
+                "run `{run_id}` is still running: distill it once it has finished"
+            )));
+        }
+        let queue = JobQueue::new(rt.store().clone());
+        let options = EnqueueOptions {
+            dedupe_key: Some(run_id.clone()),
+            ..EnqueueOptions::default()
+        };
+        let id = queue
+            .enqueue(DISTILL_JOB, json!({"run": run_id}), options)
+            .map_err(|e| RuntimeError::Evaluation(e.to_string()))?;
+        queue
+            .get(id)
+            .map_err(|e| RuntimeError::Evaluation(e.to_string()))
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "job": job }))))
+}
+
+/// A memory: class, text, scope, sensitivity, status, pinned, expiry, strength, usage, its
+/// score by parts, every source (run, step, event) and its review history.
+#[utoipa::path(get, path = "/v2/memory/{id}", tag = "memory",
+    params(("id" = String, Path, description = "A memory id (`mem-…`)")),
+    responses(
+        (status = 200, description = "The memory", body = Object),
+        (status = 404, description = "No such memory", body = super::ErrorBody),
+    ))]
+async fn get_memory(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let m = blocking(&state, move |rt| Ok(memory::get(rt.store(), &id)?)).await?;
+    Ok(Json(serde_json::to_value(m).unwrap_or(Value::Null)))
+}
+
+/// A reviewer's action on a memory.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ReviewBody {
+    /// Who decides.
+    by: String,
+    /// Why.
+    reason: String,
+    /// Also pin it, so it never decays (promote only).
+    #[serde(default)]
+    pin: bool,
+}
+
+/// Promotes a candidate (or a quarantined memory) to approved, recording who and why; with
+/// `"pin": true` it is also pinned and never decays. Promoting an approved memory only pins it.
+#[utoipa::path(post, path = "/v2/memory/{id}/promote", tag = "memory",
+    params(("id" = String, Path, description = "A memory id (`mem-…`)")),
+    request_body = ReviewBody,
+    responses(
+        (status = 200, description = "The memory, approved", body = Object),
+        (status = 404, description = "No such memory", body = super::ErrorBody),
+        (status = 409, description = "The memory is rejected or expired (final)", body = super::ErrorBody),
+        (status = 422, description = "No reviewer or reason", body = super::ErrorBody),
+    ))]
+async fn promote(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ReviewBody>,
+) -> Result<Json<Value>, ApiError> {
+    let m = blocking(&state, move |rt| {
+        let at = rt.now_rfc3339();
+        let current = memory::get(rt.store(), &id)?;
+        let m = if current.status == MemoryStatus::Approved && body.pin {
+            current
+        } else {
+            memory::record_decision(
+                rt.store(),
+                &id,
+                Decision::Accept,
+                &body.by,
+                &body.reason,
+                &at,
+            )?
+        };
+        if body.pin && !m.pinned {
+            return Ok(memory::set_pinned(rt.store(), &m.id, true, &at)?);
+        }
+        Ok(m)
+    })
+    .await?;
+    Ok(Json(serde_json::to_value(m).unwrap_or(Value::Null)))
+}
+
+/// Expires a memory now, recording who and why: it is never retrieved again.
+#[utoipa::path(post, path = "/v2/memory/{id}/expire", tag = "memory",
+    params(("id" = String, Path, description = "A memory id (`mem-…`)")),
+    request_body = ReviewBody,
+    responses(
+        (status = 200, description = "The memory, expired", body = Object),
+        (status = 404, description = "No such memory", body = super::ErrorBody),
+        (status = 409, description = "The memory is rejected or expired already", body = super::ErrorBody),
+        (status = 422, description = "No reviewer or reason", body = super::ErrorBody),
+    ))]
+async fn expire(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ReviewBody>,
+) -> Result<Json<Value>, ApiError> {
+    if body.pin {
+        return Err(ApiError::invalid(
+            "invalid",
+            "`pin` belongs to promote: an expired memory is never retrieved",
+        ));
+    }
+    let m = blocking(&state, move |rt| {
+        let at = rt.now_rfc3339();
+        Ok(memory::record_decision(
+            rt.store(),
+            &id,
+            Decision::Expire,
+            &body.by,
+            &body.reason,
+            &at,
+        )?)
+    })
+    .await?;
+    Ok(Json(serde_json::to_value(m).unwrap_or(Value::Null)))
+}

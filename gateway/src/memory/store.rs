@@ -1,0 +1,355 @@
+//! Memories in the store (migration 8): the memory rows, their sources and their review
+//! history, and the provenance edge from each source event to the memory.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tollgate_rules::canonical::to_canonical_json;
+use tollgate_rules::envelope::Level;
+
+use super::{
+    Decision, Evidence, MemoryArtifact, MemoryCandidate, MemoryClass, MemoryError, MemoryStatus,
+    PromotionDecision, ScoreParts, dedupe,
+};
+use crate::store::{Store, StoreError};
+
+/// Which memories to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryFilter {
+    /// Only in this status.
+    pub status: Option<MemoryStatus>,
+    /// Only of this class.
+    pub class: Option<MemoryClass>,
+    /// Only those with a source in this run.
+    pub run: Option<String>,
+}
+
+const COLUMNS: &str = "id, class, text, scope, sensitivity, status, pinned, expires_at, strength, \
+                       usage_count, score";
+
+/// One memory with its sources and decisions.
+pub fn get(store: &Store, id: &str) -> Result<MemoryArtifact, MemoryError> {
+    let key = id.to_string();
+    store
+        .read(move |c| load(c, &key))?
+        .ok_or_else(|| MemoryError::NotFound(id.to_string()))
+}
+
+/// The memories `filter` selects, strongest first (then by id).
+pub fn list(store: &Store, filter: &MemoryFilter) -> Result<Vec<MemoryArtifact>, MemoryError> {
+    let filter = filter.clone();
+    Ok(store.read(move |c| {
+        let mut stmt = c.prepare(
+            "SELECT id FROM memories m
+             WHERE (?1 IS NULL OR m.status = ?1) AND (?2 IS NULL OR m.class = ?2)
+               AND (?3 IS NULL OR EXISTS
+                    (SELECT 1 FROM memory_sources s WHERE s.memory_id = m.id AND s.run_id = ?3))
+             ORDER BY m.strength DESC, m.id",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map(
+                params![
+                    filter.status.map(MemoryStatus::as_str),
+                    filter.class.map(MemoryClass::as_str),
+                    filter.run
+                ],
+                |r| r.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(m) = load(c, &id)? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    })?)
+}
+
+/// Records a person's review of a memory and applies it: accept, reject, expire or
+/// quarantine (a merge is the distiller's). Refused, changing nothing, when the memory is
+/// rejected or expired already, or the reviewer or reason is missing.
+pub fn record_decision(
+    store: &Store,
+    id: &str,
+    decision: Decision,
+    by: &str,
+    reason: &str,
+    at: &str,
+) -> Result<MemoryArtifact, MemoryError> {
+    if by.trim().is_empty() || reason.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "a review names who decided and why\n  help: give `by` and `reason`".into(),
+        ));
+    }
+    let Some(next) = decision.status() else {
+        return Err(MemoryError::Invalid(
+            "memories are merged by the distiller, not by hand\n  help: reject the duplicate instead".into(),
+        ));
+    };
+    let d = PromotionDecision {
+        memory: id.to_string(),
+        decision,
+        by: by.trim().to_string(),
+        reason: reason.trim().to_string(),
+        at: at.to_string(),
+        merged_into: None,
+    };
+    let key = id.to_string();
+    store.write(move |c| {
+        let Some(m) = load(c, &key)? else {
+            return Ok(Err(MemoryError::NotFound(key)));
+        };
+        if matches!(m.status, MemoryStatus::Rejected | MemoryStatus::Expired) || m.status == next {
+            return Ok(Err(MemoryError::Conflict(format!(
+                "memory `{key}` is {} already: a `{}` changes nothing",
+                m.status.as_str(),
+                d.decision.as_str()
+            ))));
+        }
+        insert_decision(c, &d)?;
+        c.execute(
+            "UPDATE memories SET status = ?2, updated_at = ?3 WHERE id = ?1",
+            params![key, next.as_str(), d.at],
+        )?;
+        Ok(load(c, &key)?.ok_or_else(|| MemoryError::NotFound(key.clone())))
+    })?
+}
+
+/// Pins (or unpins) a memory: a pinned memory does not decay.
+pub fn set_pinned(
+    store: &Store,
+    id: &str,
+    pinned: bool,
+    at: &str,
+) -> Result<MemoryArtifact, MemoryError> {
+    let (key, at) = (id.to_string(), at.to_string());
+    store
+        .write(move |c| {
+            c.execute(
+                "UPDATE memories SET pinned = ?2, updated_at = ?3 WHERE id = ?1",
+                params![key, pinned, at],
+            )?;
+            load(c, &key)
+        })?
+        .ok_or_else(|| MemoryError::NotFound(id.to_string()))
+}
+
+/// The memory `id`, if stored.
+pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, StoreError> {
+    let row = c
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM memories WHERE id = ?1"))?
+        .query_row([id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, bool>(6)?,
+                r.get::<_, i64>(7)?,
+                r.get::<_, u32>(8)?,
+                r.get::<_, i64>(9)?,
+                r.get::<_, String>(10)?,
+            ))
+        })
+        .optional()?;
+    let Some((id, class, text, scope, level, status, pinned, expires_at, strength, used, score)) =
+        row
+    else {
+        return Ok(None);
+    };
+    let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
+    let class = MemoryClass::parse(&class).ok_or_else(|| corrupt("class"))?;
+    let status = MemoryStatus::parse(&status).ok_or_else(|| corrupt("status"))?;
+    let sensitivity: Level = serde_json::from_value(serde_json::Value::String(level))
+        .map_err(|_| corrupt("sensitivity"))?;
+    let score: ScoreParts = serde_json::from_str(&score).map_err(StoreError::corrupt)?;
+    Ok(Some(MemoryArtifact {
+        sources: load_sources(c, &id)?,
+        decisions: load_decisions(c, &id)?,
+        id,
+        class,
+        text,
+        scope,
+        sensitivity,
+        status,
+        pinned,
+        expires_at,
+        strength,
+        usage_count: used.max(0) as u64,
+        score,
+    }))
+}
+
+fn load_sources(c: &Connection, id: &str) -> Result<Vec<Evidence>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT run_id, step, event, episode, quote FROM memory_sources WHERE memory_id = ?1
+         ORDER BY run_id, event",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(Evidence {
+            run: r.get(0)?,
+            step: r.get(1)?,
+            event: r.get::<_, i64>(2)? as u64,
+            episode: r.get(3)?,
+            quote: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn load_decisions(c: &Connection, id: &str) -> Result<Vec<PromotionDecision>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT decision, decided_by, reason, at, merged_into FROM memory_decisions
+         WHERE memory_id = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, Option<String>>(4)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (decision, by, reason, at, merged_into) = row?;
+        let decision = serde_json::from_value(serde_json::Value::String(decision))
+            .map_err(StoreError::corrupt)?;
+        out.push(PromotionDecision {
+            memory: id.to_string(),
+            decision,
+            by,
+            reason,
+            at,
+            merged_into,
+        });
+    }
+    Ok(out)
+}
+
+/// Appends a decision to a memory's history.
+pub(crate) fn insert_decision(c: &Connection, d: &PromotionDecision) -> Result<(), StoreError> {
+    let seq: i64 = c.query_row(
+        "SELECT COUNT(*) FROM memory_decisions WHERE memory_id = ?1",
+        [&d.memory],
+        |r| r.get(0),
+    )?;
+    c.execute(
+        "INSERT INTO memory_decisions (memory_id, seq, decision, decided_by, reason, at, merged_into)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![d.memory, seq, d.decision.as_str(), d.by, d.reason, d.at, d.merged_into],
+    )?;
+    Ok(())
+}
+
+/// A stored memory of `class` in `scope` that says what `text` says (the most similar one at
+/// or above the merge threshold; ties by id).
+pub(crate) fn similar(
+    c: &Connection,
+    class: MemoryClass,
+    scope: &str,
+    text: &str,
+) -> Result<Option<String>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, text FROM memories WHERE class = ?1 AND scope = ?2
+           AND status NOT IN ('rejected', 'expired')
+         ORDER BY id",
+    )?;
+    let rows = stmt.query_map(params![class.as_str(), scope], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut best: Option<(f64, String)> = None;
+    for row in rows {
+        let (id, other) = row?;
+        let s = dedupe::similarity(text, &other);
+        if s >= dedupe::MERGE_SIMILARITY && best.as_ref().is_none_or(|(b, _)| s > *b) {
+            best = Some((s, id));
+        }
+    }
+    Ok(best.map(|(_, id)| id))
+}
+
+/// Adds a source to a memory (and its provenance edge); whether it was new. A new source
+/// strengthens the memory and carries its expiry forward.
+pub(crate) fn add_source(
+    c: &Connection,
+    id: &str,
+    e: &Evidence,
+    expires_at: i64,
+    at: &str,
+) -> Result<bool, StoreError> {
+    let added = c.execute(
+        "INSERT OR IGNORE INTO memory_sources (memory_id, run_id, step, event, episode, quote)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![id, e.run, e.step, e.event as i64, e.episode, e.quote],
+    )? == 1;
+    if added {
+        c.execute(
+            "UPDATE memories SET strength = strength + 1, updated_at = ?3,
+                 expires_at = CASE WHEN expires_at = 0 OR ?2 = 0 THEN 0
+                                   ELSE MAX(expires_at, ?2) END
+             WHERE id = ?1",
+            params![id, expires_at, at],
+        )?;
+        edge(c, e, id)?;
+    }
+    Ok(added)
+}
+
+/// Stores a new memory from a candidate, with its first source.
+pub(crate) fn insert(
+    c: &Connection,
+    m: &MemoryCandidate,
+    expires_at: i64,
+    at: &str,
+) -> Result<(), StoreError> {
+    let score = to_canonical_json(&m.score).map_err(StoreError::corrupt)?;
+    c.execute(
+        "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status, pinned,
+             ttl_seconds, expires_at, strength, usage_count, score, extractor, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'candidate', 0, ?7, ?8, 0, 0, ?9, ?10, ?11, ?11)",
+        params![
+            m.id,
+            m.class.as_str(),
+            m.text,
+            dedupe::normalise(&m.text),
+            m.scope,
+            m.sensitivity.as_str(),
+            m.ttl_seconds as i64,
+            expires_at,
+            score,
+            m.extractor,
+            at
+        ],
+    )?;
+    add_source(c, &m.id, &m.evidence, expires_at, at)?;
+    Ok(())
+}
+
+/// Sets a memory's status (the distiller's own promotion).
+pub(crate) fn set_status(
+    c: &Connection,
+    id: &str,
+    status: MemoryStatus,
+    at: &str,
+) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE memories SET status = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, status.as_str(), at],
+    )?;
+    Ok(())
+}
+
+fn edge(c: &Connection, e: &Evidence, id: &str) -> Result<(), StoreError> {
+    c.execute(
+        "INSERT OR IGNORE INTO provenance_edges (parent, child, relation)
+         VALUES (?1, ?2, 'distilled')",
+        params![
+            format!("event:{}/{}", e.run, e.event),
+            format!("memory:{id}")
+        ],
+    )?;
+    Ok(())
+}

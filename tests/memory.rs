@@ -1,0 +1,206 @@
+//! End-to-end tests of the memory distiller: `tollgate memory` on the fixture runs, and the
+//! `/v2/memory` routes of a running gateway, whose own worker runs the distillation job.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Gateway, root, stderr, stdout};
+
+fn import_fixtures(gw: &Gateway, files: &[&str]) {
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| root().join("fixtures/runs").join(f).display().to_string())
+        .collect();
+    let mut args = vec!["runs", "import"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = gw.tollgate(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "{}", stderr(out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
+    let gw = Gateway::start();
+    import_fixtures(&gw, &["01-bugfix-users-404.json"]);
+    let first = gw.tollgate(&["memory", "distill", "run-bugfix-users-404"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let text = stdout(&first);
+    assert!(text.contains("episode 0 steps 0-"), "{text}");
+    assert!(
+        stderr(&first).contains("candidate(s)"),
+        "progress on stderr"
+    );
+    // Distilling again creates nothing.
+    let again = json_of(&gw.tollgate(&["memory", "distill", "run-bugfix-users-404", "--json"]));
+    let outcomes = again["outcomes"].as_array().unwrap();
+    assert!(!outcomes.is_empty());
+    assert!(
+        outcomes.iter().all(|o| o["action"] == "unchanged"),
+        "{again}"
+    );
+
+    let approved = json_of(&gw.tollgate(&["memory", "list", "--status", "approved", "--json"]));
+    let pref = approved
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["class"] == "preference" && m["text"].as_str().unwrap().contains("after the ticket")
+        })
+        .expect("the user's testing preference, approved");
+    let id = pref["id"].as_str().unwrap();
+    assert_eq!(pref["scope"], "org:acme/repo:api");
+    let shown = stdout(&gw.tollgate(&["memory", "show", id]));
+    assert!(shown.contains("source run run-bugfix-users-404"), "{shown}");
+    assert!(shown.contains("accept by distiller"), "{shown}");
+    // Its provenance leads back to the run.
+    let prov = stdout(&gw.tollgate(&["provenance", id]));
+    assert!(prov.contains("run:run-bugfix-users-404"), "{prov}");
+
+    // A waiting candidate is reviewed; bad input changes nothing.
+    let waiting = json_of(&gw.tollgate(&["memory", "list", "--status", "candidate", "--json"]));
+    let cand = waiting[0]["id"].as_str().unwrap().to_string();
+    let bad = gw.tollgate(&[
+        "memory",
+        "review",
+        &cand,
+        "--decision",
+        "bless",
+        "--by",
+        "lead",
+        "--reason",
+        "x",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("accept, reject, expire or quarantine"));
+    let bad = gw.tollgate(&["memory", "list", "--status", "maybe"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let ok = gw.tollgate(&[
+        "memory",
+        "review",
+        &cand,
+        "--decision",
+        "reject",
+        "--by",
+        "lead",
+        "--reason",
+        "too specific",
+    ]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let twice = gw.tollgate(&[
+        "memory",
+        "review",
+        &cand,
+        "--decision",
+        "reject",
+        "--by",
+        "lead",
+        "--reason",
+        "again",
+    ]);
+    assert_eq!(twice.status.code(), Some(2));
+    let unknown = gw.tollgate(&["memory", "show", "mem-nothing"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("no memory"));
+}
+
+#[test]
+fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() {
+    let gw = Gateway::start();
+    import_fixtures(&gw, &["02-feature-users-pagination.json"]);
+    let (status, answer) = gw.call(
+        "POST",
+        "/v2/memory/distill/run/run-feature-users-pagination",
+        None,
+    );
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["job"]["kind"], "memory.distill");
+    let job = answer["job"]["id"].to_string();
+
+    // The gateway's own worker runs it.
+    let started = Instant::now();
+    let done = loop {
+        let shown = json_of(&gw.tollgate(&["jobs", "show", &job, "--json"]))["job"].clone();
+        if shown["state"] == "succeeded" {
+            break shown;
+        }
+        assert!(
+            shown["state"] != "dead" && started.elapsed() < Duration::from_secs(30),
+            "{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(done["result"]["created"].as_u64().unwrap() > 0, "{done}");
+
+    let memories = json_of(&gw.tollgate(&["memory", "list", "--json"]));
+    let find = |status: &str| {
+        memories
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["status"] == status)
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("a memory in {status}"))
+    };
+    let (candidate, approved) = (find("candidate"), find("approved"));
+    let (status, m) = gw.call("GET", &format!("/v2/memory/{approved}"), None);
+    assert_eq!(status, 200);
+    assert!(
+        m["sources"][0]["run"] == "run-feature-users-pagination",
+        "{m}"
+    );
+    assert!(m["score"]["confidence"].as_f64().unwrap() >= 0.8);
+
+    // Promote with a pin; a missing reason is refused and changes nothing.
+    let path = format!("/v2/memory/{candidate}/promote");
+    let (status, err) = gw.call("POST", &path, Some(&json!({"by": "lead"})));
+    assert_eq!(status, 422, "{err}");
+    let (status, err) = gw.call("POST", &path, Some(&json!({"by": "lead", "reason": " "})));
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(err["error"]["code"], "invalid");
+    let (status, m) = gw.call(
+        "POST",
+        &path,
+        Some(&json!({"by": "lead", "reason": "true for the repo", "pin": true})),
+    );
+    assert_eq!(status, 200, "{m}");
+    assert_eq!(
+        (m["status"].clone(), m["pinned"].clone()),
+        (json!("approved"), json!(true))
+    );
+    assert_eq!(
+        m["decisions"].as_array().unwrap().last().unwrap()["by"],
+        "lead"
+    );
+
+    // Expire it; expiring again is a conflict; an unknown memory is a 404.
+    let expire = format!("/v2/memory/{candidate}/expire");
+    let body = json!({"by": "lead", "reason": "superseded"});
+    let (status, m) = gw.call("POST", &expire, Some(&body));
+    assert_eq!((status, m["status"].clone()), (200, json!("expired")));
+    let (status, err) = gw.call("POST", &expire, Some(&body));
+    assert_eq!(status, 409, "{err}");
+    let (status, _) = gw.call("GET", "/v2/memory/mem-nothing", None);
+    assert_eq!(status, 404);
+
+    // A run still running is not distilled; an unknown one is a 404.
+    let (status, _) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"id": "open-run", "agent": "coder", "task": "T-1",
+                     "scope": "org:acme/repo:api", "clearance": "internal"})),
+    );
+    assert_eq!(status, 201);
+    let (status, err) = gw.call("POST", "/v2/memory/distill/run/open-run", None);
+    assert_eq!(status, 409, "{err}");
+    let (status, _) = gw.call("POST", "/v2/memory/distill/run/no-such-run", None);
+    assert_eq!(status, 404);
+}
