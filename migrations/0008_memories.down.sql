@@ -1,3 +1,5 @@
+DROP INDEX memory_links_by_run;
+DROP TABLE memory_links;
 DROP TABLE memory_decisions;
 DROP INDEX memory_sources_by_run;
 DROP TABLE memory_sources;

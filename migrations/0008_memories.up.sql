@@ -50,3 +50,15 @@ CREATE TABLE memory_decisions (
     merged_into TEXT,
     PRIMARY KEY (memory_id, seq)
 );
+
+-- A memory a compile included: which compile (the run's `compile` event) and why it was
+-- chosen (its rank and relevance). `GET /v2/memory/{id}/usage` lists them.
+CREATE TABLE memory_links (
+    memory_id TEXT NOT NULL REFERENCES memories (id),
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    compile_seq INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (memory_id, run_id, compile_seq)
+);
+CREATE INDEX memory_links_by_run ON memory_links (run_id, compile_seq);

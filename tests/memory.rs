@@ -107,6 +107,10 @@ fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
         "again",
     ]);
     assert_eq!(twice.status.code(), Some(2));
+    // Decay now expires nothing fresh (the clock is the machine's: the fixture run is weeks
+    // old, well inside its memories' lives).
+    let decayed = json_of(&gw.tollgate(&["memory", "decay", "--json"]));
+    assert!(decayed["considered"].as_u64().unwrap() > 0, "{decayed}");
     let unknown = gw.tollgate(&["memory", "show", "mem-nothing"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(stderr(&unknown).contains("no memory"));
@@ -189,6 +193,11 @@ fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() 
     let (status, err) = gw.call("POST", &expire, Some(&body));
     assert_eq!(status, 409, "{err}");
     let (status, _) = gw.call("GET", "/v2/memory/mem-nothing", None);
+    assert_eq!(status, 404);
+    let (status, used) = gw.call("GET", &format!("/v2/memory/{approved}/usage"), None);
+    assert_eq!(status, 200);
+    assert_eq!(used["usage"], json!([]), "no compile used it yet");
+    let (status, _) = gw.call("GET", "/v2/memory/mem-nothing/usage", None);
     assert_eq!(status, 404);
 
     // A run still running is not distilled; an unknown one is a 404.

@@ -24,6 +24,16 @@ pub enum MemoryCommand {
     Show(ShowArgs),
     /// Review a memory: accept, reject, expire or quarantine it, saying who and why.
     Review(ReviewArgs),
+    /// Decay memories now: lower recency with age and unuse, expire stale unpinned ones (the
+    /// `memory.decay` job does the same in the background).
+    Decay(DecayArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DecayArgs {
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -84,6 +94,7 @@ pub fn run(cmd: MemoryCommand) -> Result<ExitCode> {
         MemoryCommand::List(a) => list(a),
         MemoryCommand::Show(a) => show(a),
         MemoryCommand::Review(a) => review(a),
+        MemoryCommand::Decay(a) => decay(a),
     }
 }
 
@@ -204,6 +215,16 @@ fn show(args: ShowArgs) -> Result<ExitCode> {
             e.run, e.step, e.event, e.episode, e.quote
         );
     }
+    let links = match memory::usage(&store, &m.id) {
+        Ok(links) => links,
+        Err(e) => return refused(e),
+    };
+    for l in &links {
+        println!(
+            "used by run {} compile event {} at {}: {}",
+            l.run, l.compile_seq, l.at, l.reason
+        );
+    }
     for d in &m.decisions {
         println!(
             "{} {} by {}: {}{}",
@@ -239,6 +260,29 @@ fn review(args: ReviewArgs) -> Result<ExitCode> {
         Ok(m) if args.json => println!("{}", serde_json::to_string_pretty(&m)?),
         Ok(m) => println!("{}", line(&m)),
         Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn decay(args: DecayArgs) -> Result<ExitCode> {
+    let store = store_arg::open()?;
+    let report = match memory::decay(&store, SystemClock.now_ms().div_euclid(1000)) {
+        Ok(r) => r,
+        Err(e) => return refused(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} memory(ies) considered, {} pinned, {} decayed, {} expired",
+        report.considered,
+        report.pinned,
+        report.decayed,
+        report.expired.len()
+    );
+    for (id, why) in &report.expired {
+        println!("expired {id}: {why}");
     }
     Ok(ExitCode::SUCCESS)
 }

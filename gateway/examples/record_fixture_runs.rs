@@ -298,6 +298,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
                 tokens: compiled.tokens,
                 outcomes: compiled.outcomes_for_record(),
                 text: compiled.text.clone(),
+                memories: Vec::new(),
             },
         );
 

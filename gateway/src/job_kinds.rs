@@ -5,8 +5,8 @@
 use crate::jobs::{JobRegistry, SLEEP_KIND, sleep_job};
 
 /// The handlers every worker has: `sleep` (see [`crate::jobs::sleep_job`]), `replay.exact`
-/// ([`crate::replay::replay_exact_job`]) and `memory.distill`
-/// ([`crate::memory::distill_job`]).
+/// ([`crate::replay::replay_exact_job`]), `memory.distill` ([`crate::memory::distill_job`])
+/// and `memory.decay` ([`crate::memory::decay_job`]).
 pub fn builtin_registry() -> JobRegistry {
     let mut registry = JobRegistry::new();
     registry.register(SLEEP_KIND, sleep_job);
@@ -15,5 +15,6 @@ pub fn builtin_registry() -> JobRegistry {
         crate::replay::replay_exact_job,
     );
     registry.register(crate::memory::DISTILL_JOB, crate::memory::distill_job);
+    registry.register(crate::memory::DECAY_JOB, crate::memory::decay_job);
     registry
 }

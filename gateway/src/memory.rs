@@ -4,6 +4,9 @@
 //! under strict thresholds or left for review. Every memory keeps its sources (run, step,
 //! event) and every review outcome is a recorded `PromotionDecision`.
 //!
+//! Retrieval (`retrieve`) makes approved memories a context source of the compiler, policy
+//! deciding eligibility first; decay (`lifecycle`) expires what is stale.
+//!
 //! Distilling is deterministic: the same run gives the same episodes, candidates, ids and
 //! scores (the clock enters only as the time of the decisions), and distilling a run twice
 //! adds nothing.
@@ -12,18 +15,24 @@ mod dedupe;
 mod distill;
 mod episodes;
 mod extract;
+mod lifecycle;
+mod retrieve;
 mod score;
 mod store;
 
 use serde::{Deserialize, Serialize};
 use tollgate_rules::envelope::Level;
 
+pub use crate::recorder::events::RetrievalVerdict;
 pub use dedupe::{normalise, similarity};
 pub use distill::{DISTILL_JOB, DistillOutcome, DistillReport, distill_job, distill_run};
 pub use episodes::{EpisodeOutcome, ToolPhase, TraceEpisode, episodes};
 pub use extract::candidates;
+pub use lifecycle::{DECAY_JOB, DecayReport, STALE_DAYS, decay, decay_job};
+pub(crate) use retrieve::link_in;
+pub use retrieve::{RETRIEVE_LIMIT, Retrieval, retrieve};
 pub use score::{ACCEPT_CONFIDENCE, ACCEPT_TOTAL, ScoreParts};
-pub use store::{MemoryFilter, get, list, record_decision, set_pinned};
+pub use store::{MemoryFilter, MemoryLink, get, list, record_decision, set_pinned, usage};
 
 /// What kind of thing a memory says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

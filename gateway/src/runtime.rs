@@ -234,6 +234,21 @@ impl Runtime {
         policy: &RunPolicy,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Appended>, RuntimeError> {
+        self.append_decided_then(run, policy, events, |_, _| Ok(()))
+    }
+
+    /// [`Runtime::append_decided`], then `then` in the same write (rows that refer to the
+    /// appended events, such as a compile's memory links).
+    pub(crate) fn append_decided_then<F>(
+        &self,
+        run: &str,
+        policy: &RunPolicy,
+        events: Vec<NewEvent>,
+        then: F,
+    ) -> Result<Vec<Appended>, RuntimeError>
+    where
+        F: FnOnce(&rusqlite::Connection, &[Appended]) -> Result<(), StoreError> + Send + 'static,
+    {
         let (key, links) = (run.to_string(), policy.unlinked());
         let appended = self
             .store
@@ -241,7 +256,9 @@ impl Runtime {
                 if let Some(links) = &links {
                     link_envelope_versions(c, &key, links)?;
                 }
-                append_in(c, &key, events)
+                let appended = append_in(c, &key, events)?;
+                then(c, &appended)?;
+                Ok(appended)
             })
             .map_err(into_recorder)?;
         policy.mark_linked();

@@ -51,6 +51,7 @@ fn every_route_is_documented_with_its_method() {
         "POST /v2/policies/approvals/{id}",
         "POST /v2/memory/distill/run/{run_id}",
         "GET /v2/memory/{id}",
+        "GET /v2/memory/{id}/usage",
         "POST /v2/memory/{id}/promote",
         "POST /v2/memory/{id}/expire",
     ]

@@ -20,6 +20,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(distill))
         .routes(routes!(get_memory))
+        .routes(routes!(get_usage))
         .routes(routes!(promote))
         .routes(routes!(expire))
 }
@@ -75,6 +76,23 @@ async fn get_memory(
 ) -> Result<Json<Value>, ApiError> {
     let m = blocking(&state, move |rt| Ok(memory::get(rt.store(), &id)?)).await?;
     Ok(Json(serde_json::to_value(m).unwrap_or(Value::Null)))
+}
+
+/// Every compile that used a memory (its `MemoryLink`s): run, `compile` event, why it was
+/// chosen, when.
+#[utoipa::path(get, path = "/v2/memory/{id}/usage", tag = "memory",
+    params(("id" = String, Path, description = "A memory id (`mem-…`)")),
+    responses(
+        (status = 200, description = "`{\"memory\": ID, \"usage\": [{run, compile_seq, reason, at}]}`", body = Object),
+        (status = 404, description = "No such memory", body = super::ErrorBody),
+    ))]
+async fn get_usage(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let key = id.clone();
+    let links = blocking(&state, move |rt| Ok(memory::usage(rt.store(), &key)?)).await?;
+    Ok(Json(json!({ "memory": id, "usage": links })))
 }
 
 /// A reviewer's action on a memory.

@@ -133,6 +133,46 @@ pub fn set_pinned(
         .ok_or_else(|| MemoryError::NotFound(id.to_string()))
 }
 
+/// A compile that included a memory: the `MemoryLink`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemoryLink {
+    /// The memory.
+    pub memory: String,
+    /// The run compiled.
+    pub run: String,
+    /// Its `compile` event.
+    pub compile_seq: u64,
+    /// Why the memory was chosen (rank and relevance).
+    pub reason: String,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+/// Every compile that used memory `id`, oldest first.
+pub fn usage(store: &Store, id: &str) -> Result<Vec<MemoryLink>, MemoryError> {
+    let key = id.to_string();
+    let found = store.read(move |c| {
+        if load(c, &key)?.is_none() {
+            return Ok(None);
+        }
+        let mut stmt = c.prepare(
+            "SELECT run_id, compile_seq, reason, at FROM memory_links WHERE memory_id = ?1
+             ORDER BY at, run_id, compile_seq",
+        )?;
+        let rows = stmt.query_map([&key], |r| {
+            Ok(MemoryLink {
+                memory: key.clone(),
+                run: r.get(0)?,
+                compile_seq: r.get::<_, i64>(1)? as u64,
+                reason: r.get(2)?,
+                at: r.get(3)?,
+            })
+        })?;
+        Ok(Some(rows.collect::<Result<Vec<_>, _>>()?))
+    })?;
+    found.ok_or_else(|| MemoryError::NotFound(id.to_string()))
+}
+
 /// The memory `id`, if stored.
 pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, StoreError> {
     let row = c

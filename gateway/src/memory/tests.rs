@@ -231,3 +231,311 @@ fn a_run_still_running_is_not_distilled() {
             .is_empty()
     );
 }
+
+mod retrieval {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::compiler::{CandidateItem, CompileInput, ItemKind, ItemStatus};
+    use crate::providers::FakeProvider;
+    use crate::runtime::{OpenRun, Runtime};
+
+    const PREFERENCE: &str = "name regression tests after the ticket";
+
+    fn envelope(name: &str) -> (String, String) {
+        let path = format!(
+            "{}/../fixtures/envelopes/{name}.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        (path.clone(), std::fs::read_to_string(&path).unwrap())
+    }
+
+    /// The bugfix run distilled into a store with the fixture envelopes, and a runtime over it.
+    fn distilled() -> (Dir, Runtime, String) {
+        let (dir, recorder) = recorder_with(&[BUGFIX]);
+        let report = distill(&recorder, "run-bugfix-users-404");
+        let pref = report
+            .outcomes
+            .iter()
+            .find(|o| o.candidate.text.contains(PREFERENCE))
+            .unwrap()
+            .memory
+            .clone();
+        let store = recorder.store().clone();
+        crate::policy::store_envelopes(
+            &store,
+            &[envelope("org-baseline"), envelope("coding-agent")],
+        )
+        .unwrap();
+        let clock = ManualClock::new(NOW_MS);
+        let rt =
+            Runtime::with_clock(store, Arc::new(FakeProvider::new()), Arc::new(clock)).unwrap();
+        (dir, rt, pref)
+    }
+
+    /// Stores coding-agent@4: version 2 with preferences among the memory classes it allows.
+    fn allow_preferences(rt: &Runtime) {
+        let (path, text) = envelope("coding-agent");
+        let v4 = text.replace("version: 2", "version: 4").replace(
+            "classes: [fact, procedure, warning]",
+            "classes: [fact, procedure, warning, preference]",
+        );
+        assert_ne!(v4, text);
+        crate::policy::store_envelopes(rt.store(), &[(path, v4)]).unwrap();
+        rt.reload_envelopes().unwrap();
+    }
+
+    fn open(rt: &Runtime, id: &str, scope: &str, clearance: Level) {
+        rt.open_run(OpenRun {
+            id: Some(id.into()),
+            agent: "coder".into(),
+            task: "T-114".into(),
+            scope: scope.into(),
+            clearance: Some(clearance),
+            envelopes: vec![],
+            parent_run: None,
+            metadata: Default::default(),
+        })
+        .unwrap();
+    }
+
+    /// A compile about adding tests to a new endpoint, as the agent offers it.
+    fn compile_about_tests(rt: &Runtime, run: &str) -> crate::runtime::CompileAnswer {
+        let mut ask = CandidateItem::new(
+            "msg-user",
+            ItemKind::Message,
+            "T-114: cursor pagination for GET /users. Add a regression test for the last page.",
+        );
+        ask.role = Some("user".into());
+        ask.scope = "org:acme/repo:api/task:T-114".into();
+        ask.sensitivity = Level::Internal;
+        rt.compile(run, CompileInput::new(vec![ask]), None).unwrap()
+    }
+
+    #[test]
+    fn a_preference_from_an_earlier_run_is_reused_in_a_later_similar_task_and_the_compile_says_why()
+    {
+        let (_d, rt, pref) = distilled();
+        allow_preferences(&rt);
+        open(
+            &rt,
+            "later",
+            "org:acme/repo:api/task:T-114",
+            Level::Confidential,
+        );
+        let answer = compile_about_tests(&rt, "later");
+        let verdict = answer.memories.iter().find(|m| m.memory == pref).unwrap();
+        assert!(verdict.eligible && verdict.offered, "{verdict:?}");
+        assert_eq!(verdict.rules, ["memory.eligible"]);
+        let outcome = answer
+            .compiled
+            .outcomes
+            .iter()
+            .find(|o| o.id == pref)
+            .unwrap();
+        assert_eq!(outcome.status, ItemStatus::Included, "{outcome:?}");
+        assert!(answer.compiled.text.contains(PREFERENCE));
+        assert!(
+            answer
+                .explanation
+                .contains(&format!("{pref} eligible, rank")),
+            "{}",
+            answer.explanation
+        );
+        // A link records the use; the memory counts it; provenance leads to the compile.
+        let m = get(rt.store(), &pref).unwrap();
+        assert_eq!(m.usage_count, 1);
+        let links = usage(rt.store(), &pref).unwrap();
+        assert_eq!(links.len(), 1);
+        assert_eq!(
+            (links[0].run.as_str(), links[0].compile_seq),
+            ("later", answer.seq)
+        );
+        assert!(links[0].reason.starts_with("rank "), "{}", links[0].reason);
+        let used_by = crate::provenance::query(
+            rt.recorder(),
+            &format!("memory:{pref}"),
+            crate::provenance::Walk::Descendants,
+        )
+        .unwrap();
+        assert!(
+            used_by
+                .nodes
+                .iter()
+                .any(|n| n.id.starts_with("event:later/")),
+            "{used_by:?}"
+        );
+        // The compile records what it retrieved, so exact replay recomputes it unchanged.
+        let report = crate::replay::replay_exact(rt.recorder(), "later").unwrap();
+        assert!(!report.drifted(), "{}", report.to_text());
+    }
+
+    #[test]
+    fn a_memory_out_of_scope_above_clearance_expired_quarantined_or_of_a_denied_class_is_never_retrieved()
+     {
+        let (_d, rt, pref) = distilled();
+        // coding-agent@2 allows facts, procedures and warnings only: the preference is withheld.
+        open(
+            &rt,
+            "v2-run",
+            "org:acme/repo:api/task:T-114",
+            Level::Confidential,
+        );
+        let answer = compile_about_tests(&rt, "v2-run");
+        let v = answer.memories.iter().find(|m| m.memory == pref).unwrap();
+        assert!(!v.eligible && !v.offered);
+        assert_eq!(v.reasons, ["class_denied"]);
+        assert_eq!(v.rules, ["memory.class-denied"]);
+        assert!(!answer.compiled.outcomes.iter().any(|o| o.id == pref));
+        assert!(
+            answer
+                .explanation
+                .contains(&format!("{pref} not retrieved: class_denied"))
+        );
+
+        allow_preferences(&rt);
+        // Another organisation's run: out of scope.
+        open(
+            &rt,
+            "elsewhere",
+            "org:globex/repo:web/task:G-1",
+            Level::Confidential,
+        );
+        let v = compile_about_tests(&rt, "elsewhere")
+            .memories
+            .into_iter()
+            .find(|m| m.memory == pref)
+            .unwrap();
+        assert_eq!(
+            (v.eligible, v.reasons.as_slice()),
+            (false, ["out_of_scope".to_string()].as_slice())
+        );
+        assert_eq!(v.rules, ["memory.out-of-scope"]);
+
+        // A public-clearance run and a memory raised to confidential: above clearance.
+        rt.store()
+            .write(|c| {
+                c.execute("UPDATE memories SET sensitivity = 'confidential'", [])?;
+                Ok(())
+            })
+            .unwrap();
+        open(
+            &rt,
+            "public-run",
+            "org:acme/repo:api/task:T-114",
+            Level::Public,
+        );
+        let v = compile_about_tests(&rt, "public-run")
+            .memories
+            .into_iter()
+            .find(|m| m.memory == pref)
+            .unwrap();
+        assert!(v.reasons.contains(&"above_clearance".to_string()), "{v:?}");
+
+        // Quarantined, then expired: never retrieved, and said so.
+        record_decision(
+            rt.store(),
+            &pref,
+            Decision::Quarantine,
+            "lead",
+            "check",
+            "t",
+        )
+        .unwrap();
+        open(
+            &rt,
+            "q-run",
+            "org:acme/repo:api/task:T-114",
+            Level::Confidential,
+        );
+        let v = compile_about_tests(&rt, "q-run")
+            .memories
+            .into_iter()
+            .find(|m| m.memory == pref)
+            .unwrap();
+        assert!(
+            v.reasons.contains(&"status_quarantined".to_string()),
+            "{v:?}"
+        );
+        rt.store()
+            .write(|c| {
+                c.execute(
+                    "UPDATE memories SET expires_at = 1000, status = 'approved'",
+                    [],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        open(
+            &rt,
+            "x-run",
+            "org:acme/repo:api/task:T-114",
+            Level::Confidential,
+        );
+        let v = compile_about_tests(&rt, "x-run")
+            .memories
+            .into_iter()
+            .find(|m| m.memory == pref)
+            .unwrap();
+        assert!(v.reasons.contains(&"expired".to_string()), "{v:?}");
+        assert_eq!(get(rt.store(), &pref).unwrap().usage_count, 0, "never used");
+    }
+}
+
+#[test]
+fn decay_with_the_clock_advanced_expires_stale_unpinned_memories_and_spares_pinned_ones() {
+    let (_d, recorder) = recorder_with(&[BUGFIX]);
+    distill(&recorder, "run-bugfix-users-404");
+    let store = recorder.store();
+    let approved = list(
+        store,
+        &MemoryFilter {
+            status: Some(MemoryStatus::Approved),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let pref = approved
+        .iter()
+        .find(|m| m.class == MemoryClass::Preference)
+        .unwrap();
+    let all = list(store, &MemoryFilter::default()).unwrap();
+    let pinned = all
+        .iter()
+        .find(|m| m.id != pref.id && m.status == MemoryStatus::Candidate)
+        .unwrap();
+    set_pinned(store, &pinned.id, true, "t").unwrap();
+
+    // A day later nothing is stale; recency may fall, nothing expires.
+    let day = NOW_MS / 1000 + 86_400;
+    let report = decay(store, day).unwrap();
+    assert!(report.expired.is_empty(), "{report:?}");
+    assert_eq!(report.pinned, 1);
+
+    // A year later: the unpinned preference (no fixed end) is stale, facts and warnings are
+    // past their 90 days; the pinned memory stays.
+    let later = NOW_MS / 1000 + 365 * 86_400;
+    let report = decay(store, later).unwrap();
+    let expired: Vec<&str> = report.expired.iter().map(|(id, _)| id.as_str()).collect();
+    assert!(expired.contains(&pref.id.as_str()), "{report:?}");
+    assert!(!expired.contains(&pinned.id.as_str()));
+    let gone = get(store, &pref.id).unwrap();
+    assert_eq!(gone.status, MemoryStatus::Expired);
+    let last = gone.decisions.last().unwrap();
+    assert_eq!(
+        (last.decision, last.by.as_str()),
+        (Decision::Expire, "decay")
+    );
+    assert!(
+        last.reason.contains("stale") || last.reason.contains("time ran out"),
+        "{}",
+        last.reason
+    );
+    assert_eq!(
+        get(store, &pinned.id).unwrap().status,
+        MemoryStatus::Candidate
+    );
+    // Decaying again changes nothing more.
+    assert!(decay(store, later).unwrap().expired.is_empty());
+}

@@ -100,6 +100,35 @@ pub struct CompileEvent {
     /// The compiled text.
     #[serde(default)]
     pub text: String,
+    /// Every stored memory's verdict when the compile retrieved memories: offered (rank,
+    /// relevance) or turned away by policy (reasons, rule). Empty when the store held none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memories: Vec<RetrievalVerdict>,
+}
+
+/// What became of one stored memory when a compile retrieved memories (see
+/// `crate::memory::retrieve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalVerdict {
+    /// The memory.
+    pub memory: String,
+    /// Whether policy let it be retrieved.
+    pub eligible: bool,
+    /// Why not (`out_of_scope`, `above_clearance`, `expired`, `status_candidate`,
+    /// `class_denied`), as the memory pack derived it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// The rules of the proof of its verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
+    /// Its rank among the eligible ones (1 first), when eligible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Its relevance, when eligible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<f64>,
+    /// Whether it was offered to the compile (eligible and within the limit).
+    pub offered: bool,
 }
 
 /// What policy did to one message of a model call.

@@ -1,12 +1,15 @@
-//! Compiles through the gateway: the agent offers candidate items, the gateway decides each
-//! under the run's envelopes before anything is rendered, compiles within the budget and
-//! records the offer and the result (`context_offered`, `compile`), so exact replay can
-//! recompute it byte for byte.
+//! Compiles through the gateway: the agent offers candidate items, the gateway adds the
+//! memories policy lets the run retrieve (a context source: see `crate::memory::retrieve`),
+//! decides each item under the run's envelopes before anything is rendered, compiles within
+//! the budget and records the offer (retrieved memories included) and the result
+//! (`context_offered`, `compile` with every memory's verdict), so exact replay can recompute
+//! it byte for byte; each memory the compile included gets a `MemoryLink`.
 
 use serde::Serialize;
 
 use super::{Runtime, RuntimeError};
-use crate::compiler::{CompileInput, CompilePolicy, CompiledContext, compile};
+use crate::compiler::{CompileInput, CompilePolicy, CompiledContext, ItemStatus, compile};
+use crate::memory::{self, RetrievalVerdict};
 use crate::recorder::events::{CompileEvent, ContextOfferedEvent};
 use crate::recorder::write::new_event;
 
@@ -15,6 +18,10 @@ use crate::recorder::write::new_event;
 pub struct CompileAnswer {
     /// The compiled context, every item's outcome with its reason and policy receipt.
     pub compiled: CompiledContext,
+    /// Every stored memory's verdict: offered to the compile (rank, relevance) or turned away
+    /// by policy (reasons, rule). Empty when no memory is stored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memories: Vec<RetrievalVerdict>,
     /// The readable explanation (`tollgate compile --explain`).
     pub explanation: String,
     /// The `compile` event's sequence number and hash.
@@ -39,6 +46,28 @@ impl Runtime {
         }
         let header = self.running(run)?;
         let engine = self.engine_for(run)?;
+        // Memories: a context source, eligibility decided by policy before any is read. What
+        // the compile is about is what its items say.
+        let query: Vec<&str> = input
+            .items
+            .iter()
+            .filter_map(|i| i.content.as_deref().or(i.summary.as_deref()))
+            .collect();
+        let retrieval = memory::retrieve(
+            self.store(),
+            &self.envelopes(),
+            &header,
+            &query.join("\n"),
+            self.now_ms().div_euclid(1000),
+        )?;
+        let mut input = input;
+        for item in retrieval.items {
+            // A memory the agent offered itself is not offered twice.
+            if !input.items.iter().any(|i| i.id == item.id) {
+                input.items.push(item);
+            }
+        }
+        let memories = retrieval.verdicts;
         let compiled = compile(
             &input,
             Some(&CompilePolicy {
@@ -62,23 +91,92 @@ impl Runtime {
             tokens: compiled.tokens,
             outcomes: compiled.outcomes_for_record(),
             text: compiled.text.clone(),
+            memories: memories.clone(),
         };
-        let appended = self.append_decided(
+        // The memories the compile included, each with why it was chosen.
+        let links: Vec<(String, String)> = memories
+            .iter()
+            .filter(|m| m.offered)
+            .filter(|m| {
+                compiled
+                    .outcomes
+                    .iter()
+                    .any(|o| o.id == m.memory && o.status != ItemStatus::Excluded)
+            })
+            .map(|m| {
+                let why = format!(
+                    "rank {} (relevance {:.3}), included by the compile",
+                    m.rank.unwrap_or(0),
+                    m.relevance.unwrap_or(0.0)
+                );
+                (m.memory.clone(), why)
+            })
+            .collect();
+        let (key, linked_at) = (run.to_string(), at.clone());
+        let appended = self.append_decided_then(
             run,
             &engine,
             vec![
                 new_event(step, at.clone(), &offered)?,
                 new_event(step, at, &recorded)?,
             ],
+            move |c, appended| {
+                let seq = appended.last().map_or(0, |a| a.seq);
+                for (memory, why) in &links {
+                    memory::link_in(c, memory, &key, seq, why, &linked_at)?;
+                }
+                Ok(())
+            },
         )?;
         let last = appended
             .last()
             .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
+        let mut explanation = compiled.explain();
+        explain_memories(&mut explanation, &memories);
         Ok(CompileAnswer {
-            explanation: compiled.explain(),
+            explanation,
+            memories,
             compiled,
             seq: last.seq,
             hash: last.hash.clone(),
         })
+    }
+}
+
+/// Adds a line per memory to a compile's explanation: offered at what rank, or which policy
+/// rule turned it away and why.
+fn explain_memories(out: &mut String, memories: &[RetrievalVerdict]) {
+    use std::fmt::Write as _;
+    if memories.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "memories ({} stored):", memories.len());
+    for m in memories {
+        let _ = if m.eligible {
+            writeln!(
+                out,
+                "  {} eligible, rank {} (relevance {:.3}){}",
+                m.memory,
+                m.rank.unwrap_or(0),
+                m.relevance.unwrap_or(0.0),
+                if m.offered {
+                    ", offered"
+                } else {
+                    ", beyond the retrieval limit"
+                }
+            )
+        } else {
+            writeln!(
+                out,
+                "  {} not retrieved: {} (rule {})",
+                m.memory,
+                m.reasons.join(", "),
+                if m.rules.is_empty() {
+                    "?".to_string()
+                } else {
+                    m.rules.join(", ")
+                }
+            )
+        };
     }
 }
