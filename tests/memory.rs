@@ -118,7 +118,7 @@ fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
 
 #[test]
 fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() {
-    let gw = Gateway::start();
+    let gw = Gateway::with_fixture_envelopes();
     import_fixtures(&gw, &["02-feature-users-pagination.json"]);
     let (status, answer) = gw.call(
         "POST",
@@ -199,6 +199,71 @@ fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() 
     assert_eq!(used["usage"], json!([]), "no compile used it yet");
     let (status, _) = gw.call("GET", "/v2/memory/mem-nothing/usage", None);
     assert_eq!(status, 404);
+
+    // Search: what a run at a scope could retrieve, ranked by the text; policy's withholdings
+    // counted by reason.
+    let (status, found) = gw.call(
+        "GET",
+        "/v2/memory/search?scope=org:acme/repo:api/task:T-300&q=cursor%20pagination&limit=3",
+        None,
+    );
+    assert_eq!(status, 200, "{found}");
+    let hits = found["hits"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 3, "{found}");
+    assert_eq!(hits[0]["rank"], 1);
+    assert!(
+        hits[0]["memory"]["text"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("cursor"),
+        "the best hit is about cursors: {found}"
+    );
+    assert!(hits.iter().all(|h| h["memory"]["status"] == "approved"));
+    assert!(
+        found["withheld"]["status_candidate"].as_u64().unwrap() > 0,
+        "{found}"
+    );
+    // From another organisation nothing is visible; as the coding agent, whose envelope
+    // allows no preferences, none is found.
+    let (_, elsewhere) = gw.call("GET", "/v2/memory/search?scope=org:globex/repo:web", None);
+    assert_eq!(elsewhere["hits"], json!([]));
+    assert!(elsewhere["withheld"]["out_of_scope"].as_u64().unwrap() > 0);
+    let (_, coder) = gw.call(
+        "GET",
+        "/v2/memory/search?scope=org:acme/repo:api&agent=coder&class=preference",
+        None,
+    );
+    assert_eq!(coder["hits"], json!([]), "{coder}");
+    assert!(
+        coder["withheld"]["class_denied"].as_u64().unwrap() > 0,
+        "{coder}"
+    );
+    let (_, warnings) = gw.call(
+        "GET",
+        "/v2/memory/search?scope=org:acme/repo:api&class=warning&repo=api",
+        None,
+    );
+    assert!(
+        warnings["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["memory"]["class"] == "warning")
+    );
+    for bad in [
+        "/v2/memory/search",
+        "/v2/memory/search?scope=org:acme&clearance=top",
+        "/v2/memory/search?scope=org:acme&class=rumour",
+    ] {
+        let (status, err) = gw.call("GET", bad, None);
+        assert_eq!(status, 422, "{bad}: {err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("use ") || message.contains("help:"),
+            "{err}"
+        );
+    }
 
     // A run still running is not distilled; an unknown one is a 404.
     let (status, _) = gw.call(

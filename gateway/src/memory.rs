@@ -18,6 +18,7 @@ mod extract;
 mod lifecycle;
 mod retrieve;
 mod score;
+mod search;
 mod store;
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,7 @@ pub use lifecycle::{DECAY_JOB, DecayReport, STALE_DAYS, decay, decay_job};
 pub(crate) use retrieve::link_in;
 pub use retrieve::{RETRIEVE_LIMIT, Retrieval, retrieve};
 pub use score::{ACCEPT_CONFIDENCE, ACCEPT_TOTAL, ScoreParts};
+pub use search::{MAX_HITS, SearchAnswer, SearchHit, SearchQuery, search};
 pub use store::{MemoryFilter, MemoryLink, get, list, record_decision, set_pinned, usage};
 
 /// What kind of thing a memory says.

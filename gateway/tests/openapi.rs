@@ -50,6 +50,7 @@ fn every_route_is_documented_with_its_method() {
         "GET /v2/policies/decisions/{run_id}",
         "POST /v2/policies/approvals/{id}",
         "POST /v2/memory/distill/run/{run_id}",
+        "GET /v2/memory/search",
         "GET /v2/memory/{id}",
         "GET /v2/memory/{id}/usage",
         "POST /v2/memory/{id}/promote",

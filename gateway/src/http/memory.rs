@@ -1,24 +1,27 @@
-//! `/v2/memory`: the Memory Distiller module — distill a finished run (a background job), read
-//! a memory with its sources and review history, promote (or pin) and expire one.
+//! `/v2/memory`: the Memory Distiller module — distill a finished run (a background job),
+//! search the memories a run could retrieve, read a memory with its sources, review history
+//! and usage, promote (or pin) and expire one.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::ToSchema;
+use tollgate_rules::envelope::Level;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiError, ApiJson, AppState, blocking};
 use crate::jobs::{EnqueueOptions, JobQueue};
-use crate::memory::{self, DISTILL_JOB, Decision, MemoryStatus};
+use crate::memory::{self, DISTILL_JOB, Decision, MemoryClass, MemoryStatus, SearchQuery};
 use crate::runtime::RuntimeError;
 
 /// The routes of this resource.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(distill))
+        .routes(routes!(search_memories))
         .routes(routes!(get_memory))
         .routes(routes!(get_usage))
         .routes(routes!(promote))
@@ -60,6 +63,79 @@ async fn distill(
     })
     .await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "job": job }))))
+}
+
+/// A search: where from, as whom, and what.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct SearchParams {
+    /// Where the searcher stands (`org:acme/repo:api`): the memories visible from there.
+    scope: Option<String>,
+    /// The searcher's clearance (default `internal`).
+    clearance: Option<String>,
+    /// As this agent (its envelopes' memory rules apply), and only memories from its runs.
+    agent: Option<String>,
+    /// Only memories from runs of this task.
+    task: Option<String>,
+    /// Only memories scoped to this repository.
+    repo: Option<String>,
+    /// Only this class: fact, procedure, preference, warning, summary.
+    class: Option<String>,
+    /// Text to rank by.
+    q: Option<String>,
+    /// At most this many hits (default 20, at most 200).
+    limit: Option<usize>,
+}
+
+/// Searches the memories a run at `scope` (as `agent`, with `clearance`) could retrieve: the
+/// memory pack decides eligibility, the filters narrow, the text ranks. The answer counts what
+/// policy withheld, by reason.
+#[utoipa::path(get, path = "/v2/memory/search", tag = "memory",
+    params(SearchParams),
+    responses(
+        (status = 200, description = "`{\"hits\": [{rank, relevance, memory}], \"matched\", \"withheld\": {reason: n}}`", body = Object),
+        (status = 422, description = "No scope, or a clearance or class that is not one", body = super::ErrorBody),
+    ))]
+async fn search_memories(
+    State(state): State<AppState>,
+    Query(p): Query<SearchParams>,
+) -> Result<Json<Value>, ApiError> {
+    let clearance: Level = match p.clearance.as_deref() {
+        None => Level::Internal,
+        Some(c) => serde_json::from_value(Value::String(c.into())).map_err(|_| {
+            ApiError::invalid(
+                "invalid",
+                format!("`{c}` is not a clearance: use public, internal, confidential or secret"),
+            )
+        })?,
+    };
+    let class = match p.class.as_deref() {
+        None => None,
+        Some(c) => Some(MemoryClass::parse(c).ok_or_else(|| {
+            ApiError::invalid(
+                "invalid",
+                format!(
+                    "`{c}` is not a class: use fact, procedure, preference, warning or summary"
+                ),
+            )
+        })?),
+    };
+    let query = SearchQuery {
+        scope: p.scope.unwrap_or_default(),
+        clearance,
+        agent: p.agent,
+        task: p.task,
+        repo: p.repo,
+        class,
+        text: p.q.unwrap_or_default(),
+        limit: p.limit.unwrap_or(20),
+    };
+    let answer = blocking(&state, move |rt| {
+        let now = rt.now_ms().div_euclid(1000);
+        Ok(memory::search(rt.store(), &rt.envelopes(), &query, now)?)
+    })
+    .await?;
+    Ok(Json(serde_json::to_value(answer).unwrap_or(Value::Null)))
 }
 
 /// A memory: class, text, scope, sensitivity, status, pinned, expiry, strength, usage, its

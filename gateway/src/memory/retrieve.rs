@@ -42,24 +42,13 @@ pub fn retrieve(
     query: &str,
     now: i64,
 ) -> Result<Retrieval, MemoryError> {
-    let records = store.read(metadata)?;
-    if records.is_empty() {
+    let verdicts = eligibility(store, set, header, now)?;
+    if verdicts.is_empty() {
         return Ok(Retrieval {
             items: Vec::new(),
             verdicts: Vec::new(),
         });
     }
-    // Policy first, from the metadata only.
-    let mut facts = run_facts(header).map_err(MemoryError::Invalid)?;
-    facts.extend_from(&subject_facts(&[], &records));
-    let engine = PolicyEngine::new(set, &facts).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-    let now32 = i32::try_from(now).unwrap_or(i32::MAX);
-    let decision = engine.retrieve_memories(&header.id, Some(now32));
-    let verdicts: BTreeMap<String, MemoryVerdict> = decision
-        .memories
-        .into_iter()
-        .map(|v| (v.memory.clone(), v))
-        .collect();
     let eligible: Vec<String> = verdicts
         .values()
         .filter(|v| v.eligible)
@@ -89,6 +78,30 @@ pub fn retrieve(
         items,
         verdicts: out,
     })
+}
+
+/// Every stored memory's verdict for `header`'s run at `now`, decided by the memory pack from
+/// the memories' metadata (nothing of what they say is read). Empty when none is stored.
+pub(crate) fn eligibility(
+    store: &Store,
+    set: &EnvelopeSet,
+    header: &RunHeader,
+    now: i64,
+) -> Result<BTreeMap<String, MemoryVerdict>, MemoryError> {
+    let records = store.read(metadata)?;
+    if records.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let mut facts = run_facts(header).map_err(MemoryError::Invalid)?;
+    facts.extend_from(&subject_facts(&[], &records));
+    let engine = PolicyEngine::new(set, &facts).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    let now32 = i32::try_from(now).unwrap_or(i32::MAX);
+    let decision = engine.retrieve_memories(&header.id, Some(now32));
+    Ok(decision
+        .memories
+        .into_iter()
+        .map(|v| (v.memory.clone(), v))
+        .collect())
 }
 
 fn verdict(
@@ -149,17 +162,20 @@ fn metadata(c: &rusqlite::Connection) -> Result<Vec<MemoryRecord>, StoreError> {
 }
 
 /// What ranking reads of an eligible memory.
-struct Readable {
-    id: String,
-    class: MemoryClass,
+pub(crate) struct Readable {
+    pub(crate) id: String,
+    pub(crate) class: MemoryClass,
     text: String,
-    scope: String,
+    pub(crate) scope: String,
     sensitivity: Level,
     strength: u32,
     usage: u64,
 }
 
-fn read_eligible(c: &rusqlite::Connection, ids: &[String]) -> Result<Vec<Readable>, StoreError> {
+pub(crate) fn read_eligible(
+    c: &rusqlite::Connection,
+    ids: &[String],
+) -> Result<Vec<Readable>, StoreError> {
     let mut stmt = c.prepare_cached(
         "SELECT id, class, text, scope, sensitivity, strength, usage_count FROM memories
          WHERE id = ?1",
@@ -209,7 +225,7 @@ fn terms(text: &str) -> BTreeSet<String> {
 /// The eligible memories by relevance to `query`, best first (ties by id): the
 /// inverse-document-frequency weight of the query's words each memory shares, normalised, plus
 /// a little for its class (preferences and warnings apply broadly), its strength and its use.
-fn rank<'a>(memories: &'a [Readable], query: &str) -> Vec<(f64, &'a Readable)> {
+pub(crate) fn rank<'a>(memories: &'a [Readable], query: &str) -> Vec<(f64, &'a Readable)> {
     let query = terms(query);
     let docs: Vec<BTreeSet<String>> = memories.iter().map(|m| terms(&m.text)).collect();
     let n = docs.len() as f64;
