@@ -158,22 +158,6 @@ where
         });
 }
 
-/// Imports fixture runs into the gateway's store.
-fn import(gw: &Gateway, files: &[&str]) {
-    let paths: Vec<String> = files
-        .iter()
-        .map(|f| root().join("fixtures/runs").join(f).display().to_string())
-        .collect();
-    let mut args = vec!["runs", "import"];
-    args.extend(paths.iter().map(String::as_str));
-    let out = gw.tollgate(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Opens a path of the gateway.
 async fn open(gw: &Gateway, client: &Client, path: &str) {
     client.goto(&format!("{}{path}", gw.base)).await.unwrap();
@@ -388,7 +372,7 @@ async fn press_tab(client: &Client) {
 fn logging_in_in_the_browser_with_the_token_opens_the_runs_list_with_an_imported_fixture_run() {
     with_browser(async |gw, client| {
         let file = "04-forbidden-tool-pool-exhaustion.json";
-        import(gw, &[file]);
+        gw.import_fixture_runs(&[file]);
         // Without a session, the browser lands on the login page.
         open(gw, client, "/ui/runs").await;
         assert_eq!(client.current_url().await.unwrap().path(), "/ui/login");
@@ -461,7 +445,7 @@ fn logging_in_in_the_browser_with_the_token_opens_the_runs_list_with_an_imported
 #[test]
 fn a_receipt_opened_from_a_runs_timeline_shows_its_collapsible_proof() {
     with_browser(async |gw, client| {
-        import(gw, &["01-bugfix-users-404.json"]);
+        gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
         log_in(gw, client).await;
         click_to(
             client,
@@ -629,7 +613,7 @@ fn an_approval_clicked_in_the_browser_releases_the_waiting_tool_call() {
 #[test]
 fn the_simulator_in_the_browser_shows_the_decisions_a_new_envelope_version_changes() {
     with_browser(async |gw, client| {
-        import(gw, &["01-bugfix-users-404.json"]);
+        gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
         let v3 = root().join("fixtures/envelopes/diff/coding-agent.v3.yaml");
         let out = gw.tollgate(&["policy", "store", v3.to_str().unwrap()]);
         assert!(out.status.success());
@@ -710,7 +694,7 @@ fn the_simulator_in_the_browser_shows_the_decisions_a_new_envelope_version_chang
 #[test]
 fn the_provenance_graph_is_drawn_in_svg_and_its_nodes_lead_on() {
     with_browser(async |gw, client| {
-        import(gw, &["01-bugfix-users-404.json"]);
+        gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
         log_in(gw, client).await;
         open(gw, client, "/ui/runs/run-bugfix-users-404").await;
         let link = client
@@ -742,7 +726,7 @@ fn the_provenance_graph_is_drawn_in_svg_and_its_nodes_lead_on() {
 #[test]
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
-        import(gw, &["01-bugfix-users-404.json"]);
+        gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
         log_in(gw, client).await;
         client.set_window_size(390, 844).await.unwrap();
         for path in [

@@ -8,18 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Gateway, root, stderr, stdout};
-
-fn import_fixtures(gw: &Gateway, files: &[&str]) {
-    let paths: Vec<String> = files
-        .iter()
-        .map(|f| root().join("fixtures/runs").join(f).display().to_string())
-        .collect();
-    let mut args = vec!["runs", "import"];
-    args.extend(paths.iter().map(String::as_str));
-    let out = gw.tollgate(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-}
+use support::{Gateway, stderr, stdout};
 
 fn json_of(out: &std::process::Output) -> Value {
     assert!(out.status.success(), "{}", stderr(out));
@@ -29,7 +18,7 @@ fn json_of(out: &std::process::Output) -> Value {
 #[test]
 fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
     let gw = Gateway::start();
-    import_fixtures(&gw, &["01-bugfix-users-404.json"]);
+    gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
     let first = gw.tollgate(&["memory", "distill", "run-bugfix-users-404"]);
     assert!(first.status.success(), "{}", stderr(&first));
     let text = stdout(&first);
@@ -119,7 +108,7 @@ fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
 #[test]
 fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() {
     let gw = Gateway::with_fixture_envelopes();
-    import_fixtures(&gw, &["02-feature-users-pagination.json"]);
+    gw.import_fixture_runs(&["02-feature-users-pagination.json"]);
     let (status, answer) = gw.call(
         "POST",
         "/v2/memory/distill/run/run-feature-users-pagination",

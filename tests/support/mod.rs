@@ -258,6 +258,18 @@ impl Gateway {
             .expect("run tollgate")
     }
 
+    /// Imports fixture runs (`fixtures/runs/NAME`) into the gateway's store; it must succeed.
+    pub fn import_fixture_runs(&self, files: &[&str]) {
+        let paths: Vec<String> = files
+            .iter()
+            .map(|f| root().join("fixtures/runs").join(f).display().to_string())
+            .collect();
+        let mut args = vec!["runs", "import"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = self.tollgate(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
     /// Rows of `table` in the gateway's database.
     pub fn count(&self, table: &str) -> i64 {
         let db = self.dir.path().join(".tollgate/tollgate.db");

@@ -14,6 +14,7 @@ use tollgate_rules::engine::ProofStep;
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 use tollgate_rules::request::{MemoryRecord, subject_facts};
 
+use super::store::stored_level;
 use super::{MemoryClass, MemoryError, dedupe};
 use crate::compiler::{CandidateItem, ItemKind};
 use crate::recorder::events::RetrievalVerdict;
@@ -146,8 +147,7 @@ fn metadata(c: &rusqlite::Connection) -> Result<Vec<MemoryRecord>, StoreError> {
     let mut out = Vec::new();
     for row in rows {
         let (id, class, scope, level, status, expires_at, pinned) = row?;
-        let sensitivity: Level = serde_json::from_value(serde_json::Value::String(level))
-            .map_err(|_| StoreError::Corrupt(format!("memory `{id}`: sensitivity")))?;
+        let sensitivity = stored_level(&id, level)?;
         out.push(MemoryRecord {
             id,
             class,
@@ -197,8 +197,7 @@ pub(crate) fn read_eligible(
         let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
         out.push(Readable {
             class: MemoryClass::parse(&class).ok_or_else(|| corrupt("class"))?,
-            sensitivity: serde_json::from_value(serde_json::Value::String(level))
-                .map_err(|_| corrupt("sensitivity"))?,
+            sensitivity: stored_level(&id, level)?,
             id,
             text,
             scope,

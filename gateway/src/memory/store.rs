@@ -173,6 +173,12 @@ pub fn usage(store: &Store, id: &str) -> Result<Vec<MemoryLink>, MemoryError> {
     found.ok_or_else(|| MemoryError::NotFound(id.to_string()))
 }
 
+/// A memory's stored sensitivity read back as a level.
+pub(crate) fn stored_level(id: &str, level: String) -> Result<Level, StoreError> {
+    serde_json::from_value(serde_json::Value::String(level))
+        .map_err(|_| StoreError::Corrupt(format!("memory `{id}`: sensitivity")))
+}
+
 /// The memory `id`, if stored.
 pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, StoreError> {
     let row = c
@@ -201,8 +207,7 @@ pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, S
     let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
     let class = MemoryClass::parse(&class).ok_or_else(|| corrupt("class"))?;
     let status = MemoryStatus::parse(&status).ok_or_else(|| corrupt("status"))?;
-    let sensitivity: Level = serde_json::from_value(serde_json::Value::String(level))
-        .map_err(|_| corrupt("sensitivity"))?;
+    let sensitivity = stored_level(&id, level)?;
     let score: ScoreParts = serde_json::from_str(&score).map_err(StoreError::corrupt)?;
     Ok(Some(MemoryArtifact {
         sources: load_sources(c, &id)?,
