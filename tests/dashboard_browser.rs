@@ -724,6 +724,101 @@ fn the_provenance_graph_is_drawn_in_svg_and_its_nodes_lead_on() {
 }
 
 #[test]
+fn the_memory_screen_reviews_a_candidate_pins_it_and_raises_its_sensitivity() {
+    with_browser(async |gw, client| {
+        gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
+        let out = gw.tollgate(&["memory", "distill", "run-bugfix-users-404", "--json"]);
+        assert!(out.status.success(), "{}", support::stderr(&out));
+        log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Memories"), "/ui/memories").await;
+        // The review queue: the candidates distillation left below the thresholds.
+        let queue = text(client).await;
+        assert!(queue.contains("Review queue"), "{queue}");
+        let first = client
+            .find(Locator::Css("table a[href^='/ui/memories/mem-']"))
+            .await
+            .unwrap();
+        let href = first.attr("href").await.unwrap().unwrap();
+        screen(client, "memories").await;
+        click_element_to(client, first, &href).await;
+        let page = text(client).await;
+        for part in ["Confidence", "Reuse", "Recency", "Evidence", "candidate"] {
+            assert!(page.contains(part), "{part} in {page}");
+        }
+        // Its evidence links to the event it came from.
+        let evidence = client
+            .find(Locator::Css(
+                "ol.evidence a[href^='/ui/runs/run-bugfix-users-404']",
+            ))
+            .await
+            .unwrap();
+        assert!(evidence.is_displayed().await.unwrap());
+        screen(client, "memory").await;
+
+        // A control without a reason is refused by the browser itself (required fields);
+        // with one, pinning a candidate accepts and pins it.
+        let form = client.find(Locator::Css("form.decide")).await.unwrap();
+        form.find(Locator::Css("input[name=by]"))
+            .await
+            .unwrap()
+            .send_keys("lead")
+            .await
+            .unwrap();
+        form.find(Locator::Css("input[name=reason]"))
+            .await
+            .unwrap()
+            .send_keys("we always do this")
+            .await
+            .unwrap();
+        let pin = form.find(Locator::Css("button[value=pin]")).await.unwrap();
+        click_element_to(client, pin, &href).await;
+        let page = text(client).await;
+        assert!(page.contains("Done: pin."), "{page}");
+        assert!(
+            page.contains("approved") && page.contains("pinned"),
+            "{page}"
+        );
+        assert!(page.contains("accept by lead"), "{page}");
+
+        // Raise its sensitivity: recorded with who and why, shown in the history.
+        let forms = client.find_all(Locator::Css("form.decide")).await.unwrap();
+        let edit = forms.into_iter().last().unwrap();
+        edit.find(Locator::Css("input[name=by]"))
+            .await
+            .unwrap()
+            .send_keys("lead")
+            .await
+            .unwrap();
+        edit.find(Locator::Css("input[name=reason]"))
+            .await
+            .unwrap()
+            .send_keys("names a customer")
+            .await
+            .unwrap();
+        edit.find(Locator::Css("select[name=level] option[value=secret]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let save = edit
+            .find(Locator::Css("button[type=submit]"))
+            .await
+            .unwrap();
+        click_element_to(client, save, &href).await;
+        let page = text(client).await;
+        assert!(page.contains(" → secret by lead"), "{page}");
+        // The JSON route sees the same memory.
+        let id = href.trim_start_matches("/ui/memories/");
+        let (status, json) = gw.call("GET", &format!("/v2/memory/{id}"), None);
+        assert_eq!(status, 200, "{json}");
+        assert_eq!(json["sensitivity"], "secret", "{json}");
+        assert_eq!(json["pinned"], true, "{json}");
+        assert_eq!(json["status"], "approved", "{json}");
+    });
+}
+
+#[test]
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
@@ -738,6 +833,7 @@ fn every_screen_fits_a_narrow_window() {
             "/ui/envelopes/coding-agent",
             "/ui/envelopes/coding-agent/simulate?run=run-bugfix-users-404",
             "/ui/provenance?id=run%3Arun-bugfix-users-404",
+            "/ui/memories",
         ] {
             open(gw, client, path).await;
             assert_fits(client, path).await;

@@ -1,4 +1,5 @@
-//! `tollgate memory distill | list | show | review`: the memory distiller over the local store.
+//! `tollgate memory distill | list | show | review | decay | gc | quarantine-review |
+//! sensitivity`: the memory distiller and its lifecycle over the local store.
 //! `distill` runs in the foreground with progress on stderr (the gateway's
 //! `POST /v2/memory/distill/run/{run_id}` enqueues the same work as a `memory.distill` job).
 
@@ -11,6 +12,7 @@ use tollgate_gateway::memory::{
     self, Decision, MemoryArtifact, MemoryClass, MemoryError, MemoryFilter, MemoryStatus,
 };
 use tollgate_gateway::recorder::Recorder;
+use tollgate_rules::envelope::Level;
 
 use crate::store_arg;
 
@@ -27,6 +29,42 @@ pub enum MemoryCommand {
     /// Decay memories now: lower recency with age and unuse, expire stale unpinned ones (the
     /// `memory.decay` job does the same in the background).
     Decay(DecayArgs),
+    /// Delete expired and rejected memories past their retention, with what is recorded about
+    /// them (the `memory.gc` job does the same in the background).
+    Gc(GcArgs),
+    /// Reject memories left in quarantine too long without a decision (the
+    /// `memory.quarantine_review` job does the same in the background).
+    QuarantineReview(DecayArgs),
+    /// Change a memory's sensitivity, saying who and why.
+    Sensitivity(SensitivityArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// Keep expired and rejected memories this many days after their last decision.
+    #[arg(long, default_value_t = memory::RETENTION_DAYS)]
+    retention_days: i64,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SensitivityArgs {
+    /// The memory id (`mem-…`).
+    id: String,
+    /// public, internal, confidential or secret.
+    #[arg(long)]
+    level: String,
+    /// Who decides.
+    #[arg(long)]
+    by: String,
+    /// Why.
+    #[arg(long)]
+    reason: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -95,6 +133,9 @@ pub fn run(cmd: MemoryCommand) -> Result<ExitCode> {
         MemoryCommand::Show(a) => show(a),
         MemoryCommand::Review(a) => review(a),
         MemoryCommand::Decay(a) => decay(a),
+        MemoryCommand::Gc(a) => gc(a),
+        MemoryCommand::QuarantineReview(a) => quarantine_review(a),
+        MemoryCommand::Sensitivity(a) => sensitivity(a),
     }
 }
 
@@ -283,6 +324,69 @@ fn decay(args: DecayArgs) -> Result<ExitCode> {
     );
     for (id, why) in &report.expired {
         println!("expired {id}: {why}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gc(args: GcArgs) -> Result<ExitCode> {
+    let store = store_arg::open()?;
+    let now = SystemClock.now_ms().div_euclid(1000);
+    let report = match memory::collect(&store, now, args.retention_days) {
+        Ok(r) => r,
+        Err(e) => return refused(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} memory(ies) collected (expired or rejected more than {} days ago)",
+        report.collected.len(),
+        report.retention_days
+    );
+    for id in &report.collected {
+        println!("collected {id}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn quarantine_review(args: DecayArgs) -> Result<ExitCode> {
+    let store = store_arg::open()?;
+    let report = match memory::review_quarantine(&store, SystemClock.now_ms().div_euclid(1000)) {
+        Ok(r) => r,
+        Err(e) => return refused(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} quarantined, {} rejected after {} days without a decision",
+        report.considered,
+        report.rejected.len(),
+        memory::QUARANTINE_DAYS
+    );
+    for id in &report.rejected {
+        println!("rejected {id}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sensitivity(args: SensitivityArgs) -> Result<ExitCode> {
+    let Ok(level) = serde_json::from_value::<Level>(serde_json::Value::String(args.level.clone()))
+    else {
+        eprintln!(
+            "error: `{}` is not a sensitivity\n  help: use public, internal, confidential or secret",
+            args.level
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let store = store_arg::open()?;
+    let at = rfc3339(u64::try_from(SystemClock.now_ms().div_euclid(1000)).unwrap_or(0));
+    match memory::set_sensitivity(&store, &args.id, level, &args.by, &args.reason, &at) {
+        Ok(m) if args.json => println!("{}", serde_json::to_string_pretty(&m)?),
+        Ok(m) => println!("{}", line(&m)),
+        Err(e) => return refused(e),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -299,6 +299,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
                 outcomes: compiled.outcomes_for_record(),
                 text: compiled.text.clone(),
                 memories: Vec::new(),
+                withheld: Vec::new(),
             },
         );
 

@@ -5,8 +5,9 @@
 use crate::jobs::{JobRegistry, SLEEP_KIND, sleep_job};
 
 /// The handlers every worker has: `sleep` (see [`crate::jobs::sleep_job`]), `replay.exact`
-/// ([`crate::replay::replay_exact_job`]), `memory.distill` ([`crate::memory::distill_job`])
-/// and `memory.decay` ([`crate::memory::decay_job`]).
+/// ([`crate::replay::replay_exact_job`]), `memory.distill` ([`crate::memory::distill_job`]),
+/// `memory.decay` ([`crate::memory::decay_job`]), `memory.gc` ([`crate::memory::collect_job`])
+/// and `memory.quarantine_review` ([`crate::memory::review_quarantine_job`]).
 pub fn builtin_registry() -> JobRegistry {
     let mut registry = JobRegistry::new();
     registry.register(SLEEP_KIND, sleep_job);
@@ -16,5 +17,10 @@ pub fn builtin_registry() -> JobRegistry {
     );
     registry.register(crate::memory::DISTILL_JOB, crate::memory::distill_job);
     registry.register(crate::memory::DECAY_JOB, crate::memory::decay_job);
+    registry.register(crate::memory::GC_JOB, crate::memory::collect_job);
+    registry.register(
+        crate::memory::QUARANTINE_JOB,
+        crate::memory::review_quarantine_job,
+    );
     registry
 }

@@ -15,6 +15,7 @@ mod dedupe;
 mod distill;
 mod episodes;
 mod extract;
+mod groups;
 mod lifecycle;
 mod retrieve;
 mod score;
@@ -24,17 +25,24 @@ mod store;
 use serde::{Deserialize, Serialize};
 use tollgate_rules::envelope::Level;
 
-pub use crate::recorder::events::RetrievalVerdict;
+pub use crate::recorder::events::{RetrievalExclusion, RetrievalVerdict};
 pub use dedupe::{normalise, similarity};
 pub use distill::{DISTILL_JOB, DistillOutcome, DistillReport, distill_job, distill_run};
 pub use episodes::{EpisodeOutcome, ToolPhase, TraceEpisode, episodes};
 pub use extract::candidates;
-pub use lifecycle::{DECAY_JOB, DecayReport, STALE_DAYS, decay, decay_job};
+pub use lifecycle::{
+    DECAY_JOB, DecayReport, GC_JOB, GcReport, QUARANTINE_DAYS, QUARANTINE_JOB, QuarantineReport,
+    RETENTION_DAYS, STALE_DAYS, collect, collect_job, decay, decay_job, review_quarantine,
+    review_quarantine_job,
+};
 pub(crate) use retrieve::link_in;
 pub use retrieve::{RETRIEVE_LIMIT, Retrieval, retrieve};
 pub use score::{ACCEPT_CONFIDENCE, ACCEPT_TOTAL, ScoreParts};
 pub use search::{MAX_HITS, SearchAnswer, SearchHit, SearchQuery, search};
-pub use store::{MemoryFilter, MemoryLink, get, list, record_decision, set_pinned, usage};
+pub use store::{
+    MemoryFilter, MemoryLink, MemoryPage, get, list, page, record_decision, set_pinned,
+    set_sensitivity, usage,
+};
 
 /// What kind of thing a memory says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -230,6 +238,26 @@ pub struct MemoryArtifact {
     pub sources: Vec<Evidence>,
     /// Its review history, oldest first.
     pub decisions: Vec<PromotionDecision>,
+    /// People's edits of its metadata, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<MemoryEdit>,
+}
+
+/// A person's edit of a memory's metadata: today its sensitivity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryEdit {
+    /// What changed (`sensitivity`).
+    pub field: String,
+    /// Before.
+    pub from: String,
+    /// After.
+    pub to: String,
+    /// Who.
+    pub by: String,
+    /// Why.
+    pub reason: String,
+    /// When (RFC 3339).
+    pub at: String,
 }
 
 /// A recorded review outcome: who decided what about which memory, and why.

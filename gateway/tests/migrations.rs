@@ -45,7 +45,10 @@ fn schema(c: &Connection) -> Result<Schema, StoreError> {
 fn data(c: &Connection) -> Result<Data, StoreError> {
     let tables: Vec<String> = {
         let mut stmt = c.prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'tollgate_migrations'",
+            // FTS5's shadow tables are its index's internals: the full-text table itself is
+            // compared, as any other.
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'tollgate_migrations'
+               AND name NOT GLOB '*_fts_*'",
         )?;
         stmt.query_map([], |r| r.get(0))?
             .collect::<Result<_, _>>()?
@@ -130,6 +133,19 @@ fn populate(store: &Store) {
                  VALUES ('memory:m', 'memory', '{}', 'run-m', 0, 1, 'org:acme', 60, 'internal', 't')",
                 [],
             )?;
+            for (id, class, text) in [
+                ("mem-b", "warning", "never force-push to main"),
+                ("mem-a", "fact", "the api crate builds with cargo"),
+            ] {
+                c.execute(
+                    "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status,
+                        pinned, ttl_seconds, expires_at, strength, usage_count, score, extractor,
+                        created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?3, 'org:acme', 'internal', 'approved', 0, 0, 0, 1, 0,
+                        '{}', 'test', 't', 't')",
+                    rusqlite::params![id, class, text],
+                )?;
+            }
             c.execute(
                 "INSERT INTO approvals (id, run_id, call_id, tool, arguments, call_hash, envelopes,
                     rules, approvers, state, requested_at, expires_at)

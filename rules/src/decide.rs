@@ -71,6 +71,8 @@ pub struct PolicyEngine {
     limits: Limits,
     /// Whether default denials carry a why-not.
     explain_denials: bool,
+    /// Whether every memory verdict carries its proof (else the first of each kind).
+    prove_every_memory: bool,
 }
 
 impl PolicyEngine {
@@ -138,6 +140,7 @@ impl PolicyEngine {
             hasher: InputHasher::new(set.version(), subject, memories),
             limits,
             explain_denials: true,
+            prove_every_memory: true,
         })
     }
 
@@ -147,6 +150,16 @@ impl PolicyEngine {
     #[must_use]
     pub fn explain_denials(mut self, on: bool) -> Self {
         self.explain_denials = on;
+        self
+    }
+
+    /// Whether every memory of a retrieval carries the proof of its verdict (on by default).
+    /// Off, only the first memory of each kind of verdict does — eligible, or ineligible for
+    /// the same reasons — and the others carry none: for a caller deciding many memories that
+    /// are alike (representatives of groups) and explaining each kind once.
+    #[must_use]
+    pub fn prove_every_memory(mut self, on: bool) -> Self {
+        self.prove_every_memory = on;
         self
     }
 
@@ -258,7 +271,9 @@ impl PolicyEngine {
                 request.run(),
                 &mut decision,
             ),
-            RequestKind::Memory => memory_decision(&answer, &req, &mut decision),
+            RequestKind::Memory => {
+                memory_decision(&answer, &req, self.prove_every_memory, &mut decision)
+            }
             RequestKind::Handoff => handoff_decision(&answer, &req, &mut decision),
         };
         match outcome {
@@ -418,8 +433,11 @@ fn root_rule(proof: &Proof) -> Option<String> {
 fn memory_decision(
     answer: &Answer<'_>,
     req: &str,
+    prove_every: bool,
     decision: &mut EnvelopeDecision,
 ) -> Result<(), String> {
+    // The kinds of verdict proved so far (when not proving every memory).
+    let mut proved: BTreeSet<(bool, Vec<String>)> = BTreeSet::new();
     let eligible: BTreeSet<String> = rows_for(answer, "memory_eligible", req)?
         .iter()
         .map(|r| text(r.get(1)))
@@ -431,15 +449,22 @@ fn memory_decision(
         .iter()
         .map(|r| text(r.first()))
         .collect();
+    // Each memory's reasons, gathered once (not a scan of every reason per memory).
+    let mut reasons_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in &ineligible {
+        reasons_of
+            .entry(text(r.get(1)))
+            .or_default()
+            .push(text(r.get(2)));
+    }
     for m in &memories {
         let is_eligible = eligible.contains(m);
-        let mut reasons: Vec<String> = ineligible
-            .iter()
-            .filter(|r| text(r.get(1)) == *m)
-            .map(|r| text(r.get(2)))
-            .collect();
+        let mut reasons = reasons_of.remove(m).unwrap_or_default();
         reasons.sort();
-        let fact = if is_eligible {
+        let first_of_kind = prove_every || proved.insert((is_eligible, reasons.clone()));
+        let fact = if !first_of_kind {
+            None
+        } else if is_eligible {
             Some(Fact::new(
                 "memory_eligible",
                 vec![Value::sym(req), Value::sym(m)],

@@ -9,7 +9,7 @@
 //! Origin checks apply here as everywhere.
 //!
 //! The pattern every screen follows: one page module per resource (`runs`, `receipts`,
-//! `approvals`, `envelopes`, `provenance`),
+//! `approvals`, `envelopes`, `memories`, `provenance`),
 //! rendering with the shared [`layout`] and its components, reading through the runtime in
 //! [`blocking_page`]. A later module adds its screen as one more page module and one more
 //! entry in the navigation.
@@ -17,6 +17,7 @@
 mod approvals;
 mod envelopes;
 pub mod layout;
+mod memories;
 mod provenance;
 mod receipts;
 mod runs;
@@ -54,6 +55,11 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/envelopes/{id}/simulate", get(envelopes::simulate))
         .route("/ui/provenance", get(provenance::provenance))
         .route("/ui/approvals/{id}", post(approvals::decide))
+        .route("/ui/memories", get(memories::list))
+        .route(
+            "/ui/memories/{id}",
+            get(memories::memory).post(memories::act),
+        )
 }
 
 /// The session of the browser asking; without one, a page answers with the login page.

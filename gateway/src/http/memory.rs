@@ -93,7 +93,7 @@ struct SearchParams {
 #[utoipa::path(get, path = "/v2/memory/search", tag = "memory",
     params(SearchParams),
     responses(
-        (status = 200, description = "`{\"hits\": [{rank, relevance, memory}], \"matched\", \"withheld\": {reason: n}}`", body = Object),
+        (status = 200, description = "`{\"hits\": [{rank, relevance, memory}], \"eligible\", \"withheld\": {reason: n}}`", body = Object),
         (status = 422, description = "No scope, or a clearance or class that is not one", body = super::ErrorBody),
     ))]
 async fn search_memories(

@@ -3,12 +3,17 @@
 //! for review), a new source strengthening the memory that already says it, or nothing when
 //! this run already is a source of it. All in one write: a failure stores nothing.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::dedupe::NearIndex;
 use super::episodes::{TraceEpisode, episodes};
 use super::extract::candidates;
-use super::{Decision, MemoryCandidate, MemoryError, MemoryStatus, PromotionDecision, store};
+use super::{
+    Decision, MemoryCandidate, MemoryClass, MemoryError, MemoryStatus, PromotionDecision, store,
+};
 use crate::clock::{parse_rfc3339, rfc3339};
 use crate::jobs::{JobContext, JobFailure};
 use crate::recorder::{Recorder, RecorderError};
@@ -136,13 +141,20 @@ pub fn distill_run(
     let at = rfc3339(u64::try_from(now_ms / 1000).unwrap_or(0));
     let outcomes = recorder.store().write(move |c| {
         let mut outcomes = Vec::with_capacity(found.len());
+        // The memories of each class and scope met, indexed for near duplicates once.
+        let mut near: HashMap<(MemoryClass, String), NearIndex> = HashMap::new();
         for candidate in found {
             let expires_at = if candidate.ttl_seconds == 0 {
                 0
             } else {
                 ended + candidate.ttl_seconds as i64
             };
-            let (action, memory, verdict) = if store::load(c, &candidate.id)?.is_some() {
+            let key = (candidate.class, candidate.scope.clone());
+            if !near.contains_key(&key) {
+                let index = store::near_index(c, candidate.class, &candidate.scope)?;
+                near.insert(key.clone(), index);
+            }
+            let (action, memory, verdict) = if store::status(c, &candidate.id)?.is_some() {
                 let added =
                     store::add_source(c, &candidate.id, &candidate.evidence, expires_at, &at)?;
                 let action = if added { "strengthened" } else { "unchanged" };
@@ -151,9 +163,7 @@ pub fn distill_run(
                     candidate.id.clone(),
                     "the same memory, said again".to_string(),
                 )
-            } else if let Some(other) =
-                store::similar(c, candidate.class, &candidate.scope, &candidate.text)?
-            {
+            } else if let Some(other) = near.get(&key).and_then(|n| n.best(&candidate.text)) {
                 let added = store::add_source(c, &other, &candidate.evidence, expires_at, &at)?;
                 let why = format!("says what {other} says");
                 if added {
@@ -172,6 +182,9 @@ pub fn distill_run(
                 (if added { "strengthened" } else { "unchanged" }, other, why)
             } else {
                 store::insert(c, &candidate, expires_at, &at)?;
+                if let Some(index) = near.get_mut(&key) {
+                    index.add(&candidate.id, &candidate.text);
+                }
                 let (accept, why) = candidate.score.verdict(candidate.sensitivity);
                 if accept {
                     store::set_status(c, &candidate.id, MemoryStatus::Approved, &at)?;
@@ -189,7 +202,7 @@ pub fn distill_run(
                 }
                 ("created", candidate.id.clone(), why)
             };
-            let status = store::load(c, &memory)?.map_or(MemoryStatus::Candidate, |m| m.status);
+            let status = store::status(c, &memory)?.unwrap_or(MemoryStatus::Candidate);
             outcomes.push(DistillOutcome {
                 candidate,
                 action,

@@ -1,14 +1,14 @@
 //! A run's steps grouped into episodes: consecutive steps of one agent, one task intent and one
 //! tool phase, closed at an outcome boundary. Each episode says why it starts where it does.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use tollgate_rules::decide::DecisionEffect;
 
 use crate::compiler::ItemKind;
 use crate::recorder::events::Event;
-use crate::recorder::format::RunFile;
+use crate::recorder::format::{EventRecord, RunFile};
 
 /// What a step's tool calls do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -148,9 +148,11 @@ pub fn episodes(run: &RunFile) -> Vec<TraceEpisode> {
 
 /// The episode a step falls in.
 pub(crate) fn episode_of(episodes: &[TraceEpisode], step: u32) -> u32 {
+    // Episodes are contiguous and in order: the last one starting at or before the step.
+    let i = episodes.partition_point(|e| e.first_step <= step);
     episodes
-        .iter()
-        .find(|e| e.first_step <= step && step <= e.last_step)
+        .get(i.wrapping_sub(1))
+        .filter(|e| step <= e.last_step)
         .map_or(0, |e| e.index)
 }
 
@@ -158,15 +160,25 @@ fn worse(a: EpisodeOutcome, b: EpisodeOutcome) -> EpisodeOutcome {
     a.max(b)
 }
 
+/// A run's events by step, in order (one pass, not one per step).
+pub(crate) fn events_by_step(run: &RunFile) -> BTreeMap<u32, Vec<&EventRecord>> {
+    let mut out: BTreeMap<u32, Vec<&EventRecord>> = BTreeMap::new();
+    for e in &run.events {
+        out.entry(e.step).or_default().push(e);
+    }
+    out
+}
+
 fn step_traits(run: &RunFile) -> Vec<StepTraits> {
     let mut offered: BTreeSet<String> = BTreeSet::new();
+    let by_step = events_by_step(run);
     run.steps
         .iter()
         .map(|s| {
             let mut phases = BTreeSet::new();
             let mut outcome = EpisodeOutcome::Succeeded;
             let mut new_request = None;
-            for e in run.events.iter().filter(|e| e.step == s.index) {
+            for e in by_step.get(&s.index).into_iter().flatten() {
                 match e.event() {
                     Ok(Event::ToolCall(c)) => {
                         phases.insert(ToolPhase::of_tool(&c.tool));

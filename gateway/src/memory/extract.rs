@@ -20,7 +20,7 @@ use regex::Regex;
 use tollgate_rules::decide::{DecisionEffect, RequestKind};
 use tollgate_rules::envelope::Level;
 
-use super::episodes::{EpisodeOutcome, ToolPhase, TraceEpisode, episode_of};
+use super::episodes::{EpisodeOutcome, ToolPhase, TraceEpisode, episode_of, events_by_step};
 use super::score::ScoreParts;
 use super::{Evidence, MemoryCandidate, MemoryClass, dedupe};
 use crate::compiler::ItemKind;
@@ -343,7 +343,7 @@ fn procedures(
     context: &Context<'_>,
     calls: &BTreeMap<String, (String, String)>,
 ) -> Vec<MemoryCandidate> {
-    let run = context.run;
+    let by_step = events_by_step(context.run);
     let mut out = Vec::new();
     for ep in context
         .episodes
@@ -352,10 +352,9 @@ fn procedures(
     {
         let mut commands: Vec<String> = Vec::new();
         let mut last: Option<&EventRecord> = None;
-        for e in run
-            .events
-            .iter()
-            .filter(|e| ep.first_step <= e.step && e.step <= ep.last_step)
+        for e in by_step
+            .range(ep.first_step..=ep.last_step)
+            .flat_map(|(_, events)| events.iter().copied())
         {
             if let Ok(Event::ToolCall(c)) = e.event()
                 && ToolPhase::of_tool(&c.tool) == ToolPhase::Execute
@@ -390,12 +389,13 @@ fn procedures(
 /// One line for each episode that changed something and succeeded.
 fn summaries(context: &Context<'_>) -> Vec<MemoryCandidate> {
     let run = context.run;
+    let by_step = events_by_step(run);
     context
         .episodes
         .iter()
         .filter(|ep| ep.phase == ToolPhase::Change && ep.outcome == EpisodeOutcome::Succeeded)
         .filter_map(|ep| {
-            let e = run.events.iter().rev().find(|e| e.step == ep.last_step)?;
+            let e = *by_step.get(&ep.last_step)?.last()?;
             let steps = ep.last_step - ep.first_step + 1;
             let text = format!(
                 "{} ({}, {steps} step(s)) on {}: {}",

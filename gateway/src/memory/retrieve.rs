@@ -1,37 +1,44 @@
-//! Memory retrieval, a context source of the compiler. Policy decides first: every stored
-//! memory's eligibility for the run (scope, clearance, expiry, status, the envelopes' memory
-//! rules) is decided by the memory pack (`PolicyRequest::Memory`) from its metadata alone, and
-//! only the eligible ones are read and ranked — lexical relevance to what the compile is about,
-//! then class, strength and use, ties by id. The chosen ones become candidate items of kind
-//! `memory`; the compile then decides and budgets them like any other item, and a `MemoryLink`
+//! Memory retrieval, a context source of the compiler. Policy decides first: the memory
+//! pack decides eligibility (scope, clearance, expiry, status, the envelopes' memory rules)
+//! per group of memories sharing the metadata it looks at (`groups`), and the eligible groups
+//! become the store's filter, so an ineligible memory is never read or scored. The eligible
+//! ones are ranked by BM25 relevance to what the compile is about (SQLite FTS5), then a little
+//! for class, strength, use and recency, ties by id. The chosen ones become candidate items of
+//! kind `memory`; the compile decides and budgets them like any other item, and a `MemoryLink`
 //! records each one it included.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
-use rusqlite::params;
-use tollgate_rules::decide::{MemoryVerdict, PolicyEngine};
-use tollgate_rules::engine::ProofStep;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
-use tollgate_rules::request::{MemoryRecord, subject_facts};
 
+use super::groups::{Eligibility, Group};
 use super::store::stored_level;
-use super::{MemoryClass, MemoryError, dedupe};
+use super::{MemoryClass, MemoryError, ScoreParts, dedupe};
 use crate::compiler::{CandidateItem, ItemKind};
-use crate::recorder::events::RetrievalVerdict;
+use crate::recorder::events::{RetrievalExclusion, RetrievalVerdict};
 use crate::recorder::format::RunHeader;
-use crate::run_policy::run_facts;
 use crate::store::{Store, StoreError};
 
 /// At most this many memories are offered to one compile.
 pub const RETRIEVE_LIMIT: usize = 8;
 
-/// A retrieval: the items to offer and every memory's verdict.
+/// How many of the best lexical matches are re-ranked with class, strength, use and recency.
+const POOL: usize = 64;
+
+/// At most this many distinct words of a query are looked up (the rarest first).
+const QUERY_TERMS: usize = 32;
+
+/// A retrieval: the items to offer, the ranked memories' verdicts and what policy withheld.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retrieval {
     /// The memories offered, as candidate items, best first.
     pub items: Vec<CandidateItem>,
-    /// Every stored memory's verdict, offered ones first, then by id.
+    /// The ranked memories' verdicts, best first: the offered ones, then the next few.
     pub verdicts: Vec<RetrievalVerdict>,
+    /// What policy withheld, by reason.
+    pub withheld: Vec<RetrievalExclusion>,
 }
 
 /// Retrieves the memories a compile for `header`'s run about `query` may use at `now`
@@ -43,169 +50,286 @@ pub fn retrieve(
     query: &str,
     now: i64,
 ) -> Result<Retrieval, MemoryError> {
-    let verdicts = eligibility(store, set, header, now)?;
-    if verdicts.is_empty() {
-        return Ok(Retrieval {
-            items: Vec::new(),
-            verdicts: Vec::new(),
-        });
-    }
-    let eligible: Vec<String> = verdicts
-        .values()
-        .filter(|v| v.eligible)
-        .map(|v| v.memory.clone())
-        .collect();
-    // Only now is anything of the eligible memories read.
-    let read = store.read(move |c| read_eligible(c, &eligible))?;
-    let ranked = rank(&read, query);
-    let mut out = Vec::new();
+    let eligibility = Eligibility::decide(store, set, header, now)?;
+    let query = query.to_string();
+    let (ranked, withheld) = store.read(move |c| {
+        let ranked = ranked(c, &eligibility, &|_| true, &Narrow::default(), &query, POOL)?;
+        Ok((ranked, eligibility.withheld(c, true)?))
+    })?;
     let mut items = Vec::new();
-    for (i, (relevance, m)) in ranked.iter().enumerate() {
+    let mut verdicts = Vec::new();
+    for (i, m) in ranked.iter().take(RETRIEVE_LIMIT * 2).enumerate() {
         let offered = i < RETRIEVE_LIMIT;
         if offered {
-            items.push(item(m, *relevance));
+            items.push(item(m));
         }
-        out.push(verdict(
-            &verdicts[&m.id],
-            Some(i as u32 + 1),
-            Some(*relevance),
+        verdicts.push(RetrievalVerdict {
+            memory: m.id.clone(),
+            eligible: true,
+            reasons: Vec::new(),
+            rules: m.rules.clone(),
+            rank: Some(i as u32 + 1),
+            relevance: Some(m.relevance),
             offered,
-        ));
-    }
-    for v in verdicts.values().filter(|v| !v.eligible) {
-        out.push(verdict(v, None, None, false));
+        });
     }
     Ok(Retrieval {
         items,
-        verdicts: out,
+        verdicts,
+        withheld,
     })
 }
 
-/// Every stored memory's verdict for `header`'s run at `now`, decided by the memory pack from
-/// the memories' metadata (nothing of what they say is read). Empty when none is stored.
-pub(crate) fn eligibility(
-    store: &Store,
-    set: &EnvelopeSet,
-    header: &RunHeader,
-    now: i64,
-) -> Result<BTreeMap<String, MemoryVerdict>, MemoryError> {
-    let records = store.read(metadata)?;
-    if records.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let mut facts = run_facts(header).map_err(MemoryError::Invalid)?;
-    facts.extend_from(&subject_facts(&[], &records));
-    let engine = PolicyEngine::new(set, &facts).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-    let now32 = i32::try_from(now).unwrap_or(i32::MAX);
-    let decision = engine.retrieve_memories(&header.id, Some(now32));
-    Ok(decision
-        .memories
-        .into_iter()
-        .map(|v| (v.memory.clone(), v))
-        .collect())
+/// Narrowing beyond eligibility: only memories with a source in a run of this agent and task.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Narrow {
+    pub(crate) agent: Option<String>,
+    pub(crate) task: Option<String>,
 }
 
-fn verdict(
-    v: &MemoryVerdict,
-    rank: Option<u32>,
-    relevance: Option<f64>,
-    offered: bool,
-) -> RetrievalVerdict {
-    // The rule that derived the verdict (`memory.out-of-scope`, `memory.eligible`).
-    let rules = match v.proof.as_ref().map(|p| &p.step) {
-        Some(ProofStep::Rule { rule, .. }) => vec![rule.to_string()],
-        _ => Vec::new(),
-    };
-    RetrievalVerdict {
-        memory: v.memory.clone(),
-        eligible: v.eligible,
-        reasons: v.reasons.clone(),
-        rules,
-        rank,
-        relevance,
-        offered,
+impl Narrow {
+    /// The SQL condition (starting ` AND `, empty when there is nothing to narrow) and its
+    /// values, numbered from `?first`.
+    fn condition(&self, first: usize) -> (String, Vec<rusqlite::types::Value>) {
+        let mut values = Vec::new();
+        let mut tests = String::new();
+        for (column, value) in [("r.agent", &self.agent), ("r.task", &self.task)] {
+            if let Some(v) = value {
+                let _ = write!(tests, " AND {column} = ?{}", first + values.len());
+                values.push(rusqlite::types::Value::Text(v.clone()));
+            }
+        }
+        if values.is_empty() {
+            return (String::new(), values);
+        }
+        (
+            format!(
+                " AND EXISTS (SELECT 1 FROM memory_sources s JOIN runs r ON r.id = s.run_id
+                              WHERE s.memory_id = m.id{tests})"
+            ),
+            values,
+        )
     }
 }
 
-/// Every memory's metadata, as the memory pack sees it.
-fn metadata(c: &rusqlite::Connection) -> Result<Vec<MemoryRecord>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, class, scope, sensitivity, status, expires_at, pinned FROM memories
-         ORDER BY id",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, i64>(5)?,
-            r.get::<_, bool>(6)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (id, class, scope, level, status, expires_at, pinned) = row?;
-        let sensitivity = stored_level(&id, level)?;
-        out.push(MemoryRecord {
-            id,
-            class,
-            scope,
-            sensitivity,
-            status,
-            expires_at: i32::try_from(expires_at).unwrap_or(i32::MAX),
-            pinned,
-        });
-    }
-    Ok(out)
-}
-
-/// What ranking reads of an eligible memory.
-pub(crate) struct Readable {
+/// An eligible memory, ranked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ranked {
     pub(crate) id: String,
     pub(crate) class: MemoryClass,
-    text: String,
+    pub(crate) text: String,
     pub(crate) scope: String,
-    sensitivity: Level,
-    strength: u32,
-    usage: u64,
+    pub(crate) sensitivity: Level,
+    /// Its relevance: lexical, plus class, strength, use and recency.
+    pub(crate) relevance: f64,
+    /// The rule of the proof of its eligibility.
+    pub(crate) rules: Vec<String>,
 }
 
-pub(crate) fn read_eligible(
-    c: &rusqlite::Connection,
-    ids: &[String],
-) -> Result<Vec<Readable>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, class, text, scope, sensitivity, strength, usage_count FROM memories
-         WHERE id = ?1",
-    )?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        let row = stmt.query_row(params![id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, u32>(5)?,
-                r.get::<_, i64>(6)?,
-            ))
-        })?;
-        let (id, class, text, scope, level, strength, usage) = row;
-        let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
-        out.push(Readable {
-            class: MemoryClass::parse(&class).ok_or_else(|| corrupt("class"))?,
-            sensitivity: stored_level(&id, level)?,
-            id,
-            text,
-            scope,
-            strength,
-            usage: usage.max(0) as u64,
-        });
+/// The eligible memories whose group `keep` accepts, narrowed by `narrow`, best first: at
+/// most `limit`. With words to match, the best lexical matches (BM25) among the eligible ones;
+/// without, the strongest and most used of each eligible group.
+pub(crate) fn ranked(
+    c: &Connection,
+    eligibility: &Eligibility,
+    keep: &dyn Fn(&Group) -> bool,
+    narrow: &Narrow,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<Ranked>, StoreError> {
+    let Some(filter) = eligibility.filter(keep) else {
+        return Ok(Vec::new());
+    };
+    let rules_of = |group: i64| {
+        eligibility
+            .parts
+            .iter()
+            .find(|p| p.group.id == group && p.verdict.eligible)
+            .map(|p| p.rules())
+            .unwrap_or_default()
+    };
+    let columns = "m.id, m.class, m.text, m.scope, m.sensitivity, m.strength, m.usage_count, \
+                   m.score, m.group_id, m.norm";
+    let mut rows = Vec::new();
+    let words = query_terms(c, query, eligibility.total)?;
+    if words.is_empty() {
+        // Each eligible part by the rank index, then merged.
+        for part in eligibility.eligible(keep) {
+            let (narrowing, values) = narrow.condition(1);
+            let sql = format!(
+                "SELECT {columns} FROM memories m INDEXED BY memories_by_group_rank
+                 WHERE {}{narrowing}
+                 ORDER BY m.group_id, m.strength DESC, m.usage_count DESC, m.id LIMIT {limit}",
+                part.condition(eligibility.now),
+            );
+            let mut stmt = c.prepare_cached(&sql)?;
+            let mut found = stmt.query(params_from_iter(values))?;
+            while let Some(r) = found.next()? {
+                rows.push(row(r, 0.0)?);
+            }
+        }
+    } else {
+        // The words among the memories of the scopes with eligible members (the index touches
+        // nothing else), the eligibility filter applied before anything is read; BM25 computed
+        // here, over what is left.
+        let scopes: BTreeSet<&str> = eligibility
+            .eligible(keep)
+            .map(|p| p.group.scope.as_str())
+            .collect();
+        let expr = format!(
+            "{{norm}}: ({}) AND {{scope_token}}: ({})",
+            words
+                .iter()
+                .map(|t| format!("\"{}\"", t.word.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+            scopes
+                .iter()
+                .map(|s| scope_token(s))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        );
+        let (narrowing, mut values) = narrow.condition(2);
+        values.insert(0, rusqlite::types::Value::Text(expr));
+        let sql = format!(
+            "SELECT {columns} FROM memories_fts JOIN memories m ON m.fts_rowid = memories_fts.rowid
+             WHERE memories_fts MATCH ?1 AND {filter}{narrowing}"
+        );
+        let mut stmt = c.prepare_cached(&sql)?;
+        let mut found = stmt.query(params_from_iter(values))?;
+        let mut matched = Vec::new();
+        while let Some(r) = found.next()? {
+            let norm: String = r.get(9)?;
+            matched.push((row(r, 0.0)?, norm));
+        }
+        let scores = bm25(&words, &matched, eligibility.total);
+        for ((mut r, _), lexical) in matched.into_iter().zip(scores) {
+            r.0.relevance = ((r.0.relevance + lexical) * 1000.0).round() / 1000.0;
+            rows.push(r);
+        }
     }
+    let mut out: Vec<Ranked> = rows
+        .into_iter()
+        .map(|(r, group)| Ranked {
+            rules: rules_of(group),
+            ..r
+        })
+        .collect();
+    out.sort_by(|a, b| b.relevance.total_cmp(&a.relevance).then(a.id.cmp(&b.id)));
+    out.truncate(limit);
     Ok(out)
+}
+
+/// A query word and how many memories say it.
+#[derive(Debug, Clone, PartialEq)]
+struct Term {
+    word: String,
+    documents: u64,
+}
+
+/// A word in more than this share of the memories tells little and matches much: left out
+/// of a query (unless every word of it is that common: then its rarest one is kept).
+const COMMON_SHARE: f64 = 0.1;
+
+/// The words of `query` to look up: those some memory says, without the very common ones,
+/// at most [`QUERY_TERMS`], the rarest first (ties alphabetical).
+fn query_terms(c: &Connection, query: &str, total: u64) -> Result<Vec<Term>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT documents FROM memory_words WHERE word = ?1")?;
+    let mut found = Vec::new();
+    for word in terms(query) {
+        let documents: Option<i64> = stmt.query_row([&word], |r| r.get(0)).optional()?;
+        if let Some(d) = documents.filter(|d| *d > 0) {
+            found.push(Term {
+                word,
+                documents: d as u64,
+            });
+        }
+    }
+    found.sort_by(|a, b| a.documents.cmp(&b.documents).then(a.word.cmp(&b.word)));
+    let common = (total as f64 * COMMON_SHARE).max(1.0) as u64;
+    let uncommon = found.iter().filter(|t| t.documents <= common).count();
+    found.truncate(uncommon.clamp(1, QUERY_TERMS));
+    Ok(found)
+}
+
+/// The FTS token of a scope (as the migration's triggers write it).
+fn scope_token(scope: &str) -> String {
+    let mut out = String::with_capacity(1 + 2 * scope.len());
+    out.push('s');
+    for b in scope.bytes() {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// Okapi BM25 (k1 1.2, b 0.75) of each matched memory's normalised text for `words`, as a
+/// share of the most a memory could score (every word, often): 0 to 1. Document frequencies
+/// are over every stored memory (`total`); the average length over the matched ones.
+fn bm25<T>(words: &[Term], matched: &[(T, String)], total: u64) -> Vec<f64> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let n = total.max(1) as f64;
+    let idf: Vec<f64> = words
+        .iter()
+        .map(|t| {
+            let df = t.documents as f64;
+            ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+        })
+        .collect();
+    let most: f64 = idf.iter().sum::<f64>() * (K1 + 1.0);
+    let lengths: Vec<f64> = matched
+        .iter()
+        .map(|(_, norm)| norm.split(' ').count() as f64)
+        .collect();
+    let average = (lengths.iter().sum::<f64>() / lengths.len().max(1) as f64).max(1.0);
+    matched
+        .iter()
+        .zip(&lengths)
+        .map(|((_, norm), length)| {
+            let mut score = 0.0;
+            for (t, idf) in words.iter().zip(&idf) {
+                let tf = norm.split(' ').filter(|w| *w == t.word).count() as f64;
+                if tf > 0.0 {
+                    score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average));
+                }
+            }
+            if most > 0.0 { score / most } else { 0.0 }
+        })
+        .collect()
+}
+
+/// A ranked memory from a row of `ranked`'s columns (its group id beside it): its relevance
+/// the class, strength, use and recency parts plus `lexical`.
+fn row(r: &rusqlite::Row<'_>, lexical: f64) -> Result<(Ranked, i64), StoreError> {
+    let id: String = r.get(0)?;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
+    let class = MemoryClass::parse(&r.get::<_, String>(1)?).ok_or_else(|| corrupt("class"))?;
+    let strength: u32 = r.get(5)?;
+    let usage = r.get::<_, i64>(6)?.max(0) as f64;
+    let score: ScoreParts =
+        serde_json::from_str(&r.get::<_, String>(7)?).map_err(StoreError::corrupt)?;
+    let class_weight = match class {
+        MemoryClass::Preference => 0.3,
+        MemoryClass::Warning => 0.2,
+        MemoryClass::Procedure => 0.15,
+        MemoryClass::Fact => 0.1,
+        MemoryClass::Summary => 0.0,
+    };
+    let support = 0.05 * f64::from(strength).ln_1p() + 0.02 * usage.ln_1p();
+    let recency = 0.05 * score.recency;
+    let relevance = ((lexical + class_weight + support + recency) * 1000.0).round() / 1000.0;
+    Ok((
+        Ranked {
+            class,
+            text: r.get(2)?,
+            scope: r.get(3)?,
+            sensitivity: stored_level(&id, r.get(4)?)?,
+            id,
+            relevance,
+            rules: Vec::new(),
+        },
+        r.get(8)?,
+    ))
 }
 
 /// Words worth matching: lowercase, three letters or more, not the commonest English words.
@@ -221,46 +345,8 @@ fn terms(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The eligible memories by relevance to `query`, best first (ties by id): the
-/// inverse-document-frequency weight of the query's words each memory shares, normalised, plus
-/// a little for its class (preferences and warnings apply broadly), its strength and its use.
-pub(crate) fn rank<'a>(memories: &'a [Readable], query: &str) -> Vec<(f64, &'a Readable)> {
-    let query = terms(query);
-    let docs: Vec<BTreeSet<String>> = memories.iter().map(|m| terms(&m.text)).collect();
-    let n = docs.len() as f64;
-    let idf = |t: &str| {
-        let df = docs.iter().filter(|d| d.contains(t)).count() as f64;
-        ((n + 1.0) / (df + 0.5)).ln()
-    };
-    let mut scored: Vec<(f64, &Readable)> = memories
-        .iter()
-        .zip(&docs)
-        .map(|(m, d)| {
-            let shared: f64 = d
-                .iter()
-                .filter(|t| query.contains(*t))
-                .map(|t| idf(t))
-                .sum();
-            let whole: f64 = d.iter().map(|t| idf(t)).sum::<f64>().max(1.0);
-            let lexical = shared / whole;
-            let class = match m.class {
-                MemoryClass::Preference => 0.3,
-                MemoryClass::Warning => 0.2,
-                MemoryClass::Procedure => 0.15,
-                MemoryClass::Fact => 0.1,
-                MemoryClass::Summary => 0.0,
-            };
-            let support = 0.05 * f64::from(m.strength).ln_1p() + 0.02 * (m.usage as f64).ln_1p();
-            let total = ((lexical + class + support) * 1000.0).round() / 1000.0;
-            (total, m)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
-    scored
-}
-
 /// A memory as a candidate item of the compile.
-fn item(m: &Readable, relevance: f64) -> CandidateItem {
+fn item(m: &Ranked) -> CandidateItem {
     let mut item = CandidateItem::new(
         &m.id,
         ItemKind::Memory,
@@ -268,7 +354,7 @@ fn item(m: &Readable, relevance: f64) -> CandidateItem {
     );
     item.scope = m.scope.clone();
     item.sensitivity = m.sensitivity;
-    item.weight = 1.0 + relevance;
+    item.weight = 1.0 + m.relevance;
     item
 }
 

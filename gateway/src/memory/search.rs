@@ -1,15 +1,17 @@
 //! Searching memories from a vantage point: the scope (and agent, task, clearance) a run would
-//! have. Eligibility is the memory pack's decision for such a run, as in retrieval, so a search
-//! shows exactly what a compile there could retrieve; filters narrow it by class, repository,
-//! and the agent or task of the runs a memory came from; relevance to the text query ranks it.
+//! have. Eligibility is the memory pack's decision for such a run, as in retrieval (per group,
+//! see `groups`), so a search shows exactly what a compile there could retrieve; filters narrow
+//! it by class, repository, and the agent or task of the runs a memory came from; relevance to
+//! the text query ranks it (BM25, then class, strength, use and recency).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::json;
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
-use super::retrieve::{eligibility, rank, read_eligible};
+use super::groups::{Eligibility, Group};
+use super::retrieve::{Narrow, ranked};
 use super::{MemoryArtifact, MemoryClass, MemoryError, store};
 use crate::clock::rfc3339;
 use crate::recorder::format::RunHeader;
@@ -55,10 +57,11 @@ pub struct SearchHit {
 pub struct SearchAnswer {
     /// The hits, best first.
     pub hits: Vec<SearchHit>,
-    /// How many memories were eligible and passed the filters.
-    pub matched: usize,
+    /// How many memories policy lets a run there retrieve, of the class and repository asked
+    /// for (the text, agent and task not considered).
+    pub eligible: u64,
     /// How many policy kept back, by reason (`out_of_scope`, `status_candidate`, ...).
-    pub withheld: BTreeMap<String, usize>,
+    pub withheld: BTreeMap<String, u64>,
 }
 
 /// Runs `query` at `now` (seconds since the epoch) under `set`.
@@ -86,59 +89,46 @@ pub fn search(
         envelopes: Vec::new(),
         metadata: json!({}),
     };
-    let verdicts = eligibility(store, set, &header, now)?;
-    let mut withheld: BTreeMap<String, usize> = BTreeMap::new();
-    for v in verdicts.values().filter(|v| !v.eligible) {
-        for r in &v.reasons {
-            *withheld.entry(r.clone()).or_default() += 1;
-        }
-    }
-    let eligible: Vec<String> = verdicts
-        .values()
-        .filter(|v| v.eligible)
-        .map(|v| v.memory.clone())
-        .collect();
-    let (agent, task) = (query.agent.clone(), query.task.clone());
-    let (read, from_runs) = store.read(move |c| {
-        let read = read_eligible(c, &eligible)?;
-        // Memories with a source in a run of the agent and task asked for.
-        let from_runs: Option<BTreeSet<String>> = if agent.is_some() || task.is_some() {
-            let mut stmt = c.prepare(
-                "SELECT DISTINCT s.memory_id FROM memory_sources s JOIN runs r ON r.id = s.run_id
-                 WHERE (?1 IS NULL OR r.agent = ?1) AND (?2 IS NULL OR r.task = ?2)",
-            )?;
-            let ids = stmt
-                .query_map(rusqlite::params![agent, task], |r| r.get(0))?
-                .collect::<Result<BTreeSet<String>, _>>()?;
-            Some(ids)
-        } else {
-            None
-        };
-        Ok((read, from_runs))
-    })?;
+    let eligibility = Eligibility::decide(store, set, &header, now)?;
     let repo = query.repo.as_ref().map(|r| format!("repo:{r}"));
-    let kept: Vec<_> = read
-        .into_iter()
-        .filter(|m| query.class.is_none_or(|c| m.class == c))
-        .filter(|m| {
-            repo.as_ref()
-                .is_none_or(|r| m.scope.split('/').any(|segment| segment == r))
-        })
-        .filter(|m| from_runs.as_ref().is_none_or(|ids| ids.contains(&m.id)))
-        .collect();
-    let ranked = rank(&kept, &query.text);
+    let class = query.class.map(MemoryClass::as_str);
+    let keep = move |g: &Group| {
+        class.is_none_or(|c| g.class == c)
+            && repo
+                .as_ref()
+                .is_none_or(|r| g.scope.split('/').any(|segment| segment == r))
+    };
+    let narrow = Narrow {
+        agent: query.agent.clone(),
+        task: query.task.clone(),
+    };
     let limit = query.limit.clamp(1, MAX_HITS);
+    let text = query.text.clone();
+    let (found, eligible, withheld) = store.read(move |c| {
+        let found = ranked(c, &eligibility, &keep, &narrow, &text, limit)?;
+        let mut eligible = 0;
+        for p in eligibility.eligible(&keep) {
+            eligible += eligibility.members(p);
+        }
+        let mut withheld: BTreeMap<String, u64> = BTreeMap::new();
+        for e in eligibility.withheld(c, false)? {
+            for r in &e.reasons {
+                *withheld.entry(r.clone()).or_default() += e.count;
+            }
+        }
+        Ok((found, eligible, withheld))
+    })?;
     let mut hits = Vec::new();
-    for (i, (relevance, m)) in ranked.iter().take(limit).enumerate() {
+    for (i, m) in found.iter().enumerate() {
         hits.push(SearchHit {
             rank: i as u32 + 1,
-            relevance: *relevance,
+            relevance: m.relevance,
             memory: store::get(store, &m.id)?,
         });
     }
     Ok(SearchAnswer {
         hits,
-        matched: ranked.len(),
+        eligible,
         withheld,
     })
 }

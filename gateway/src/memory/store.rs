@@ -6,8 +6,8 @@ use tollgate_rules::canonical::to_canonical_json;
 use tollgate_rules::envelope::Level;
 
 use super::{
-    Decision, Evidence, MemoryArtifact, MemoryCandidate, MemoryClass, MemoryError, MemoryStatus,
-    PromotionDecision, ScoreParts, dedupe,
+    Decision, Evidence, MemoryArtifact, MemoryCandidate, MemoryClass, MemoryEdit, MemoryError,
+    MemoryStatus, PromotionDecision, ScoreParts, dedupe,
 };
 use crate::store::{Store, StoreError};
 
@@ -62,6 +62,116 @@ pub fn list(store: &Store, filter: &MemoryFilter) -> Result<Vec<MemoryArtifact>,
         }
         Ok(out)
     })?)
+}
+
+/// One page of memories in a status (or all), by id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryPage {
+    /// The memories, by id.
+    pub memories: Vec<MemoryArtifact>,
+    /// The last id of this page when there are more.
+    pub next: Option<String>,
+}
+
+/// The memories in `status` (all when `None`) of `class` (all when `None`) with an id after
+/// `after`, by id, at most `limit`: a page of the memory screen, read by index.
+pub fn page(
+    store: &Store,
+    status: Option<MemoryStatus>,
+    class: Option<MemoryClass>,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<MemoryPage, MemoryError> {
+    let after = after.unwrap_or("").to_string();
+    let limit = limit.clamp(1, 500);
+    Ok(store.read(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT id FROM memories
+             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR class = ?2) AND id > ?3
+             ORDER BY id LIMIT ?4",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map(
+                params![
+                    status.map(MemoryStatus::as_str),
+                    class.map(MemoryClass::as_str),
+                    after,
+                    limit as i64 + 1
+                ],
+                |r| r.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        let more = ids.len() > limit;
+        let mut memories = Vec::with_capacity(limit);
+        for id in ids.iter().take(limit) {
+            if let Some(m) = load(c, id)? {
+                memories.push(m);
+            }
+        }
+        let next = more
+            .then(|| memories.last().map(|m| m.id.clone()))
+            .flatten();
+        Ok(MemoryPage { memories, next })
+    })?)
+}
+
+/// Changes a memory's sensitivity, recording who, why, and from what: raising it keeps the
+/// memory from runs cleared below it from then on; lowering it needs as good a reason.
+/// Refused, changing nothing, without a person or a reason, or when it is that already.
+pub fn set_sensitivity(
+    store: &Store,
+    id: &str,
+    level: Level,
+    by: &str,
+    reason: &str,
+    at: &str,
+) -> Result<MemoryArtifact, MemoryError> {
+    if by.trim().is_empty() || reason.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "an edit names who made it and why\n  help: give `by` and `reason`".into(),
+        ));
+    }
+    let (key, by, reason, at) = (
+        id.to_string(),
+        by.trim().to_string(),
+        reason.trim().to_string(),
+        at.to_string(),
+    );
+    store.write(move |c| {
+        let Some(m) = load(c, &key)? else {
+            return Ok(Err(MemoryError::NotFound(key)));
+        };
+        if m.sensitivity == level {
+            return Ok(Err(MemoryError::Conflict(format!(
+                "memory `{key}` is {} already",
+                level.as_str()
+            ))));
+        }
+        let seq: i64 = c.query_row(
+            "SELECT COUNT(*) FROM memory_edits WHERE memory_id = ?1",
+            [&key],
+            |r| r.get(0),
+        )?;
+        c.execute(
+            "INSERT INTO memory_edits (memory_id, seq, field, old_value, new_value, edited_by,
+                 reason, at)
+             VALUES (?1, ?2, 'sensitivity', ?3, ?4, ?5, ?6, ?7)",
+            params![
+                key,
+                seq,
+                m.sensitivity.as_str(),
+                level.as_str(),
+                by,
+                reason,
+                at
+            ],
+        )?;
+        c.execute(
+            "UPDATE memories SET sensitivity = ?2, updated_at = ?3 WHERE id = ?1",
+            params![key, level.as_str(), at],
+        )?;
+        Ok(load(c, &key)?.ok_or_else(|| MemoryError::NotFound(key.clone())))
+    })?
 }
 
 /// Records a person's review of a memory and applies it: accept, reject, expire or
@@ -212,6 +322,7 @@ pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, S
     Ok(Some(MemoryArtifact {
         sources: load_sources(c, &id)?,
         decisions: load_decisions(c, &id)?,
+        edits: load_edits(c, &id)?,
         id,
         class,
         text,
@@ -238,6 +349,24 @@ fn load_sources(c: &Connection, id: &str) -> Result<Vec<Evidence>, StoreError> {
             event: r.get::<_, i64>(2)? as u64,
             episode: r.get(3)?,
             quote: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn load_edits(c: &Connection, id: &str) -> Result<Vec<MemoryEdit>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT field, old_value, new_value, edited_by, reason, at FROM memory_edits
+         WHERE memory_id = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(MemoryEdit {
+            field: r.get(0)?,
+            from: r.get(1)?,
+            to: r.get(2)?,
+            by: r.get(3)?,
+            reason: r.get(4)?,
+            at: r.get(5)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -276,27 +405,26 @@ fn load_decisions(c: &Connection, id: &str) -> Result<Vec<PromotionDecision>, St
 
 /// Appends a decision to a memory's history.
 pub(crate) fn insert_decision(c: &Connection, d: &PromotionDecision) -> Result<(), StoreError> {
-    let seq: i64 = c.query_row(
-        "SELECT COUNT(*) FROM memory_decisions WHERE memory_id = ?1",
-        [&d.memory],
-        |r| r.get(0),
-    )?;
-    c.execute(
+    let seq: i64 = c
+        .prepare_cached("SELECT COUNT(*) FROM memory_decisions WHERE memory_id = ?1")?
+        .query_row([&d.memory], |r| r.get(0))?;
+    c.prepare_cached(
         "INSERT INTO memory_decisions (memory_id, seq, decision, decided_by, reason, at, merged_into)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(
         params![d.memory, seq, d.decision.as_str(), d.by, d.reason, d.at, d.merged_into],
     )?;
     Ok(())
 }
 
-/// A stored memory of `class` in `scope` that says what `text` says (the most similar one at
-/// or above the merge threshold; ties by id).
-pub(crate) fn similar(
+/// The memories of `class` in `scope` that can still be strengthened (not rejected or
+/// expired), indexed for near duplicates.
+pub(crate) fn near_index(
     c: &Connection,
     class: MemoryClass,
     scope: &str,
-    text: &str,
-) -> Result<Option<String>, StoreError> {
+) -> Result<dedupe::NearIndex, StoreError> {
     let mut stmt = c.prepare_cached(
         "SELECT id, text FROM memories WHERE class = ?1 AND scope = ?2
            AND status NOT IN ('rejected', 'expired')
@@ -305,15 +433,26 @@ pub(crate) fn similar(
     let rows = stmt.query_map(params![class.as_str(), scope], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
     })?;
-    let mut best: Option<(f64, String)> = None;
+    let mut index = dedupe::NearIndex::default();
     for row in rows {
-        let (id, other) = row?;
-        let s = dedupe::similarity(text, &other);
-        if s >= dedupe::MERGE_SIMILARITY && best.as_ref().is_none_or(|(b, _)| s > *b) {
-            best = Some((s, id));
-        }
+        let (id, text) = row?;
+        index.add(&id, &text);
     }
-    Ok(best.map(|(_, id)| id))
+    Ok(index)
+}
+
+/// A memory's status, if it is stored (without reading its sources and history).
+pub(crate) fn status(c: &Connection, id: &str) -> Result<Option<MemoryStatus>, StoreError> {
+    let found: Option<String> = c
+        .prepare_cached("SELECT status FROM memories WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    found
+        .map(|s| {
+            MemoryStatus::parse(&s)
+                .ok_or_else(|| StoreError::Corrupt(format!("memory `{id}`: status")))
+        })
+        .transpose()
 }
 
 /// Adds a source to a memory (and its provenance edge); whether it was new. A new source
@@ -325,19 +464,27 @@ pub(crate) fn add_source(
     expires_at: i64,
     at: &str,
 ) -> Result<bool, StoreError> {
-    let added = c.execute(
-        "INSERT OR IGNORE INTO memory_sources (memory_id, run_id, step, event, episode, quote)
+    let added =
+        c.prepare_cached(
+            "INSERT OR IGNORE INTO memory_sources (memory_id, run_id, step, event, episode, quote)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![id, e.run, e.step, e.event as i64, e.episode, e.quote],
-    )? == 1;
+        )?
+        .execute(params![
+            id,
+            e.run,
+            e.step,
+            e.event as i64,
+            e.episode,
+            e.quote
+        ])? == 1;
     if added {
-        c.execute(
+        c.prepare_cached(
             "UPDATE memories SET strength = strength + 1, updated_at = ?3,
                  expires_at = CASE WHEN expires_at = 0 OR ?2 = 0 THEN 0
                                    ELSE MAX(expires_at, ?2) END
              WHERE id = ?1",
-            params![id, expires_at, at],
-        )?;
+        )?
+        .execute(params![id, expires_at, at])?;
         edge(c, e, id)?;
     }
     Ok(added)
@@ -351,10 +498,12 @@ pub(crate) fn insert(
     at: &str,
 ) -> Result<(), StoreError> {
     let score = to_canonical_json(&m.score).map_err(StoreError::corrupt)?;
-    c.execute(
+    c.prepare_cached(
         "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status, pinned,
              ttl_seconds, expires_at, strength, usage_count, score, extractor, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'candidate', 0, ?7, ?8, 0, 0, ?9, ?10, ?11, ?11)",
+    )?
+    .execute(
         params![
             m.id,
             m.class.as_str(),
@@ -380,21 +529,19 @@ pub(crate) fn set_status(
     status: MemoryStatus,
     at: &str,
 ) -> Result<(), StoreError> {
-    c.execute(
-        "UPDATE memories SET status = ?2, updated_at = ?3 WHERE id = ?1",
-        params![id, status.as_str(), at],
-    )?;
+    c.prepare_cached("UPDATE memories SET status = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, status.as_str(), at])?;
     Ok(())
 }
 
 fn edge(c: &Connection, e: &Evidence, id: &str) -> Result<(), StoreError> {
-    c.execute(
+    c.prepare_cached(
         "INSERT OR IGNORE INTO provenance_edges (parent, child, relation)
          VALUES (?1, ?2, 'distilled')",
-        params![
-            format!("event:{}/{}", e.run, e.event),
-            format!("memory:{id}")
-        ],
-    )?;
+    )?
+    .execute(params![
+        format!("event:{}/{}", e.run, e.event),
+        format!("memory:{id}")
+    ])?;
     Ok(())
 }

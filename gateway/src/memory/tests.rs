@@ -339,7 +339,7 @@ mod retrieval {
         assert!(
             answer
                 .explanation
-                .contains(&format!("{pref} eligible, rank")),
+                .contains(&format!("{pref} eligible (memory.eligible), rank 1")),
             "{}",
             answer.explanation
         );
@@ -383,15 +383,17 @@ mod retrieval {
             Level::Confidential,
         );
         let answer = compile_about_tests(&rt, "v2-run");
-        let v = answer.memories.iter().find(|m| m.memory == pref).unwrap();
-        assert!(!v.eligible && !v.offered);
-        assert_eq!(v.reasons, ["class_denied"]);
-        assert_eq!(v.rules, ["memory.class-denied"]);
+        assert!(!answer.memories.iter().any(|m| m.memory == pref));
+        let why = withheld(&answer, &pref);
+        assert_eq!(why.reasons, ["class_denied"]);
+        assert_eq!(why.rules, ["memory.class-denied"]);
         assert!(!answer.compiled.outcomes.iter().any(|o| o.id == pref));
         assert!(
             answer
                 .explanation
-                .contains(&format!("{pref} not retrieved: class_denied"))
+                .contains("not retrieved: class_denied (rule memory.class-denied)"),
+            "{}",
+            answer.explanation
         );
 
         allow_preferences(&rt);
@@ -402,16 +404,18 @@ mod retrieval {
             "org:globex/repo:web/task:G-1",
             Level::Confidential,
         );
-        let v = compile_about_tests(&rt, "elsewhere")
-            .memories
-            .into_iter()
-            .find(|m| m.memory == pref)
-            .unwrap();
-        assert_eq!(
-            (v.eligible, v.reasons.as_slice()),
-            (false, ["out_of_scope".to_string()].as_slice())
-        );
-        assert_eq!(v.rules, ["memory.out-of-scope"]);
+        let answer = compile_about_tests(&rt, "elsewhere");
+        assert!(answer.memories.is_empty(), "{:?}", answer.memories);
+        // Off the run's scope chain: left out by the scope index, counted, not listed.
+        let stored = list(rt.store(), &MemoryFilter::default()).unwrap().len() as u64;
+        assert_eq!(answer.memories_withheld.len(), 1, "{}", answer.explanation);
+        let why = &answer.memories_withheld[0];
+        assert_eq!(why.reasons, ["out_of_scope"]);
+        assert_eq!(why.rules, ["memory.out-of-scope"]);
+        assert_eq!(why.count, stored);
+        assert!(answer.explanation.contains(&format!(
+            "{stored} memories not retrieved: out_of_scope (rule memory.out-of-scope)"
+        )));
 
         // A public-clearance run and a memory raised to confidential: above clearance.
         rt.store()
@@ -426,12 +430,12 @@ mod retrieval {
             "org:acme/repo:api/task:T-114",
             Level::Public,
         );
-        let v = compile_about_tests(&rt, "public-run")
-            .memories
-            .into_iter()
-            .find(|m| m.memory == pref)
-            .unwrap();
-        assert!(v.reasons.contains(&"above_clearance".to_string()), "{v:?}");
+        let answer = compile_about_tests(&rt, "public-run");
+        let why = withheld(&answer, &pref);
+        assert!(
+            why.reasons.contains(&"above_clearance".to_string()),
+            "{why:?}"
+        );
 
         // Quarantined, then expired: never retrieved, and said so.
         record_decision(
@@ -449,15 +453,10 @@ mod retrieval {
             "org:acme/repo:api/task:T-114",
             Level::Confidential,
         );
-        let v = compile_about_tests(&rt, "q-run")
-            .memories
-            .into_iter()
-            .find(|m| m.memory == pref)
-            .unwrap();
-        assert!(
-            v.reasons.contains(&"status_quarantined".to_string()),
-            "{v:?}"
-        );
+        let answer = compile_about_tests(&rt, "q-run");
+        let why = withheld(&answer, &pref);
+        assert_eq!(why.reasons, ["status_quarantined"], "{why:?}");
+        assert_eq!(why.rules, ["memory.status"]);
         rt.store()
             .write(|c| {
                 c.execute(
@@ -473,13 +472,25 @@ mod retrieval {
             "org:acme/repo:api/task:T-114",
             Level::Confidential,
         );
-        let v = compile_about_tests(&rt, "x-run")
-            .memories
-            .into_iter()
-            .find(|m| m.memory == pref)
-            .unwrap();
-        assert!(v.reasons.contains(&"expired".to_string()), "{v:?}");
+        let answer = compile_about_tests(&rt, "x-run");
+        assert!(answer.memories.is_empty(), "{:?}", answer.memories);
+        let why = withheld(&answer, &pref);
+        assert_eq!(why.reasons, ["expired"], "{why:?}");
+        assert_eq!(why.rules, ["memory.expired"]);
         assert_eq!(get(rt.store(), &pref).unwrap().usage_count, 0, "never used");
+    }
+
+    /// The exclusion that names `memory` among its examples.
+    fn withheld(
+        answer: &crate::runtime::CompileAnswer,
+        memory: &str,
+    ) -> crate::memory::RetrievalExclusion {
+        answer
+            .memories_withheld
+            .iter()
+            .find(|e| e.examples.iter().any(|m| m == memory))
+            .unwrap_or_else(|| panic!("{memory} is not withheld: {}", answer.explanation))
+            .clone()
     }
 }
 
@@ -538,4 +549,201 @@ fn decay_with_the_clock_advanced_expires_stale_unpinned_memories_and_spares_pinn
     );
     // Decaying again changes nothing more.
     assert!(decay(store, later).unwrap().expired.is_empty());
+}
+
+#[test]
+fn collection_deletes_expired_and_rejected_memories_past_retention_with_their_records() {
+    let (_d, recorder) = recorder_with(&[BUGFIX]);
+    distill(&recorder, "run-bugfix-users-404");
+    let store = recorder.store();
+    let all = list(store, &MemoryFilter::default()).unwrap();
+    let (a, b, kept) = (&all[0].id, &all[1].id, &all[2].id);
+    let decided = "2026-11-25T00:00:00Z";
+    record_decision(store, a, Decision::Reject, "lead", "wrong", decided).unwrap();
+    record_decision(store, b, Decision::Expire, "lead", "old", decided).unwrap();
+    set_pinned(store, b, true, decided).unwrap();
+    let now = NOW_MS / 1000;
+
+    // Within retention: nothing goes.
+    assert!(
+        collect(store, now + 10 * 86_400, 90)
+            .unwrap()
+            .collected
+            .is_empty()
+    );
+    // Past it: the rejected one goes with everything about it; the pinned one stays.
+    let report = collect(store, now + 91 * 86_400, 90).unwrap();
+    assert_eq!(report.collected, vec![a.clone()]);
+    assert!(matches!(get(store, a), Err(MemoryError::NotFound(_))));
+    assert!(get(store, b).is_ok());
+    assert!(get(store, kept).is_ok());
+    let left: i64 = store
+        .read({
+            let node = format!("memory:{a}");
+            let a = a.clone();
+            move |c| {
+                let mut n: i64 = 0;
+                for sql in [
+                    "SELECT COUNT(*) FROM memory_sources WHERE memory_id = ?1",
+                    "SELECT COUNT(*) FROM memory_decisions WHERE memory_id = ?1",
+                ] {
+                    n += c.query_row(sql, [&a], |r| r.get::<_, i64>(0))?;
+                }
+                n += c.query_row(
+                    "SELECT COUNT(*) FROM provenance_edges WHERE parent = ?1 OR child = ?1",
+                    [&node],
+                    |r| r.get::<_, i64>(0),
+                )?;
+                Ok(n)
+            }
+        })
+        .unwrap();
+    assert_eq!(left, 0, "nothing recorded about it is left");
+    // The census the search uses follows.
+    let census: i64 = store
+        .read(|c| Ok(c.query_row("SELECT members FROM memory_census", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(census as usize, all.len() - 1);
+    // So do the word counts BM25 reads: each word counted once per memory that says it.
+    let mut want: std::collections::BTreeMap<String, i64> = Default::default();
+    for m in list(store, &MemoryFilter::default()).unwrap() {
+        let words: std::collections::BTreeSet<String> = dedupe::normalise(&m.text)
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        for w in words {
+            *want.entry(w).or_default() += 1;
+        }
+    }
+    let counted: std::collections::BTreeMap<String, i64> = store
+        .read(|c| {
+            let mut stmt =
+                c.prepare("SELECT word, documents FROM memory_words WHERE documents > 0")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+        .unwrap();
+    assert_eq!(counted, want);
+    // A negative retention is refused.
+    assert!(matches!(
+        collect(store, now, -1),
+        Err(MemoryError::Invalid(_))
+    ));
+}
+
+#[test]
+fn a_quarantine_left_undecided_past_its_limit_ends_in_a_recorded_rejection() {
+    let (_d, recorder) = recorder_with(&[BUGFIX]);
+    distill(&recorder, "run-bugfix-users-404");
+    let store = recorder.store();
+    let all = list(store, &MemoryFilter::default()).unwrap();
+    let id = &all[0].id;
+    record_decision(
+        store,
+        id,
+        Decision::Quarantine,
+        "lead",
+        "check it",
+        "2026-11-25T00:00:00Z",
+    )
+    .unwrap();
+    let now = NOW_MS / 1000;
+    let early = review_quarantine(store, now + 29 * 86_400).unwrap();
+    assert_eq!((early.considered, early.rejected.len()), (1, 0));
+    let late = review_quarantine(store, now + 30 * 86_400).unwrap();
+    assert_eq!(late.rejected, vec![id.clone()]);
+    let m = get(store, id).unwrap();
+    assert_eq!(m.status, MemoryStatus::Rejected);
+    let last = m.decisions.last().unwrap();
+    assert_eq!(
+        (last.decision, last.by.as_str()),
+        (Decision::Reject, "quarantine-review")
+    );
+    assert!(last.reason.contains("30 days"), "{}", last.reason);
+}
+
+#[test]
+fn a_sensitivity_edit_is_recorded_with_who_and_why_and_moves_the_memory_out_of_reach() {
+    let (_d, recorder) = recorder_with(&[BUGFIX]);
+    distill(&recorder, "run-bugfix-users-404");
+    let store = recorder.store();
+    let m = list(store, &MemoryFilter::default()).unwrap().remove(0);
+    // Refused without who and why, or to the level it has; nothing changes.
+    assert!(matches!(
+        set_sensitivity(store, &m.id, Level::Secret, "", "x", "t"),
+        Err(MemoryError::Invalid(_))
+    ));
+    assert!(matches!(
+        set_sensitivity(store, &m.id, m.sensitivity, "lead", "x", "t"),
+        Err(MemoryError::Conflict(_))
+    ));
+    assert!(get(store, &m.id).unwrap().edits.is_empty());
+    let edited =
+        set_sensitivity(store, &m.id, Level::Secret, "lead", "names a customer", "t").unwrap();
+    assert_eq!(edited.sensitivity, Level::Secret);
+    assert_eq!(
+        edited.edits,
+        vec![MemoryEdit {
+            field: "sensitivity".into(),
+            from: m.sensitivity.as_str().into(),
+            to: "secret".into(),
+            by: "lead".into(),
+            reason: "names a customer".into(),
+            at: "t".into(),
+        }]
+    );
+    // Its group moved with it: the group of secret memories of its kind holds it now.
+    let grouped: String = store
+        .read({
+            let id = m.id.clone();
+            move |c| {
+                Ok(c.query_row(
+                    "SELECT g.sensitivity FROM memories m JOIN memory_groups g ON g.id = m.group_id
+                     WHERE m.id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )?)
+            }
+        })
+        .unwrap();
+    assert_eq!(grouped, "secret");
+}
+
+#[test]
+fn the_memory_screen_pages_a_status_by_id() {
+    let (_d, recorder) = recorder_with(&[BUGFIX, PAGINATION]);
+    distill(&recorder, "run-bugfix-users-404");
+    distill(&recorder, "run-feature-users-pagination");
+    let store = recorder.store();
+    let everything = list(
+        store,
+        &MemoryFilter {
+            status: Some(MemoryStatus::Candidate),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(everything.len() > 3, "{}", everything.len());
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let p = page(
+            store,
+            Some(MemoryStatus::Candidate),
+            None,
+            after.as_deref(),
+            3,
+        )
+        .unwrap();
+        assert!(p.memories.len() <= 3);
+        seen.extend(p.memories.iter().map(|m| m.id.clone()));
+        match p.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    let mut want: Vec<String> = everything.into_iter().map(|m| m.id).collect();
+    want.sort();
+    assert_eq!(seen, want, "every candidate once, by id");
 }

@@ -100,10 +100,29 @@ pub struct CompileEvent {
     /// The compiled text.
     #[serde(default)]
     pub text: String,
-    /// Every stored memory's verdict when the compile retrieved memories: offered (rank,
-    /// relevance) or turned away by policy (reasons, rule). Empty when the store held none.
+    /// The memories retrieval ranked (eligible ones), offered or beyond the limit, with
+    /// rank and relevance. Empty when none was eligible.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memories: Vec<RetrievalVerdict>,
+    /// What policy withheld from retrieval, by reason: how many memories, the rule, examples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<RetrievalExclusion>,
+}
+
+/// Memories policy kept from a retrieval for the same reasons (see `crate::memory::retrieve`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetrievalExclusion {
+    /// Why (`out_of_scope`, `above_clearance`, `expired`, `status_candidate`,
+    /// `class_denied`), as the memory pack derived it.
+    pub reasons: Vec<String>,
+    /// The rule of the proof of the verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
+    /// How many memories.
+    pub count: u64,
+    /// Some of them (the strongest, at most ten), by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
 }
 
 /// What became of one stored memory when a compile retrieved memories (see

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{Runtime, RuntimeError};
 use crate::compiler::{CompileInput, CompilePolicy, CompiledContext, ItemStatus, compile};
-use crate::memory::{self, RetrievalVerdict};
+use crate::memory::{self, RetrievalExclusion, RetrievalVerdict};
 use crate::recorder::events::{CompileEvent, ContextOfferedEvent};
 use crate::recorder::write::new_event;
 
@@ -18,10 +18,13 @@ use crate::recorder::write::new_event;
 pub struct CompileAnswer {
     /// The compiled context, every item's outcome with its reason and policy receipt.
     pub compiled: CompiledContext,
-    /// Every stored memory's verdict: offered to the compile (rank, relevance) or turned away
-    /// by policy (reasons, rule). Empty when no memory is stored.
+    /// The memories retrieval ranked, best first: offered to the compile or beyond the
+    /// retrieval limit (rank, relevance, the rule that made each eligible).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memories: Vec<RetrievalVerdict>,
+    /// What policy withheld from retrieval, by reason: how many, the rule, examples.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memories_withheld: Vec<RetrievalExclusion>,
     /// The readable explanation (`tollgate compile --explain`).
     pub explanation: String,
     /// The `compile` event's sequence number and hash.
@@ -68,6 +71,7 @@ impl Runtime {
             }
         }
         let memories = retrieval.verdicts;
+        let withheld = retrieval.withheld;
         let compiled = compile(
             &input,
             Some(&CompilePolicy {
@@ -92,6 +96,7 @@ impl Runtime {
             outcomes: compiled.outcomes_for_record(),
             text: compiled.text.clone(),
             memories: memories.clone(),
+            withheld: withheld.clone(),
         };
         // The memories the compile included, each with why it was chosen.
         let links: Vec<(String, String)> = memories
@@ -132,10 +137,11 @@ impl Runtime {
             .last()
             .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
         let mut explanation = compiled.explain();
-        explain_memories(&mut explanation, &memories);
+        explain_memories(&mut explanation, &memories, &withheld);
         Ok(CompileAnswer {
             explanation,
             memories,
+            memories_withheld: withheld,
             compiled,
             seq: last.seq,
             hash: last.hash.clone(),
@@ -143,40 +149,64 @@ impl Runtime {
     }
 }
 
-/// Adds a line per memory to a compile's explanation: offered at what rank, or which policy
-/// rule turned it away and why.
-fn explain_memories(out: &mut String, memories: &[RetrievalVerdict]) {
+/// Adds to a compile's explanation a line per memory retrieval ranked (offered at what rank,
+/// or beyond the limit) and a line per reason policy withheld memories for (which rule, how
+/// many, some of them).
+fn explain_memories(
+    out: &mut String,
+    memories: &[RetrievalVerdict],
+    withheld: &[RetrievalExclusion],
+) {
     use std::fmt::Write as _;
-    if memories.is_empty() {
+    if memories.is_empty() && withheld.is_empty() {
         return;
     }
-    let _ = writeln!(out, "memories ({} stored):", memories.len());
+    let _ = writeln!(out, "memories ({} ranked):", memories.len());
     for m in memories {
-        let _ = if m.eligible {
-            writeln!(
-                out,
-                "  {} eligible, rank {} (relevance {:.3}){}",
-                m.memory,
-                m.rank.unwrap_or(0),
-                m.relevance.unwrap_or(0.0),
-                if m.offered {
-                    ", offered"
-                } else {
-                    ", beyond the retrieval limit"
-                }
-            )
+        let _ = writeln!(
+            out,
+            "  {} eligible ({}), rank {} (relevance {:.3}){}",
+            m.memory,
+            m.rules.join(", "),
+            m.rank.unwrap_or(0),
+            m.relevance.unwrap_or(0.0),
+            if m.offered {
+                ", offered"
+            } else {
+                ", beyond the retrieval limit"
+            }
+        );
+    }
+    for e in withheld {
+        let rule = if e.rules.is_empty() {
+            "?".to_string()
         } else {
-            writeln!(
-                out,
-                "  {} not retrieved: {} (rule {})",
-                m.memory,
-                m.reasons.join(", "),
-                if m.rules.is_empty() {
-                    "?".to_string()
-                } else {
-                    m.rules.join(", ")
-                }
-            )
+            e.rules.join(", ")
         };
+        let shown = if e.examples.is_empty() {
+            String::new()
+        } else {
+            let more = e.count.saturating_sub(e.examples.len() as u64);
+            let tail = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            format!(": {}{tail}", e.examples.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "  {} not retrieved: {} (rule {rule}){shown}",
+            plural(e.count),
+            e.reasons.join(", ")
+        );
+    }
+}
+
+fn plural(n: u64) -> String {
+    if n == 1 {
+        "1 memory".into()
+    } else {
+        format!("{n} memories")
     }
 }

@@ -10,10 +10,11 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 4] = [
+const SCREENS: [(&str, &str); 5] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
+    ("/ui/memories", "Memories"),
     ("/ui/provenance", "Provenance"),
 ];
 

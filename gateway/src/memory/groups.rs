@@ -1,0 +1,689 @@
+//! Eligibility by group, so it scales with the kinds of memory and not their number.
+//!
+//! The memory pack decides a memory's eligibility from its metadata alone: class, scope,
+//! sensitivity, status, pinned, and how its expiry compares with `now` (none, not yet come,
+//! passed). Memories that agree on those get the same verdict, so the store keeps each
+//! combination once (`memory_groups`, migration 9, kept by triggers) and the pack decides one
+//! representative per group and expiry window — a few hundred facts however many memories
+//! there are. The eligible (group, window) pairs then become the store's filter: a group id and,
+//! for a group with expiries, the window's comparison with `now`. The decision is the pack's;
+//! the store only partitions.
+//!
+//! Groups are looked up by scope: only those on the run's scope chain (its scope and the
+//! scopes above it) are decided. A memory anywhere else is out of scope whatever else it is —
+//! a scope is visible only from within it (the scope pack's `within`, which the memory pack's
+//! `memory.out-of-scope` rule applies) — so the scope index leaves it out and it is counted as
+//! withheld for `out_of_scope` without being decided. That keeps the decision to the kinds of
+//! memory a run could see, however many scopes the store holds.
+//!
+//! `groups_agree_with_deciding_every_memory` (a property test) checks that the partition is
+//! faithful: the same memories come out as when the pack decides each memory itself, and the
+//! same ones are withheld for the same reasons (those off the chain for `out_of_scope`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+use tollgate_rules::decide::{MemoryVerdict, PolicyEngine};
+use tollgate_rules::engine::ProofStep;
+use tollgate_rules::envelope::{EnvelopeSet, Level};
+use tollgate_rules::request::{MemoryRecord, scope_parents, subject_facts};
+
+use super::MemoryError;
+use super::store::stored_level;
+use crate::recorder::events::RetrievalExclusion;
+use crate::recorder::format::RunHeader;
+use crate::run_policy::{attached_envelopes, run_facts};
+use crate::store::{Store, StoreError};
+
+/// Every group's ids of memories this many at most in an exclusion's examples.
+const EXAMPLES: usize = 10;
+
+/// One combination of the metadata eligibility depends on, and how many memories have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub(crate) id: i64,
+    pub(crate) class: String,
+    pub(crate) scope: String,
+    pub(crate) sensitivity: Level,
+    pub(crate) status: String,
+    pub(crate) pinned: bool,
+    /// Whether its memories have an expiry (`expires_at` not 0).
+    pub(crate) expiring: bool,
+    pub(crate) members: u64,
+}
+
+/// How a memory's expiry compares with `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Window {
+    /// It has none.
+    None,
+    /// It has not come yet.
+    NotYet,
+    /// It has passed.
+    Passed,
+}
+
+impl Window {
+    fn as_str(self) -> &'static str {
+        match self {
+            Window::None => "none",
+            Window::NotYet => "not-yet",
+            Window::Passed => "passed",
+        }
+    }
+
+    /// The SQL condition on `m.expires_at` that selects this window at `now`.
+    fn condition(self, now: i64) -> String {
+        match self {
+            Window::None => "TRUE".into(),
+            Window::NotYet => format!("m.expires_at > {now}"),
+            Window::Passed => format!("m.expires_at <= {now}"),
+        }
+    }
+
+    /// An expiry in this window at `now`, as the pack's `memory` fact carries it.
+    fn representative(self, now: i32) -> i32 {
+        match self {
+            Window::None => 0,
+            Window::NotYet => now.saturating_add(1),
+            // Not 0 (no expiry), and not after `now`.
+            Window::Passed if now >= 1 => now,
+            Window::Passed => now.saturating_sub(1),
+        }
+    }
+}
+
+/// The pack's verdict on one group in one window.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    pub(crate) group: Group,
+    pub(crate) window: Window,
+    pub(crate) verdict: MemoryVerdict,
+    /// The rule whose proof decided this kind of verdict (`memory.eligible`,
+    /// `memory.out-of-scope`): the pack proves one part of each kind.
+    pub(crate) rules: Vec<String>,
+}
+
+impl Part {
+    /// The SQL condition selecting this part's memories (`m` the memories table).
+    pub(crate) fn condition(&self, now: i64) -> String {
+        format!(
+            "(m.group_id = {} AND {})",
+            self.group.id,
+            self.window.condition(now)
+        )
+    }
+
+    /// The rule whose proof decided this kind of verdict.
+    pub(crate) fn rules(&self) -> Vec<String> {
+        self.rules.clone()
+    }
+}
+
+/// The pack's verdicts for a run at `now`, one per (group, window) that has members.
+#[derive(Debug, Clone)]
+pub(crate) struct Eligibility {
+    pub(crate) now: i64,
+    pub(crate) parts: Vec<Part>,
+    /// How many memories are off the run's scope chain (withheld as out of scope).
+    pub(crate) elsewhere: u64,
+    /// How many memories are stored.
+    pub(crate) total: u64,
+    /// How many members of each group with expiries have passed theirs.
+    passed: BTreeMap<i64, u64>,
+}
+
+impl Eligibility {
+    /// Decides every group for `header`'s run at `now` under `set`: nothing of what the
+    /// memories say is read, and no memory row either.
+    pub(crate) fn decide(
+        store: &Store,
+        set: &EnvelopeSet,
+        header: &RunHeader,
+        now: i64,
+    ) -> Result<Eligibility, MemoryError> {
+        let chain: Vec<String> = std::iter::once(header.scope.clone())
+            .chain(scope_parents(&header.scope).into_iter().map(|(_, p)| p))
+            .collect();
+        let (groups, total, passed) = store.read(move |c| {
+            let groups = groups(c, &chain)?;
+            let total: i64 = c.query_row("SELECT members FROM memory_census", [], |r| r.get(0))?;
+            // Passed expiries are few (decay expires them), and indexed.
+            let mut passed = BTreeMap::new();
+            let mut stmt = c.prepare_cached(
+                "SELECT COUNT(*) FROM memories WHERE group_id = ?1 AND expires_at <= ?2",
+            )?;
+            for g in groups.iter().filter(|g| g.expiring) {
+                let n: i64 = stmt.query_row(rusqlite::params![g.id, now], |r| r.get(0))?;
+                passed.insert(g.id, n.max(0) as u64);
+            }
+            Ok((groups, total.max(0) as u64, passed))
+        })?;
+        let elsewhere = total.saturating_sub(groups.iter().map(|g| g.members).sum());
+        let now32 = i32::try_from(now).unwrap_or(if now < 0 { i32::MIN } else { i32::MAX });
+        let decided = decided(set, header, &groups, now32)?;
+        let by_id: BTreeMap<i64, &Group> = groups.iter().map(|g| (g.id, g)).collect();
+        let mut parts: Vec<Part> = decided
+            .iter()
+            .filter_map(|(id, window, verdict, rules)| {
+                Some(Part {
+                    group: (*by_id.get(id)?).clone(),
+                    window: *window,
+                    verdict: verdict.clone(),
+                    rules: rules.clone(),
+                })
+            })
+            .collect();
+        parts.sort_by_key(|p| (p.group.id, p.window));
+        Ok(Eligibility {
+            now,
+            parts,
+            elsewhere,
+            total,
+            passed,
+        })
+    }
+
+    /// The eligible parts whose group `keep` accepts.
+    pub(crate) fn eligible<'a>(
+        &'a self,
+        keep: &'a dyn Fn(&Group) -> bool,
+    ) -> impl Iterator<Item = &'a Part> + 'a {
+        self.parts
+            .iter()
+            .filter(move |p| p.verdict.eligible && keep(&p.group))
+    }
+
+    /// The SQL condition selecting every eligible memory whose group `keep` accepts (`m` the
+    /// memories table), or `None` when there is none.
+    pub(crate) fn filter(&self, keep: &dyn Fn(&Group) -> bool) -> Option<String> {
+        let mut whole = Vec::new();
+        let mut out = String::new();
+        let mut by_group: BTreeMap<i64, Vec<&Part>> = BTreeMap::new();
+        for p in self.eligible(keep) {
+            by_group.entry(p.group.id).or_default().push(p);
+        }
+        for (id, parts) in by_group {
+            // Every window of the group is eligible: no need to compare expiries.
+            let windows = if parts[0].group.expiring { 2 } else { 1 };
+            if parts.len() == windows {
+                whole.push(id.to_string());
+            } else {
+                for p in parts {
+                    if !out.is_empty() {
+                        out.push_str(" OR ");
+                    }
+                    out.push_str(&p.condition(self.now));
+                }
+            }
+        }
+        if !whole.is_empty() {
+            if !out.is_empty() {
+                out.push_str(" OR ");
+            }
+            let _ = write!(out, "m.group_id IN ({})", whole.join(", "));
+        }
+        (!out.is_empty()).then(|| format!("({out})"))
+    }
+
+    /// How many memories a part holds.
+    pub(crate) fn members(&self, part: &Part) -> u64 {
+        let passed = self.passed.get(&part.group.id).copied().unwrap_or(0);
+        match part.window {
+            Window::None => part.group.members,
+            Window::Passed => passed,
+            Window::NotYet => part.group.members.saturating_sub(passed),
+        }
+    }
+
+    /// What policy withheld, by reason set: how many memories, the rule, and (with
+    /// `examples`) the strongest few memories' ids.
+    pub(crate) fn withheld(
+        &self,
+        c: &Connection,
+        examples: bool,
+    ) -> Result<Vec<RetrievalExclusion>, StoreError> {
+        let mut out: BTreeMap<Vec<String>, RetrievalExclusion> = BTreeMap::new();
+        for p in self.parts.iter().filter(|p| !p.verdict.eligible) {
+            let count = self.members(p);
+            if count == 0 {
+                continue;
+            }
+            let entry =
+                out.entry(p.verdict.reasons.clone())
+                    .or_insert_with(|| RetrievalExclusion {
+                        reasons: p.verdict.reasons.clone(),
+                        rules: p.rules(),
+                        count: 0,
+                        examples: Vec::new(),
+                    });
+            entry.count += count;
+            if examples && entry.examples.len() < EXAMPLES {
+                let more = strongest(c, p, self.now, EXAMPLES - entry.examples.len())?;
+                entry.examples.extend(more);
+            }
+        }
+        if self.elsewhere > 0 {
+            let scope = vec!["out_of_scope".to_string()];
+            let entry = out
+                .entry(scope.clone())
+                .or_insert_with(|| RetrievalExclusion {
+                    reasons: scope,
+                    rules: vec!["memory.out-of-scope".into()],
+                    count: 0,
+                    examples: Vec::new(),
+                });
+            entry.count += self.elsewhere;
+        }
+        let mut out: Vec<RetrievalExclusion> = out.into_values().collect();
+        for e in &mut out {
+            e.examples.sort();
+        }
+        Ok(out)
+    }
+}
+
+/// The pack's verdicts on groups, by group id and window, with the rule of each kind.
+type Decided = Arc<Vec<(i64, Window, MemoryVerdict, Vec<String>)>>;
+
+/// Decided groups, by everything the decision depends on: the envelope set's version, the run
+/// as policy sees it, and the groups' metadata.
+/// The verdicts do not depend on `now` itself: each window's representative is placed
+/// relative to it. Deterministic decisions make a cached answer the answer; a run compiling
+/// step after step, or a screen searching from one place, decides once.
+static DECIDED: Mutex<BTreeMap<String, Decided>> = Mutex::new(BTreeMap::new());
+
+/// At most this many decisions are kept (all dropped when full).
+const DECIDED_KEPT: usize = 256;
+
+fn decided(
+    set: &EnvelopeSet,
+    header: &RunHeader,
+    groups: &[Group],
+    now32: i32,
+) -> Result<Decided, MemoryError> {
+    let key = {
+        let mut k = blake3::Hasher::new();
+        for part in [
+            set.version(),
+            &header.id,
+            &header.agent,
+            &header.task,
+            &header.scope,
+            &header.clearance,
+        ] {
+            k.update(part.as_bytes());
+            k.update(b"\x1f");
+        }
+        for id in attached_envelopes(&header.metadata) {
+            k.update(id.as_bytes());
+            k.update(b"\x1e");
+        }
+        // A group's id and everything it stands for (ids alone repeat across stores).
+        for g in groups {
+            k.update(&g.id.to_le_bytes());
+            for part in [&g.class, &g.scope, g.sensitivity.as_str(), &g.status] {
+                k.update(part.as_bytes());
+                k.update(b"\x1f");
+            }
+            k.update(&[u8::from(g.pinned), u8::from(g.expiring)]);
+        }
+        k.finalize().to_hex().to_string()
+    };
+    let cache = || DECIDED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(hit) = cache().get(&key) {
+        return Ok(hit.clone());
+    }
+    let mut records = Vec::new();
+    let mut by_key = BTreeMap::new();
+    for g in groups {
+        let windows: &[Window] = if g.expiring {
+            &[Window::NotYet, Window::Passed]
+        } else {
+            &[Window::None]
+        };
+        for w in windows {
+            let key = format!("group-{}-{}", g.id, w.as_str());
+            records.push(MemoryRecord {
+                id: key.clone(),
+                class: g.class.clone(),
+                scope: g.scope.clone(),
+                sensitivity: g.sensitivity,
+                status: g.status.clone(),
+                expires_at: w.representative(now32),
+                pinned: g.pinned,
+            });
+            by_key.insert(key, (g.id, *w));
+        }
+    }
+    if records.is_empty() {
+        return Ok(Arc::new(Vec::new()));
+    }
+    let mut facts = run_facts(header).map_err(MemoryError::Invalid)?;
+    facts.extend_from(&subject_facts(&[], &records));
+    let engine = PolicyEngine::new(set, &facts)
+        .map_err(|e| MemoryError::Invalid(e.to_string()))?
+        .prove_every_memory(false);
+    let decision = engine.retrieve_memories(&header.id, Some(now32));
+    if let Some(error) = decision.error {
+        return Err(MemoryError::Invalid(format!(
+            "the memory pack could not decide: {error}"
+        )));
+    }
+    // The rule of each kind of verdict, from the part of that kind the pack proved.
+    let mut rules: BTreeMap<(bool, Vec<String>), Vec<String>> = BTreeMap::new();
+    for v in &decision.memories {
+        if let Some(ProofStep::Rule { rule, .. }) = v.proof.as_ref().map(|p| &p.step) {
+            rules.insert((v.eligible, v.reasons.clone()), vec![rule.to_string()]);
+        }
+    }
+    let out: Decided = Arc::new(
+        decision
+            .memories
+            .into_iter()
+            .filter_map(|verdict| {
+                let (id, window) = *by_key.get(&verdict.memory)?;
+                let rules = rules
+                    .get(&(verdict.eligible, verdict.reasons.clone()))
+                    .cloned()
+                    .unwrap_or_default();
+                Some((id, window, verdict, rules))
+            })
+            .collect(),
+    );
+    let mut kept = cache();
+    if kept.len() >= DECIDED_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, out.clone());
+    Ok(out)
+}
+
+/// The strongest `n` memories of a part (the rank index serves it without sorting).
+fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<String>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT m.id FROM memories m INDEXED BY memories_by_group_rank
+         WHERE m.group_id = ?1
+           AND (?2 = 0 OR (?2 = 1 AND m.expires_at > ?3) OR (?2 = 2 AND m.expires_at <= ?3))
+         ORDER BY m.group_id, m.strength DESC, m.usage_count DESC, m.id LIMIT ?4",
+    )?;
+    let window = match part.window {
+        Window::None => 0,
+        Window::NotYet => 1,
+        Window::Passed => 2,
+    };
+    let ids = stmt
+        .query_map(
+            rusqlite::params![part.group.id, window, now, n as i64],
+            |r| r.get(0),
+        )?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(ids)
+}
+
+/// Every group with members in one of `scopes`, by id.
+fn groups(c: &Connection, scopes: &[String]) -> Result<Vec<Group>, StoreError> {
+    let mut out = Vec::new();
+    for scope in scopes {
+        out.extend(groups_in(c, scope)?);
+    }
+    out.sort_by_key(|g| g.id);
+    Ok(out)
+}
+
+fn groups_in(c: &Connection, scope: &str) -> Result<Vec<Group>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, class, scope, sensitivity, status, pinned, expiring, members
+         FROM memory_groups WHERE scope = ?1 AND members > 0",
+    )?;
+    let rows = stmt.query_map([scope], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, bool>(5)?,
+            r.get::<_, bool>(6)?,
+            r.get::<_, i64>(7)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, class, scope, level, status, pinned, expiring, members) = row?;
+        out.push(Group {
+            sensitivity: stored_level(&format!("group {id}"), level)?,
+            id,
+            class,
+            scope,
+            status,
+            pinned,
+            expiring,
+            members: members.max(0) as u64,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::StoreLocation;
+    use crate::store::tests::tempdir::Dir;
+
+    const CLASSES: [&str; 5] = ["fact", "procedure", "preference", "warning", "summary"];
+    const SCOPES: [&str; 5] = [
+        "org:acme",
+        "org:acme/repo:api",
+        "org:acme/repo:api/task:T-1",
+        "org:acme/repo:web",
+        "org:globex",
+    ];
+    const LEVELS: [Level; 4] = [
+        Level::Public,
+        Level::Internal,
+        Level::Confidential,
+        Level::Secret,
+    ];
+    const STATUSES: [&str; 5] = [
+        "candidate",
+        "approved",
+        "rejected",
+        "quarantined",
+        "expired",
+    ];
+    const NOW: i64 = 1_000_000;
+
+    /// A memory's metadata: class, scope, level, status, expiry, pinned (indexes).
+    type Meta = (usize, usize, usize, usize, i64, bool);
+
+    fn meta() -> impl Strategy<Value = Meta> {
+        (
+            0..CLASSES.len(),
+            0..SCOPES.len(),
+            0..LEVELS.len(),
+            0..STATUSES.len(),
+            prop_oneof![
+                Just(0i64),
+                Just(NOW),
+                Just(NOW - 5),
+                Just(NOW + 1),
+                Just(NOW + 99)
+            ],
+            any::<bool>(),
+        )
+    }
+
+    fn envelope(name: &str) -> (String, String) {
+        let path = format!(
+            "{}/../fixtures/envelopes/{name}.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        (path.clone(), std::fs::read_to_string(&path).unwrap())
+    }
+
+    fn header(agent: &str, scope: &str, clearance: Level) -> RunHeader {
+        RunHeader {
+            id: "run-1".into(),
+            agent: agent.into(),
+            task: "T-1".into(),
+            scope: scope.into(),
+            clearance: clearance.as_str().into(),
+            status: "running".into(),
+            started_at: "2026-11-25T00:00:00Z".into(),
+            finished_at: None,
+            parent_run: None,
+            envelopes: Vec::new(),
+            metadata: json!({}),
+        }
+    }
+
+    fn put(c: &Connection, id: &str, m: &Meta) -> rusqlite::Result<usize> {
+        c.execute(
+            "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status, pinned,
+                 ttl_seconds, expires_at, strength, usage_count, score, extractor, created_at,
+                 updated_at)
+             VALUES (?1, ?2, ?1, ?1, ?3, ?4, ?5, ?6, 0, ?7, 1, 0, '{}', 'test', 't', 't')",
+            rusqlite::params![
+                id,
+                CLASSES[m.0],
+                SCOPES[m.1],
+                LEVELS[m.2].as_str(),
+                STATUSES[m.3],
+                m.5,
+                m.4
+            ],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Deciding groups and selecting their members gives what deciding every memory
+        /// gives: the same eligible memories, the same reasons for the rest — after inserts
+        /// and after updates that move memories between groups.
+        #[test]
+        fn groups_agree_with_deciding_every_memory(
+            first in prop::collection::vec(meta(), 0..24),
+            changes in prop::collection::vec((any::<prop::sample::Index>(), meta()), 0..8),
+            coder in any::<bool>(),
+            scope in 0..SCOPES.len(),
+            clearance in 0..LEVELS.len(),
+        ) {
+            let dir = Dir::new("groups");
+            let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+            crate::policy::store_envelopes(
+                &store,
+                &[envelope("org-baseline"), envelope("coding-agent")],
+            )
+            .unwrap();
+            let set = crate::policy::current_set(&store).unwrap();
+            // The updates, as indexes into `first` and the metadata each ends with.
+            let updates: Vec<(usize, Meta)> = if first.is_empty() {
+                Vec::new()
+            } else {
+                changes.iter().map(|(at, m)| (at.index(first.len()), *m)).collect()
+            };
+            let mut metas = first.clone();
+            for (i, m) in &updates {
+                metas[*i] = *m;
+            }
+            let inserted = first.clone();
+            store
+                .write(move |c| {
+                    for (i, m) in inserted.iter().enumerate() {
+                        put(c, &format!("m{i:02}"), m)?;
+                    }
+                    for (i, m) in &updates {
+                        c.execute(
+                            "UPDATE memories SET class = ?2, scope = ?3, sensitivity = ?4,
+                                 status = ?5, pinned = ?6, expires_at = ?7 WHERE id = ?1",
+                            rusqlite::params![
+                                format!("m{i:02}"),
+                                CLASSES[m.0],
+                                SCOPES[m.1],
+                                LEVELS[m.2].as_str(),
+                                STATUSES[m.3],
+                                m.5,
+                                m.4
+                            ],
+                        )?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            let agent = if coder { "coder" } else { "reviewer" };
+            let h = header(agent, SCOPES[scope], LEVELS[clearance]);
+
+            // Every memory decided by itself.
+            let records: Vec<MemoryRecord> = metas
+                .iter()
+                .enumerate()
+                .map(|(i, m)| MemoryRecord {
+                    id: format!("m{i:02}"),
+                    class: CLASSES[m.0].into(),
+                    scope: SCOPES[m.1].into(),
+                    sensitivity: LEVELS[m.2],
+                    status: STATUSES[m.3].into(),
+                    expires_at: m.4 as i32,
+                    pinned: m.5,
+                })
+                .collect();
+            let mut facts = run_facts(&h).unwrap();
+            facts.extend_from(&subject_facts(&[], &records));
+            let engine = PolicyEngine::new(&set, &facts).unwrap();
+            let each = engine.retrieve_memories(&h.id, Some(NOW as i32)).memories;
+            let want: BTreeSet<String> =
+                each.iter().filter(|v| v.eligible).map(|v| v.memory.clone()).collect();
+            // Off the run's scope chain, withheld as out of scope (whatever else holds).
+            let chain: Vec<&str> = SCOPES[..]
+                .iter()
+                .copied()
+                .filter(|s| SCOPES[scope] == *s || SCOPES[scope].starts_with(&format!("{s}/")))
+                .collect();
+            let mut want_withheld: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+            for v in each.iter().filter(|v| !v.eligible) {
+                let i: usize = v.memory[1..].parse().unwrap();
+                let reasons = if chain.contains(&SCOPES[metas[i].1]) {
+                    v.reasons.clone()
+                } else {
+                    prop_assert!(v.reasons.contains(&"out_of_scope".to_string()));
+                    vec!["out_of_scope".to_string()]
+                };
+                *want_withheld.entry(reasons).or_default() += 1;
+            }
+
+            // By group.
+            let e = Eligibility::decide(&store, &set, &h, NOW).unwrap();
+            let filter = e.filter(&|_| true);
+            let (got, withheld, counted) = store
+                .read(move |c| {
+                    let got: BTreeSet<String> = match &filter {
+                        Some(f) => c
+                            .prepare(&format!("SELECT m.id FROM memories m WHERE {f}"))?
+                            .query_map([], |r| r.get(0))?
+                            .collect::<Result<_, _>>()?,
+                        None => BTreeSet::new(),
+                    };
+                    let mut counted = 0;
+                    for p in e.eligible(&|_| true) {
+                        counted += e.members(p);
+                    }
+                    Ok((got, e.withheld(c, false)?, counted))
+                })
+                .unwrap();
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(counted, want.len() as u64);
+            let withheld: BTreeMap<Vec<String>, u64> =
+                withheld.into_iter().map(|x| (x.reasons, x.count)).collect();
+            prop_assert_eq!(withheld, want_withheld);
+        }
+    }
+}

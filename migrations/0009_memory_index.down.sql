@@ -1,0 +1,16 @@
+DROP TRIGGER memories_unindexed;
+DROP TRIGGER memories_reworded;
+DROP TRIGGER memories_regrouped;
+DROP TRIGGER memories_indexed;
+DROP INDEX memories_by_fts_rowid;
+DROP INDEX memories_by_group_rank;
+DROP INDEX memories_by_group;
+DROP TABLE memory_edits;
+DROP INDEX memories_by_status_id;
+DROP TABLE memories_fts;
+ALTER TABLE memories DROP COLUMN fts_rowid;
+ALTER TABLE memories DROP COLUMN group_id;
+DROP TABLE memory_words;
+DROP TABLE memory_census;
+DROP INDEX memory_groups_by_scope;
+DROP TABLE memory_groups;
