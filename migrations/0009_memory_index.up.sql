@@ -81,6 +81,21 @@ CREATE TABLE memory_edits (
     PRIMARY KEY (memory_id, seq)
 );
 
+-- Feedback from those who used a memory: helpful, unhelpful, or wrong (which quarantines it).
+-- The counts on the row rank it; the rows say who and why.
+CREATE TABLE memory_feedback (
+    memory_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    verdict TEXT NOT NULL CHECK (verdict IN ('helpful', 'unhelpful', 'wrong')),
+    given_by TEXT NOT NULL,
+    note TEXT NOT NULL,
+    run_id TEXT,
+    at TEXT NOT NULL,
+    PRIMARY KEY (memory_id, seq)
+);
+ALTER TABLE memories ADD COLUMN helpful INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE memories ADD COLUMN unhelpful INTEGER NOT NULL DEFAULT 0;
+
 CREATE INDEX memories_by_group ON memories (group_id, expires_at);
 CREATE INDEX memories_by_group_rank ON memories (group_id, strength DESC, usage_count DESC, id);
 CREATE UNIQUE INDEX memories_by_fts_rowid ON memories (fts_rowid);

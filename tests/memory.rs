@@ -189,6 +189,27 @@ fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() 
     let (status, _) = gw.call("GET", "/v2/memory/mem-nothing/usage", None);
     assert_eq!(status, 404);
 
+    // Feedback: helpful is counted; `wrong` without a note, or an unknown verdict, is a 422
+    // that records nothing; `wrong` with one quarantines the memory.
+    let feedback = format!("/v2/memory/{approved}/feedback");
+    let (status, m) = gw.call(
+        "POST",
+        &feedback,
+        Some(&json!({"verdict": "helpful", "by": "coder", "run": "run-feature-users-pagination"})),
+    );
+    assert_eq!(status, 200, "{m}");
+    assert_eq!(m["feedback"][0]["verdict"], "helpful");
+    for bad in [
+        json!({"verdict": "wrong", "by": "lead"}),
+        json!({"verdict": "meh", "by": "lead"}),
+    ] {
+        let (status, err) = gw.call("POST", &feedback, Some(&bad));
+        assert_eq!(status, 422, "{err}");
+        assert_eq!(err["error"]["code"], "invalid");
+    }
+    let (_, m) = gw.call("GET", &format!("/v2/memory/{approved}"), None);
+    assert_eq!(m["feedback"].as_array().unwrap().len(), 1, "{m}");
+
     // Search: what a run at a scope could retrieve, ranked by the text; policy's withholdings
     // counted by reason.
     let (status, found) = gw.call(

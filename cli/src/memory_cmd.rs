@@ -1,5 +1,5 @@
 //! `tollgate memory distill | list | show | review | decay | gc | quarantine-review |
-//! sensitivity`: the memory distiller and its lifecycle over the local store.
+//! sensitivity | feedback`: the memory distiller and its lifecycle over the local store.
 //! `distill` runs in the foreground with progress on stderr (the gateway's
 //! `POST /v2/memory/distill/run/{run_id}` enqueues the same work as a `memory.distill` job).
 
@@ -9,7 +9,8 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use tollgate_gateway::clock::{Clock, SystemClock, rfc3339};
 use tollgate_gateway::memory::{
-    self, Decision, MemoryArtifact, MemoryClass, MemoryError, MemoryFilter, MemoryStatus,
+    self, Decision, FeedbackVerdict, MemoryArtifact, MemoryClass, MemoryError, MemoryFeedback,
+    MemoryFilter, MemoryStatus,
 };
 use tollgate_gateway::recorder::Recorder;
 use tollgate_rules::envelope::Level;
@@ -37,6 +38,30 @@ pub enum MemoryCommand {
     QuarantineReview(DecayArgs),
     /// Change a memory's sensitivity, saying who and why.
     Sensitivity(SensitivityArgs),
+    /// Feedback from someone who used a memory: helpful, unhelpful, or wrong (which
+    /// quarantines it).
+    Feedback(FeedbackArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FeedbackArgs {
+    /// The memory id (`mem-…`).
+    id: String,
+    /// helpful, unhelpful or wrong.
+    #[arg(long)]
+    verdict: String,
+    /// Who gives it.
+    #[arg(long)]
+    by: String,
+    /// Why (required for `wrong`).
+    #[arg(long, default_value = "")]
+    note: String,
+    /// The run it was used in.
+    #[arg(long)]
+    run: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -136,6 +161,7 @@ pub fn run(cmd: MemoryCommand) -> Result<ExitCode> {
         MemoryCommand::Gc(a) => gc(a),
         MemoryCommand::QuarantineReview(a) => quarantine_review(a),
         MemoryCommand::Sensitivity(a) => sensitivity(a),
+        MemoryCommand::Feedback(a) => feedback(a),
     }
 }
 
@@ -384,6 +410,31 @@ fn sensitivity(args: SensitivityArgs) -> Result<ExitCode> {
     let store = store_arg::open()?;
     let at = rfc3339(u64::try_from(SystemClock.now_ms().div_euclid(1000)).unwrap_or(0));
     match memory::set_sensitivity(&store, &args.id, level, &args.by, &args.reason, &at) {
+        Ok(m) if args.json => println!("{}", serde_json::to_string_pretty(&m)?),
+        Ok(m) => println!("{}", line(&m)),
+        Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn feedback(args: FeedbackArgs) -> Result<ExitCode> {
+    let Some(verdict) = FeedbackVerdict::parse(&args.verdict) else {
+        eprintln!(
+            "error: `{}` is not a feedback verdict\n  help: use helpful, unhelpful or wrong",
+            args.verdict
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let store = store_arg::open()?;
+    let at = rfc3339(u64::try_from(SystemClock.now_ms().div_euclid(1000)).unwrap_or(0));
+    let given = MemoryFeedback {
+        verdict,
+        by: args.by,
+        note: args.note,
+        run: args.run,
+        at,
+    };
+    match memory::give_feedback(&store, &args.id, given) {
         Ok(m) if args.json => println!("{}", serde_json::to_string_pretty(&m)?),
         Ok(m) => println!("{}", line(&m)),
         Err(e) => return refused(e),

@@ -169,12 +169,13 @@ fn generated(n: usize, skewed: bool, words: &Words) -> Store {
             })
             .unwrap_or_else(|e| fail("insert", e));
     }
-    store
-        .write(|c| {
-            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-            Ok(())
-        })
+    // Leave the file as a long-running gateway would have it: the log checkpointed.
+    drop(store);
+    let raw = rusqlite::Connection::open(&path).unwrap_or_else(|e| fail("open", e));
+    raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap_or_else(|e| fail("checkpoint", e));
+    drop(raw);
+    let store = Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open", e));
     let _ = std::fs::write(&done, "");
     eprintln!(
         "generated {n} memories ({shape}) in {:.1} s",

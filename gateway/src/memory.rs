@@ -40,8 +40,8 @@ pub use retrieve::{RETRIEVE_LIMIT, Retrieval, retrieve};
 pub use score::{ACCEPT_CONFIDENCE, ACCEPT_TOTAL, ScoreParts};
 pub use search::{MAX_HITS, SearchAnswer, SearchHit, SearchQuery, search};
 pub use store::{
-    MemoryFilter, MemoryLink, MemoryPage, get, list, page, record_decision, set_pinned,
-    set_sensitivity, usage,
+    MemoryFilter, MemoryLink, MemoryPage, get, give_feedback, list, page, record_decision,
+    set_pinned, set_sensitivity, usage,
 };
 
 /// What kind of thing a memory says.
@@ -241,6 +241,58 @@ pub struct MemoryArtifact {
     /// People's edits of its metadata, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub edits: Vec<MemoryEdit>,
+    /// Feedback from those who used it, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<MemoryFeedback>,
+}
+
+/// What someone who used a memory says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedbackVerdict {
+    /// It helped: it ranks a little higher.
+    Helpful,
+    /// It did not help: it ranks a little lower.
+    Unhelpful,
+    /// It is wrong: it is quarantined until a person looks.
+    Wrong,
+}
+
+impl FeedbackVerdict {
+    /// `helpful`, `unhelpful`, `wrong`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FeedbackVerdict::Helpful => "helpful",
+            FeedbackVerdict::Unhelpful => "unhelpful",
+            FeedbackVerdict::Wrong => "wrong",
+        }
+    }
+
+    /// The verdict named `name`.
+    pub fn parse(name: &str) -> Option<FeedbackVerdict> {
+        Some(match name {
+            "helpful" => FeedbackVerdict::Helpful,
+            "unhelpful" => FeedbackVerdict::Unhelpful,
+            "wrong" => FeedbackVerdict::Wrong,
+            _ => return None,
+        })
+    }
+}
+
+/// One piece of feedback on a memory: who, what, why, from which run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryFeedback {
+    /// The verdict.
+    pub verdict: FeedbackVerdict,
+    /// Who (a person or an agent).
+    pub by: String,
+    /// Why (may be empty for helpful or unhelpful).
+    pub note: String,
+    /// The run it was used in, if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// When (RFC 3339).
+    pub at: String,
 }
 
 /// A person's edit of a memory's metadata: today its sensitivity.

@@ -55,6 +55,7 @@ fn every_route_is_documented_with_its_method() {
         "GET /v2/memory/{id}/usage",
         "POST /v2/memory/{id}/promote",
         "POST /v2/memory/{id}/expire",
+        "POST /v2/memory/{id}/feedback",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -1,6 +1,6 @@
 //! `/v2/memory`: the Memory Distiller module — distill a finished run (a background job),
 //! search the memories a run could retrieve, read a memory with its sources, review history
-//! and usage, promote (or pin) and expire one.
+//! and usage, promote (or pin) and expire one, and take feedback from those who used one.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -14,7 +14,10 @@ use utoipa_axum::routes;
 
 use super::{ApiError, ApiJson, AppState, blocking};
 use crate::jobs::{EnqueueOptions, JobQueue};
-use crate::memory::{self, DISTILL_JOB, Decision, MemoryClass, MemoryStatus, SearchQuery};
+use crate::memory::{
+    self, DISTILL_JOB, Decision, FeedbackVerdict, MemoryClass, MemoryFeedback, MemoryStatus,
+    SearchQuery,
+};
 use crate::runtime::RuntimeError;
 
 /// The routes of this resource.
@@ -26,6 +29,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get_usage))
         .routes(routes!(promote))
         .routes(routes!(expire))
+        .routes(routes!(feedback))
 }
 
 /// Enqueues the distillation of a finished run as a `memory.distill` job (the gateway's own
@@ -254,6 +258,64 @@ async fn expire(
             &body.by,
             &body.reason,
             &at,
+        )?)
+    })
+    .await?;
+    Ok(Json(serde_json::to_value(m).unwrap_or(Value::Null)))
+}
+
+/// Feedback on a memory from someone who used it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct FeedbackBody {
+    /// `helpful`, `unhelpful` or `wrong` (which quarantines it).
+    verdict: String,
+    /// Who (a person or an agent).
+    by: String,
+    /// Why (required for `wrong`: it becomes the quarantine's reason).
+    #[serde(default)]
+    note: String,
+    /// The run it was used in.
+    #[serde(default)]
+    run: Option<String>,
+}
+
+/// Records feedback on a memory: `helpful` and `unhelpful` move its rank a little; `wrong`
+/// quarantines it until a person reviews it.
+#[utoipa::path(post, path = "/v2/memory/{id}/feedback", tag = "memory",
+    params(("id" = String, Path, description = "A memory id (`mem-…`)")),
+    request_body = FeedbackBody,
+    responses(
+        (status = 200, description = "The memory, with its feedback", body = Object),
+        (status = 404, description = "No such memory", body = super::ErrorBody),
+        (status = 409, description = "The memory is rejected or expired", body = super::ErrorBody),
+        (status = 422, description = "No verdict, no one giving it, or `wrong` without a note", body = super::ErrorBody),
+    ))]
+async fn feedback(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<FeedbackBody>,
+) -> Result<Json<Value>, ApiError> {
+    let verdict = FeedbackVerdict::parse(&body.verdict).ok_or_else(|| {
+        ApiError::invalid(
+            "invalid",
+            format!(
+                "`{}` is not a feedback verdict: use helpful, unhelpful or wrong",
+                body.verdict
+            ),
+        )
+    })?;
+    let m = blocking(&state, move |rt| {
+        Ok(memory::give_feedback(
+            rt.store(),
+            &id,
+            MemoryFeedback {
+                verdict,
+                by: body.by,
+                note: body.note,
+                run: body.run,
+                at: rt.now_rfc3339(),
+            },
         )?)
     })
     .await?;

@@ -200,6 +200,7 @@ pub fn collect(store: &Store, now: i64, retention_days: i64) -> Result<GcReport,
                 "DELETE FROM memory_sources WHERE memory_id = ?1",
                 "DELETE FROM memory_decisions WHERE memory_id = ?1",
                 "DELETE FROM memory_edits WHERE memory_id = ?1",
+                "DELETE FROM memory_feedback WHERE memory_id = ?1",
                 "DELETE FROM memory_links WHERE memory_id = ?1",
                 "DELETE FROM memories WHERE id = ?1",
             ] {

@@ -6,8 +6,8 @@ use tollgate_rules::canonical::to_canonical_json;
 use tollgate_rules::envelope::Level;
 
 use super::{
-    Decision, Evidence, MemoryArtifact, MemoryCandidate, MemoryClass, MemoryEdit, MemoryError,
-    MemoryStatus, PromotionDecision, ScoreParts, dedupe,
+    Decision, Evidence, FeedbackVerdict, MemoryArtifact, MemoryCandidate, MemoryClass, MemoryEdit,
+    MemoryError, MemoryFeedback, MemoryStatus, PromotionDecision, ScoreParts, dedupe,
 };
 use crate::store::{Store, StoreError};
 
@@ -174,6 +174,86 @@ pub fn set_sensitivity(
     })?
 }
 
+/// Records feedback on a memory from someone who used it: `helpful` and `unhelpful` move its
+/// rank a little; `wrong` also quarantines it (a recorded `quarantine` by the same person, the
+/// note as the reason) until a person reviews it. Refused, changing nothing, without who, for
+/// `wrong` without a note, or for a memory rejected or expired already.
+pub fn give_feedback(
+    store: &Store,
+    id: &str,
+    feedback: MemoryFeedback,
+) -> Result<MemoryArtifact, MemoryError> {
+    if feedback.by.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "feedback names who gives it\n  help: give `by` (a person or an agent)".into(),
+        ));
+    }
+    if feedback.verdict == FeedbackVerdict::Wrong && feedback.note.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "calling a memory wrong says why\n  help: give a `note`: it becomes the quarantine's reason".into(),
+        ));
+    }
+    let key = id.to_string();
+    store.write(move |c| {
+        let Some(m) = load(c, &key)? else {
+            return Ok(Err(MemoryError::NotFound(key)));
+        };
+        if matches!(m.status, MemoryStatus::Rejected | MemoryStatus::Expired) {
+            return Ok(Err(MemoryError::Conflict(format!(
+                "memory `{key}` is {}: it is never retrieved, so feedback changes nothing",
+                m.status.as_str()
+            ))));
+        }
+        let f = &feedback;
+        let seq: i64 = c
+            .prepare_cached("SELECT COUNT(*) FROM memory_feedback WHERE memory_id = ?1")?
+            .query_row([&key], |r| r.get(0))?;
+        c.execute(
+            "INSERT INTO memory_feedback (memory_id, seq, verdict, given_by, note, run_id, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                key,
+                seq,
+                f.verdict.as_str(),
+                f.by.trim(),
+                f.note.trim(),
+                f.run,
+                f.at
+            ],
+        )?;
+        match f.verdict {
+            FeedbackVerdict::Helpful => {
+                c.execute(
+                    "UPDATE memories SET helpful = helpful + 1 WHERE id = ?1",
+                    [&key],
+                )?;
+            }
+            FeedbackVerdict::Unhelpful => {
+                c.execute(
+                    "UPDATE memories SET unhelpful = unhelpful + 1 WHERE id = ?1",
+                    [&key],
+                )?;
+            }
+            FeedbackVerdict::Wrong if m.status != MemoryStatus::Quarantined => {
+                insert_decision(
+                    c,
+                    &PromotionDecision {
+                        memory: key.clone(),
+                        decision: Decision::Quarantine,
+                        by: f.by.trim().to_string(),
+                        reason: format!("reported wrong: {}", f.note.trim()),
+                        at: f.at.clone(),
+                        merged_into: None,
+                    },
+                )?;
+                set_status(c, &key, MemoryStatus::Quarantined, &f.at)?;
+            }
+            FeedbackVerdict::Wrong => {}
+        }
+        Ok(load(c, &key)?.ok_or_else(|| MemoryError::NotFound(key.clone())))
+    })?
+}
+
 /// Records a person's review of a memory and applies it: accept, reject, expire or
 /// quarantine (a merge is the distiller's). Refused, changing nothing, when the memory is
 /// rejected or expired already, or the reviewer or reason is missing.
@@ -323,6 +403,7 @@ pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, S
         sources: load_sources(c, &id)?,
         decisions: load_decisions(c, &id)?,
         edits: load_edits(c, &id)?,
+        feedback: load_feedback(c, &id)?,
         id,
         class,
         text,
@@ -370,6 +451,36 @@ fn load_edits(c: &Connection, id: &str) -> Result<Vec<MemoryEdit>, StoreError> {
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn load_feedback(c: &Connection, id: &str) -> Result<Vec<MemoryFeedback>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT verdict, given_by, note, run_id, at FROM memory_feedback WHERE memory_id = ?1
+         ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(3)?,
+            r.get::<_, String>(4)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (verdict, by, note, run, at) = row?;
+        let verdict = FeedbackVerdict::parse(&verdict)
+            .ok_or_else(|| StoreError::Corrupt(format!("memory `{id}`: feedback verdict")))?;
+        out.push(MemoryFeedback {
+            verdict,
+            by,
+            note,
+            run,
+            at,
+        });
+    }
+    Ok(out)
 }
 
 fn load_decisions(c: &Connection, id: &str) -> Result<Vec<PromotionDecision>, StoreError> {

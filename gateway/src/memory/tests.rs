@@ -747,3 +747,75 @@ fn the_memory_screen_pages_a_status_by_id() {
     want.sort();
     assert_eq!(seen, want, "every candidate once, by id");
 }
+
+#[test]
+fn feedback_moves_a_memory_s_rank_and_wrong_quarantines_it_with_who_and_why() {
+    let (_d, recorder) = recorder_with(&[BUGFIX]);
+    distill(&recorder, "run-bugfix-users-404");
+    let store = recorder.store();
+    let m = list(
+        store,
+        &MemoryFilter {
+            status: Some(MemoryStatus::Approved),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .remove(0);
+    let give = |verdict, by: &str, note: &str| {
+        give_feedback(
+            store,
+            &m.id,
+            MemoryFeedback {
+                verdict,
+                by: by.into(),
+                note: note.into(),
+                run: Some("run-bugfix-users-404".into()),
+                at: "2026-11-25T01:00:00Z".into(),
+            },
+        )
+    };
+    // Refused without who, or `wrong` without why; nothing recorded.
+    assert!(matches!(
+        give(FeedbackVerdict::Helpful, " ", ""),
+        Err(MemoryError::Invalid(_))
+    ));
+    assert!(matches!(
+        give(FeedbackVerdict::Wrong, "lead", ""),
+        Err(MemoryError::Invalid(_))
+    ));
+    assert!(get(store, &m.id).unwrap().feedback.is_empty());
+
+    let helped = give(FeedbackVerdict::Helpful, "coder", "saved a step").unwrap();
+    assert_eq!(helped.feedback.len(), 1);
+    assert_eq!(helped.status, MemoryStatus::Approved);
+    let (helpful, unhelpful): (i64, i64) = store
+        .read({
+            let id = m.id.clone();
+            move |c| {
+                Ok(c.query_row(
+                    "SELECT helpful, unhelpful FROM memories WHERE id = ?1",
+                    [&id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?)
+            }
+        })
+        .unwrap();
+    assert_eq!((helpful, unhelpful), (1, 0));
+
+    let wrong = give(FeedbackVerdict::Wrong, "lead", "the handler moved").unwrap();
+    assert_eq!(wrong.status, MemoryStatus::Quarantined);
+    let last = wrong.decisions.last().unwrap();
+    assert_eq!(
+        (last.decision, last.by.as_str()),
+        (Decision::Quarantine, "lead")
+    );
+    assert_eq!(last.reason, "reported wrong: the handler moved");
+    assert_eq!(wrong.feedback.len(), 2);
+    // Rejected: feedback changes nothing, and says so.
+    record_decision(store, &m.id, Decision::Reject, "lead", "wrong", "t").unwrap();
+    assert!(matches!(
+        give(FeedbackVerdict::Helpful, "coder", ""),
+        Err(MemoryError::Conflict(_))
+    ));
+}

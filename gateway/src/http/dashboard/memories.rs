@@ -259,7 +259,7 @@ fn detail(
         h2 { "Review" }
         (controls(m, csrf))
         h2 { "History" }
-        @if m.decisions.is_empty() && m.edits.is_empty() {
+        @if m.decisions.is_empty() && m.edits.is_empty() && m.feedback.is_empty() {
             p.muted { "No decision yet." }
         } @else {
             ul.history {
@@ -271,6 +271,13 @@ fn detail(
                 }
                 @for e in &m.edits {
                     li { strong { (e.field) } " " (e.from) " → " (e.to) " by " (e.by) " at " (e.at) ": " (e.reason) }
+                }
+                @for f in &m.feedback {
+                    li {
+                        "feedback " strong { (f.verdict.as_str()) } " by " (f.by) " at " (f.at)
+                        @if !f.note.is_empty() { ": " (f.note) }
+                        @if let Some(run) = &f.run { " (" a href=(run_href(run)) { (run) } ")" }
+                    }
                 }
             }
         }
