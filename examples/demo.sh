@@ -26,6 +26,9 @@ for _ in $(seq 50); do grep -q "listening on" "$LOG" && break; sleep 0.1; done
 grep "listening on" "$LOG" | head -1
 
 AGENT_OUT=.tollgate/demo-agent.out
+# Emptied first: the loop below may read it before the agent's shell truncates it, and a
+# second demo would otherwise find the first one's approval.
+: >"$AGENT_OUT"
 .tollgate/venv/bin/python examples/agent/agent.py --url "http://127.0.0.1:$PORT" >"$AGENT_OUT" 2>&1 &
 AGENT=$!
 APPROVED=""
@@ -47,3 +50,6 @@ trap - EXIT
 echo "--- what the gateway recorded (tollgate runs show $RUN):"
 "$BIN" runs show "$RUN"
 "$BIN" runs verify "$RUN"
+echo "--- what the memory distiller keeps of it (tollgate memory distill $RUN): typed memories"
+echo "    with their score's parts and source event; later compiles in its scope retrieve them"
+"$BIN" memory distill "$RUN"

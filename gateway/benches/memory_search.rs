@@ -255,6 +255,7 @@ fn query(rng: &mut Rng, words: &Words, scope: String) -> SearchQuery {
         clearance: Level::Confidential,
         agent: None,
         task: None,
+        user: None,
         repo: None,
         class: None,
         text: words.sentence(rng, 3, 4),

@@ -81,6 +81,8 @@ struct SearchParams {
     agent: Option<String>,
     /// Only memories from runs of this task.
     task: Option<String>,
+    /// Only memories from runs opened for this user (the run's `metadata.user`).
+    user: Option<String>,
     /// Only memories scoped to this repository.
     repo: Option<String>,
     /// Only this class: fact, procedure, preference, warning, summary.
@@ -129,6 +131,7 @@ async fn search_memories(
         clearance,
         agent: p.agent,
         task: p.task,
+        user: p.user,
         repo: p.repo,
         class,
         text: p.q.unwrap_or_default(),

@@ -80,11 +80,13 @@ pub fn retrieve(
     })
 }
 
-/// Narrowing beyond eligibility: only memories with a source in a run of this agent and task.
+/// Narrowing beyond eligibility: only memories with a source in a run of this agent, task and
+/// user (`metadata.user` of the run).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Narrow {
     pub(crate) agent: Option<String>,
     pub(crate) task: Option<String>,
+    pub(crate) user: Option<String>,
 }
 
 impl Narrow {
@@ -93,7 +95,11 @@ impl Narrow {
     fn condition(&self, first: usize) -> (String, Vec<rusqlite::types::Value>) {
         let mut values = Vec::new();
         let mut tests = String::new();
-        for (column, value) in [("r.agent", &self.agent), ("r.task", &self.task)] {
+        for (column, value) in [
+            ("r.agent", &self.agent),
+            ("r.task", &self.task),
+            ("json_extract(r.metadata, '$.user')", &self.user),
+        ] {
             if let Some(v) = value {
                 let _ = write!(tests, " AND {column} = ?{}", first + values.len());
                 values.push(rusqlite::types::Value::Text(v.clone()));

@@ -1,7 +1,7 @@
 //! Searching memories from a vantage point: the scope (and agent, task, clearance) a run would
 //! have. Eligibility is the memory pack's decision for such a run, as in retrieval (per group,
 //! see `groups`), so a search shows exactly what a compile there could retrieve; filters narrow
-//! it by class, repository, and the agent or task of the runs a memory came from; relevance to
+//! it by class, repository, and the agent, task or user of the runs a memory came from; relevance to
 //! the text query ranks it (BM25, then class, strength, use and recency).
 
 use std::collections::BTreeMap;
@@ -31,6 +31,8 @@ pub struct SearchQuery {
     pub agent: Option<String>,
     /// Only memories from runs of this task.
     pub task: Option<String>,
+    /// Only memories from runs opened for this user (the run's `metadata.user`).
+    pub user: Option<String>,
     /// Only memories scoped to this repository (`repo:NAME` in their scope).
     pub repo: Option<String>,
     /// Only this class.
@@ -101,6 +103,7 @@ pub fn search(
     let narrow = Narrow {
         agent: query.agent.clone(),
         task: query.task.clone(),
+        user: query.user.clone(),
     };
     let limit = query.limit.clamp(1, MAX_HITS);
     let text = query.text.clone();

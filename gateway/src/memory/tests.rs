@@ -819,3 +819,61 @@ fn feedback_moves_a_memory_s_rank_and_wrong_quarantines_it_with_who_and_why() {
         Err(MemoryError::Conflict(_))
     ));
 }
+
+#[test]
+fn search_narrows_to_the_memories_of_a_user_s_runs() {
+    let (_d, recorder) = recorder_with(&[BUGFIX, PAGINATION]);
+    distill(&recorder, "run-bugfix-users-404");
+    distill(&recorder, "run-feature-users-pagination");
+    let store = recorder.store();
+    store
+        .write(|c| {
+            c.execute(
+                "UPDATE runs SET metadata = json_set(metadata, '$.user', 'alice')
+                 WHERE id = 'run-bugfix-users-404'",
+                [],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    let set = tollgate_rules::envelope::EnvelopeSet::empty();
+    let ask = |user: Option<&str>| {
+        search(
+            store,
+            &set,
+            &SearchQuery {
+                scope: "org:acme/repo:api/task:T-1".into(),
+                clearance: Level::Confidential,
+                agent: None,
+                task: None,
+                user: user.map(str::to_string),
+                repo: None,
+                class: None,
+                text: String::new(),
+                limit: MAX_HITS,
+            },
+            NOW_MS / 1000,
+        )
+        .unwrap()
+    };
+    let everyone = ask(None);
+    let alice = ask(Some("alice"));
+    assert!(!alice.hits.is_empty());
+    assert!(
+        alice.hits.len() < everyone.hits.len(),
+        "{} {}",
+        alice.hits.len(),
+        everyone.hits.len()
+    );
+    for h in &alice.hits {
+        assert!(
+            h.memory
+                .sources
+                .iter()
+                .any(|s| s.run == "run-bugfix-users-404"),
+            "{:?}",
+            h.memory.sources
+        );
+    }
+    assert!(ask(Some("bob")).hits.is_empty());
+}
