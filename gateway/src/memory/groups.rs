@@ -258,8 +258,12 @@ impl Eligibility {
                         rules: p.rules(),
                         count: 0,
                         examples: Vec::new(),
+                        proof: None,
                     });
             entry.count += count;
+            if entry.proof.is_none() {
+                entry.proof = p.verdict.proof.clone();
+            }
             if examples && entry.examples.len() < EXAMPLES {
                 let more = strongest(c, p, self.now, EXAMPLES - entry.examples.len())?;
                 entry.examples.extend(more);
@@ -274,6 +278,7 @@ impl Eligibility {
                     rules: vec!["memory.out-of-scope".into()],
                     count: 0,
                     examples: Vec::new(),
+                    proof: None,
                 });
             entry.count += self.elsewhere;
         }

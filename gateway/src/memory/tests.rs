@@ -387,6 +387,21 @@ mod retrieval {
         let why = withheld(&answer, &pref);
         assert_eq!(why.reasons, ["class_denied"]);
         assert_eq!(why.rules, ["memory.class-denied"]);
+        // With the pack's proof: its root is the rule, and it goes down to the envelope's
+        // memory rules.
+        let proof = why.proof.as_ref().expect("a proof of the withholding");
+        match &proof.step {
+            tollgate_rules::engine::ProofStep::Rule { rule, .. } => {
+                assert_eq!(rule.to_string(), "memory.class-denied")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            serde_json::to_string(proof)
+                .unwrap()
+                .contains("memory_class_denied"),
+            "{proof:?}"
+        );
         assert!(!answer.compiled.outcomes.iter().any(|o| o.id == pref));
         assert!(
             answer

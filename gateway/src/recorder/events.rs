@@ -110,7 +110,7 @@ pub struct CompileEvent {
 }
 
 /// Memories policy kept from a retrieval for the same reasons (see `crate::memory::retrieve`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetrievalExclusion {
     /// Why (`out_of_scope`, `above_clearance`, `expired`, `status_candidate`,
     /// `class_denied`), as the memory pack derived it.
@@ -123,6 +123,11 @@ pub struct RetrievalExclusion {
     /// Some of them (the strongest, at most ten), by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
+    /// The memory pack's proof of the verdict, for the group it decided first (its
+    /// representative `group-N-WINDOW` stands for those memories); none for memories off the
+    /// run's scope chain, which the scope index leaves out undecided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<tollgate_rules::engine::Proof>,
 }
 
 /// What became of one stored memory when a compile retrieved memories (see
