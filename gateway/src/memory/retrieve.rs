@@ -175,16 +175,17 @@ pub(crate) fn ranked(
     } else {
         rows = matching(c, eligibility, keep, narrow, &filter, &words)?;
     }
-    let mut out: Vec<Ranked> = rows
+    // Ranked and cut first: the eligibility rule is looked up only for what is kept (a match
+    // set runs to thousands of rows, the parts to hundreds).
+    rows.sort_by(|(a, _), (b, _)| b.relevance.total_cmp(&a.relevance).then(a.id.cmp(&b.id)));
+    rows.truncate(limit);
+    Ok(rows
         .into_iter()
         .map(|(r, group)| Ranked {
             rules: rules_of(group),
             ..r
         })
-        .collect();
-    out.sort_by(|a, b| b.relevance.total_cmp(&a.relevance).then(a.id.cmp(&b.id)));
-    out.truncate(limit);
-    Ok(out)
+        .collect())
 }
 
 /// The columns `row` reads.
