@@ -284,13 +284,23 @@ async fn click_to(client: &Client, what: Locator<'_>, path: &str) {
     click_element_to(client, element, path).await;
 }
 
-/// Clicks an element found already and waits until the browser has loaded `path`.
+/// Clicks an element found already and waits until the browser has loaded `path` as a new
+/// document. The old document is marked before the click, so a form that posts and redirects
+/// back to the same address is not mistaken for loaded while the old page still shows (a race
+/// that failed `find("body")` mid-navigation under load).
 async fn click_element_to(client: &Client, element: Element, path: &str) {
-    let before = client.current_url().await.unwrap();
+    client
+        .execute("window.__tollgateBeforeClick = true;", vec![])
+        .await
+        .unwrap();
     element.click().await.unwrap();
     wait_for(client, &format!("{path} after a click"), async || {
         let url = client.current_url().await.unwrap();
-        url.path() == path && (url != before || path == before.path())
+        let fresh = client
+            .execute("return window.__tollgateBeforeClick === undefined;", vec![])
+            .await
+            .is_ok_and(|v| v == Value::Bool(true));
+        url.path() == path && fresh
     })
     .await;
 }

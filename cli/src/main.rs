@@ -52,7 +52,8 @@ enum Command {
     Provenance(provenance_cmd::ProvenanceArgs),
     /// Start the HTTP gateway (agents route compiles, model calls and tool calls through it).
     Serve(serve_cmd::ServeArgs),
-    /// Replay recorded runs: `exact` recompiles every step and reports drift.
+    /// Replay recorded runs: `exact` recompiles every step and reports drift; `scenario`,
+    /// `run`, `batch`, `show` and `list` rerun a run with mutations and compare.
     #[command(subcommand)]
     Replay(replay_cmd::ReplayCommand),
     /// Compile candidate context items under a token budget and, with --envelope, policy.

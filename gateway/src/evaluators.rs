@@ -101,6 +101,11 @@ pub struct EvalOutcome {
     pub score: f64,
     /// What was expected and what was found.
     pub message: String,
+    /// The quantity measured, for an evaluator that measures one (tokens, milliseconds, a
+    /// share): what a replay compares between baseline and replay. Absent for a pass/fail
+    /// check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
 }
 
 impl EvalOutcome {
@@ -111,6 +116,29 @@ impl EvalOutcome {
             passed: true,
             score: 1.0,
             message: message.into(),
+            value: None,
+        }
+    }
+
+    /// A graded outcome: `score` (clamped to `0.0..=1.0`) measuring `value`; passed when the
+    /// score is `1.0`.
+    pub fn measured(
+        evaluator: &str,
+        score: f64,
+        value: f64,
+        message: impl Into<String>,
+    ) -> EvalOutcome {
+        let score = if score.is_finite() {
+            score.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        EvalOutcome {
+            evaluator: evaluator.to_string(),
+            passed: score >= 1.0,
+            score,
+            message: message.into(),
+            value: Some(value),
         }
     }
 
@@ -121,6 +149,7 @@ impl EvalOutcome {
             passed: false,
             score: 0.0,
             message: message.into(),
+            value: None,
         }
     }
 }

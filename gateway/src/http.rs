@@ -11,6 +11,7 @@ pub mod dashboard;
 mod error;
 mod memory;
 mod policies;
+mod replays;
 mod runs;
 mod security;
 mod tools;
@@ -128,6 +129,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(chat::routes())
         .merge(policies::routes())
         .merge(memory::routes())
+        .merge(replays::routes())
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.
@@ -150,6 +152,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         (name = "models", description = "The OpenAI-compatible model proxy"),
         (name = "policies", description = "Policy envelopes, simulation, decisions and approvals"),
         (name = "memory", description = "Memories distilled from finished runs: distill, read, promote, expire"),
+        (name = "replays", description = "Counterfactual replay: scenarios of mutations on recorded runs, batches, results compared with the baseline"),
         (name = "health", description = "Liveness"),
     )
 )]

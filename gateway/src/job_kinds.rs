@@ -5,7 +5,8 @@
 use crate::jobs::{JobRegistry, SLEEP_KIND, sleep_job};
 
 /// The handlers every worker has: `sleep` (see [`crate::jobs::sleep_job`]), `replay.exact`
-/// ([`crate::replay::replay_exact_job`]), `memory.distill` ([`crate::memory::distill_job`]),
+/// ([`crate::replay::replay_exact_job`]), `replay.batch` ([`crate::replay::jobs::batch_job`]),
+/// `memory.distill` ([`crate::memory::distill_job`]),
 /// `memory.decay` ([`crate::memory::decay_job`]), `memory.gc` ([`crate::memory::collect_job`])
 /// and `memory.quarantine_review` ([`crate::memory::review_quarantine_job`]).
 pub fn builtin_registry() -> JobRegistry {
@@ -14,6 +15,10 @@ pub fn builtin_registry() -> JobRegistry {
     registry.register(
         crate::replay::REPLAY_EXACT_JOB,
         crate::replay::replay_exact_job,
+    );
+    registry.register(
+        crate::replay::jobs::BATCH_JOB,
+        crate::replay::jobs::batch_job,
     );
     registry.register(crate::memory::DISTILL_JOB, crate::memory::distill_job);
     registry.register(crate::memory::DECAY_JOB, crate::memory::decay_job);

@@ -14,6 +14,14 @@
 //! Events are read through their payload types ([`crate::recorder::events`]); a payload that
 //! does not read is drift at that event.
 
+pub mod batch;
+pub mod counterfactual;
+pub mod jobs;
+pub mod metrics;
+pub mod result;
+pub mod scenario;
+pub mod store;
+
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -54,6 +62,29 @@ pub enum ReplayError {
         /// Run id.
         run: String,
         /// What failed.
+        detail: String,
+    },
+    /// A counterfactual's scenario does not fit its run.
+    #[error(transparent)]
+    Scenario(#[from] scenario::ScenarioError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(crate::store::StoreError),
+    /// No such scenario, result or batch.
+    #[error("{0}")]
+    NotFound(String),
+    /// A job could not be enqueued or read.
+    #[error("job queue: {0}")]
+    Job(String),
+    /// Something that cannot fail did (a value that does not encode).
+    #[error("{0}")]
+    Internal(String),
+    /// The run does not reproduce, so no counterfactual can be compared with it.
+    #[error("run `{run}` cannot be a baseline: {detail}")]
+    Baseline {
+        /// Run id.
+        run: String,
+        /// Why.
         detail: String,
     },
 }
@@ -204,6 +235,15 @@ struct ReplayPolicies<'a> {
 impl<'a> ReplayPolicies<'a> {
     /// The run's engines, when it was recorded with envelopes.
     fn new(file: &'a RunFile) -> Result<Option<ReplayPolicies<'a>>, ReplayError> {
+        Self::with_disabled(file, &[])
+    }
+
+    /// The run's engines with the envelope rules `disabled` (`ENVELOPE/RULE`) taken out of
+    /// every version that has them (a counterfactual replay's `disable_rule`).
+    fn with_disabled(
+        file: &'a RunFile,
+        disabled: &[String],
+    ) -> Result<Option<ReplayPolicies<'a>>, ReplayError> {
         let versions = RecordedVersions::new(file);
         if versions.is_empty() {
             return Ok(None);
@@ -215,7 +255,7 @@ impl<'a> ReplayPolicies<'a> {
         let mut engines = HashMap::new();
         for set in versions.used(file) {
             let engine = match versions.sources(&set) {
-                Ok(named) => Ok(engine_over(file, &named, &facts)?),
+                Ok(named) => Ok(engine_over(file, &named, &facts, disabled)?),
                 Err(missing) => Err(missing),
             };
             engines.insert(set, engine);
@@ -245,16 +285,23 @@ impl<'a> ReplayPolicies<'a> {
     }
 }
 
-/// An engine over the named envelope sources and a run's subject facts.
+/// An engine over the named envelope sources, less the `disabled` rules, and a run's
+/// subject facts.
 fn engine_over(
     file: &RunFile,
     named: &[(String, &str)],
     facts: &FactSet,
+    disabled: &[String],
 ) -> Result<PolicyEngine, ReplayError> {
-    let set: EnvelopeSet = load_envelopes(named).map_err(|e| ReplayError::Envelopes {
+    let mut set: EnvelopeSet = load_envelopes(named).map_err(|e| ReplayError::Envelopes {
         run: file.run.id.clone(),
         detail: e.render(),
     })?;
+    for rule in disabled {
+        if let Some(without) = set.without_rule(rule) {
+            set = without;
+        }
+    }
     PolicyEngine::new(&set, facts).map_err(|e| ReplayError::Policy {
         run: file.run.id.clone(),
         detail: e.to_string(),

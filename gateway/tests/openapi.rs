@@ -56,6 +56,12 @@ fn every_route_is_documented_with_its_method() {
         "POST /v2/memory/{id}/promote",
         "POST /v2/memory/{id}/expire",
         "POST /v2/memory/{id}/feedback",
+        "POST /v2/replays/scenarios",
+        "GET /v2/replays/scenarios/{id}",
+        "POST /v2/replays/scenarios/{id}/execute",
+        "POST /v2/replays/batches",
+        "GET /v2/replays",
+        "GET /v2/replays/{id}",
     ]
     .iter()
     .map(|s| s.to_string())

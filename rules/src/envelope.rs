@@ -97,4 +97,30 @@ impl EnvelopeSet {
     pub fn is_empty(&self) -> bool {
         self.envelopes.is_empty()
     }
+
+    /// Every rule's id as decisions cite it (`ENVELOPE/RULE`), envelope by envelope in id
+    /// order, each in section then written order.
+    pub fn rule_ids(&self) -> Vec<String> {
+        self.envelopes
+            .iter()
+            .flat_map(|e| e.rules().into_iter().map(|(_, local, _)| e.rule_id(&local)))
+            .collect()
+    }
+
+    /// The set with the rule `id` (`ENVELOPE/RULE`, as in [`EnvelopeSet::rule_ids`]) taken
+    /// out, or `None` when no envelope has it. Every other rule keeps its id: the rules of the
+    /// envelope written without one are first given their positional ids (`tools.2`), so
+    /// taking out `tools.1` does not renumber the rest. What a counterfactual replay
+    /// disables.
+    pub fn without_rule(&self, id: &str) -> Option<EnvelopeSet> {
+        let (envelope, local) = id.split_once('/')?;
+        let index = self.envelopes.iter().position(|e| e.id == envelope)?;
+        let mut changed = self.envelopes.get(index)?.clone();
+        if !changed.remove_rule(local) {
+            return None;
+        }
+        let mut envelopes = self.envelopes.clone();
+        envelopes[index] = changed;
+        Some(EnvelopeSet::new(envelopes))
+    }
 }

@@ -209,6 +209,26 @@ impl From<RecorderError> for ApiError {
     }
 }
 
+impl From<crate::replay::ReplayError> for ApiError {
+    fn from(e: crate::replay::ReplayError) -> Self {
+        use crate::replay::ReplayError as R;
+        match e {
+            R::Recorder(r) => r.into(),
+            R::Store(s) => s.into(),
+            R::Scenario(s) => ApiError::Unprocessable {
+                code: "invalid_scenario",
+                message: s.message,
+                details: json!({ "mutation": s.mutation }),
+            },
+            R::NotFound(m) => ApiError::NotFound(m),
+            e @ (R::Baseline { .. } | R::Envelopes { .. } | R::Policy { .. }) => {
+                ApiError::Conflict(e.to_string())
+            }
+            R::Job(m) | R::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
 impl From<RuntimeError> for ApiError {
     fn from(e: RuntimeError) -> Self {
         match e {

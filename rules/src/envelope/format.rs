@@ -442,6 +442,50 @@ impl PolicyEnvelope {
         out
     }
 
+    /// Takes out the rule whose local id is `local`, after naming every unnamed rule by its
+    /// position so that no other rule's id changes; whether there was one.
+    pub(crate) fn remove_rule(&mut self, local: &str) -> bool {
+        fn take<T>(
+            rules: &mut Vec<T>,
+            section: Section,
+            id: impl Fn(&mut T) -> &mut Option<String>,
+            local: &str,
+        ) -> bool {
+            for (i, rule) in rules.iter_mut().enumerate() {
+                let slot = id(rule);
+                if slot.is_none() {
+                    *slot = Some(local_rule_id(section, i));
+                }
+            }
+            match rules
+                .iter_mut()
+                .position(|r| id(r).as_deref() == Some(local))
+            {
+                Some(i) => {
+                    rules.remove(i);
+                    true
+                }
+                None => false,
+            }
+        }
+        take(&mut self.tools, Section::Tools, |r| &mut r.id, local)
+            || take(&mut self.data, Section::Data, |r| &mut r.id, local)
+            || take(&mut self.models, Section::Models, |r| &mut r.id, local)
+            || take(&mut self.memory, Section::Memory, |r| &mut r.id, local)
+            || take(
+                &mut self.approvals,
+                Section::Approvals,
+                |r| &mut r.id,
+                local,
+            )
+            || take(
+                &mut self.tool_levels,
+                Section::ToolLevels,
+                |r| &mut r.id,
+                local,
+            )
+    }
+
     /// The id a rule has in facts and decisions: `ENVELOPE/RULE`.
     pub fn rule_id(&self, local: &str) -> String {
         format!("{}/{local}", self.id)

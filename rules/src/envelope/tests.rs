@@ -817,3 +817,23 @@ fn odd_yaml_is_an_error_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn taking_out_a_rule_keeps_every_other_rules_id() {
+    let set = load_one(
+        "id: e\nversion: 1\ntools:\n  - {effect: allow, tools: [a]}\n  - {effect: deny, tools: [b]}\n  - {id: named, effect: allow, tools: [c]}\n  - {effect: allow, tools: [d]}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        set.rule_ids(),
+        ["e/tools.0", "e/tools.1", "e/named", "e/tools.3"]
+    );
+    let without = set.without_rule("e/tools.1").unwrap();
+    assert_eq!(without.rule_ids(), ["e/tools.0", "e/named", "e/tools.3"]);
+    assert_ne!(without.version(), set.version());
+    let without = without.without_rule("e/named").unwrap();
+    assert_eq!(without.rule_ids(), ["e/tools.0", "e/tools.3"]);
+    assert!(set.without_rule("e/nothing").is_none());
+    assert!(set.without_rule("other/tools.0").is_none());
+    assert!(set.without_rule("no-slash").is_none());
+}
