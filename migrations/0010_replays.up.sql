@@ -33,6 +33,6 @@ CREATE TABLE replay_results (
     result TEXT NOT NULL,             -- JSON of the ReplayResult
     executed_at TEXT NOT NULL
 );
-CREATE INDEX replay_results_by_scenario ON replay_results (scenario_id, id);
-CREATE INDEX replay_results_by_batch ON replay_results (batch_id, id);
-CREATE INDEX replay_results_by_run ON replay_results (run_id, executed_at);
+CREATE INDEX replay_results_by_scenario ON replay_results (scenario_id);
+CREATE INDEX replay_results_by_batch ON replay_results (batch_id);
+CREATE INDEX replay_results_by_run ON replay_results (run_id);

@@ -829,6 +829,76 @@ fn the_memory_screen_reviews_a_candidate_pins_it_and_raises_its_sensitivity() {
 }
 
 #[test]
+fn the_replay_screen_shows_a_baseline_and_its_replay_side_by_side() {
+    with_browser(async |gw, client| {
+        gw.import_fixture_runs(&["03-flaky-webhook-retry.json"]);
+        let json_of = |out: std::process::Output| -> Value {
+            assert!(out.status.success(), "{}", support::stderr(&out));
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let created = json_of(gw.tollgate(&[
+            "replay",
+            "scenario",
+            "--run",
+            "run-flaky-webhook-retry",
+            "--disable-rule",
+            "coding-agent/read-only",
+            "--drop",
+            "doc-agent-guidelines",
+            "--json",
+        ]));
+        let scenario = created["scenario"]["id"].as_str().unwrap().to_string();
+        let result = json_of(gw.tollgate(&["replay", "run", &scenario, "--json"]));
+        let id = result["id"].as_str().unwrap().to_string();
+        let batch = json_of(gw.tollgate(&[
+            "replay",
+            "batch",
+            "--run",
+            "run-flaky-webhook-retry",
+            "--sweep",
+            "disable-each-memory-class",
+            "--json",
+        ]));
+        let batch_id = batch["id"].as_str().unwrap().to_string();
+        log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Replays"), "/ui/replays").await;
+        let list = text(client).await;
+        assert!(list.contains(&id) && list.contains("loss"), "{list}");
+        screen(client, "replays").await;
+        let href = format!("/ui/replays/{id}");
+        click_to(client, Locator::Css(&format!("a[href='{href}']")), &href).await;
+        let page = text(client).await;
+        for part in [
+            "Baseline",
+            "Replay",
+            "Tokens by kind",
+            "structural_success",
+            "disable rule `coding-agent/read-only`",
+            "dropped",
+            "fs.read_file",
+            "deny",
+            "fake provider",
+        ] {
+            assert!(page.contains(part), "{part} in {page}");
+        }
+        // The model's answers, recorded and fake, as a diff.
+        let added = client.find(Locator::Css("pre.diff .add")).await.unwrap();
+        assert!(added.text().await.unwrap().contains("[fake"));
+        screen(client, "replay").await;
+        // The batch: every memory class dropped in turn, each result linked.
+        let batch_href = format!("/ui/replays/{batch_id}");
+        open(gw, client, &batch_href).await;
+        let page = text(client).await;
+        assert!(page.contains("2 of 2 scenarios"), "{page}");
+        assert!(page.contains("no `procedure` memories"), "{page}");
+        // The side-by-side view folds to one column on a phone.
+        client.set_window_size(390, 844).await.unwrap();
+        open(gw, client, &href).await;
+        assert_fits(client, "replay (narrow)").await;
+    });
+}
+
+#[test]
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
@@ -844,6 +914,7 @@ fn every_screen_fits_a_narrow_window() {
             "/ui/envelopes/coding-agent/simulate?run=run-bugfix-users-404",
             "/ui/provenance?id=run%3Arun-bugfix-users-404",
             "/ui/memories",
+            "/ui/replays",
         ] {
             open(gw, client, path).await;
             assert_fits(client, path).await;

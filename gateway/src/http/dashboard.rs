@@ -20,6 +20,7 @@ pub mod layout;
 mod memories;
 mod provenance;
 mod receipts;
+mod replays;
 mod runs;
 pub mod sessions;
 
@@ -55,6 +56,8 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/envelopes/{id}/simulate", get(envelopes::simulate))
         .route("/ui/provenance", get(provenance::provenance))
         .route("/ui/approvals/{id}", post(approvals::decide))
+        .route("/ui/replays", get(replays::list))
+        .route("/ui/replays/{id}", get(replays::replay))
         .route("/ui/memories", get(memories::list))
         .route(
             "/ui/memories/{id}",

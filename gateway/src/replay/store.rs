@@ -155,11 +155,13 @@ pub struct ResultFilter {
     pub scenario: Option<String>,
     /// Of this batch.
     pub batch: Option<String>,
+    /// Only those stored before this result (the last of the previous page).
+    pub before: Option<String>,
     /// At most this many, newest first.
     pub limit: usize,
 }
 
-/// Results, newest first.
+/// Results, newest first (in the order they were stored), paged by key.
 pub fn results(store: &Store, filter: &ResultFilter) -> Result<Vec<ResultSummary>, StoreError> {
     let f = filter.clone();
     store.read(move |c| {
@@ -167,10 +169,11 @@ pub fn results(store: &Store, filter: &ResultFilter) -> Result<Vec<ResultSummary
             "SELECT result FROM replay_results
              WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR scenario_id = ?2)
                AND (?3 IS NULL OR batch_id = ?3)
-             ORDER BY executed_at DESC, rowid DESC LIMIT ?4",
+               AND (?5 IS NULL OR rowid < (SELECT rowid FROM replay_results WHERE id = ?5))
+             ORDER BY rowid DESC LIMIT ?4",
         )?;
         let limit = i64::try_from(f.limit.max(1)).unwrap_or(i64::MAX);
-        let rows = stmt.query_map(params![f.run, f.scenario, f.batch, limit], |r| {
+        let rows = stmt.query_map(params![f.run, f.scenario, f.batch, limit, f.before], |r| {
             r.get::<_, String>(0)
         })?;
         let mut out = Vec::new();

@@ -10,11 +10,12 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 5] = [
+const SCREENS: [(&str, &str); 6] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
     ("/ui/memories", "Memories"),
+    ("/ui/replays", "Replays"),
     ("/ui/provenance", "Provenance"),
 ];
 
