@@ -117,6 +117,22 @@ fn the_cli_reruns_a_recorded_failure_with_five_mutation_kinds_and_leaves_the_run
         "{text}"
     );
 
+    // Exported as the draft of a regression case.
+    let draft = gw.dir.path().join("case.yaml");
+    let exported_case = gw.tollgate(&[
+        "replay",
+        "export",
+        &rid,
+        "--output",
+        draft.to_str().unwrap(),
+    ]);
+    assert!(exported_case.status.success(), "{}", stderr(&exported_case));
+    let yaml = std::fs::read_to_string(&draft).unwrap();
+    assert!(
+        yaml.contains(&format!("replay: {rid}")) && yaml.contains("kind: tool_path"),
+        "{yaml}"
+    );
+
     // Shown again, listed.
     let shown = gw.tollgate(&["replay", "show", &rid]);
     assert!(
@@ -191,6 +207,10 @@ fn the_gateway_runs_scenarios_and_a_rule_sweep_batch_and_attributes_outcome_chan
     let (status, fetched) = gw.call("GET", &format!("/v2/replays/{rid}"), None);
     assert_eq!(status, 200);
     assert_eq!(fetched["label"], result["label"]);
+    let (status, draft) = gw.call("GET", &format!("/v2/replays/{rid}/export"), None);
+    assert_eq!(status, 200, "{draft}");
+    assert_eq!(draft["draft"]["source"]["replay"], rid);
+    assert!(draft["yaml"].as_str().unwrap().contains("assertions:"));
     let (status, scenario) = gw.call("GET", &format!("/v2/replays/scenarios/{id}"), None);
     assert_eq!(status, 200);
     assert_eq!(scenario["results"][0]["id"], rid);

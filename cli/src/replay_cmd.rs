@@ -13,6 +13,7 @@ use tollgate_gateway::compiler::ItemKind;
 use tollgate_gateway::memory::MemoryClass;
 use tollgate_gateway::recorder::Recorder;
 use tollgate_gateway::replay::batch::{BatchSpec, Sweep};
+use tollgate_gateway::replay::export::{draft_yaml, regression_draft};
 use tollgate_gateway::replay::jobs::{
     batch_view, create_batch, create_scenario, execute_scenario, run_batch,
 };
@@ -43,6 +44,9 @@ pub enum ReplayCommand {
     Show(ShowArgs),
     /// List results, newest first.
     List(ListArgs),
+    /// Draft a regression case from a result: its mutations and assertions that hold on it,
+    /// as YAML.
+    Export(ExportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -285,6 +289,15 @@ pub struct ShowArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A result id (`rpl-…`).
+    id: String,
+    /// Write the YAML here instead of printing it.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub struct ListArgs {
     /// Only of this run.
     #[arg(long)]
@@ -440,6 +453,22 @@ pub fn run(cmd: ReplayCommand) -> Result<ExitCode> {
                 print_json(&result)?;
             } else {
                 print!("{}", result.to_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ReplayCommand::Export(a) => {
+            let store = store_arg::open()?;
+            let Some(result) = store::result(&store, &a.id)? else {
+                bail!("no replay result `{}` (`tollgate replay list`)", a.id);
+            };
+            let yaml = draft_yaml(&regression_draft(&result));
+            match a.output {
+                Some(path) => {
+                    std::fs::write(&path, yaml)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => print!("{yaml}"),
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -16,6 +16,7 @@
 
 pub mod batch;
 pub mod counterfactual;
+pub mod export;
 pub mod jobs;
 pub mod metrics;
 pub mod result;

@@ -62,6 +62,7 @@ fn every_route_is_documented_with_its_method() {
         "POST /v2/replays/batches",
         "GET /v2/replays",
         "GET /v2/replays/{id}",
+        "GET /v2/replays/{id}/export",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -29,6 +29,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(batches))
         .routes(routes!(list))
         .routes(routes!(get_replay))
+        .routes(routes!(export))
 }
 
 /// Runs `f` off the async threads, its replay errors answered in the one error shape.
@@ -215,4 +216,28 @@ async fn get_replay(
     })
     .await?;
     Ok(Json(answer))
+}
+
+/// A result as the draft of a regression case: its source (result, scenario, run, step,
+/// mutations), what it showed (label, first change) and assertions — the steps that held, the
+/// tool path, each call whose decision changed — that hold on it; as JSON and as the YAML a
+/// repository can commit.
+#[utoipa::path(get, path = "/v2/replays/{id}/export", tag = "replays",
+    params(("id" = String, Path, description = "A result id (`rpl-…`)")),
+    responses(
+        (status = 200, description = "`{\"draft\": {name, source, mutations, expect, assertions}, \"yaml\"}`", body = Object),
+        (status = 404, description = "No such result", body = super::ErrorBody),
+    ))]
+async fn export(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let draft = replaying(&state, move |rt| {
+        let result = store::result(rt.store(), &id)?
+            .ok_or_else(|| ReplayError::NotFound(format!("no replay result `{id}`")))?;
+        Ok(crate::replay::export::regression_draft(&result))
+    })
+    .await?;
+    let yaml = crate::replay::export::draft_yaml(&draft);
+    Ok(Json(json!({"draft": draft, "yaml": yaml})))
 }

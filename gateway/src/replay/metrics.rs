@@ -70,7 +70,8 @@ const WRITE_WORDS: [&str; 4] = ["write", "edit", "patch", "commit"];
 
 /// The subject metrics judge: the final output as text, the calls run as the tool path, and
 /// the figures as `output` (`steps`, `intact_steps`, `tokens`, `latency_ms`, `writes`,
-/// `answers`, `output`).
+/// `answers`, `output`, and `calls`: each tool call's step, id, tool, decision, how it was
+/// served and its status).
 pub fn subject(t: &Trajectory) -> EvalSubject {
     let steps = t.steps.len();
     let intact = t.steps.iter().filter(|s| s.intact()).count();
@@ -104,8 +105,24 @@ pub fn subject(t: &Trajectory) -> EvalSubject {
             .unwrap_or_default();
         *answers.entry(key).or_default() += 1;
     }
+    let calls: Vec<Value> = t
+        .steps
+        .iter()
+        .flat_map(|s| s.tools.iter().map(move |c| (s.step, c)))
+        .map(|(step, c)| {
+            json!({
+                "step": step,
+                "call": c.call_id,
+                "tool": c.tool,
+                "effect": c.effect,
+                "served": c.served,
+                "status": c.status,
+            })
+        })
+        .collect();
     EvalSubject {
         output: json!({
+            "calls": calls,
             "steps": steps,
             "intact_steps": intact,
             "tokens": tokens,
