@@ -108,7 +108,11 @@ pub fn run(args: CompileArgs) -> Result<ExitCode> {
     };
     let policy = engine
         .as_ref()
-        .map(|(engine, run)| CompilePolicy { engine, run });
+        .map(|(engine, run)| CompilePolicy {
+            engine,
+            run,
+            memo: None,
+        });
     let compiled = match compile(&input, policy.as_ref()) {
         Ok(c) => c,
         Err(e) => {

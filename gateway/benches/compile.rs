@@ -109,6 +109,7 @@ fn bench(c: &mut Criterion) {
     let policy = CompilePolicy {
         engine: &engine,
         run: "run-42",
+        memo: None,
     };
     // Load the vocabulary and print what one compile does, once.
     let with = compile(&input, Some(&policy)).unwrap();

@@ -257,6 +257,7 @@ fn record(s: &Session, set: &EnvelopeSet, sources: &[EnvelopeSource]) -> Fallibl
     let policy = CompilePolicy {
         engine: &engine,
         run: &header.id,
+        memo: None,
     };
 
     let mut steps = Vec::new();

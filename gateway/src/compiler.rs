@@ -104,7 +104,44 @@ pub struct CompilePolicy<'a> {
     pub engine: &'a PolicyEngine,
     /// The run (its envelopes govern what it may see).
     pub run: &'a str,
+    /// Decisions to reuse across the compiles of one walk over a run (replay), when given.
+    pub memo: Option<&'a ContextMemo>,
 }
+
+impl CompilePolicy<'_> {
+    /// The engine's decision on `item`, from the memo when it holds one.
+    fn decide(&self, item: &CandidateItem) -> EnvelopeDecision {
+        let context = item.context_item();
+        let Some(memo) = self.memo else {
+            return self.engine.decide_context(self.run, &context);
+        };
+        let key = (
+            std::ptr::from_ref(self.engine) as usize,
+            format!(
+                "{}\u{0}{}",
+                self.run,
+                serde_json::to_string(&context).unwrap_or_default()
+            ),
+        );
+        if let Some(d) = memo.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return d;
+        }
+        let d = self.engine.decide_context(self.run, &context);
+        if let Ok(mut m) = memo.0.lock() {
+            m.insert(key, d.clone());
+        }
+        d
+    }
+}
+
+/// Context decisions already made, by engine and item, for the compiles of one walk over a
+/// run: an item is decided again at every compile it is offered to, and a decision is a pure
+/// function of the engine and the item (the determinism invariant). Keep one per walk, while
+/// its engines live: an engine is known by its address.
+#[derive(Debug, Default)]
+pub struct ContextMemo(
+    std::sync::Mutex<std::collections::HashMap<(usize, String), EnvelopeDecision>>,
+);
 
 /// Compiles `input`: checks it, runs `policy` (when given) on every item, measures, selects
 /// and renders. See the module documentation for the stages.
@@ -118,7 +155,7 @@ pub fn compile(
     // Policy first: a denied item's text is never rendered, counted or redacted.
     let decisions: Vec<Option<EnvelopeDecision>> = items
         .iter()
-        .map(|item| policy.map(|p| p.engine.decide_context(p.run, &item.context_item())))
+        .map(|item| policy.map(|p| p.decide(item)))
         .collect();
     let eligible: Vec<Option<Eligible>> = items
         .iter()

@@ -32,7 +32,8 @@ use tollgate_rules::engine::FactSet;
 use tollgate_rules::envelope::{EnvelopeSet, load_envelopes};
 
 use crate::compiler::{
-    CandidateItem, CompileInput, CompilePolicy, CompiledContext, compile, model_request,
+    CandidateItem, CompileInput, CompilePolicy, CompiledContext, ContextMemo, compile,
+    model_request,
 };
 use crate::providers::{FakeProvider, Provider, ReplayProvider};
 use crate::recorder::events::{
@@ -202,6 +203,7 @@ pub fn replay_file(file: &RunFile) -> Result<ReplayReport, ReplayError> {
         provider,
         offered: HashMap::new(),
         compiled: HashMap::new(),
+        memo: ContextMemo::default(),
         report: ReplayReport {
             run: file.run.id.clone(),
             steps: file
@@ -365,6 +367,8 @@ struct Replayer<'a> {
     offered: HashMap<String, CandidateItem>,
     /// Recompiled contexts by the seq of their compile event.
     compiled: HashMap<u64, CompiledContext>,
+    /// Context decisions made so far (an item is decided again at every compile).
+    memo: ContextMemo,
     report: ReplayReport,
 }
 
@@ -494,6 +498,7 @@ impl Replayer<'_> {
             Ok(engine) => engine.map(|engine| CompilePolicy {
                 engine,
                 run: &self.file.run.id,
+                memo: Some(&self.memo),
             }),
             Err(why) => return drift(e.seq, "compile", why),
         };

@@ -48,6 +48,7 @@ fn policy() -> CompilePolicy<'static> {
     CompilePolicy {
         engine: &ENGINE,
         run: "run-42",
+        memo: None,
     }
 }
 

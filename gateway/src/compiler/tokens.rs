@@ -83,14 +83,56 @@ impl TokenCounter {
         }
     }
 
-    /// Tokens in `text` (saturating at `u32::MAX`).
+    /// Tokens in `text` (saturating at `u32::MAX`). A BPE count of a text of
+    /// [`MEMO_MIN_BYTES`] or more is remembered (see [`memo`]).
     pub(crate) fn count(self, text: &str) -> u32 {
         let n = match self {
+            TokenCounter::Bpe(bpe) if text.len() >= MEMO_MIN_BYTES => {
+                return memo(bpe, text);
+            }
             TokenCounter::Bpe(bpe) => bpe.count_ordinary(text),
             TokenCounter::Bytes4 => text.len().div_ceil(4),
         };
         u32::try_from(n).unwrap_or(u32::MAX)
     }
+}
+
+/// Texts shorter than this are counted every time (hashing them costs about as much).
+pub(crate) const MEMO_MIN_BYTES: usize = 48;
+
+/// The most counts remembered; when full, the memo starts again empty.
+const MEMO_CAPACITY: usize = 65_536;
+
+/// Remembered BPE counts, by vocabulary and the blake3 of the text.
+type Memo = std::sync::Mutex<std::collections::HashMap<(usize, [u8; 32]), u32>>;
+
+/// The count of `text` under `bpe`, remembered. Every compile of a run measures the items the
+/// run offered so far, most of them as before, so one run recounts the same blocks step after
+/// step (and a counterfactual replay, across scenarios). A count is a pure function of the
+/// vocabulary and the text, so remembering it changes no result; the key is the vocabulary's
+/// address (each is loaded once per process) and the text's hash.
+fn memo(bpe: &'static CoreBPE, text: &str) -> u32 {
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    let key = (
+        std::ptr::from_ref(bpe) as usize,
+        *blake3::hash(text.as_bytes()).as_bytes(),
+    );
+    if let Some(n) = memo
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&key).copied())
+    {
+        return n;
+    }
+    let n = u32::try_from(bpe.count_ordinary(text)).unwrap_or(u32::MAX);
+    if let Ok(mut m) = memo.lock() {
+        if m.len() >= MEMO_CAPACITY {
+            m.clear();
+        }
+        m.insert(key, n);
+    }
+    n
 }
 
 /// Tokens in `text` under the tokenizer called `name` (see [`TOKENIZERS`]).

@@ -30,12 +30,13 @@ use super::scenario::{ModelSource, Mutation, SummaryForm, ToolMode, memory_class
 use super::{ReplayError, ReplayPolicies};
 use crate::clock::parse_rfc3339;
 use crate::compiler::{
-    CandidateItem, CompileInput, CompilePolicy, CompileSettings, ItemKind, compile, model_request,
+    CandidateItem, CompileInput, CompilePolicy, CompileSettings, ContextMemo, ItemKind, compile,
+    model_request,
 };
 use crate::providers::{ChatResponse, FakeProvider, Provider};
 use crate::recorder::events::{
-    ApprovalEvent, ContextOfferedEvent, Event, ModelCallEvent, ModelOutputEvent, OutputEvent,
-    ToolCallEvent, ToolResultEvent,
+    ApprovalEvent, ContextOfferedEvent, Event, ModelCallEvent, OutputEvent, ToolCallEvent,
+    ToolResultEvent,
 };
 use crate::recorder::format::{EventRecord, RunFile};
 use crate::run_policy::{recorded_tool_request, requested_model_call};
@@ -245,49 +246,92 @@ pub struct Execution<'a> {
 
 /// Walks `file` under `execution`.
 pub fn trajectory(file: &RunFile, execution: &Execution<'_>) -> Result<Trajectory, ReplayError> {
-    let disabled: Vec<String> = execution
-        .mutations
-        .iter()
-        .filter_map(|m| match m {
-            Mutation::DisableRule { rule } => Some(rule.clone()),
-            _ => None,
+    Prepared::new(file)?.trajectory(execution)
+}
+
+/// A run read once for many trajectories (a batch's scenarios): its events decoded, what the
+/// recording holds by key, and the policies it was decided under.
+pub struct Prepared<'a> {
+    file: &'a RunFile,
+    /// Each event's payload, read once (`None` for one that does not read).
+    events: Vec<Option<Event>>,
+    recorded: Recorded,
+    policies: Option<ReplayPolicies<'a>>,
+}
+
+impl<'a> Prepared<'a> {
+    /// Reads `file`.
+    pub fn new(file: &'a RunFile) -> Result<Prepared<'a>, ReplayError> {
+        let events: Vec<Option<Event>> = file.events.iter().map(|e| e.event().ok()).collect();
+        Ok(Prepared {
+            recorded: Recorded::of(file, &events),
+            policies: ReplayPolicies::with_disabled(file, &[])?,
+            events,
+            file,
         })
-        .collect();
-    let policies = ReplayPolicies::with_disabled(file, &disabled)?;
-    let mut walk = Walk {
-        file,
-        execution,
-        policies: policies.as_ref(),
-        recorded: Recorded::of(file),
-        offered: HashMap::new(),
-        compiled: HashMap::new(),
-        steered: HashSet::new(),
-        steps: file
-            .steps
-            .iter()
-            .filter(|s| execution.step.is_none_or(|only| only == s.index))
-            .map(|s| StepTrace {
-                step: s.index,
-                name: s.name.clone(),
-                compiles: Vec::new(),
-                model_calls: Vec::new(),
-                tools: Vec::new(),
-            })
-            .collect(),
-        output: None,
-    };
-    for e in &file.events {
-        walk.event(e);
     }
-    Ok(Trajectory {
-        steps: walk.steps,
-        output: walk.output,
-    })
+
+    /// The run under `execution`. The recorded policies are shared; a scenario that disables
+    /// rules builds its own.
+    pub fn trajectory(&self, execution: &Execution<'_>) -> Result<Trajectory, ReplayError> {
+        let disabled: Vec<String> = execution
+            .mutations
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::DisableRule { rule } => Some(rule.clone()),
+                _ => None,
+            })
+            .collect();
+        let own;
+        let policies = if disabled.is_empty() {
+            self.policies.as_ref()
+        } else {
+            own = ReplayPolicies::with_disabled(self.file, &disabled)?;
+            own.as_ref()
+        };
+        let file = self.file;
+        let mut walk = Walk {
+            file,
+            execution,
+            policies,
+            recorded: &self.recorded,
+            offered: HashMap::new(),
+            compiled: HashMap::new(),
+            steered: HashSet::new(),
+            memo: ContextMemo::default(),
+            steps: file
+                .steps
+                .iter()
+                .filter(|s| execution.step.is_none_or(|only| only == s.index))
+                .map(|s| StepTrace {
+                    step: s.index,
+                    name: s.name.clone(),
+                    compiles: Vec::new(),
+                    model_calls: Vec::new(),
+                    tools: Vec::new(),
+                })
+                .collect(),
+            output: None,
+        };
+        for (e, event) in file.events.iter().zip(&self.events) {
+            if let Some(event) = event {
+                walk.event(e, event);
+            }
+        }
+        Ok(Trajectory {
+            steps: walk.steps,
+            output: walk.output,
+        })
+    }
 }
 
 /// What the recording holds, by key: results and approvals by call, outputs by request, event
 /// times.
 struct Recorded {
+    /// Model outputs by request hash, in event order.
+    outputs: HashMap<String, Vec<(u64, ChatResponse)>>,
+    /// The seq of each recorded tool call, by call id.
+    calls: HashMap<String, u64>,
     results: HashMap<String, (u64, ToolResultEvent)>,
     /// The call id of each recorded call that has a result, by tool and canonical arguments.
     by_call: HashMap<(String, String), String>,
@@ -297,40 +341,58 @@ struct Recorded {
 }
 
 impl Recorded {
-    fn of(file: &RunFile) -> Recorded {
+    fn of(file: &RunFile, events: &[Option<Event>]) -> Recorded {
         let mut recorded = Recorded {
+            outputs: HashMap::new(),
+            calls: HashMap::new(),
             results: HashMap::new(),
             by_call: HashMap::new(),
             approvals: HashMap::new(),
             at: HashMap::new(),
         };
         let mut calls: HashMap<String, (String, String)> = HashMap::new();
-        for e in &file.events {
+        for (e, event) in file.events.iter().zip(events) {
             if let Some(at) = parse_rfc3339(&e.at) {
                 recorded.at.insert(e.seq, at);
             }
-            match e.event() {
-                Ok(Event::ToolCall(c)) => {
+            match event {
+                Some(Event::ToolCall(c)) => {
+                    recorded.calls.entry(c.call_id.clone()).or_insert(e.seq);
                     calls.insert(c.call_id.clone(), (c.tool.clone(), canonical(&c.arguments)));
                 }
-                Ok(Event::ToolResult(r)) => {
+                Some(Event::ModelOutput(o)) => {
+                    recorded
+                        .outputs
+                        .entry(o.request_hash.clone())
+                        .or_default()
+                        .push((e.seq, o.response.clone()));
+                }
+                Some(Event::ToolResult(r)) => {
                     if let Some(key) = calls.get(&r.call_id) {
                         recorded
                             .by_call
                             .entry(key.clone())
                             .or_insert_with(|| r.call_id.clone());
                     }
-                    recorded.results.insert(r.call_id.clone(), (e.seq, r));
+                    recorded.results.insert(r.call_id.clone(), (e.seq, r.clone()));
                 }
-                Ok(Event::Approval(a)) => {
+                Some(Event::Approval(a)) => {
                     if let Some(call) = a.call_id.clone() {
-                        recorded.approvals.insert(call, a);
+                        recorded.approvals.insert(call, a.clone());
                     }
                 }
                 _ => {}
             }
         }
         recorded
+    }
+
+    /// The first recorded answer to `request_hash` after event `seq`.
+    fn output_after(&self, request_hash: &str, seq: u64) -> Option<&(u64, ChatResponse)> {
+        self.outputs
+            .get(request_hash)?
+            .iter()
+            .find(|(at, _)| *at > seq)
     }
 
     /// Milliseconds between two recorded events.
@@ -350,13 +412,15 @@ struct Walk<'a> {
     file: &'a RunFile,
     execution: &'a Execution<'a>,
     policies: Option<&'a ReplayPolicies<'a>>,
-    recorded: Recorded,
+    recorded: &'a Recorded,
     /// Items offered so far, by id.
     offered: HashMap<String, CandidateItem>,
     /// Compiles by the seq of their event: the compiled context and the recorded tokens.
     compiled: HashMap<u64, (crate::compiler::CompiledContext, u32)>,
     /// Steps whose answer changed in `stubbed_tool` mode: their recorded calls are not made.
     steered: HashSet<u32>,
+    /// Context decisions made so far in this walk (its engines live as long).
+    memo: ContextMemo,
     steps: Vec<StepTrace>,
     output: Option<String>,
 }
@@ -370,11 +434,10 @@ impl Walk<'_> {
         self.steps.iter_mut().find(|s| s.step == step)
     }
 
-    fn event(&mut self, e: &EventRecord) {
-        let Ok(event) = e.event() else { return };
+    fn event(&mut self, e: &EventRecord, event: &Event) {
         if let Event::ContextOffered(ContextOfferedEvent { items }) = event {
             for item in items {
-                self.offered.insert(item.id.clone(), item);
+                self.offered.insert(item.id.clone(), item.clone());
             }
             return;
         }
@@ -388,9 +451,9 @@ impl Walk<'_> {
                     step.compiles.push(trace);
                 }
             }
-            Event::ModelCall(call) => self.model_call(e, &call),
+            Event::ModelCall(call) => self.model_call(e, call),
             Event::ToolCall(call) if !self.steered.contains(&e.step) => {
-                let trace = self.tool_call(e.seq, &call, true);
+                let trace = self.tool_call(e.seq, call, true);
                 if let Some(step) = self.step_mut(e.step) {
                     step.tools.push(trace);
                 }
@@ -404,7 +467,7 @@ impl Walk<'_> {
                     .filter(|m| m.answered != Answered::Recorded);
                 self.output = Some(match changed {
                     Some(m) => m.content.clone(),
-                    None => content,
+                    None => content.clone(),
                 });
             }
             _ => {}
@@ -511,6 +574,7 @@ impl Walk<'_> {
         let policy = engine.map(|engine| CompilePolicy {
             engine,
             run: &self.file.run.id,
+            memo: Some(&self.memo),
         });
         let input = CompileInput {
             items,
@@ -552,14 +616,9 @@ impl Walk<'_> {
 
     fn model_call(&mut self, e: &EventRecord, call: &ModelCallEvent) {
         let recorded_output = self
-            .file
-            .events
-            .iter()
-            .filter(|o| o.seq > e.seq)
-            .find_map(|o| {
-                let out = o.read::<ModelOutputEvent>()?;
-                (out.request_hash == call.request_hash).then_some((o.seq, out.response))
-            });
+            .recorded
+            .output_after(&call.request_hash, e.seq)
+            .cloned();
         let recorded_latency = recorded_output
             .as_ref()
             .map_or(0.0, |(seq, _)| self.recorded.between(e.seq, *seq));
@@ -729,12 +788,7 @@ impl Walk<'_> {
         };
         let mut runs = true;
         if let Some(policies) = self.policies {
-            let engine = self
-                .file
-                .events
-                .iter()
-                .find(|e| e.seq == seq)
-                .map(|e| policies.engine(e));
+            let engine = event_at(self.file, seq).map(|e| policies.engine(e));
             let decision = match engine {
                 Some(Ok(engine)) => engine.decide(&recorded_tool_request(&self.file.run.id, call)),
                 Some(Err(why)) => {
@@ -809,10 +863,16 @@ impl Walk<'_> {
     }
 
     fn call_seq(&self, call_id: &str) -> Option<u64> {
-        self.file.events.iter().find_map(|e| {
-            let c = e.read::<ToolCallEvent>()?;
-            (c.call_id == call_id).then_some(e.seq)
-        })
+        self.recorded.calls.get(call_id).copied()
+    }
+}
+
+/// Event `seq` of `file` (seqs are contiguous from 0; a file that breaks this is searched).
+fn event_at(file: &RunFile, seq: u64) -> Option<&EventRecord> {
+    let at = usize::try_from(seq).ok()?;
+    match file.events.get(at) {
+        Some(e) if e.seq == seq => Some(e),
+        _ => file.events.iter().find(|e| e.seq == seq),
     }
 }
 

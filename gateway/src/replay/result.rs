@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::counterfactual::{
-    Answered, Execution, ItemTrace, Served, StepTrace, ToolTrace, Trajectory, allocation,
-    trajectory,
+    Answered, Execution, ItemTrace, Prepared, Served, StepTrace, ToolTrace, Trajectory,
+    allocation,
 };
 use super::metrics::{Label, MetricDelta, compare, subject};
 use super::scenario::{ModelSource, Mutation, ScenarioSpec, ToolMode, check};
@@ -215,6 +215,7 @@ impl ResultSummary {
 pub struct Baseline<'a> {
     file: &'a RunFile,
     step: Option<u32>,
+    prepared: Prepared<'a>,
     trajectory: Trajectory,
     subject: EvalSubject,
 }
@@ -248,7 +249,8 @@ impl<'a> Baseline<'a> {
             model: ModelSource::Recorded,
             live: None,
         };
-        let trajectory = trajectory(file, &execution)?;
+        let prepared = Prepared::new(file)?;
+        let trajectory = prepared.trajectory(&execution)?;
         if let Some(m) = trajectory
             .model_calls()
             .find(|m| m.answered != Answered::Recorded)
@@ -267,6 +269,7 @@ impl<'a> Baseline<'a> {
         Ok(Baseline {
             file,
             step,
+            prepared,
             trajectory,
             subject,
         })
@@ -302,7 +305,7 @@ impl<'a> Baseline<'a> {
             model: spec.model,
             live,
         };
-        let replay = trajectory(self.file, &execution)?;
+        let replay = self.prepared.trajectory(&execution)?;
         let (label, metrics) = compare(
             &self.subject,
             &subject(&replay),

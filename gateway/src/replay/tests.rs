@@ -66,6 +66,7 @@ fn recorded_run(with_envelopes: bool) -> RunFile {
     let policy = engine.map(|engine| CompilePolicy {
         engine,
         run: "run-r",
+        memo: None,
     });
     let items = vec![item("a", "fn main() {}"), item("b", "// notes")];
     let settings = CompileSettings::default();

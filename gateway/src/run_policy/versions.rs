@@ -6,8 +6,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::recorder::events::Event;
-use crate::recorder::format::{EnvelopeSource, EventRecord, RunFile};
+use crate::recorder::format::{EnvelopeSource, EventKind, EventRecord, RunFile};
+
+/// The one field of a recorded `EnvelopeDecision` that says which versions decided it (the
+/// rest of the decision is not read).
+#[derive(serde::Deserialize)]
+struct VersionsOnly {
+    envelope_versions: Vec<String>,
+}
 
 /// The versions of a run file's envelopes, by label, and the sets its decisions used.
 #[derive(Debug)]
@@ -61,13 +67,22 @@ impl<'a> RecordedVersions<'a> {
 
     /// The `ID@VERSION`s a recorded event says it was decided under (sorted): a `decision`'s
     /// decision, a `compile`'s first item decision. `None` for events that record none.
+    ///
+    /// Only the versions are read (replay asks for every decision and compile it re-decides):
+    /// the event's payload type has them at `decision.envelope_versions` and
+    /// `outcomes[*].policy.envelope_versions`, and [`VersionsOnly`] reads those fields alone.
     pub fn of_event(e: &EventRecord) -> Option<Vec<String>> {
-        let versions = match e.event().ok()? {
-            Event::Decision(d) => d.decision.envelope_versions,
-            Event::Compile(c) => {
-                c.outcomes
-                    .into_iter()
-                    .find_map(|o| o.policy)?
+        use serde::Deserialize as _;
+        let versions = match e.event_kind()? {
+            EventKind::Decision => {
+                VersionsOnly::deserialize(e.payload.get("decision")?).ok()?.envelope_versions
+            }
+            EventKind::Compile => {
+                let outcomes = e.payload.get("outcomes")?.as_array()?;
+                outcomes
+                    .iter()
+                    .filter_map(|o| o.get("policy").filter(|p| !p.is_null()))
+                    .find_map(|p| VersionsOnly::deserialize(p).ok())?
                     .envelope_versions
             }
             _ => return None,

@@ -77,6 +77,7 @@ impl Runtime {
             Some(&CompilePolicy {
                 engine: &engine,
                 run,
+                memo: None,
             }),
         )
         .map_err(|e| RuntimeError::Invalid(e.to_string()))?;

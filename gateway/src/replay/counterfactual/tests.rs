@@ -396,3 +396,88 @@ fn answers_ask_for_tools_by_openai_tool_calls_and_action_lines() {
         ]
     );
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::replay::scenario::RunInventory;
+
+    /// Every mutation the flaky run admits, one of each kind per element of its inventory.
+    fn admissible(file: &RunFile) -> Vec<Mutation> {
+        let inventory = RunInventory::of(file, None);
+        let mut all = Vec::new();
+        for (id, item) in &inventory.items {
+            all.push(Mutation::DropItem { item: id.clone() });
+            all.push(Mutation::ChangeWeight {
+                item: id.clone(),
+                weight: 0.5,
+            });
+            if item.summary.is_some() && item.content.is_some() {
+                all.push(Mutation::SwapSummary {
+                    item: id.clone(),
+                    to: crate::replay::scenario::SummaryForm::Summary,
+                });
+            }
+            if item.kind == crate::compiler::ItemKind::Doc {
+                all.push(Mutation::DropRetrievalDoc { item: id.clone() });
+            }
+        }
+        all.extend(
+            inventory
+                .rules
+                .iter()
+                .map(|r| Mutation::DisableRule { rule: r.clone() }),
+        );
+        all.extend(
+            inventory
+                .memory_classes
+                .iter()
+                .map(|c| Mutation::DisableMemoryClass { class: *c }),
+        );
+        all.push(Mutation::ChangeBudget {
+            item_kind: None,
+            budget: 700,
+        });
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Any admissible mix of mutations: the scenario is accepted, runs, gives the same
+        /// result twice, compares against the unmutated baseline, labels by its deltas, and
+        /// leaves the run as it was.
+        #[test]
+        fn any_admissible_scenario_is_deterministic_and_labelled_by_its_deltas(
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..4),
+        ) {
+            let file = fixture(FLAKY);
+            let before = serde_json::to_string(&file).unwrap();
+            let all = admissible(&file);
+            let mutations: Vec<Mutation> = picks.iter().map(|i| all[i.index(all.len())].clone()).collect();
+            let s = spec(&file, mutations);
+            prop_assert!(check(&s, &file).is_ok());
+            let baseline = Baseline::new(&file, None).unwrap();
+            let first = baseline.run(&s, None).unwrap();
+            let second = baseline.run(&s, None).unwrap();
+            prop_assert_eq!(&first, &second);
+            prop_assert_eq!(&first.baseline, baseline.trajectory());
+            let lost = first.metrics.iter().any(|m| m.label == Label::Loss);
+            let won = first.metrics.iter().any(|m| m.label == Label::Win);
+            let expected = if lost { Label::Loss } else if won { Label::Win } else { Label::Neutral };
+            prop_assert_eq!(first.label, expected);
+            // A step the comparison calls unchanged is the baseline's, call for call.
+            for (c, (b, r)) in first.steps.iter().zip(first.baseline.steps.iter().zip(&first.replay.steps)) {
+                if !c.changed {
+                    prop_assert_eq!(&b.tools, &r.tools);
+                    prop_assert_eq!(
+                        b.compiles.iter().map(|x| &x.hash).collect::<Vec<_>>(),
+                        r.compiles.iter().map(|x| &x.hash).collect::<Vec<_>>()
+                    );
+                }
+            }
+            prop_assert_eq!(serde_json::to_string(&file).unwrap(), before);
+        }
+    }
+}
