@@ -106,13 +106,11 @@ pub fn run(args: CompileArgs) -> Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     };
-    let policy = engine
-        .as_ref()
-        .map(|(engine, run)| CompilePolicy {
-            engine,
-            run,
-            memo: None,
-        });
+    let policy = engine.as_ref().map(|(engine, run)| CompilePolicy {
+        engine,
+        run,
+        memo: None,
+    });
     let compiled = match compile(&input, policy.as_ref()) {
         Ok(c) => c,
         Err(e) => {

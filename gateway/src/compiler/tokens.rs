@@ -118,11 +118,7 @@ fn memo(bpe: &'static CoreBPE, text: &str) -> u32 {
         std::ptr::from_ref(bpe) as usize,
         *blake3::hash(text.as_bytes()).as_bytes(),
     );
-    if let Some(n) = memo
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&key).copied())
-    {
+    if let Some(n) = memo.lock().ok().and_then(|m| m.get(&key).copied()) {
         return n;
     }
     let n = u32::try_from(bpe.count_ordinary(text)).unwrap_or(u32::MAX);

@@ -374,7 +374,9 @@ impl Recorded {
                             .entry(key.clone())
                             .or_insert_with(|| r.call_id.clone());
                     }
-                    recorded.results.insert(r.call_id.clone(), (e.seq, r.clone()));
+                    recorded
+                        .results
+                        .insert(r.call_id.clone(), (e.seq, r.clone()));
                 }
                 Some(Event::Approval(a)) => {
                     if let Some(call) = a.call_id.clone() {

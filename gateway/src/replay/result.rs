@@ -8,8 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::counterfactual::{
-    Answered, Execution, ItemTrace, Prepared, Served, StepTrace, ToolTrace, Trajectory,
-    allocation,
+    Answered, Execution, ItemTrace, Prepared, Served, StepTrace, ToolTrace, Trajectory, allocation,
 };
 use super::metrics::{Label, MetricDelta, compare, subject};
 use super::scenario::{ModelSource, Mutation, ScenarioSpec, ToolMode, check};

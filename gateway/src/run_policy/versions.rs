@@ -75,7 +75,9 @@ impl<'a> RecordedVersions<'a> {
         use serde::Deserialize as _;
         let versions = match e.event_kind()? {
             EventKind::Decision => {
-                VersionsOnly::deserialize(e.payload.get("decision")?).ok()?.envelope_versions
+                VersionsOnly::deserialize(e.payload.get("decision")?)
+                    .ok()?
+                    .envelope_versions
             }
             EventKind::Compile => {
                 let outcomes = e.payload.get("outcomes")?.as_array()?;
