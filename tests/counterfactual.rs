@@ -207,13 +207,27 @@ fn the_gateway_runs_scenarios_and_a_rule_sweep_batch_and_attributes_outcome_chan
     let (status, fetched) = gw.call("GET", &format!("/v2/replays/{rid}"), None);
     assert_eq!(status, 200);
     assert_eq!(fetched["label"], result["label"]);
+    assert_eq!(
+        fetched["baseline"], result["baseline"],
+        "the baseline reads back whole"
+    );
+    // Executed again: a second result, the baseline stored once for both.
+    let artifacts = gw.count("artifacts");
+    let (status, again) = gw.call("POST", &format!("/v2/replays/scenarios/{id}/execute"), None);
+    assert_eq!(status, 201, "{again}");
+    assert!(
+        again["id"].as_str().unwrap().ends_with("-2"),
+        "{}",
+        again["id"]
+    );
+    assert_eq!(gw.count("artifacts"), artifacts);
     let (status, draft) = gw.call("GET", &format!("/v2/replays/{rid}/export"), None);
     assert_eq!(status, 200, "{draft}");
     assert_eq!(draft["draft"]["source"]["replay"], rid);
     assert!(draft["yaml"].as_str().unwrap().contains("assertions:"));
     let (status, scenario) = gw.call("GET", &format!("/v2/replays/scenarios/{id}"), None);
     assert_eq!(status, 200);
-    assert_eq!(scenario["results"][0]["id"], rid);
+    assert_eq!(scenario["results"][1]["id"], rid, "newest first");
 
     // Bad input: 422 with the mutation's index and what exists; unknown run 404; nothing stored.
     let (status, err) = gw.call(

@@ -113,6 +113,14 @@ pub fn save_result(
     let hash = result.scenario.trim_start_matches("scn-");
     result.id = format!("rpl-{}-{}", &hash[..hash.len().min(12)], n + 1);
     result.executed_at = at.to_string();
+    // The baseline is the same for every scenario of a run (or step): stored once, as an
+    // artifact under its hash, and referred to from the result.
+    let baseline =
+        serde_json::to_vec(&result.baseline).map_err(|e| corrupt("encoding a baseline", e))?;
+    let hash = blake3::hash(&baseline).to_hex().to_string();
+    crate::store::artifacts::store(c, &hash, TRAJECTORY_MEDIA_TYPE, &baseline)?;
+    let mut row = serde_json::to_value(&result).map_err(|e| corrupt("encoding a result", e))?;
+    row["baseline"] = serde_json::json!({ "artifact": hash });
     c.execute(
         "INSERT INTO replay_results (id, scenario_id, batch_id, run_id, label, first_change, result, executed_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -123,11 +131,67 @@ pub fn save_result(
             result.run,
             result.label.as_str(),
             result.first_change,
-            serde_json::to_string(&result).map_err(|e| corrupt("encoding a result", e))?,
+            row.to_string(),
             at
         ],
     )?;
     Ok(result)
+}
+
+/// The media type of a stored trajectory.
+const TRAJECTORY_MEDIA_TYPE: &str = "application/vnd.tollgate.trajectory+json";
+
+/// A stored result's row, its baseline read back from its artifact.
+fn load_result(c: &Connection, text: &str) -> Result<ReplayResult, StoreError> {
+    let mut row: Value = serde_json::from_str(text).map_err(|e| corrupt("a stored result", e))?;
+    if let Some(hash) = row["baseline"]["artifact"].as_str().map(str::to_string) {
+        let body: Vec<u8> = c
+            .prepare_cached("SELECT body FROM artifacts WHERE hash = ?1")?
+            .query_row([&hash], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| corrupt("a stored result", format!("baseline {hash} is missing")))?;
+        row["baseline"] =
+            serde_json::from_slice(&body).map_err(|e| corrupt("a stored baseline", e))?;
+    }
+    serde_json::from_value(row).map_err(|e| corrupt("a stored result", e))
+}
+
+/// A stored result's summary, without reading its baseline.
+fn summary_of(text: &str) -> Result<ResultSummary, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        id: String,
+        scenario: String,
+        #[serde(default)]
+        batch: Option<String>,
+        run: String,
+        #[serde(default)]
+        name: Option<String>,
+        mutations: Vec<super::scenario::Mutation>,
+        label: super::metrics::Label,
+        #[serde(default)]
+        first_change: Option<u32>,
+        metrics: Vec<super::metrics::MetricDelta>,
+        #[serde(default)]
+        executed_at: String,
+    }
+    let r: Row = serde_json::from_str(text).map_err(|e| corrupt("a stored result", e))?;
+    Ok(ResultSummary {
+        id: r.id,
+        scenario: r.scenario,
+        batch: r.batch,
+        run: r.run,
+        name: r.name,
+        mutations: r.mutations,
+        label: r.label,
+        first_change: r.first_change,
+        deltas: r
+            .metrics
+            .iter()
+            .map(|m| (m.metric.as_str().to_string(), m.delta))
+            .collect(),
+        executed_at: r.executed_at,
+    })
 }
 
 /// The result `id`.
@@ -141,8 +205,7 @@ pub fn result(store: &Store, id: &str) -> Result<Option<ReplayResult>, StoreErro
                 |r| r.get(0),
             )
             .optional()?;
-        text.map(|t| serde_json::from_str(&t).map_err(|e| corrupt("a stored result", e)))
-            .transpose()
+        text.map(|t| load_result(c, &t)).transpose()
     })
 }
 
@@ -178,9 +241,7 @@ pub fn results(store: &Store, filter: &ResultFilter) -> Result<Vec<ResultSummary
         })?;
         let mut out = Vec::new();
         for text in rows {
-            let r: ReplayResult =
-                serde_json::from_str(&text?).map_err(|e| corrupt("a stored result", e))?;
-            out.push(ResultSummary::of(&r));
+            out.push(summary_of(&text?)?);
         }
         Ok(out)
     })
