@@ -194,7 +194,7 @@ pub enum EvaluatorError {
 
 /// A declarative assertion, as written in a regression suite or a replay's scoring config.
 /// Deserialised from `{"kind": "contains", "text": "..."}` and the like.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AssertionSpec {
     /// The path selects exactly one node, equal to `value` (numbers compare by value, so `1`

@@ -18,7 +18,19 @@ pub const DEFAULT_BUDGET: u32 = 8_000;
 
 /// What a candidate item is. Its snake_case name is also the `kind` policy sees (envelope data
 /// rules match it with `kinds` globs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemKind {
     /// A source file.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{EvalOutcome, EvalSubject, Evaluator, quote};
 
 /// How called tools are compared with the expected ones.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolPathMode {
     /// The same tools in the same order, nothing more.

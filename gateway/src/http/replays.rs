@@ -50,7 +50,7 @@ where
 /// `metrics` and a `rubric` of assertions. Checked against the run: a mutation naming what the
 /// run does not have is a 422 listing what it has. The same spec twice is one scenario.
 #[utoipa::path(post, path = "/v2/replays/scenarios", tag = "replays",
-    request_body(content = Object, description = "A scenario: `{\"run\", \"step\"?, \"name\"?, \"mutations\": [{\"kind\": \"drop_item\", \"item\": \"ID\"}], \"mode\"?, \"model\"?, \"metrics\"?, \"rubric\"?}`"),
+    request_body = ScenarioSpec,
     responses(
         (status = 201, description = "`{\"scenario\": {id, spec, created_by, created_at}, \"created\": true}`", body = Object),
         (status = 200, description = "The same scenario existed: `{\"scenario\", \"created\": false}`", body = Object),
@@ -133,7 +133,7 @@ async fn execute(
 /// (`disable_each_rule` attributes outcome changes to rules; `drop_each_item`;
 /// `disable_each_memory_class`). Every scenario is checked before anything is stored.
 #[utoipa::path(post, path = "/v2/replays/batches", tag = "replays",
-    request_body(content = Object, description = "A batch: `{\"run\", \"step\"?, \"name\"?, \"scenarios\"?: [{\"name\"?, \"mutations\"}], \"mutations\"?, \"sweep\"?, \"mode\"?, \"model\"?, \"metrics\"?, \"rubric\"?}`"),
+    request_body = BatchSpec,
     responses(
         (status = 202, description = "`{\"batch\": {id, scenarios, ...}, \"job\": {id, kind, state}}`: follow it at `GET /v2/replays/{batch id}`", body = Object),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),

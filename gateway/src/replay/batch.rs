@@ -20,7 +20,7 @@ use crate::evaluators::AssertionSpec;
 pub const MAX_SCENARIOS: usize = 1_000;
 
 /// A sweep: one scenario per element of the run's inventory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Sweep {
     /// `disable_rule` for each envelope rule of the run.
@@ -32,7 +32,7 @@ pub enum Sweep {
 }
 
 /// One scenario of a batch, as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     /// A name.
@@ -43,7 +43,7 @@ pub struct Variant {
 }
 
 /// A batch as written: the run (or step), the scenarios, and what every scenario shares.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchSpec {
     /// The recorded run.

@@ -25,7 +25,7 @@ use crate::recorder::format::RunFile;
 use crate::run_policy::RecordedVersions;
 
 /// Which form of an item a `swap_summary` mutation forces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SummaryForm {
     /// The summary in place of the content (the item is offered as its summary alone).
@@ -36,7 +36,7 @@ pub enum SummaryForm {
 
 /// One controlled change, on normalised context items, compile settings or policy; never on
 /// a provider payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Mutation {
     /// The item is not offered.
@@ -131,7 +131,9 @@ impl fmt::Display for Mutation {
 
 /// How tool calls are made in a replay. No mode runs a tool for real: Tollgate decides tool
 /// calls and agents execute them, so a replay serves each result from the recording.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolMode {
     /// The agent's recorded calls are replayed as a script: re-decided under the scenario's
@@ -148,7 +150,9 @@ pub enum ToolMode {
 
 /// Who answers a model call whose request changed. An unchanged request is always served its
 /// recorded answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelSource {
     /// The fake provider (deterministic, no network).
@@ -160,7 +164,19 @@ pub enum ModelSource {
 }
 
 /// What judges an outcome (see `replay::metrics`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeMetric {
     /// The share of steps that held together: compiled, answered, every call run with an
@@ -203,7 +219,7 @@ impl OutcomeMetric {
 }
 
 /// A scenario as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSpec {
     /// The recorded run.
