@@ -9,6 +9,8 @@
 //! merged first. When no detector finds anything, the whole text is replaced by one marker:
 //! policy said the item holds something to hide, and not finding it is no reason to show it.
 
+pub mod scrub;
+
 use std::sync::LazyLock;
 
 use regex::Regex;

@@ -1,0 +1,337 @@
+//! Aggressive redaction for what leaves the store to be committed (regression fixture
+//! bundles, issue 15): a rule set in the spirit of gitleaks — cloud keys, service tokens,
+//! private keys, connection-string credentials, JWTs, high-entropy strings — and personal data
+//! (emails, phone numbers), each replaced by a stable placeholder: the same value gets the same
+//! `[REDACTED:<rule>:<n>]` everywhere in one [`Scrubber`]'s output, numbered in order of
+//! appearance, so a fixture stays consistent (a token sent and later echoed is one token) and
+//! nothing of the value survives (no hash of a phone number to brute-force).
+//!
+//! This is stricter than the gateway's own redaction ([`super::find_spans`]), which hides what
+//! policy asks to hide in live traffic and must not change recorded runs; the two are kept
+//! apart on purpose. [`rescan`] is an independent check written differently (no regular
+//! expressions: token shapes, known prefixes, character entropy) that a scrubbed text must
+//! pass.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// `(rule, pattern, group)`: the group that is the secret (0: the whole match). Earlier rules
+/// win where two overlap.
+const RULES: [(&str, &str, usize); 22] = [
+    (
+        "private_key",
+        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        0,
+    ),
+    (
+        "aws_access_key",
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b",
+        0,
+    ),
+    (
+        "aws_secret_key",
+        r#"(?i)aws[a-z0-9_.-]{0,20}(?:secret|key)[a-z0-9_.-]{0,20}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+        1,
+    ),
+    ("gcp_api_key", r"\bAIza[0-9A-Za-z_-]{35}", 0),
+    (
+        "gcp_service_account_key",
+        r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#,
+        1,
+    ),
+    (
+        "azure_storage_key",
+        r"(?i)AccountKey=([A-Za-z0-9+/]{80,90}={0,2})",
+        1,
+    ),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        0,
+    ),
+    ("gitlab_token", r"\bglpat-[A-Za-z0-9_-]{20,}", 0),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    (
+        "slack_webhook",
+        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
+        0,
+    ),
+    (
+        "stripe_key",
+        r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        0,
+    ),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0),
+    (
+        "openai_key",
+        r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}",
+        0,
+    ),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",
+        0,
+    ),
+    // `postgres://user:PASSWORD@host`: the password.
+    (
+        "connection_string",
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@",
+        1,
+    ),
+    (
+        "basic_auth",
+        r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})",
+        1,
+    ),
+    (
+        "bearer_token",
+        r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)",
+        1,
+    ),
+    (
+        "assignment",
+        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)[A-Za-z0-9_-]*["']?\s*[:=]\s*("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"#,
+        1,
+    ),
+    (
+        "email",
+        r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
+        0,
+    ),
+    (
+        "phone",
+        r"(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[\s.-]\d{3,4}[\s.-]\d{3,4}\b",
+        0,
+    ),
+    // Long runs of key-like characters, judged by entropy below.
+    ("high_entropy", r"[A-Za-z0-9+/=_-]{24,}", 0),
+];
+
+static COMPILED: LazyLock<Vec<(&'static str, Regex, usize)>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|(name, pattern, group)| {
+            #[expect(
+                clippy::expect_used,
+                reason = "constant patterns; `every_rule_compiles` tests them"
+            )]
+            let regex = Regex::new(pattern).expect("scrub patterns compile");
+            (*name, regex, *group)
+        })
+        .collect()
+});
+
+/// Bits of Shannon entropy per character above which a long run is taken for a key.
+const ENTROPY_BITS: f64 = 4.0;
+
+fn entropy(text: &str) -> f64 {
+    let mut counts: HashMap<char, usize> = HashMap::new();
+    let mut n = 0usize;
+    for c in text.chars() {
+        *counts.entry(c).or_default() += 1;
+        n += 1;
+    }
+    if n == 0 {
+        return 0.0;
+    }
+    counts
+        .values()
+        .map(|&k| {
+            let p = k as f64 / n as f64;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// Whether a long run looks like a key: high entropy, letters and digits mixed.
+fn keylike(run: &str) -> bool {
+    let digits = run.chars().any(|c| c.is_ascii_digit());
+    let letters = run.chars().any(|c| c.is_ascii_alphabetic());
+    digits && letters && entropy(run) >= ENTROPY_BITS
+}
+
+/// What one scrub found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule.
+    pub rule: &'static str,
+    /// The placeholder that replaced it.
+    pub placeholder: String,
+}
+
+/// Scrubs texts and JSON, giving each distinct value one placeholder across everything it
+/// scrubs.
+#[derive(Debug, Default)]
+pub struct Scrubber {
+    seen: HashMap<(&'static str, String), String>,
+    counts: HashMap<&'static str, usize>,
+    /// Everything replaced, in order.
+    pub findings: Vec<Finding>,
+}
+
+impl Scrubber {
+    /// A scrubber with nothing seen.
+    pub fn new() -> Scrubber {
+        Scrubber::default()
+    }
+
+    fn placeholder(&mut self, rule: &'static str, value: &str) -> String {
+        if let Some(p) = self.seen.get(&(rule, value.to_string())) {
+            return p.clone();
+        }
+        let n = self.counts.entry(rule).or_default();
+        *n += 1;
+        let p = format!("[REDACTED:{rule}:{n}]");
+        self.seen.insert((rule, value.to_string()), p.clone());
+        p
+    }
+
+    /// `text` with every secret and personal datum replaced.
+    pub fn text(&mut self, text: &str) -> String {
+        let mut spans: Vec<(usize, usize, &'static str)> = Vec::new();
+        for (rule, regex, group) in COMPILED.iter() {
+            for caps in regex.captures_iter(text) {
+                let Some(m) = caps.get(*group) else { continue };
+                if m.as_str().starts_with("[REDACTED:") {
+                    continue;
+                }
+                if *rule == "high_entropy" && !keylike(m.as_str()) {
+                    continue;
+                }
+                let (s, e) = (m.start(), m.end());
+                if spans.iter().any(|&(a, b, _)| s < b && a < e) {
+                    continue;
+                }
+                spans.push((s, e, rule));
+            }
+        }
+        spans.sort_by_key(|&(s, _, _)| s);
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (s, e, rule) in spans {
+            out.push_str(&text[at..s]);
+            let value = &text[s..e];
+            let p = self.placeholder(rule, value);
+            self.findings.push(Finding {
+                rule,
+                placeholder: p.clone(),
+            });
+            out.push_str(&p);
+            at = e;
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+
+    /// `value` with every string (keys too) scrubbed.
+    pub fn json(&mut self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.text(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|v| self.json(v)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (self.text(k), self.json(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Known prefixes of service tokens, for [`rescan`].
+const PREFIXES: [&str; 16] = [
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "npm_",
+    "eyJ",
+];
+
+/// An independent check of a scrubbed text, written without the scrubber's patterns: what in
+/// it still looks like a secret or personal datum (a PEM header, a token with a known prefix,
+/// a long key-like run, an address with `@` and a dotted domain, a run of ten or more digits,
+/// `scheme://user:pass@`). Empty for a clean text.
+pub fn rescan(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if text.contains("PRIVATE KEY-----") {
+        found.push("a PEM private key header".to_string());
+    }
+    for raw in text.split(|c: char| c.is_whitespace() || "\"'`,;()<>[]{}".contains(c)) {
+        let token = raw.trim_matches(|c: char| c == '.' || c == ':');
+        if token.is_empty() || token.starts_with("REDACTED:") {
+            continue;
+        }
+        if let Some(p) = PREFIXES
+            .iter()
+            .find(|p| token.starts_with(*p) && token.len() >= p.len() + 12)
+        {
+            found.push(format!("`{p}…` token"));
+            continue;
+        }
+        if let Some((user, domain)) = token.split_once('@')
+            && !user.is_empty()
+            && !user.contains('/')
+            && domain.contains('.')
+            && domain
+                .rsplit('.')
+                .next()
+                .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_alphabetic()))
+        {
+            found.push("an email address".to_string());
+            continue;
+        }
+        if let Some((_, rest)) = token.split_once("://")
+            && let Some((creds, _)) = rest.split_once('@')
+            && creds.contains(':')
+        {
+            found.push("credentials in a URL".to_string());
+            continue;
+        }
+        let digits = token.chars().filter(char::is_ascii_digit).count();
+        if digits >= 10
+            && token
+                .chars()
+                .all(|c| c.is_ascii_digit() || "+-.".contains(c))
+        {
+            found.push("a phone-like number".to_string());
+            continue;
+        }
+        for run in token.split(|c: char| !(c.is_ascii_alphanumeric() || "+/=_-".contains(c))) {
+            if run.len() >= 24 && keylike(run) {
+                found.push("a high-entropy string".to_string());
+                break;
+            }
+        }
+    }
+    // Phone numbers written with spaces: ten or more digits in a short window.
+    let chars: Vec<char> = text.chars().collect();
+    for window in chars.windows(16) {
+        let digits = window.iter().filter(|c| c.is_ascii_digit()).count();
+        let others = window
+            .iter()
+            .all(|c| c.is_ascii_digit() || " +-.()".contains(*c));
+        if digits >= 10 && others && window.contains(&' ') {
+            found.push("a spaced phone-like number".to_string());
+            break;
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests;
