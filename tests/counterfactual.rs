@@ -27,7 +27,7 @@ fn the_cli_reruns_a_recorded_failure_with_five_mutation_kinds_and_leaves_the_run
     let before = exported(&gw);
 
     // Five kinds in one scenario, written as flags.
-    let created = json_of(&gw.tollgate(&[
+    let five_kinds = [
         "replay",
         "scenario",
         "--run",
@@ -45,7 +45,8 @@ fn the_cli_reruns_a_recorded_failure_with_five_mutation_kinds_and_leaves_the_run
         "--disable-class",
         "preference",
         "--json",
-    ]));
+    ];
+    let created = json_of(&gw.tollgate(&five_kinds));
     assert_eq!(created["created"], true);
     let id = created["scenario"]["id"].as_str().unwrap().to_string();
     assert_eq!(
@@ -56,25 +57,7 @@ fn the_cli_reruns_a_recorded_failure_with_five_mutation_kinds_and_leaves_the_run
         5
     );
     // The same scenario again is the same scenario.
-    let again = json_of(&gw.tollgate(&[
-        "replay",
-        "scenario",
-        "--run",
-        "run-flaky-webhook-retry",
-        "--name",
-        "five kinds",
-        "--drop",
-        "doc-ticket-T-127",
-        "--weight",
-        "mem-procedure-db-tests=0.5",
-        "--budget",
-        "2000",
-        "--summary",
-        "doc-webhooks",
-        "--disable-class",
-        "preference",
-        "--json",
-    ]));
+    let again = json_of(&gw.tollgate(&five_kinds));
     assert_eq!(
         (again["created"].clone(), again["scenario"]["id"].clone()),
         (json!(false), json!(id))

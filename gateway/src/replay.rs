@@ -71,7 +71,7 @@ pub enum ReplayError {
     Scenario(#[from] scenario::ScenarioError),
     /// The store failed.
     #[error(transparent)]
-    Store(crate::store::StoreError),
+    Store(#[from] crate::store::StoreError),
     /// No such scenario, result or batch.
     #[error("{0}")]
     NotFound(String),

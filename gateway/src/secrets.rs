@@ -66,14 +66,18 @@ struct Detector {
     group: usize,
 }
 
+/// A PEM private key block. An unterminated block is cut to the end: half a key is still a
+/// key. (Shared with [`scrub`].)
+pub(crate) const PRIVATE_KEY: &str =
+    r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)";
+/// A Slack token. (Shared with [`scrub`].)
+pub(crate) const SLACK_TOKEN: &str = r"\bxox[abposr]-[A-Za-z0-9-]{10,}";
+/// The token of an `Authorization: Bearer` header, group 1. (Shared with [`scrub`].)
+pub(crate) const BEARER_TOKEN: &str = r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)";
+
 /// `(name, pattern, group)`; earlier detectors name a span when two overlap.
 const PATTERNS: [(&str, &str, usize); 7] = [
-    // An unterminated block is cut to the end: half a key is still a key.
-    (
-        "private_key",
-        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
-        0,
-    ),
+    ("private_key", PRIVATE_KEY, 0),
     ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
     ("api_key", r"\bsk-[A-Za-z0-9_-]{16,}", 0),
     (
@@ -81,12 +85,8 @@ const PATTERNS: [(&str, &str, usize); 7] = [
         r"\b(?:gh[pousr]|github_pat)_[A-Za-z0-9_]{20,}",
         0,
     ),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
-    (
-        "bearer_token",
-        r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)",
-        1,
-    ),
+    ("slack_token", SLACK_TOKEN, 0),
+    ("bearer_token", BEARER_TOKEN, 1),
     // `password=...`, `db_password: ...`, `"api_key": "..."`: the value, quotes included.
     (
         "assignment",

@@ -11,16 +11,16 @@ use serde_json::{Value, json};
 use super::ReplayError;
 use super::batch::{BatchSpec, RuleAttribution, attribution};
 use super::result::{Baseline, ReplayResult, ResultSummary, execute};
-use super::scenario::{ModelSource, ScenarioError, ScenarioSpec, check};
+use super::scenario::{ModelSource, ScenarioError, ScenarioSpec, check, check_in};
 use super::store::{
     self, ResultFilter, StoredBatch, StoredScenario, save_batch, save_result, save_scenario,
     set_batch_job,
 };
 use crate::jobs::{EnqueueOptions, JobContext, JobFailure, JobId, JobQueue, JobRecord};
 use crate::providers::Provider;
+use crate::recorder::Recorder;
 use crate::recorder::format::RunFile;
-use crate::recorder::{Recorder, RecorderError};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 /// The job kind that runs a batch: payload `{"batch": "bat-..."}`.
 pub const BATCH_JOB: &str = "replay.batch";
@@ -89,7 +89,7 @@ pub fn create_batch(
     let inventory = super::scenario::RunInventory::of(&file, spec.step);
     let scenarios = spec.expand(&inventory)?;
     for (i, s) in scenarios.iter().enumerate() {
-        check(s, &file).map_err(|e| ScenarioError {
+        check_in(s, &file.run.id, &inventory).map_err(|e| ScenarioError {
             mutation: e.mutation,
             message: format!("scenario {i} of the batch: {}", e.message),
         })?;
@@ -299,17 +299,6 @@ pub fn batch_job(context: &JobContext<'_>, payload: &Value) -> Result<Value, Job
         Err(ReplayError::Store(e)) => Err(JobFailure::retry(e.to_string())),
         Err(e) => Err(JobFailure::permanent(e.to_string())),
     }
-}
-
-impl From<StoreError> for ReplayError {
-    fn from(e: StoreError) -> ReplayError {
-        ReplayError::Store(e)
-    }
-}
-
-/// Whether `e` means the run is not in the store.
-pub fn is_unknown_run(e: &ReplayError) -> bool {
-    matches!(e, ReplayError::Recorder(RecorderError::UnknownRun(_)))
 }
 
 impl BatchView {

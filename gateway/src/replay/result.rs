@@ -11,7 +11,9 @@ use super::counterfactual::{
     Answered, Execution, ItemTrace, Prepared, Served, StepTrace, ToolTrace, Trajectory, allocation,
 };
 use super::metrics::{Label, MetricDelta, compare, subject};
-use super::scenario::{ModelSource, Mutation, ScenarioSpec, ToolMode, check};
+use super::scenario::{
+    ModelSource, Mutation, RunInventory, ScenarioSpec, ToolMode, check, check_in,
+};
 use super::{ReplayError, replay_file};
 use crate::compiler::ItemKind;
 use crate::evaluators::EvalSubject;
@@ -187,33 +189,13 @@ pub struct ResultSummary {
     pub executed_at: String,
 }
 
-impl ResultSummary {
-    /// The summary of `r`.
-    pub fn of(r: &ReplayResult) -> ResultSummary {
-        ResultSummary {
-            id: r.id.clone(),
-            scenario: r.scenario.clone(),
-            batch: r.batch.clone(),
-            run: r.run.clone(),
-            name: r.name.clone(),
-            mutations: r.mutations.clone(),
-            label: r.label,
-            first_change: r.first_change,
-            deltas: r
-                .metrics
-                .iter()
-                .map(|m| (m.metric.as_str().to_string(), m.delta))
-                .collect(),
-            executed_at: r.executed_at.clone(),
-        }
-    }
-}
-
 /// The baseline of a run (or one step): the recording reproduced by the counterfactual
 /// executor with no mutation, after the exact replay found no drift.
 pub struct Baseline<'a> {
     file: &'a RunFile,
     step: Option<u32>,
+    /// What scenarios may name, taken once.
+    inventory: RunInventory,
     prepared: Prepared<'a>,
     trajectory: Trajectory,
     subject: EvalSubject,
@@ -268,6 +250,7 @@ impl<'a> Baseline<'a> {
         Ok(Baseline {
             file,
             step,
+            inventory: RunInventory::of(file, step),
             prepared,
             trajectory,
             subject,
@@ -286,7 +269,6 @@ impl<'a> Baseline<'a> {
         spec: &ScenarioSpec,
         live: Option<&dyn Provider>,
     ) -> Result<ReplayResult, ReplayError> {
-        check(spec, self.file)?;
         if spec.step != self.step {
             return Err(ReplayError::Scenario(super::scenario::ScenarioError {
                 mutation: None,
@@ -297,6 +279,7 @@ impl<'a> Baseline<'a> {
                 ),
             }));
         }
+        check_in(spec, &self.file.run.id, &self.inventory)?;
         let execution = Execution {
             mutations: &spec.mutations,
             step: spec.step,

@@ -357,6 +357,18 @@ pub fn memory_class(item: &CandidateItem) -> Option<MemoryClass> {
 /// Checks `spec` against the run it names: the step exists, every item, rule and memory class
 /// a mutation names is the run's, weights and budgets are sane.
 pub fn check(spec: &ScenarioSpec, file: &RunFile) -> Result<RunInventory, ScenarioError> {
+    let inventory = RunInventory::of(file, spec.step);
+    check_in(spec, &file.run.id, &inventory)?;
+    Ok(inventory)
+}
+
+/// [`check`] against an inventory already taken (of `run`, at the scenario's step): a batch
+/// takes it once for all its scenarios.
+pub fn check_in(
+    spec: &ScenarioSpec,
+    run: &str,
+    inventory: &RunInventory,
+) -> Result<(), ScenarioError> {
     if spec.mutations.is_empty() {
         return Err(refuse(
             None,
@@ -366,22 +378,20 @@ pub fn check(spec: &ScenarioSpec, file: &RunFile) -> Result<RunInventory, Scenar
                 .into(),
         ));
     }
-    let inventory = RunInventory::of(file, spec.step);
     if let Some(step) = spec.step
         && !inventory.steps.contains(&step)
     {
         return Err(refuse(
             None,
             format!(
-                "run `{}` has no step {step}; its steps are {}",
-                file.run.id,
+                "run `{run}` has no step {step}; its steps are {}",
                 range_of(&inventory.steps)
             ),
         ));
     }
     let within = match spec.step {
-        Some(s) => format!("step {s} of run `{}`", file.run.id),
-        None => format!("run `{}`", file.run.id),
+        Some(s) => format!("step {s} of run `{run}`"),
+        None => format!("run `{run}`"),
     };
     for (i, m) in spec.mutations.iter().enumerate() {
         let at = Some(i);
@@ -455,8 +465,7 @@ pub fn check(spec: &ScenarioSpec, file: &RunFile) -> Result<RunInventory, Scenar
                         at,
                         format!(
                             "mutation {i} (disable_rule) names rule `{rule}`, which no envelope \
-                             of run `{}` has{}\n  help: its rules are {}",
-                            file.run.id,
+                             of run `{run}` has{}\n  help: its rules are {}",
                             if rule.contains('/') {
                                 ""
                             } else {
@@ -504,7 +513,7 @@ pub fn check(spec: &ScenarioSpec, file: &RunFile) -> Result<RunInventory, Scenar
             }
         }
     }
-    Ok(inventory)
+    Ok(())
 }
 
 /// `a`, `b` and 3 more; `none` when empty.

@@ -21,11 +21,7 @@ use serde_json::Value;
 /// `(rule, pattern, group)`: the group that is the secret (0: the whole match). Earlier rules
 /// win where two overlap.
 const RULES: [(&str, &str, usize); 22] = [
-    (
-        "private_key",
-        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
-        0,
-    ),
+    ("private_key", super::PRIVATE_KEY, 0),
     (
         "aws_access_key",
         r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b",
@@ -53,7 +49,7 @@ const RULES: [(&str, &str, usize); 22] = [
         0,
     ),
     ("gitlab_token", r"\bglpat-[A-Za-z0-9_-]{20,}", 0),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    ("slack_token", super::SLACK_TOKEN, 0),
     (
         "slack_webhook",
         r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
@@ -87,11 +83,7 @@ const RULES: [(&str, &str, usize); 22] = [
         r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})",
         1,
     ),
-    (
-        "bearer_token",
-        r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)",
-        1,
-    ),
+    ("bearer_token", super::BEARER_TOKEN, 1),
     (
         "assignment",
         r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)[A-Za-z0-9_-]*["']?\s*[:=]\s*("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"#,
