@@ -12,6 +12,7 @@ mod memory_cmd;
 mod policy_cmd;
 mod policy_versions_cmd;
 mod provenance_cmd;
+mod regress_cmd;
 mod replay_cmd;
 mod rules_cmd;
 mod runs_cmd;
@@ -56,6 +57,10 @@ enum Command {
     /// `run`, `batch`, `show` and `list` rerun a run with mutations and compare.
     #[command(subcommand)]
     Replay(replay_cmd::ReplayCommand),
+    /// Regression cases from runs and replays: make them (scrubbed fixtures, assertions), run
+    /// them offline as a suite (text, JSON, JUnit), change them as new versions.
+    #[command(subcommand)]
+    Regress(regress_cmd::RegressCommand),
     /// Compile candidate context items under a token budget and, with --envelope, policy.
     Compile(compile_cmd::CompileArgs),
     /// Background jobs: list, show, enqueue, cancel, and run a worker in the foreground.
@@ -79,6 +84,7 @@ fn main() -> ExitCode {
         Command::Provenance(args) => provenance_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Replay(cmd) => replay_cmd::run(cmd),
+        Command::Regress(cmd) => regress_cmd::run(cmd),
         Command::Jobs(cmd) => jobs_cmd::run(cmd),
         Command::Compile(args) => compile_cmd::run(args),
         Command::Approvals(cmd) => approvals_cmd::run(cmd),

@@ -11,6 +11,7 @@ pub mod dashboard;
 mod error;
 mod memory;
 mod policies;
+mod regressions;
 mod replays;
 mod runs;
 mod security;
@@ -130,6 +131,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(policies::routes())
         .merge(memory::routes())
         .merge(replays::routes())
+        .merge(regressions::routes())
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.

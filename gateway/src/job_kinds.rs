@@ -6,7 +6,8 @@ use crate::jobs::{JobRegistry, SLEEP_KIND, sleep_job};
 
 /// The handlers every worker has: `sleep` (see [`crate::jobs::sleep_job`]), `replay.exact`
 /// ([`crate::replay::replay_exact_job`]), `replay.batch` ([`crate::replay::jobs::batch_job`]),
-/// `memory.distill` ([`crate::memory::distill_job`]),
+/// `regress.suite` ([`crate::regress::jobs::suite_job`]), `memory.distill`
+/// ([`crate::memory::distill_job`]),
 /// `memory.decay` ([`crate::memory::decay_job`]), `memory.gc` ([`crate::memory::collect_job`])
 /// and `memory.quarantine_review` ([`crate::memory::review_quarantine_job`]).
 pub fn builtin_registry() -> JobRegistry {
@@ -19,6 +20,10 @@ pub fn builtin_registry() -> JobRegistry {
     registry.register(
         crate::replay::jobs::BATCH_JOB,
         crate::replay::jobs::batch_job,
+    );
+    registry.register(
+        crate::regress::jobs::SUITE_JOB,
+        crate::regress::jobs::suite_job,
     );
     registry.register(crate::memory::DISTILL_JOB, crate::memory::distill_job);
     registry.register(crate::memory::DECAY_JOB, crate::memory::decay_job);

@@ -18,6 +18,7 @@ pub mod provenance;
 pub mod providers;
 pub mod ratelimit;
 pub mod recorder;
+pub mod regress;
 pub mod replay;
 pub mod run_policy;
 pub mod runtime;

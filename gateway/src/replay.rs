@@ -229,7 +229,7 @@ pub fn replay_file(file: &RunFile) -> Result<ReplayReport, ReplayError> {
 /// The policies a run was decided under: one engine per distinct set of envelope versions its
 /// decisions recorded (a run that spanned an envelope update has two), each decision re-decided
 /// by the engine of its own versions.
-struct ReplayPolicies<'a> {
+pub struct ReplayPolicies<'a> {
     versions: RecordedVersions<'a>,
     /// By sorted `ID@VERSION`s; an error names versions the run does not hold.
     engines: HashMap<Vec<String>, Result<PolicyEngine, String>>,
@@ -237,7 +237,7 @@ struct ReplayPolicies<'a> {
 
 impl<'a> ReplayPolicies<'a> {
     /// The run's engines, when it was recorded with envelopes.
-    fn new(file: &'a RunFile) -> Result<Option<ReplayPolicies<'a>>, ReplayError> {
+    pub fn new(file: &'a RunFile) -> Result<Option<ReplayPolicies<'a>>, ReplayError> {
         Self::with_disabled(file, &[])
     }
 
@@ -277,7 +277,7 @@ impl<'a> ReplayPolicies<'a> {
 
     /// The engine of the versions event `e` recorded (the opening versions when it recorded
     /// none).
-    fn engine(&self, e: &EventRecord) -> Result<&PolicyEngine, String> {
+    pub fn engine(&self, e: &EventRecord) -> Result<&PolicyEngine, String> {
         let set = RecordedVersions::of_event(e);
         let set = set.as_deref().unwrap_or(self.versions.opening());
         match self.engines.get(set) {

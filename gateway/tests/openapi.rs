@@ -63,6 +63,15 @@ fn every_route_is_documented_with_its_method() {
         "GET /v2/replays",
         "GET /v2/replays/{id}",
         "GET /v2/replays/{id}/export",
+        "POST /v2/regressions/from-run/{run_id}",
+        "POST /v2/regressions/from-replay/{replay_id}",
+        "GET /v2/regressions",
+        "GET /v2/regressions/{id}",
+        "POST /v2/regressions/{id}/execute",
+        "POST /v2/regressions/{id}/versions",
+        "GET /v2/regressions/{id}/history",
+        "POST /v2/regressions/suites/execute",
+        "GET /v2/regressions/suites/{id}",
     ]
     .iter()
     .map(|s| s.to_string())

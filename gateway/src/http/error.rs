@@ -229,6 +229,32 @@ impl From<crate::replay::ReplayError> for ApiError {
     }
 }
 
+impl From<crate::regress::RegressError> for ApiError {
+    fn from(e: crate::regress::RegressError) -> Self {
+        use crate::regress::RegressError as R;
+        match e {
+            R::CaseFile {
+                path,
+                line,
+                detail,
+                help,
+            } => ApiError::Unprocessable {
+                code: "invalid_case",
+                message: format!("{detail}\n  help: {help}"),
+                details: json!({ "path": path, "line": line }),
+            },
+            e @ R::Bundle { .. } => ApiError::invalid("invalid_bundle", e.to_string()),
+            R::Unsafe(m) => ApiError::invalid("unsafe_fixture", m),
+            R::Invalid(m) => ApiError::invalid("invalid", m),
+            R::Replay(r) => r.into(),
+            R::Store(s) => s.into(),
+            R::Conflict(m) => ApiError::Conflict(m),
+            R::NotFound(m) => ApiError::NotFound(m),
+            e @ R::Io { .. } => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
 impl From<RuntimeError> for ApiError {
     fn from(e: RuntimeError) -> Self {
         match e {
@@ -291,6 +317,28 @@ where
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+/// An optional body: none when the request has no JSON content type (an empty POST), else
+/// read as [`ApiJson`] reads it.
+impl<S, T> axum::extract::OptionalFromRequest<S> for ApiJson<T>
+where
+    axum::Json<T>: axum::extract::OptionalFromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &S,
+    ) -> Result<Option<Self>, Self::Rejection> {
+        match <axum::Json<T> as axum::extract::OptionalFromRequest<S>>::from_request(req, state)
+            .await
+        {
+            Ok(value) => Ok(value.map(|axum::Json(v)| ApiJson(v))),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }

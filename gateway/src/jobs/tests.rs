@@ -355,7 +355,7 @@ fn bad_options_and_names_are_refused() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no handler for job kind `replay`\n  help: this worker runs `memory.decay`, `memory.distill`, `memory.gc`, `memory.quarantine_review`, `replay.batch`, `replay.exact`, `sleep`"
+        "no handler for job kind `replay`\n  help: this worker runs `memory.decay`, `memory.distill`, `memory.gc`, `memory.quarantine_review`, `regress.suite`, `replay.batch`, `replay.exact`, `sleep`"
     );
     assert!(Worker::new(q, JobRegistry::new(), WorkerConfig::default()).is_err());
 }

@@ -16,7 +16,7 @@
 //! **neutral**. The replay is a loss when any selected metric lost, else a win when any won,
 //! else neutral: a regression anywhere is not hidden by a gain elsewhere.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -68,10 +68,12 @@ pub struct MetricDelta {
 /// Tool names that change something, for `diff_quality`.
 const WRITE_WORDS: [&str; 4] = ["write", "edit", "patch", "commit"];
 
-/// The subject metrics judge: the final output as text, the calls run as the tool path, and
-/// the figures as `output` (`steps`, `intact_steps`, `tokens`, `latency_ms`, `writes`,
-/// `answers`, `output`, and `calls`: each tool call's step, id, tool, decision, how it was
-/// served and its status).
+/// The subject metrics and regression assertions judge: the final output as text, the calls
+/// run as the tool path, and the figures as `output` (`steps`, `intact_steps`, `tokens`,
+/// `latency_ms`, `writes`, `answers`, `output`; `calls`: each tool call's step, id, tool,
+/// decision, how it was served and its status; `compiles`: each compile's step, tokens,
+/// budget, items included, summarised and blocked by policy, and whether it failed;
+/// `blocked` and `redacted`: the items policy excluded or redacted in any compile).
 pub fn subject(t: &Trajectory) -> EvalSubject {
     let steps = t.steps.len();
     let intact = t.steps.iter().filter(|s| s.intact()).count();
@@ -120,8 +122,44 @@ pub fn subject(t: &Trajectory) -> EvalSubject {
             })
         })
         .collect();
+    let mut compiles = Vec::new();
+    let (mut blocked, mut redacted) = (BTreeSet::new(), BTreeSet::new());
+    for (step, c) in t
+        .steps
+        .iter()
+        .flat_map(|s| s.compiles.iter().map(move |c| (s.step, c)))
+    {
+        let with = |status: &str| -> Vec<&str> {
+            c.items
+                .iter()
+                .filter(|i| i.status == status)
+                .map(|i| i.id.as_str())
+                .collect()
+        };
+        // Excluded by a policy rule (not for want of room).
+        let denied: Vec<&str> = c
+            .items
+            .iter()
+            .filter(|i| i.status == "excluded" && !i.rules.is_empty())
+            .map(|i| i.id.as_str())
+            .collect();
+        blocked.extend(denied.iter().map(|s| s.to_string()));
+        redacted.extend(with("redacted").iter().map(|s| s.to_string()));
+        compiles.push(json!({
+            "step": step,
+            "tokens": c.tokens,
+            "budget": c.budget,
+            "included": with("included").len() + with("redacted").len() + with("summarised").len(),
+            "summarised": with("summarised"),
+            "blocked": denied,
+            "failed": c.error.is_some(),
+        }));
+    }
     EvalSubject {
         output: json!({
+            "compiles": compiles,
+            "blocked": blocked,
+            "redacted": redacted,
             "calls": calls,
             "steps": steps,
             "intact_steps": intact,
