@@ -378,3 +378,104 @@ fn the_api_makes_runs_versions_and_keeps_the_history_of_cases() {
     );
     assert_eq!(status, 404, "{err}");
 }
+
+/// Runs git in `dir`; it must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+#[test]
+fn bisect_finds_the_commit_whose_compiler_setting_broke_a_case() {
+    let dir = TempDir::new("regress-bisect");
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(repo.join("policies")).unwrap();
+    for name in ["coding-agent.yaml", "org-baseline.yaml"] {
+        std::fs::copy(
+            root().join("fixtures/envelopes").join(name),
+            repo.join("policies").join(name),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(repo.join("regressions")).unwrap();
+    let target = repo.join("regressions/target.yaml");
+    std::fs::write(&target, "envelopes: ../policies\n").unwrap();
+    let file = root().join("fixtures/runs/01-bugfix-users-404.json");
+    ok(&tollgate_in(
+        repo,
+        &[
+            "regress",
+            "from-run",
+            "--file",
+            file.to_str().unwrap(),
+            "--step",
+            "12",
+            "--id",
+            "users-404",
+        ],
+    ));
+    ok(&tollgate_in(repo, &["regress", "run"]));
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "a case and its target"]);
+
+    // An unrelated policy edit, the broken setting, then another unrelated edit.
+    let org = repo.join("policies/org-baseline.yaml");
+    let text = std::fs::read_to_string(&org).unwrap();
+    std::fs::write(
+        &org,
+        text.replace("Organisation-wide floor", "The organisation's floor"),
+    )
+    .unwrap();
+    git(repo, &["commit", "-q", "-am", "reword the org baseline"]);
+    std::fs::write(&target, "envelopes: ../policies\nsettings: {budget: 400}\n").unwrap();
+    git(repo, &["commit", "-q", "-am", "smaller context budget"]);
+    std::fs::write(
+        &target,
+        "# what the suite runs against\nenvelopes: ../policies\nsettings: {budget: 400}\n",
+    )
+    .unwrap();
+    git(repo, &["commit", "-q", "-am", "document the target"]);
+
+    let out = tollgate_in(repo, &["regress", "run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("target: regressions/target.yaml"),
+        "{}",
+        stdout(&out)
+    );
+    // Against what the bundle recorded, it still passes: the target broke it, not the build.
+    ok(&tollgate_in(repo, &["regress", "run", "--recorded"]));
+
+    let out = tollgate_in(
+        repo,
+        &[
+            "regress",
+            "bisect",
+            "regressions/users-404.yaml",
+            "--target",
+            "regressions/target.yaml",
+        ],
+    );
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}\n{}", stderr(&out));
+    assert!(report.contains("(smaller context budget)"), "{report}");
+    assert!(report.contains("the 2nd of 3 change(s)"), "{report}");
+    assert!(
+        report.contains("compile settings: budget (recorded) -> 400"),
+        "{report}"
+    );
+    assert!(report.contains("fails: structural"), "{report}");
+}

@@ -12,6 +12,7 @@ mod memory_cmd;
 mod policy_cmd;
 mod policy_versions_cmd;
 mod provenance_cmd;
+mod regress_bisect;
 mod regress_cmd;
 mod replay_cmd;
 mod rules_cmd;

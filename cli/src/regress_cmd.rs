@@ -10,6 +10,7 @@ use tollgate_gateway::recorder::Recorder;
 use tollgate_gateway::recorder::format::RunFile;
 use tollgate_gateway::regress::execute::{load, run_case};
 use tollgate_gateway::regress::suite::{discover, run_suite};
+use tollgate_gateway::regress::target::Target;
 use tollgate_gateway::regress::templates::Template;
 use tollgate_gateway::regress::update::update;
 use tollgate_gateway::regress::{CaseOptions, from_replay, from_run, render, write};
@@ -34,6 +35,9 @@ pub enum RegressCommand {
     /// Accept what a case does now as its next version: passing assertions kept, failing ones
     /// rewritten to the current outcome; prints the diff.
     Update(UpdateArgs),
+    /// Find the change of a target (its compile settings or envelope files, in git history)
+    /// that made a case start failing; exit 1 when one is found.
+    Bisect(crate::regress_bisect::BisectArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -140,6 +144,13 @@ pub struct SuiteArgs {
     /// Worker threads (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// What the cases run against: a target file (envelope folder and compile settings).
+    /// Default: `target.yaml` in PATH when there is one, else what each bundle recorded.
+    #[arg(long)]
+    target: Option<PathBuf>,
+    /// Run against what each bundle recorded, even when PATH has a `target.yaml`.
+    #[arg(long, conflicts_with = "target")]
+    recorded: bool,
 }
 
 #[derive(Args, Debug)]
@@ -155,6 +166,28 @@ pub struct UpdateArgs {
     /// Print the diff without writing.
     #[arg(long)]
     dry_run: bool,
+    /// Accept the outcome under this target file (default: `target.yaml` beside the case
+    /// when there is one, else what the bundle recorded).
+    #[arg(long)]
+    target: Option<PathBuf>,
+}
+
+/// The target: the one named, else `target.yaml` in `dir` when there is one, else recorded.
+fn target_for(named: Option<&Path>, dir: &Path, recorded: bool) -> Result<Target> {
+    if recorded {
+        return Ok(Target::recorded());
+    }
+    match named {
+        Some(path) => Ok(Target::load(path)?),
+        None => {
+            let beside = dir.join("target.yaml");
+            if beside.is_file() {
+                Ok(Target::load(&beside)?)
+            } else {
+                Ok(Target::recorded())
+            }
+        }
+    }
 }
 
 pub fn run(cmd: RegressCommand) -> Result<ExitCode> {
@@ -188,10 +221,20 @@ pub fn run(cmd: RegressCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RegressCommand::Run(a) => suite(&a),
+        RegressCommand::Bisect(a) => crate::regress_bisect::run(&a),
         RegressCommand::Update(a) => {
             let loaded = load(&a.case)?;
-            let Some(u) = update(&loaded.case, &loaded.bundle, &a.reason, a.regenerate)? else {
-                let passed = run_case(&loaded.case, &loaded.bundle)?.passed;
+            let dir = a.case.parent().unwrap_or(Path::new("."));
+            let target = target_for(a.target.as_deref(), dir, false)?;
+            let Some(u) = update(
+                &loaded.case,
+                &loaded.bundle,
+                &target,
+                &a.reason,
+                a.regenerate,
+            )?
+            else {
+                let passed = run_case(&loaded.case, &loaded.bundle, &target)?.passed;
                 println!(
                     "{} version {}: nothing to change ({})",
                     loaded.case.id,
@@ -262,7 +305,19 @@ fn suite(a: &SuiteArgs) -> Result<ExitCode> {
     let threads = a.threads.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    let report = run_suite(&a.path.display().to_string(), &paths, a.repeat, threads);
+    let dir = if a.path.is_dir() {
+        a.path.as_path()
+    } else {
+        a.path.parent().unwrap_or(Path::new("."))
+    };
+    let target = target_for(a.target.as_deref(), dir, a.recorded)?;
+    let report = run_suite(
+        &a.path.display().to_string(),
+        &paths,
+        a.repeat,
+        threads,
+        &target,
+    );
     let text = match a.format {
         Format::Text => render::text(&report),
         Format::Json => render::json(&report),

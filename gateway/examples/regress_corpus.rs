@@ -70,7 +70,11 @@ fn corpus(n: usize, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 budget: 4000u32.saturating_sub(300 * u32::try_from(round)?),
             }];
             let templates = case.templates.clone();
-            let subject = tollgate_gateway::regress::execute::outcome(&case, &bundle)?;
+            let subject = tollgate_gateway::regress::execute::outcome(
+                &case,
+                &bundle,
+                &tollgate_gateway::regress::target::Target::recorded(),
+            )?;
             case.assertions =
                 tollgate_gateway::regress::templates::assertions(&templates, &subject);
         }

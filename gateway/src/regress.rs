@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod render;
 pub mod store;
 pub mod suite;
+pub mod target;
 pub mod templates;
 pub mod update;
 
@@ -256,7 +257,7 @@ fn make(
             reason: d.reason,
         }],
     };
-    let subject = execute::outcome(&case, &bundle)?;
+    let subject = execute::outcome(&case, &bundle, &target::Target::recorded())?;
     case.assertions = templates::assertions(&templates, &subject);
     if case.assertions.is_empty() {
         return Err(RegressError::Invalid(

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::RegressError;
 use super::bundle::{FixtureBundle, file_hash};
 use super::case::{AssertionClass, RegressionCase};
+use super::target::{Target, retarget};
 use crate::evaluators::EvalSubject;
+use crate::recorder::format::RunFile;
 use crate::replay::counterfactual::{Execution, Prepared};
 use crate::replay::metrics::subject;
 use crate::replay::replay_file;
@@ -131,10 +133,19 @@ impl CaseResult {
     }
 }
 
-/// The outcome of `case` on `bundle`: the subject its assertions judge.
-pub fn outcome(case: &RegressionCase, bundle: &FixtureBundle) -> Result<EvalSubject, RegressError> {
+/// The outcome of `case` on `bundle` under `target`: the subject its assertions judge.
+pub fn outcome(
+    case: &RegressionCase,
+    bundle: &FixtureBundle,
+    target: &Target,
+) -> Result<EvalSubject, RegressError> {
+    outcome_on(case, &retarget(&bundle.run, target))
+}
+
+/// The outcome of `case` on a run file (its bundle, retargeted).
+fn outcome_on(case: &RegressionCase, run: &RunFile) -> Result<EvalSubject, RegressError> {
     let spec = ScenarioSpec {
-        run: bundle.run.run.id.clone(),
+        run: run.run.id.clone(),
         step: case.step,
         name: None,
         mutations: case.mutations.clone(),
@@ -146,9 +157,9 @@ pub fn outcome(case: &RegressionCase, bundle: &FixtureBundle) -> Result<EvalSubj
     // A case without mutations is the recording itself; one with them is checked like a
     // scenario (a mutation naming what the bundle lacks is refused with what exists).
     if !case.mutations.is_empty() {
-        check(&spec, &bundle.run).map_err(crate::replay::ReplayError::from)?;
+        check(&spec, run).map_err(crate::replay::ReplayError::from)?;
     }
-    let trajectory = Prepared::new(&bundle.run)?.trajectory(&Execution {
+    let trajectory = Prepared::new(run)?.trajectory(&Execution {
         mutations: &case.mutations,
         step: case.step,
         mode: case.mode,
@@ -158,10 +169,15 @@ pub fn outcome(case: &RegressionCase, bundle: &FixtureBundle) -> Result<EvalSubj
     Ok(subject(&trajectory))
 }
 
-/// Runs `case` on `bundle`.
-pub fn run_case(case: &RegressionCase, bundle: &FixtureBundle) -> Result<CaseResult, RegressError> {
+/// Runs `case` on `bundle` under `target`.
+pub fn run_case(
+    case: &RegressionCase,
+    bundle: &FixtureBundle,
+    target: &Target,
+) -> Result<CaseResult, RegressError> {
     let started = Instant::now();
-    let subject = outcome(case, bundle)?;
+    let run = retarget(&bundle.run, target);
+    let subject = outcome_on(case, &run)?;
     let mut assertions = Vec::with_capacity(case.assertions.len());
     for (class, index, spec) in case.assertions.iter() {
         let (passed, message) = match spec.build() {
@@ -189,7 +205,7 @@ pub fn run_case(case: &RegressionCase, bundle: &FixtureBundle) -> Result<CaseRes
             message,
         });
     }
-    let report = replay_file(&bundle.run)?;
+    let report = replay_file(&run)?;
     let drift_detail = report
         .steps
         .iter()

@@ -15,6 +15,7 @@ use super::store::{
     save_case, set_suite_job,
 };
 use super::suite::{CaseReport, clusters, figures, run_loaded};
+use super::target::Target;
 use super::update::{CaseUpdate, update};
 use super::{CaseOptions, RegressError, from_replay, from_run};
 use crate::jobs::{EnqueueOptions, JobContext, JobFailure, JobQueue, JobRecord};
@@ -105,6 +106,7 @@ pub fn execute_case(
         &case,
         &bundle,
         repeat.clamp(1, MAX_REPEAT),
+        &Target::recorded(),
     );
     let (v, at) = (case.version, at.to_string());
     let row_report = report.clone();
@@ -134,7 +136,7 @@ pub fn new_version(
         ));
     }
     let (case, bundle) = load_stored(store, id, None)?;
-    let Some(u) = update(&case, &bundle, reason, regenerate)? else {
+    let Some(u) = update(&case, &bundle, &Target::recorded(), reason, regenerate)? else {
         return Ok(None);
     };
     let (c, b, at) = (u.case.clone(), bundle, at.to_string());
@@ -275,7 +277,13 @@ pub fn run_stored_suite(
                     let report = match load_stored(store, case_id, None) {
                         Ok((case, bundle)) => (
                             case.version,
-                            run_loaded(&format!("store:{case_id}"), &case, &bundle, repeat),
+                            run_loaded(
+                                &format!("store:{case_id}"),
+                                &case,
+                                &bundle,
+                                repeat,
+                                &Target::recorded(),
+                            ),
                         ),
                         Err(e) => (
                             0,

@@ -84,7 +84,7 @@ pub fn text(r: &SuiteReport) -> String {
             s.cases.join(", ")
         );
     }
-    let _ = writeln!(out, "took {:.0} ms", r.duration_ms);
+    let _ = writeln!(out, "target: {}; took {:.0} ms", r.target, r.duration_ms);
     out
 }
 
@@ -117,8 +117,11 @@ pub fn junit(r: &SuiteReport) -> String {
     );
     let _ = writeln!(
         out,
-        "    <properties>\n      <property name=\"pass_rate\" value=\"{:.4}\"/>\n      <property name=\"flaky\" value=\"{}\"/>\n      <property name=\"drift\" value=\"{}\"/>\n    </properties>",
-        f.pass_rate, f.flaky, f.drift
+        "    <properties>\n      <property name=\"pass_rate\" value=\"{:.4}\"/>\n      <property name=\"flaky\" value=\"{}\"/>\n      <property name=\"drift\" value=\"{}\"/>\n      <property name=\"target\" value=\"{}\"/>\n    </properties>",
+        f.pass_rate,
+        f.flaky,
+        f.drift,
+        escape(&r.target)
     );
     for c in &r.cases {
         let (classname, time) = match &c.result {

@@ -20,9 +20,10 @@ use super::bundle::FixtureBundle;
 use super::case::RegressionCase;
 use super::execute::signature::FailureSignature;
 use super::execute::{CaseResult, LoadedCase, load, run_case};
+use super::target::Target;
 
 /// Every case file under `path` (a file, or a directory searched recursively for `.yaml` and
-/// `.yml` files outside hidden directories), sorted.
+/// `.yml` files outside hidden directories, `target.yaml` excepted), sorted.
 pub fn discover(path: &Path) -> Result<Vec<PathBuf>, RegressError> {
     let io = |source| RegressError::Io {
         path: path.display().to_string(),
@@ -45,7 +46,12 @@ pub fn discover(path: &Path) -> Result<Vec<PathBuf>, RegressError> {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with('.'));
-            if hidden {
+            // A target file sits beside the cases; it is not one.
+            let target = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == "target.yaml" || n == "target.yml");
+            if hidden || target {
                 continue;
             }
             if p.is_dir() {
@@ -156,6 +162,8 @@ pub struct SuiteFigures {
 pub struct SuiteReport {
     /// What was run.
     pub path: String,
+    /// What it ran against (`recorded`, or a target file).
+    pub target: String,
     /// Repeats per case.
     pub repeat: u32,
     /// Per case, in path order.
@@ -176,7 +184,13 @@ impl SuiteReport {
 }
 
 /// Runs every case in `paths`, each `repeat` times, on `threads` threads.
-pub fn run_suite(label: &str, paths: &[PathBuf], repeat: u32, threads: usize) -> SuiteReport {
+pub fn run_suite(
+    label: &str,
+    paths: &[PathBuf],
+    repeat: u32,
+    threads: usize,
+    target: &Target,
+) -> SuiteReport {
     let started = Instant::now();
     let repeat = repeat.max(1);
     let slots: Vec<Mutex<Option<CaseReport>>> = paths.iter().map(|_| Mutex::new(None)).collect();
@@ -187,7 +201,7 @@ pub fn run_suite(label: &str, paths: &[PathBuf], repeat: u32, threads: usize) ->
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(path) = paths.get(i) else { break };
-                    let report = run_one(path, repeat);
+                    let report = run_one(path, repeat, target);
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(report);
                     }
@@ -201,6 +215,7 @@ pub fn run_suite(label: &str, paths: &[PathBuf], repeat: u32, threads: usize) ->
         .collect();
     let mut report = SuiteReport {
         path: label.to_string(),
+        target: target.label.clone(),
         repeat,
         figures: figures(&cases),
         signatures: clusters(&cases),
@@ -211,7 +226,7 @@ pub fn run_suite(label: &str, paths: &[PathBuf], repeat: u32, threads: usize) ->
     report
 }
 
-fn run_one(path: &Path, repeat: u32) -> CaseReport {
+fn run_one(path: &Path, repeat: u32, target: &Target) -> CaseReport {
     let shown = path.display().to_string();
     let stem = path
         .file_stem()
@@ -228,7 +243,7 @@ fn run_one(path: &Path, repeat: u32) -> CaseReport {
         error: Some(e.to_string()),
     };
     match load(path) {
-        Ok(LoadedCase { case, bundle, .. }) => run_loaded(&shown, &case, &bundle, repeat),
+        Ok(LoadedCase { case, bundle, .. }) => run_loaded(&shown, &case, &bundle, repeat, target),
         Err(e) => error(stem, e),
     }
 }
@@ -239,6 +254,7 @@ pub fn run_loaded(
     case: &RegressionCase,
     bundle: &FixtureBundle,
     repeat: u32,
+    target: &Target,
 ) -> CaseReport {
     let error = |e: RegressError| CaseReport {
         path: shown.to_string(),
@@ -252,7 +268,7 @@ pub fn run_loaded(
     let mut passes = 0;
     let mut kept: Option<CaseResult> = None;
     for _ in 0..repeat {
-        match run_case(case, bundle) {
+        match run_case(case, bundle, target) {
             Ok(r) => {
                 if r.passed {
                     passes += 1;

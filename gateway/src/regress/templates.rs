@@ -3,7 +3,7 @@
 //!
 //! | template | class | asserts |
 //! |---|---|---|
-//! | `compile_shape` | structural | the items policy blocked and redacted, the steps that held together, every compile succeeded |
+//! | `compile_shape` | structural | the items policy blocked and redacted, the items left out for want of room, the steps that held together, every compile succeeded |
 //! | `tool_behavior` | behavioral | the tool path (the calls that ran, in order) |
 //! | `policy_decisions` | policy | each tool call's decision, by call id |
 //! | `output_structure` | output | the final output's shape: a JSON output's type and keys, else a non-empty text |
@@ -52,6 +52,7 @@ fn compile_shape(subject: &EvalSubject, out: &mut Vec<AssertionSpec>) {
     let o = &subject.output;
     out.push(equals("$.blocked", o["blocked"].clone()));
     out.push(equals("$.redacted", o["redacted"].clone()));
+    out.push(equals("$.budget_excluded", o["budget_excluded"].clone()));
     out.push(equals("$.intact_steps", o["intact_steps"].clone()));
     let compiles = o["compiles"].as_array();
     if compiles.is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["failed"] == false)) {

@@ -3,6 +3,7 @@
 use super::bundle::tests::fixture;
 use super::case::AssertionClass;
 use super::execute::{load, run_case};
+use super::target::Target;
 use super::*;
 use crate::replay::result::execute as replay;
 use crate::replay::scenario::ScenarioSpec;
@@ -24,7 +25,7 @@ fn a_case_from_a_run_passes_on_its_own_bundle() {
         for class in AssertionClass::ALL {
             assert!(!case.assertions.of(class).is_empty(), "{name}: no {class}");
         }
-        let result = run_case(&case, &bundle).unwrap();
+        let result = run_case(&case, &bundle, &Target::recorded()).unwrap();
         assert!(
             result.passed,
             "{name}: {:#?}",
@@ -53,7 +54,7 @@ fn a_case_fails_when_policy_no_longer_denies_a_call() {
     case.mutations = vec![Mutation::DisableRule {
         rule: "org-baseline/no-rm".into(),
     }];
-    let result = run_case(&case, &bundle).unwrap();
+    let result = run_case(&case, &bundle, &Target::recorded()).unwrap();
     assert!(!result.passed);
     let failed: Vec<_> = result.failures().collect();
     assert!(
@@ -78,7 +79,7 @@ fn a_step_case_covers_its_step() {
     assert_eq!(case.id, "run-bugfix-users-404-step-7");
     assert!(case.name.contains("step 7"), "{}", case.name);
     assert_eq!(bundle.run.steps.len(), 8);
-    let result = run_case(&case, &bundle).unwrap();
+    let result = run_case(&case, &bundle, &Target::recorded()).unwrap();
     assert!(result.passed);
 }
 
@@ -102,11 +103,19 @@ fn a_case_from_a_replay_keeps_its_mutations_and_holds_on_them() {
     assert_eq!(case.mutations, spec.mutations);
     assert_eq!(case.source.replay.as_deref(), Some(result.id.as_str()));
     assert_eq!(case.name, "without read-only");
-    assert!(run_case(&case, &bundle).unwrap().passed);
+    assert!(
+        run_case(&case, &bundle, &Target::recorded())
+            .unwrap()
+            .passed
+    );
     // Without the mutation, the same assertions tell the baseline apart.
     let mut plain = case.clone();
     plain.mutations.clear();
-    assert!(!run_case(&plain, &bundle).unwrap().passed);
+    assert!(
+        !run_case(&plain, &bundle, &Target::recorded())
+            .unwrap()
+            .passed
+    );
 }
 
 #[test]

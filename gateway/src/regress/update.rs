@@ -14,6 +14,7 @@ use super::RegressError;
 use super::bundle::FixtureBundle;
 use super::case::{AssertionSet, CaseChange, RegressionCase};
 use super::execute::outcome;
+use super::target::Target;
 use super::templates::{Template, assertions};
 use crate::evaluators::{AssertionSpec, EvalSubject};
 
@@ -35,10 +36,11 @@ pub struct CaseUpdate {
 pub fn update(
     case: &RegressionCase,
     bundle: &FixtureBundle,
+    target: &Target,
     reason: &str,
     regenerate: bool,
 ) -> Result<Option<CaseUpdate>, RegressError> {
-    let subject = outcome(case, bundle)?;
+    let subject = outcome(case, bundle, target)?;
     let (set, rewritten, dropped) = if regenerate {
         let templates = if case.templates.is_empty() {
             Template::ALL.to_vec()
@@ -140,17 +142,33 @@ mod tests {
         let run = fixture("04-forbidden-tool-pool-exhaustion");
         let (mut case, bundle) = from_run(&run, &CaseOptions::default()).unwrap();
         assert!(
-            update(&case, &bundle, "nothing changed", false)
-                .unwrap()
-                .is_none()
+            update(
+                &case,
+                &bundle,
+                &Target::recorded(),
+                "nothing changed",
+                false
+            )
+            .unwrap()
+            .is_none()
         );
         case.mutations = vec![Mutation::DisableRule {
             rule: "org-baseline/no-rm".into(),
         }];
-        assert!(!run_case(&case, &bundle).unwrap().passed);
-        let u = update(&case, &bundle, "rm needs approval now", false)
-            .unwrap()
-            .unwrap();
+        assert!(
+            !run_case(&case, &bundle, &Target::recorded())
+                .unwrap()
+                .passed
+        );
+        let u = update(
+            &case,
+            &bundle,
+            &Target::recorded(),
+            "rm needs approval now",
+            false,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(u.case.version, 2);
         assert_eq!(
             u.case.changes.last().unwrap().reason,
@@ -165,7 +183,11 @@ mod tests {
         assert!(changed('-', "value: deny"), "{}", u.diff);
         assert!(changed('+', "value: require_approval"), "{}", u.diff);
         assert!(u.diff.contains("-version: 1\n+version: 2"), "{}", u.diff);
-        assert!(run_case(&u.case, &bundle).unwrap().passed);
+        assert!(
+            run_case(&u.case, &bundle, &Target::recorded())
+                .unwrap()
+                .passed
+        );
         // Reading it back gives the same case.
         let back = RegressionCase::parse(&u.case.to_yaml(), "c.yaml").unwrap();
         assert_eq!(back, u.case);
@@ -184,7 +206,9 @@ mod tests {
             text: "a sentence nobody wrote".into(),
             case_sensitive: true,
         });
-        let u = update(&case, &bundle, "drop it", false).unwrap().unwrap();
+        let u = update(&case, &bundle, &Target::recorded(), "drop it", false)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             u.dropped,
             vec![format!(
@@ -192,6 +216,10 @@ mod tests {
                 case.assertions.output.len()
             )]
         );
-        assert!(run_case(&u.case, &bundle).unwrap().passed);
+        assert!(
+            run_case(&u.case, &bundle, &Target::recorded())
+                .unwrap()
+                .passed
+        );
     }
 }

@@ -75,6 +75,9 @@ pub struct ItemTrace {
     /// The policy rules that decided it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<String>,
+    /// Whether policy left it out (not the budget, nor a mutation).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_policy: bool,
 }
 
 /// Who answered a model call.
@@ -559,6 +562,7 @@ impl Walk<'_> {
                 tokens: 0,
                 why: format!("mutation: {why}"),
                 rules: Vec::new(),
+                by_policy: false,
             })
             .collect();
         let failed = |error: String, dropped: Vec<ItemTrace>| CompileTrace {
@@ -601,6 +605,7 @@ impl Walk<'_> {
                     .as_ref()
                     .map(|d| d.rules.clone())
                     .unwrap_or_default(),
+                by_policy: matches!(o.reason, crate::compiler::Reason::Policy { .. }),
             })
             .collect();
         traces.extend(dropped);

@@ -73,7 +73,8 @@ const WRITE_WORDS: [&str; 4] = ["write", "edit", "patch", "commit"];
 /// `latency_ms`, `writes`, `answers`, `output`; `calls`: each tool call's step, id, tool,
 /// decision, how it was served and its status; `compiles`: each compile's step, tokens,
 /// budget, items included, summarised and blocked by policy, and whether it failed;
-/// `blocked` and `redacted`: the items policy excluded or redacted in any compile).
+/// `blocked` and `redacted`: the items policy excluded or redacted in any compile;
+/// `budget_excluded`: the items some compile left out for want of room).
 pub fn subject(t: &Trajectory) -> EvalSubject {
     let steps = t.steps.len();
     let intact = t.steps.iter().filter(|s| s.intact()).count();
@@ -123,7 +124,8 @@ pub fn subject(t: &Trajectory) -> EvalSubject {
         })
         .collect();
     let mut compiles = Vec::new();
-    let (mut blocked, mut redacted) = (BTreeSet::new(), BTreeSet::new());
+    let (mut blocked, mut redacted, mut crowded) =
+        (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for (step, c) in t
         .steps
         .iter()
@@ -140,10 +142,17 @@ pub fn subject(t: &Trajectory) -> EvalSubject {
         let denied: Vec<&str> = c
             .items
             .iter()
-            .filter(|i| i.status == "excluded" && !i.rules.is_empty())
+            .filter(|i| i.status == "excluded" && i.by_policy)
             .map(|i| i.id.as_str())
             .collect();
         blocked.extend(denied.iter().map(|s| s.to_string()));
+        // Excluded for want of room: no rule decided it.
+        crowded.extend(
+            c.items
+                .iter()
+                .filter(|i| i.status == "excluded" && !i.by_policy)
+                .map(|i| i.id.clone()),
+        );
         redacted.extend(with("redacted").iter().map(|s| s.to_string()));
         compiles.push(json!({
             "step": step,
@@ -160,6 +169,7 @@ pub fn subject(t: &Trajectory) -> EvalSubject {
             "compiles": compiles,
             "blocked": blocked,
             "redacted": redacted,
+            "budget_excluded": crowded,
             "calls": calls,
             "steps": steps,
             "intact_steps": intact,

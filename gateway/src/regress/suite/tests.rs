@@ -4,6 +4,7 @@ use super::*;
 use crate::regress::bundle::tests::fixture;
 use crate::regress::case::AssertionClass;
 use crate::regress::render::{junit, text};
+use crate::regress::target::Target;
 use crate::regress::{CaseOptions, from_run, write};
 
 fn scratch(name: &str) -> PathBuf {
@@ -103,7 +104,7 @@ fn a_suite_of_written_cases_passes_and_a_broken_file_is_an_error() {
     }
     let paths = discover(&dir).unwrap();
     assert_eq!(paths.len(), 2, "bundles are not cases: {paths:?}");
-    let r = run_suite("suite", &paths, 2, 2);
+    let r = run_suite("suite", &paths, 2, 2, &Target::recorded());
     assert!(!r.failed(), "{}", text(&r));
     assert_eq!(r.figures.passed, 2);
     assert!(r.cases.iter().all(|c| c.passes == 2 && c.runs == 2));
@@ -114,7 +115,7 @@ fn a_suite_of_written_cases_passes_and_a_broken_file_is_an_error() {
         "format: tollgate.case/v1\nid: [\n",
     )
     .unwrap();
-    let r = run_suite("suite", &discover(&dir).unwrap(), 1, 2);
+    let r = run_suite("suite", &discover(&dir).unwrap(), 1, 2, &Target::recorded());
     assert!(r.failed());
     assert_eq!(r.figures.errors, 1);
     let broken = r.cases.last().unwrap();
@@ -139,6 +140,7 @@ fn junit_marks_failures_with_their_signature_and_flaky_cases_apart() {
     ];
     let r = SuiteReport {
         path: "regressions".into(),
+        target: "recorded".into(),
         repeat: 2,
         figures: figures(&cases),
         signatures: clusters(&cases),
