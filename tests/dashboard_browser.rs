@@ -899,6 +899,102 @@ fn the_replay_screen_shows_a_baseline_and_its_replay_side_by_side() {
 }
 
 #[test]
+fn the_regression_screen_shows_the_last_suite_and_a_failing_case_with_its_signature() {
+    with_browser(async |gw, client| {
+        gw.import_fixture_runs(&[
+            "04-forbidden-tool-pool-exhaustion.json",
+            "01-bugfix-users-404.json",
+        ]);
+        for (run, body) in [
+            (
+                "run-forbidden-tool-pool-exhaustion",
+                json!({"id": "pool", "task_type": "incident"}),
+            ),
+            (
+                "run-bugfix-users-404",
+                json!({"id": "users-404", "step": 7, "task_type": "bugfix"}),
+            ),
+        ] {
+            let (status, made) = gw.call(
+                "POST",
+                &format!("/v2/regressions/from-run/{run}"),
+                Some(&body),
+            );
+            assert_eq!(status, 201, "{made}");
+        }
+        // A suite, run by the gateway's worker.
+        let (status, started) = gw.call("POST", "/v2/regressions/suites/execute", Some(&json!({})));
+        assert_eq!(status, 202, "{started}");
+        let suite = started["suite"]["id"].as_str().unwrap().to_string();
+        wait_for(client, "the suite to finish", async || {
+            let (_, view) = gw.call("GET", &format!("/v2/regressions/suites/{suite}"), None);
+            view["suite"]["finished_at"].is_string()
+        })
+        .await;
+        // A candidate policy that no longer denies `shell.rm_rf`: the pool case fails.
+        let read = |name: &str| {
+            std::fs::read_to_string(support::root().join("fixtures/envelopes").join(name)).unwrap()
+        };
+        let loose = read("org-baseline.yaml")
+            .replace("version: 1", "version: 2")
+            .replace(
+                "tools: [\"shell.rm*\"]",
+                "tools: [\"shell.rmdir_never_called\"]",
+            );
+        let (status, run) = gw.call(
+            "POST",
+            "/v2/regressions/pool/execute",
+            Some(&json!({"envelopes": [
+                {"name": "org-baseline.yaml", "yaml": loose},
+                {"name": "coding-agent.yaml", "yaml": read("coding-agent.yaml")},
+            ]})),
+        );
+        assert_eq!(status, 201, "{run}");
+        assert_eq!(run["status"], "failed", "{run}");
+        let signature = run["signature"].as_str().unwrap().to_string();
+
+        log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Regressions"), "/ui/regressions").await;
+        let list = text(client).await;
+        for part in [
+            "Last suite",
+            "100.0 %",
+            "incident 1/1",
+            "pool",
+            "users-404",
+            "failed",
+            &signature,
+        ] {
+            assert!(list.contains(part), "{part} in {list}");
+        }
+        screen(client, "regressions").await;
+        click_to(
+            client,
+            Locator::Css("a[href='/ui/regressions/pool']"),
+            "/ui/regressions/pool",
+        )
+        .await;
+        let page = text(client).await;
+        for part in [
+            "Failure signature",
+            signature.as_str(),
+            "(expected deny)",
+            "Failed assertions",
+            "policy",
+            "the request",
+            "drift",
+            "created from run run-forbidden-tool-pool-exhaustion",
+        ] {
+            assert!(page.contains(part), "{part} in {page}");
+        }
+        screen(client, "regression-case").await;
+        client.set_window_size(390, 844).await.unwrap();
+        open(gw, client, "/ui/regressions/pool").await;
+        assert_fits(client, "regression case (narrow)").await;
+    });
+}
+
+#[test]
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
@@ -915,6 +1011,7 @@ fn every_screen_fits_a_narrow_window() {
             "/ui/provenance?id=run%3Arun-bugfix-users-404",
             "/ui/memories",
             "/ui/replays",
+            "/ui/regressions",
         ] {
             open(gw, client, path).await;
             assert_fits(client, path).await;

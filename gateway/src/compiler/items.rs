@@ -164,7 +164,9 @@ impl CandidateItem {
 }
 
 /// The order in which items compete for the budget (and appear in the output).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Ordering {
     /// Heaviest first; equal weights by id (bytes). Independent of the input order.

@@ -20,6 +20,7 @@ pub mod layout;
 mod memories;
 mod provenance;
 mod receipts;
+mod regressions;
 mod replays;
 mod runs;
 pub mod sessions;
@@ -58,6 +59,8 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/approvals/{id}", post(approvals::decide))
         .route("/ui/replays", get(replays::list))
         .route("/ui/replays/{id}", get(replays::replay))
+        .route("/ui/regressions", get(regressions::list))
+        .route("/ui/regressions/{id}", get(regressions::case))
         .route("/ui/memories", get(memories::list))
         .route(
             "/ui/memories/{id}",

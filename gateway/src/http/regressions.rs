@@ -20,6 +20,7 @@ use crate::regress::jobs::{
     new_version,
 };
 use crate::regress::store as cases;
+use crate::regress::target::{SettingsOverride, Target};
 use crate::regress::templates::Template;
 use crate::regress::{CaseOptions, RegressError};
 use crate::runtime::Runtime;
@@ -225,20 +226,48 @@ pub struct ExecuteQuery {
     pub repeat: Option<u32>,
 }
 
+/// What a case runs against, when not what its bundle recorded.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteRequest {
+    /// Envelope files (`{name, yaml}`) replacing the recorded versions of the same ids: a
+    /// candidate policy, checked before it is stored.
+    #[serde(default)]
+    pub envelopes: Vec<EnvelopeFile>,
+    /// Compile settings laid over the recorded ones.
+    #[serde(default)]
+    pub settings: SettingsOverride,
+}
+
+/// One envelope file.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvelopeFile {
+    /// Its name, for diagnostics.
+    pub name: String,
+    /// Its YAML.
+    pub yaml: String,
+}
+
 /// Runs a case offline on its bundle (no tool executed, no network) and records the run in
-/// its history: every assertion's verdict, drift, the failure signature.
+/// its history: every assertion's verdict, drift, the failure signature. Against what the
+/// bundle recorded, or with a body, against candidate envelopes and compile settings.
 #[utoipa::path(post, path = "/v2/regressions/{id}/execute", tag = "regressions",
     params(("id" = String, Path, description = "A case id"), ExecuteQuery),
+    request_body(content = ExecuteRequest, description = "Optional: a target (`envelopes`, `settings`)"),
     responses(
         (status = 201, description = "The run: `{id, case, version, status, passes, runs, drift, signature, report, executed_at}`", body = Object),
+        (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 404, description = "No such case or version", body = super::ErrorBody),
-        (status = 422, description = "`repeat` out of range", body = super::ErrorBody),
+        (status = 422, description = "`repeat` out of range, or envelopes that do not load", body = super::ErrorBody),
     ))]
 async fn execute(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<ExecuteQuery>,
+    body: Option<ApiJson<ExecuteRequest>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let req = body.map(|ApiJson(b)| b).unwrap_or_default();
     let repeat = q.repeat.unwrap_or(1);
     if !(1..=MAX_REPEAT).contains(&repeat) {
         return Err(ApiError::invalid(
@@ -247,7 +276,17 @@ async fn execute(
         ));
     }
     let run = regressing(&state, move |rt| {
-        execute_case(rt.store(), &id, q.version, repeat, &now_rfc3339())
+        let target = if req.envelopes.is_empty() && req.settings.is_empty() {
+            Target::recorded()
+        } else {
+            let files: Vec<(String, String)> = req
+                .envelopes
+                .into_iter()
+                .map(|e| (e.name, e.yaml))
+                .collect();
+            Target::from_parts("the request", &files, req.settings)?
+        };
+        execute_case(rt.store(), &id, q.version, repeat, &target, &now_rfc3339())
     })
     .await?;
     let body = serde_json::to_value(&run).map_err(|e| ApiError::Internal(e.to_string()))?;

@@ -109,6 +109,8 @@ pub struct CaseResult {
     pub agent: String,
     /// Its task type.
     pub task_type: String,
+    /// What it ran against (`recorded`, a target file, a commit).
+    pub target: String,
     /// Whether every assertion passed.
     pub passed: bool,
     /// Whether the bundle no longer replays exactly under this build (a compiler or policy
@@ -219,6 +221,7 @@ pub fn run_case(
         name: case.name.clone(),
         agent: case.agent.clone(),
         task_type: case.task_type.clone(),
+        target: target.label.clone(),
         passed,
         drift: drift_detail.is_some(),
         drift_detail,

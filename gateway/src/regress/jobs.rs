@@ -92,12 +92,13 @@ pub fn load_stored(
     Ok((case, bundle))
 }
 
-/// Runs stored case `id` `repeat` times and records the run in its history.
+/// Runs stored case `id` `repeat` times against `target` and records the run in its history.
 pub fn execute_case(
     store: &Store,
     id: &str,
     version: Option<u32>,
     repeat: u32,
+    target: &Target,
     at: &str,
 ) -> Result<CaseRun, RegressError> {
     let (case, bundle) = load_stored(store, id, version)?;
@@ -106,7 +107,7 @@ pub fn execute_case(
         &case,
         &bundle,
         repeat.clamp(1, MAX_REPEAT),
-        &Target::recorded(),
+        target,
     );
     let (v, at) = (case.version, at.to_string());
     let row_report = report.clone();

@@ -438,6 +438,22 @@ pub fn suite(store: &Store, id: &str) -> Result<Option<StoredSuite>, StoreError>
     })
 }
 
+/// The newest suite execution that finished.
+pub fn last_suite(store: &Store) -> Result<Option<StoredSuite>, StoreError> {
+    let id: Option<String> = store.read(|c| {
+        Ok(c.query_row(
+            "SELECT id FROM regression_suites WHERE finished_at IS NOT NULL ORDER BY rowid DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?)
+    })?;
+    match id {
+        Some(id) => suite(store, &id),
+        None => Ok(None),
+    }
+}
+
 /// The runs of a suite, by case id.
 pub fn suite_runs(store: &Store, id: &str) -> Result<Vec<CaseRun>, StoreError> {
     let id = id.to_string();

@@ -29,7 +29,7 @@ use crate::compiler::{CompileSettings, ItemKind, Ordering};
 use crate::recorder::format::{EnvelopeSource, EventKind, RunFile};
 
 /// Compile settings laid over the recorded ones: what is given replaces, what is not stays.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsOverride {
     /// The total budget.

@@ -10,12 +10,13 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 6] = [
+const SCREENS: [(&str, &str); 7] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
     ("/ui/memories", "Memories"),
     ("/ui/replays", "Replays"),
+    ("/ui/regressions", "Regressions"),
     ("/ui/provenance", "Provenance"),
 ];
 

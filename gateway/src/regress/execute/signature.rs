@@ -100,6 +100,7 @@ mod tests {
             name: "c".into(),
             agent: "coder".into(),
             task_type: "bugfix".into(),
+            target: "recorded".into(),
             passed: false,
             drift: false,
             drift_detail: None,

@@ -22,6 +22,7 @@ fn report(case: &str, status: CaseStatus, agent: &str, drift: bool) -> CaseRepor
         name: case.into(),
         agent: agent.into(),
         task_type: "bugfix".into(),
+        target: "recorded".into(),
         passed,
         drift,
         drift_detail: drift.then(|| "step 1, event 4 compile: hash".to_string()),
