@@ -377,6 +377,17 @@ fn the_api_makes_runs_versions_and_keeps_the_history_of_cases() {
         Some(&json!({"cases": ["nobody"]})),
     );
     assert_eq!(status, 404, "{err}");
+
+    // A case made over HTTP becomes files a repository commits, and runs from them.
+    let (status, bundle) = gw.call("GET", &format!("/v2/regressions/{id}/bundle"), None);
+    assert_eq!(
+        (status, bundle["format"].clone()),
+        (200, json!("tollgate.fixture/v1"))
+    );
+    ok(&gw.tollgate(&["regress", "pull", &id, "--output", "committed"]));
+    let out = gw.tollgate(&["regress", "run", "committed", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(report["figures"]["passed"], 1, "{report}");
 }
 
 /// Runs git in `dir`; it must succeed.

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use tollgate_gateway::recorder::Recorder;
 use tollgate_gateway::recorder::format::RunFile;
 use tollgate_gateway::regress::execute::{load, run_case};
+use tollgate_gateway::regress::jobs::load_stored;
 use tollgate_gateway::regress::suite::{discover, run_suite};
 use tollgate_gateway::regress::target::Target;
 use tollgate_gateway::regress::templates::Template;
@@ -35,6 +36,8 @@ pub enum RegressCommand {
     /// Accept what a case does now as its next version: passing assertions kept, failing ones
     /// rewritten to the current outcome; prints the diff.
     Update(UpdateArgs),
+    /// Write a case kept in the store (made over HTTP) as files: `DIR/ID.yaml` and its bundle.
+    Pull(PullArgs),
     /// Find the change of a target (its compile settings or envelope files, in git history)
     /// that made a case start failing; exit 1 when one is found.
     Bisect(crate::regress_bisect::BisectArgs),
@@ -154,6 +157,21 @@ pub struct SuiteArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct PullArgs {
+    /// The case id.
+    id: String,
+    /// A version (default the latest).
+    #[arg(long)]
+    version: Option<u32>,
+    /// The directory the files go in.
+    #[arg(long, default_value = DEFAULT_DIR)]
+    output: PathBuf,
+    /// Replace files of the same case.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct UpdateArgs {
     /// The case file.
     case: PathBuf,
@@ -222,6 +240,13 @@ pub fn run(cmd: RegressCommand) -> Result<ExitCode> {
         }
         RegressCommand::Run(a) => suite(&a),
         RegressCommand::Bisect(a) => crate::regress_bisect::run(&a),
+        RegressCommand::Pull(a) => {
+            let store = store_arg::open()?;
+            let (case, bundle) = load_stored(&store, &a.id, a.version)?;
+            let path = write(&a.output, &case, &bundle, a.force)?;
+            written(&path, &case.bundle.path, &bundle, case.assertions.len());
+            Ok(ExitCode::SUCCESS)
+        }
         RegressCommand::Update(a) => {
             let loaded = load(&a.case)?;
             let dir = a.case.parent().unwrap_or(Path::new("."));

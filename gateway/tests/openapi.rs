@@ -70,6 +70,7 @@ fn every_route_is_documented_with_its_method() {
         "POST /v2/regressions/{id}/execute",
         "POST /v2/regressions/{id}/versions",
         "GET /v2/regressions/{id}/history",
+        "GET /v2/regressions/{id}/bundle",
         "POST /v2/regressions/suites/execute",
         "GET /v2/regressions/suites/{id}",
     ]

@@ -35,6 +35,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(execute))
         .routes(routes!(versions))
         .routes(routes!(history))
+        .routes(routes!(bundle))
         .routes(routes!(suites))
         .routes(routes!(get_suite))
 }
@@ -338,6 +339,28 @@ async fn versions(
         ),
         None => (StatusCode::OK, Json(json!({"changed": false}))),
     })
+}
+
+/// A case's fixture bundle, as the file a repository commits beside the case (its hash is
+/// the one the case pins): with `GET /v2/regressions/{id}`'s `yaml`, the case as files.
+#[utoipa::path(get, path = "/v2/regressions/{id}/bundle", tag = "regressions",
+    params(("id" = String, Path, description = "A case id"), VersionQuery),
+    responses(
+        (status = 200, description = "The bundle (`tollgate.fixture/v1`)", body = Object),
+        (status = 404, description = "No such case or version", body = super::ErrorBody),
+    ))]
+async fn bundle(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<VersionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let bundle = regressing(&state, move |rt| {
+        let (_, bundle) = crate::regress::jobs::load_stored(rt.store(), &id, q.version)?;
+        Ok(bundle)
+    })
+    .await?;
+    let body = serde_json::to_value(&bundle).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(body))
 }
 
 /// A page of history.
