@@ -20,7 +20,7 @@ use serde_json::Value;
 
 /// `(rule, pattern, group)`: the group that is the secret (0: the whole match). Earlier rules
 /// win where two overlap.
-const RULES: [(&str, &str, usize); 22] = [
+const RULES: [(&str, &str, usize); 23] = [
     ("private_key", super::PRIVATE_KEY, 0),
     (
         "aws_access_key",
@@ -94,10 +94,19 @@ const RULES: [(&str, &str, usize); 22] = [
         r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
         0,
     ),
+    // `+1 415 555 0134`, `(030) 1234 5678`, and five pairs (`06 12 34 56 78`).
     (
         "phone",
-        r"(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[\s.-]\d{3,4}[\s.-]\d{3,4}\b",
+        r"(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[\s.-]\d{3,4}[\s.-]\d{3,4}\b|\b\d{2}(?:[\s.]\d{2}){4}\b",
         0,
+    ),
+    // Ten or more bare digits: a phone written without separators, a card or account number,
+    // an epoch timestamp (what the rescan takes for personal data, redacted to be safe).
+    // A token of digits, `+`, `-` and `.` with ten digits or more (judged below).
+    (
+        "long_number",
+        r#"(?:^|[\s"'`,;()<>\[\]{}])([+\-.\d]*\d[+\-.\d]*)"#,
+        1,
     ),
     // Long runs of key-like characters, judged by entropy below.
     ("high_entropy", r"[A-Za-z0-9+/=_-]{24,}", 0),
@@ -146,6 +155,20 @@ fn keylike(run: &str) -> bool {
     digits && letters && entropy(run) >= ENTROPY_BITS
 }
 
+/// Whether `text[start..end]` is a whole token (nothing word-like right after it) with ten
+/// digits or more.
+fn long_number(text: &str, start: usize, end: usize) -> bool {
+    let digits = text[start..end]
+        .chars()
+        .filter(char::is_ascii_digit)
+        .count();
+    let whole = text[end..]
+        .chars()
+        .next()
+        .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+    digits >= 10 && whole
+}
+
 /// What one scrub found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -192,6 +215,9 @@ impl Scrubber {
                     continue;
                 }
                 if *rule == "high_entropy" && !keylike(m.as_str()) {
+                    continue;
+                }
+                if *rule == "long_number" && !long_number(text, m.start(), m.end()) {
                     continue;
                 }
                 let (s, e) = (m.start(), m.end());
@@ -317,7 +343,14 @@ pub fn rescan(text: &str) -> Vec<String> {
         let others = window
             .iter()
             .all(|c| c.is_ascii_digit() || " +-.()".contains(*c));
-        if digits >= 10 && others && window.contains(&' ') {
+        // A phone is a few groups (`+1 415 555 0134`), not a row of small numbers.
+        let groups: Vec<usize> = window
+            .split(|c| !c.is_ascii_digit())
+            .map(<[char]>::len)
+            .filter(|n| *n > 0)
+            .collect();
+        let phone_shaped = groups.len() <= 5 && groups.iter().skip(1).all(|n| *n >= 2);
+        if digits >= 10 && others && window.contains(&' ') && phone_shaped {
             found.push("a spaced phone-like number".to_string());
             break;
         }

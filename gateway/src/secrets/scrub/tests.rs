@@ -180,6 +180,12 @@ fn canaries() -> Vec<(&'static str, String, String)> {
             phone.clone(),
             format!("On call: {phone} (after 6pm)"),
         ));
+        let long = format!("17{}", rng.pick("0123456789", 11));
+        out.push(wrap(
+            "long_number",
+            long.clone(),
+            format!("order {long} shipped"),
+        ));
         let entropy = rng.pick(B64, 40);
         out.push(wrap(
             "high_entropy",
@@ -209,7 +215,7 @@ fn every_rule_compiles() {
 fn the_canary_corpus_is_caught_with_recall_of_at_least_99_percent_and_rescans_clean() {
     let corpus = canaries();
     let kinds: std::collections::BTreeSet<&str> = corpus.iter().map(|c| c.0).collect();
-    assert_eq!(kinds.len(), 22, "every rule kind has canaries");
+    assert_eq!(kinds.len(), 23, "every rule kind has canaries");
     let mut scrubber = Scrubber::new();
     let mut missed = Vec::new();
     let mut dirty = Vec::new();
@@ -268,8 +274,20 @@ fn ordinary_text_survives() {
                 See https://docs.rs/reqwest/0.12.9/reqwest/struct.Error.html and run\n\
                 `cargo test -p acme-api --lib routes::webhooks::tests::test_fetch_timeout`.\n\
                 Commit 3f2a9c1 on 2026-11-25T09:14:03Z; request 550e8400-e29b-41d4-a716-446655440000;\n\
-                DB_MAX_CONNECTIONS stays at 5; the rate limit is 1200/min.";
+                DB_MAX_CONNECTIONS stays at 5; the rate limit is 1200/min.\n\
+                latency p50 12 ms, p99 48 ms, max 310 ms; 3 of 40 runs failed.";
     let out = Scrubber::new().text(text);
     assert_eq!(out, text);
     assert!(rescan(text).is_empty(), "{:?}", rescan(text));
+}
+
+#[test]
+fn bare_long_numbers_are_scrubbed_so_the_rescan_passes() {
+    // Found by bundling real runs: an epoch timestamp in milliseconds is ten or more bare
+    // digits, which the rescan takes for a phone number; the scrubber now redacts it too.
+    let text = "deployed at 1732573200123 (unix 1732573200); snowflake 1234567890123456789;\n\
+                call 06 12 34 56 78; percentiles 10 20 30 40 50 60 70";
+    let out = Scrubber::new().text(text);
+    assert!(rescan(&out).is_empty(), "{out} -> {:?}", rescan(&out));
+    assert!(!out.contains("1732573200"), "{out}");
 }
