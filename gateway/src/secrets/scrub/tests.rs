@@ -283,7 +283,7 @@ fn ordinary_text_survives() {
 
 #[test]
 fn bare_long_numbers_are_scrubbed_so_the_rescan_passes() {
-    // Found by bundling real runs: an epoch timestamp in milliseconds is ten or more bare
+    // Found by reading the rescan: an epoch timestamp in milliseconds is ten or more bare
     // digits, which the rescan takes for a phone number; the scrubber now redacts it too.
     let text = "deployed at 1732573200123 (unix 1732573200); snowflake 1234567890123456789;\n\
                 call 06 12 34 56 78; percentiles 10 20 30 40 50 60 70";
