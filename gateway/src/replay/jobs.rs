@@ -153,6 +153,16 @@ pub struct BatchView {
 pub fn batch_view(store: &Store, id: &str) -> Result<BatchView, ReplayError> {
     let batch = store::batch(store, id)?
         .ok_or_else(|| ReplayError::NotFound(format!("no batch `{id}`")))?;
+    // The job's state first, then the results: a job that has succeeded stored every result
+    // before, so the results read after it are all there. (Read the other way round, a job
+    // finishing between the two reads showed `succeeded` with a result missing.)
+    let job_state = match batch.job {
+        Some(job) => JobQueue::new(store.clone())
+            .get(JobId(job))
+            .ok()
+            .map(|j| j.state.as_str().to_string()),
+        None => None,
+    };
     let results = store::results(
         store,
         &ResultFilter {
@@ -161,13 +171,6 @@ pub fn batch_view(store: &Store, id: &str) -> Result<BatchView, ReplayError> {
             ..ResultFilter::default()
         },
     )?;
-    let job_state = match batch.job {
-        Some(job) => JobQueue::new(store.clone())
-            .get(JobId(job))
-            .ok()
-            .map(|j| j.state.as_str().to_string()),
-        None => None,
-    };
     let mut labels = std::collections::BTreeMap::new();
     for r in &results {
         *labels.entry(r.label.as_str().to_string()).or_insert(0) += 1;
