@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::json;
 use tollgate_gateway::regress::execute::{CaseResult, load, run_case};
-use tollgate_gateway::regress::target::{SettingsOverride, Target, TargetFile};
+use tollgate_gateway::regress::target::{SettingsOverride, Target, TargetFile, is_envelope_file};
 
 #[derive(Args, Debug)]
 pub struct BisectArgs {
@@ -100,10 +100,7 @@ impl Layout {
                     n
                 }
             };
-            for name in names
-                .iter()
-                .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json"))
-            {
+            for name in names.iter().filter(|n| is_envelope_file(n)) {
                 let path = format!("{dir}/{name}");
                 files.push((path.clone(), read(&path)?));
             }

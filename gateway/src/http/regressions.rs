@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::{ApiError, ApiJson, AppState, blocking};
 use crate::clock::now_rfc3339;
 use crate::regress::bundle::FixtureBundle;
-use crate::regress::case::RegressionCase;
+use crate::regress::case::{RegressionCase, version_diff};
 use crate::regress::jobs::{
     MAX_REPEAT, SuiteSelection, create_from_replay, create_from_run, create_suite, execute_case,
     new_version,
@@ -194,16 +194,7 @@ async fn get_case(
         })?;
         let yaml = case.to_yaml();
         let diff = match case.version.checked_sub(1).filter(|v| *v > 0) {
-            Some(before) => cases::case(store, &id, Some(before))?.map(|b| {
-                similar::TextDiff::from_lines(b.to_yaml().as_str(), yaml.as_str())
-                    .unified_diff()
-                    .context_radius(3)
-                    .header(
-                        &format!("{id} version {before}"),
-                        &format!("{id} version {}", case.version),
-                    )
-                    .to_string()
-            }),
+            Some(before) => cases::case(store, &id, Some(before))?.map(|b| version_diff(&b, &case)),
             None => None,
         };
         Ok(json!({

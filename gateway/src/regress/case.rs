@@ -349,6 +349,18 @@ impl RegressionCase {
     }
 }
 
+/// The unified diff of two versions of a case's file.
+pub fn version_diff(old: &RegressionCase, new: &RegressionCase) -> String {
+    similar::TextDiff::from_lines(old.to_yaml().as_str(), new.to_yaml().as_str())
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &format!("{} version {}", old.id, old.version),
+            &format!("{} version {}", new.id, new.version),
+        )
+        .to_string()
+}
+
 /// Whether `id` can name a case (and its files).
 pub fn valid_id(id: &str) -> bool {
     !id.is_empty()

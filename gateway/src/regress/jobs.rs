@@ -3,8 +3,6 @@
 //! current outcome, and suites run as a `regress.suite` job (cases on threads, each run
 //! recorded as it finishes).
 
-use std::sync::Mutex;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -14,7 +12,7 @@ use super::store::{
     self as cases, CaseRun, StoredSuite, create_suite as insert_suite, finish_suite, record_run,
     save_case, set_suite_job,
 };
-use super::suite::{CaseReport, clusters, figures, run_loaded};
+use super::suite::{CaseReport, clusters, figures, par_map, run_loaded};
 use super::target::Target;
 use super::update::{CaseUpdate, update};
 use super::{CaseOptions, RegressError, from_replay, from_run};
@@ -63,14 +61,24 @@ fn keep(
     (case, bundle): (RegressionCase, FixtureBundle),
     at: &str,
 ) -> Result<(RegressionCase, FixtureBundle), RegressError> {
-    if let Some(existing) = cases::case(store, &case.id, None)? {
-        return Err(RegressError::Conflict(format!(
-            "case `{}` exists (version {})\n  help: name the new case with `id`, or change the existing one with a new version",
-            case.id, existing.version
-        )));
-    }
     let (c, b, at) = (case.clone(), bundle.clone(), at.to_string());
-    store.transact(move |conn| save_case(conn, &c, &b, &at))?;
+    // Checked in the write that stores it, so two requests for one id cannot both pass.
+    store.transact(move |conn| {
+        let existing: Option<u32> = conn
+            .query_row(
+                "SELECT max(version) FROM regression_cases WHERE id = ?1",
+                [&c.id],
+                |r| r.get(0),
+            )
+            .map_err(crate::store::StoreError::from)?;
+        if let Some(v) = existing {
+            return Err(RegressError::Conflict(format!(
+                "case `{}` exists (version {v})\n  help: name the new case with `id`, or change the existing one with a new version",
+                c.id
+            )));
+        }
+        save_case(conn, &c, &b, &at)
+    })?;
     Ok((case, bundle))
 }
 
@@ -263,74 +271,27 @@ pub fn run_stored_suite(
         .unwrap_or(1)
         .clamp(1, MAX_REPEAT);
     let total = ids.len() as u64;
-    let reports: Vec<Mutex<Option<CaseReport>>> = ids.iter().map(|_| Mutex::new(None)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failure: Mutex<Option<RegressError>> = Mutex::new(None);
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, ids.len().max(1)) {
-            let tx = tx.clone();
-            let (next, reports, failure, ids) = (&next, &reports, &failure, &ids);
-            scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(case_id) = ids.get(i) else { break };
-                    let report = match load_stored(store, case_id, None) {
-                        Ok((case, bundle)) => (
-                            case.version,
-                            run_loaded(
-                                &format!("store:{case_id}"),
-                                &case,
-                                &bundle,
-                                repeat,
-                                &Target::recorded(),
-                            ),
-                        ),
-                        Err(e) => (
-                            0,
-                            CaseReport {
-                                path: format!("store:{case_id}"),
-                                case: case_id.clone(),
-                                status: super::suite::CaseStatus::Error,
-                                passes: 0,
-                                runs: 0,
-                                result: None,
-                                error: Some(e.to_string()),
-                            },
-                        ),
-                    };
-                    let (version, report) = report;
-                    let (row, sid, at) = (report.clone(), id.to_string(), at.to_string());
-                    if let Err(e) =
-                        store.write(move |c| record_run(c, version, &row, Some(&sid), &at))
-                    {
-                        if let Ok(mut f) = failure.lock() {
-                            *f = Some(e.into());
-                        }
-                        break;
-                    }
-                    if let Ok(mut slot) = reports[i].lock() {
-                        *slot = Some(report);
-                    }
-                    let _ = tx.send(());
-                }
-            });
-        }
-        drop(tx);
-        // Progress is reported from this thread, as each case finishes.
-        let mut done = 0;
-        for () in rx {
-            done += 1;
-            progress(done, total);
-        }
-    });
-    if let Some(e) = failure.into_inner().ok().flatten() {
-        return Err(e);
-    }
-    let reports: Vec<CaseReport> = reports
-        .into_iter()
-        .filter_map(|m| m.into_inner().ok().flatten())
-        .collect();
+    // Each case's run is recorded as it finishes, so a suite cut short keeps what it ran.
+    let outcomes = par_map(
+        &ids,
+        threads,
+        |case_id| {
+            let shown = format!("store:{case_id}");
+            let (version, report) = match load_stored(store, case_id, None) {
+                Ok((case, bundle)) => (
+                    case.version,
+                    run_loaded(&shown, &case, &bundle, repeat, &Target::recorded()),
+                ),
+                Err(e) => (0, CaseReport::error(&shown, case_id, &e)),
+            };
+            let (row, sid, at) = (report.clone(), id.to_string(), at.to_string());
+            store
+                .write(move |c| record_run(c, version, &row, Some(&sid), &at))
+                .map(|_| report)
+        },
+        &mut |n| progress(n as u64, total),
+    );
+    let reports = outcomes.into_iter().collect::<Result<Vec<_>, _>>()?;
     let (f, s) = (figures(&reports), clusters(&reports));
     let (sid, at) = (id.to_string(), at.to_string());
     store.write(move |c| finish_suite(c, &sid, &f, &s, &at))?;

@@ -309,48 +309,43 @@ pub fn history(
 ) -> Result<Vec<CaseRun>, StoreError> {
     let id = id.to_string();
     store.read(move |c| {
-        let mut stmt = c.prepare_cached(
-            "SELECT id, case_id, version, suite_id, status, passes, runs, drift, signature, report, executed_at
-             FROM regression_runs WHERE case_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(
+        runs(
+            c,
+            "WHERE case_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
             params![id, before.unwrap_or(i64::MAX), limit],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, u32>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, u32>(5)?,
-                    r.get::<_, u32>(6)?,
-                    r.get::<_, bool>(7)?,
-                    r.get::<_, Option<String>>(8)?,
-                    r.get::<_, String>(9)?,
-                    r.get::<_, String>(10)?,
-                ))
-            },
-        )?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, case, version, suite, status, passes, runs, drift, signature, report, at) =
-                row?;
-            out.push(CaseRun {
-                id,
-                case,
-                version,
-                suite,
-                status,
-                passes,
-                runs,
-                drift,
-                signature,
-                report: serde_json::from_str(&report).map_err(|e| corrupt("a stored report", e))?,
-                executed_at: at,
-            });
-        }
-        Ok(out)
+        )
     })
+}
+
+/// The runs `tail` (a `WHERE` clause and order) selects.
+fn runs(
+    c: &Connection,
+    tail: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<CaseRun>, StoreError> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT id, case_id, version, suite_id, status, passes, runs, drift, signature, report, executed_at
+         FROM regression_runs {tail}"
+    ))?;
+    let mut rows = stmt.query(args)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let report: String = r.get(9)?;
+        out.push(CaseRun {
+            id: r.get(0)?,
+            case: r.get(1)?,
+            version: r.get(2)?,
+            suite: r.get(3)?,
+            status: r.get(4)?,
+            passes: r.get(5)?,
+            runs: r.get(6)?,
+            drift: r.get(7)?,
+            signature: r.get(8)?,
+            report: serde_json::from_str(&report).map_err(|e| corrupt("a stored report", e))?,
+            executed_at: r.get(10)?,
+        });
+    }
+    Ok(out)
 }
 
 /// Stores a new suite execution; its id.
@@ -457,16 +452,5 @@ pub fn last_suite(store: &Store) -> Result<Option<StoredSuite>, StoreError> {
 /// The runs of a suite, by case id.
 pub fn suite_runs(store: &Store, id: &str) -> Result<Vec<CaseRun>, StoreError> {
     let id = id.to_string();
-    let ids: Vec<(String, i64)> = store.read(move |c| {
-        let mut stmt = c.prepare_cached(
-            "SELECT case_id, id FROM regression_runs WHERE suite_id = ?1 ORDER BY case_id",
-        )?;
-        let rows = stmt.query_map([&id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
-    })?;
-    let mut out = Vec::new();
-    for (case, row) in ids {
-        out.extend(history(store, &case, 1, Some(row + 1))?);
-    }
-    Ok(out)
+    store.read(move |c| runs(c, "WHERE suite_id = ?1 ORDER BY case_id, id", [&id]))
 }

@@ -116,6 +116,60 @@ pub struct CaseReport {
     pub error: Option<String>,
 }
 
+impl CaseReport {
+    /// A case that did not load or could not run.
+    pub fn error(path: &str, case: &str, e: &RegressError) -> CaseReport {
+        CaseReport {
+            path: path.to_string(),
+            case: case.to_string(),
+            status: CaseStatus::Error,
+            passes: 0,
+            runs: 0,
+            result: None,
+            error: Some(e.to_string()),
+        }
+    }
+}
+
+/// `f` of every item on up to `threads` threads, in the items' order; `done(n)` is called on
+/// this thread as the `n`th result comes in (for progress).
+pub fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+    done: &mut dyn FnMut(usize),
+) -> Vec<R> {
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            let (tx, next, slots, f) = (tx.clone(), &next, &slots, &f);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(item);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(r);
+                    }
+                    let _ = tx.send(());
+                }
+            });
+        }
+        drop(tx);
+        let mut n = 0;
+        for () in rx {
+            n += 1;
+            done(n);
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .collect()
+}
+
 /// Cases and passes for one agent or task type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coverage {
@@ -193,26 +247,12 @@ pub fn run_suite(
 ) -> SuiteReport {
     let started = Instant::now();
     let repeat = repeat.max(1);
-    let slots: Vec<Mutex<Option<CaseReport>>> = paths.iter().map(|_| Mutex::new(None)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, paths.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(path) = paths.get(i) else { break };
-                    let report = run_one(path, repeat, target);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(report);
-                    }
-                }
-            });
-        }
-    });
-    let cases: Vec<CaseReport> = slots
-        .into_iter()
-        .filter_map(|m| m.into_inner().ok().flatten())
-        .collect();
+    let cases = par_map(
+        paths,
+        threads,
+        |path| run_one(path, repeat, target),
+        &mut |_| {},
+    );
     let mut report = SuiteReport {
         path: label.to_string(),
         target: target.label.clone(),
@@ -228,23 +268,15 @@ pub fn run_suite(
 
 fn run_one(path: &Path, repeat: u32, target: &Target) -> CaseReport {
     let shown = path.display().to_string();
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or_default()
-        .to_string();
-    let error = |case: String, e: RegressError| CaseReport {
-        path: shown.clone(),
-        case,
-        status: CaseStatus::Error,
-        passes: 0,
-        runs: 0,
-        result: None,
-        error: Some(e.to_string()),
-    };
     match load(path) {
         Ok(LoadedCase { case, bundle, .. }) => run_loaded(&shown, &case, &bundle, repeat, target),
-        Err(e) => error(stem, e),
+        Err(e) => {
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            CaseReport::error(&shown, stem, &e)
+        }
     }
 }
 
@@ -256,15 +288,6 @@ pub fn run_loaded(
     repeat: u32,
     target: &Target,
 ) -> CaseReport {
-    let error = |e: RegressError| CaseReport {
-        path: shown.to_string(),
-        case: case.id.clone(),
-        status: CaseStatus::Error,
-        passes: 0,
-        runs: 0,
-        result: None,
-        error: Some(e.to_string()),
-    };
     let mut passes = 0;
     let mut kept: Option<CaseResult> = None;
     for _ in 0..repeat {
@@ -278,7 +301,7 @@ pub fn run_loaded(
                     kept = Some(r);
                 }
             }
-            Err(e) => return error(e),
+            Err(e) => return CaseReport::error(shown, &case.id, &e),
         }
     }
     let status = match passes {

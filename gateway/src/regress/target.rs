@@ -170,11 +170,7 @@ impl Target {
             })?;
             let mut paths: Vec<_> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.is_file()
-                        && p.extension()
-                            .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-                })
+                .filter(|p| p.is_file() && p.to_str().is_some_and(is_envelope_file))
                 .collect();
             paths.sort();
             for p in paths {
@@ -193,6 +189,12 @@ impl Target {
         }
         Target::from_parts(&shown, &files, file.settings)
     }
+}
+
+/// Whether a file name is read as an envelope in a target's folder (as every command reads
+/// envelope folders: `*.yaml`, `*.yml`, `*.json`).
+pub fn is_envelope_file(name: &str) -> bool {
+    [".yaml", ".yml", ".json"].iter().any(|x| name.ends_with(x))
 }
 
 /// `file` under `target` (borrowed as it is for the recorded target).

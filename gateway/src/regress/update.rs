@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::RegressError;
 use super::bundle::FixtureBundle;
-use super::case::{AssertionSet, CaseChange, RegressionCase};
+use super::case::{AssertionSet, CaseChange, RegressionCase, version_diff};
 use super::execute::outcome;
 use super::target::Target;
 use super::templates::{Template, assertions};
@@ -67,15 +67,7 @@ pub fn update(
         version: next.version,
         reason: reason.to_string(),
     });
-    let (old, new) = (case.to_yaml(), next.to_yaml());
-    let diff = similar::TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &format!("{} version {}", case.id, case.version),
-            &format!("{} version {}", next.id, next.version),
-        )
-        .to_string();
+    let diff = version_diff(case, &next);
     Ok(Some(CaseUpdate {
         case: next,
         diff,
