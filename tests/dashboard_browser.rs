@@ -995,6 +995,95 @@ fn the_regression_screen_shows_the_last_suite_and_a_failing_case_with_its_signat
 }
 
 #[test]
+fn the_handoff_screen_shows_a_contract_its_dropped_evidence_violations_and_graph() {
+    with_browser(async |gw, client| {
+        let (status, run) = gw.call(
+            "POST",
+            "/v1/runs",
+            Some(&json!({"id": "run-plan", "agent": "coder", "task": "T-300",
+                         "scope": "org:acme/repo:api/task:T-300", "clearance": "internal"})),
+        );
+        assert_eq!(status, 201, "{run}");
+        let contract = json!({
+            "id": "plan-T-300", "template": "planner_to_executor",
+            "producer": {"run": "run-plan"}, "consumer": {"agent": "executor"},
+            "goal": {"objective": "Paginate GET /teams", "expected_output": "a patch and a test report"},
+            "evidence": [
+                {"item": "doc-ticket-T-300", "scope": "org:acme/repo:api/task:T-300", "sensitivity": "internal"},
+                {"item": "doc-globex", "scope": "org:globex/repo:web", "sensitivity": "internal"}
+            ],
+            "constraints": {"hard_rules": ["no new crates"]},
+            "required_outputs": ["patch", "test_report"]
+        });
+        let (status, posted) = gw.call("POST", "/v2/handoffs/contracts", Some(&contract));
+        assert_eq!(status, 201, "{posted}");
+        let (status, _) = gw.call(
+            "POST",
+            "/v1/runs",
+            Some(
+                &json!({"id": "run-exec", "agent": "executor", "task": "T-300",
+                         "scope": "org:acme/repo:api/task:T-300", "handoff": "plan-T-300"}),
+            ),
+        );
+        assert_eq!(status, 201);
+        let (status, _) = gw.call(
+            "POST",
+            "/v2/handoffs/contracts/plan-T-300/ack",
+            Some(&json!({"response": "accept", "run": "run-exec"})),
+        );
+        assert_eq!(status, 200);
+        gw.call(
+            "POST",
+            "/v1/runs/run-exec/events",
+            Some(&json!({"events": [{"kind": "output", "payload": {"content": "Patch:\n- src/teams.rs\n"}}]})),
+        );
+        let (status, _) = gw.call(
+            "POST",
+            "/v1/runs/run-exec/finish",
+            Some(&json!({"status": "succeeded"})),
+        );
+        assert_eq!(status, 200);
+
+        log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Handoffs"), "/ui/handoffs").await;
+        let list = text(client).await;
+        for part in [
+            "plan-T-300",
+            "planner_to_executor",
+            "violated",
+            "run-plan",
+            "run-exec",
+        ] {
+            assert!(list.contains(part), "{part} in {list}");
+        }
+        screen(client, "handoffs").await;
+        click_to(
+            client,
+            Locator::Css("a[href='/ui/handoffs/plan-T-300']"),
+            "/ui/handoffs/plan-T-300",
+        )
+        .await;
+        let page = text(client).await;
+        for part in [
+            "Paginate GET /teams",
+            "doc-globex dropped: evidence_out_of_scope",
+            "doc-ticket-T-300 crosses",
+            "accept by executor",
+            "missing_output test_report",
+            "handoff.missing-output",
+        ] {
+            assert!(page.contains(part), "{part} in {page}");
+        }
+        let svg = client.find(Locator::Css(".graph svg")).await.unwrap();
+        assert!(svg.text().await.unwrap().contains("executor"));
+        screen(client, "handoff").await;
+        client.set_window_size(390, 844).await.unwrap();
+        open(gw, client, "/ui/handoffs/plan-T-300").await;
+        assert_fits(client, "handoff (narrow)").await;
+    });
+}
+
+#[test]
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
@@ -1012,6 +1101,7 @@ fn every_screen_fits_a_narrow_window() {
             "/ui/memories",
             "/ui/replays",
             "/ui/regressions",
+            "/ui/handoffs",
         ] {
             open(gw, client, path).await;
             assert_fits(client, path).await;

@@ -7,6 +7,7 @@ mod approvals_cmd;
 mod compile_cmd;
 mod db_cmd;
 mod envelope_arg;
+mod handoff_cmd;
 mod jobs_cmd;
 mod memory_cmd;
 mod policy_cmd;
@@ -73,6 +74,10 @@ enum Command {
     /// Memories distilled from finished runs: distill, list, show, review.
     #[command(subcommand)]
     Memory(memory_cmd::MemoryCommand),
+    /// Handoff contracts between agents: templates, validate, submit, answer, check a
+    /// delivery, show, the handoff graph of a run, A2A messages.
+    #[command(subcommand)]
+    Handoff(handoff_cmd::HandoffCommand),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => compile_cmd::run(args),
         Command::Approvals(cmd) => approvals_cmd::run(cmd),
         Command::Memory(cmd) => memory_cmd::run(cmd),
+        Command::Handoff(cmd) => handoff_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

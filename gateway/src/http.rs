@@ -9,6 +9,7 @@
 mod chat;
 pub mod dashboard;
 mod error;
+mod handoffs;
 mod memory;
 mod policies;
 mod regressions;
@@ -132,6 +133,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(memory::routes())
         .merge(replays::routes())
         .merge(regressions::routes())
+        .merge(handoffs::routes())
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.
@@ -155,6 +157,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         (name = "policies", description = "Policy envelopes, simulation, decisions and approvals"),
         (name = "memory", description = "Memories distilled from finished runs: distill, read, promote, expire"),
         (name = "replays", description = "Counterfactual replay: scenarios of mutations on recorded runs, batches, results compared with the baseline"),
+        (name = "regressions", description = "Regression cases from runs and replays, their versions, history and suites"),
+        (name = "handoffs", description = "Handoff contracts: validated, answered, their deliveries checked; handoff graphs; A2A messages"),
         (name = "health", description = "Liveness"),
     )
 )]

@@ -1,7 +1,8 @@
 //! Tollgate's application library: the store and flight recorder, the provenance graph, the
 //! context compiler, provider adapters, exact replay, the job runner, the evaluators, the
 //! agent runtime (runs, compiles, tool calls with approvals and rate limits, the model proxy),
-//! the memory distiller and the HTTP gateway over it. The command line (`cli/`) is a thin front.
+//! the memory distiller, counterfactual replay, auto-regression, handoff contracts and the HTTP
+//! gateway over it. The command line (`cli/`) is a thin front.
 //!
 //! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
 
@@ -9,6 +10,7 @@ pub mod approvals;
 pub mod clock;
 pub mod compiler;
 pub mod evaluators;
+pub mod handoff;
 pub mod http;
 pub mod job_kinds;
 pub mod jobs;

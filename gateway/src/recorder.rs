@@ -28,7 +28,7 @@ use format::{EventKind, EventRecord, RunFile, RunHeader, StepRecord};
 pub use counts::DecisionCounts;
 pub use page::{RunFilter, RunKey, RunPage};
 pub use promote::{PromotedRecord, Provenance};
-pub use timeline::{clip, render_timeline};
+pub use timeline::{clip, handoff_line, render_timeline};
 pub use write::ImportSummary;
 
 /// Payloads larger than this (canonical JSON bytes) are stored once as artifacts.

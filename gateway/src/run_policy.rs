@@ -9,7 +9,7 @@
 //!   for (a `tool_call` with the rate-limit usage counted when it was decided; a refused
 //!   model call carried by its `decision`).
 //! - [`RunPolicy`]: a live run's materialised engine with the stored envelope versions that
-//!   govern it.
+//!   govern it; [`handoff_policy`]: the engine a handoff between two runs is validated under.
 //! - [`RecordedVersions`]: the envelope versions a recorded run's decisions were made under.
 
 mod versions;
@@ -75,6 +75,21 @@ pub fn run_facts(h: &RunHeader) -> Result<FactSet, String> {
         );
     }
     Ok(facts)
+}
+
+/// The engine a handoff is validated under: `set` materialised over the producer run's subject
+/// facts and, when the consumer works in another run (open, or about to be opened under the
+/// contract), that run's too.
+pub fn handoff_policy(
+    set: &EnvelopeSet,
+    producer: &RunHeader,
+    consumer: Option<&RunHeader>,
+) -> Result<PolicyEngine, RunPolicyError> {
+    let mut facts = run_facts(producer).map_err(RunPolicyError::Subject)?;
+    if let Some(c) = consumer.filter(|c| c.id != producer.id) {
+        facts.extend_from(&run_facts(c).map_err(RunPolicyError::Subject)?);
+    }
+    PolicyEngine::new(set, &facts).map_err(|e| RunPolicyError::Engine(e.to_string()))
 }
 
 /// Splits `provider/model`; a bare model is `openai`'s (the dialect the gateway speaks).

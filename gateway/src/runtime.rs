@@ -12,9 +12,12 @@
 mod chat;
 mod compile;
 mod decisions;
+mod handoffs;
 mod policies;
 mod runs;
 mod tools;
+
+pub use handoffs::HANDOFF_KEY;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};

@@ -73,6 +73,16 @@ fn every_route_is_documented_with_its_method() {
         "GET /v2/regressions/{id}/bundle",
         "POST /v2/regressions/suites/execute",
         "GET /v2/regressions/suites/{id}",
+        "GET /v2/handoffs/schema",
+        "GET /v2/handoffs/templates/{name}",
+        "POST /v2/handoffs/contracts",
+        "GET /v2/handoffs/contracts",
+        "GET /v2/handoffs/contracts/{id}",
+        "POST /v2/handoffs/contracts/{id}/ack",
+        "POST /v2/handoffs/contracts/{id}/check",
+        "GET /v2/handoffs/contracts/{id}/a2a",
+        "POST /v2/handoffs/a2a",
+        "GET /v2/handoffs/graphs/{run_id}",
     ]
     .iter()
     .map(|s| s.to_string())

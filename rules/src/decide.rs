@@ -210,10 +210,12 @@ impl PolicyEngine {
         })
     }
 
-    /// Is this handoff valid? `deny` with every violation, or `allow`.
+    /// Is this handoff valid? `allow`; `redact` when only evidence the consumer may not see
+    /// is in the way (that evidence does not cross); `deny` otherwise. Every violation is
+    /// listed with its proof.
     pub fn validate_handoff(&self, handoff: &Handoff) -> EnvelopeDecision {
         self.decide(&PolicyRequest::Handoff {
-            handoff: handoff.clone(),
+            handoff: Box::new(handoff.clone()),
         })
     }
 
@@ -235,6 +237,11 @@ impl PolicyEngine {
         | PolicyRequest::Memory { now: Some(t), .. } = request
         {
             facts.extend_from(&now_facts(*t));
+        }
+        if let PolicyRequest::Handoff { handoff } = request
+            && let Some(t) = handoff.now
+        {
+            facts.extend_from(&now_facts(t));
         }
         let mut decision = EnvelopeDecision {
             kind: request.kind(),
@@ -529,8 +536,16 @@ fn handoff_decision(
             proof: Some(proof),
         });
     }
+    // Evidence the consumer may not see does not cross, and the rest of the contract may:
+    // `redact`. Anything else refuses the contract.
     decision.effect = if decision.violations.is_empty() {
         DecisionEffect::Allow
+    } else if decision
+        .violations
+        .iter()
+        .all(HandoffViolation::drops_evidence)
+    {
+        DecisionEffect::Redact
     } else {
         DecisionEffect::Deny
     };

@@ -36,7 +36,7 @@ mod format;
 mod load;
 #[cfg(test)]
 mod tests;
-mod yaml;
+pub(crate) mod yaml;
 
 pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes};
 pub use facts::flatten_extension;

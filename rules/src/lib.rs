@@ -6,6 +6,7 @@
 pub mod canonical;
 pub mod decide;
 pub mod envelope;
+pub mod located;
 pub mod pack_test;
 pub mod packs;
 pub mod request;

@@ -76,6 +76,14 @@ pub const REQUEST_RELATIONS: &[&str] = &[
     "handoff_goal",
     "handoff_evidence",
     "handoff_output",
+    "handoff_template",
+    "handoff_field",
+    "handoff_parties",
+    "delegation",
+    "handoff_delivery",
+    "handoff_action",
+    "contract_requires",
+    "contract_constraint",
 ];
 
 /// The built-in packs in load order (the vocabulary not included: see [`VOCABULARY`]).

@@ -110,7 +110,7 @@ pub struct ModelCall {
 }
 
 /// A handoff between two runs under a contract.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Handoff {
     /// Handoff id.
@@ -127,13 +127,52 @@ pub struct Handoff {
     /// The evidence bundle.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
-    /// Outputs the producer delivered.
+    /// The contract's template; `lightweight` when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The fields the contract fills (`goal`, `expected_output`, `evidence`, `constraints`,
+    /// `required_outputs`, `success_criteria`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// Who hands work to whom (`RUN#AGENT`), for the delegation-cycle check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parties: Option<Delegation>,
+    /// Earlier contracts still in force among the runs concerned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegations: Vec<Delegation>,
+    /// What the consumer delivered, when its delivery is checked (`None` when the contract
+    /// itself is validated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// The time of a delivery check, seconds since the epoch (for a `deadline` constraint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<i32>,
+}
+
+/// A producer handing work to a consumer, each `RUN#AGENT`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delegation {
+    /// The producing party.
+    pub producer: String,
+    /// The consuming party.
+    pub consumer: String,
+}
+
+/// What a consumer delivered under a contract.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// The outputs it delivered, by the contract's names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// The tools it executed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
 }
 
 /// What a handoff contract requires.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffContract {
     /// Contract id.
@@ -367,8 +406,35 @@ pub fn handoff_facts(h: &Handoff) -> FactSet {
             o,
         );
     }
-    for out in &h.outputs {
-        facts.add("handoff_output", vec![id.clone(), sym(out)], o);
+    facts.add(
+        "handoff_template",
+        vec![
+            id.clone(),
+            sym(h.template.as_deref().unwrap_or("lightweight")),
+        ],
+        o,
+    );
+    for f in &h.fields {
+        facts.add("handoff_field", vec![id.clone(), sym(f)], o);
+    }
+    if let Some(p) = &h.parties {
+        facts.add(
+            "handoff_parties",
+            vec![id.clone(), sym(&p.producer), sym(&p.consumer)],
+            o,
+        );
+    }
+    for d in &h.delegations {
+        facts.add("delegation", vec![sym(&d.producer), sym(&d.consumer)], o);
+    }
+    if let Some(delivery) = &h.delivery {
+        facts.add("handoff_delivery", vec![id.clone()], o);
+        for out in &delivery.outputs {
+            facts.add("handoff_output", vec![id.clone(), sym(out)], o);
+        }
+        for tool in &delivery.actions {
+            facts.add("handoff_action", vec![id.clone(), sym(tool)], o);
+        }
     }
     for r in &h.contract.requires {
         facts.add("contract_requires", vec![sym(&h.contract.id), sym(r)], o);

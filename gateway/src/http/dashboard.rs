@@ -16,6 +16,7 @@
 
 mod approvals;
 mod envelopes;
+mod handoffs;
 pub mod layout;
 mod memories;
 mod provenance;
@@ -61,6 +62,9 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/replays/{id}", get(replays::replay))
         .route("/ui/regressions", get(regressions::list))
         .route("/ui/regressions/{id}", get(regressions::case))
+        .route("/ui/handoffs", get(handoffs::list))
+        .route("/ui/handoffs/{id}", get(handoffs::contract))
+        .route("/ui/handoffs/graphs/{run_id}", get(handoffs::run_graph))
         .route("/ui/memories", get(memories::list))
         .route(
             "/ui/memories/{id}",

@@ -295,6 +295,7 @@ mod retrieval {
             clearance: Some(clearance),
             envelopes: vec![],
             parent_run: None,
+            handoff: None,
             metadata: Default::default(),
         })
         .unwrap();

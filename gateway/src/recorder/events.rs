@@ -322,11 +322,102 @@ pub struct ApprovalEvent {
     pub call_hash: Option<String>,
 }
 
-/// `handoff`: a handoff to another agent, as the agent recorded it (the handoff module will
-/// give it its contract's type).
+/// `handoff`: a handoff to another agent — as an agent recorded it itself (a free object), or
+/// as the handoff module recorded a contract, an acknowledgement or a violation (an object
+/// with a `stage`: [`HandoffRecord`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct HandoffEvent(pub Map<String, Value>);
+
+impl HandoffEvent {
+    /// What the handoff module recorded, if it recorded this event (it has a `stage`); an
+    /// agent's own handoff is `None`.
+    pub fn record(&self) -> Option<Result<HandoffRecord, serde_json::Error>> {
+        self.0
+            .contains_key(HANDOFF_STAGE)
+            .then(|| HandoffRecord::deserialize(Value::Object(self.0.clone())))
+    }
+}
+
+/// The key that marks a `handoff` event as the handoff module's; agents may not write it.
+pub const HANDOFF_STAGE: &str = "stage";
+
+/// A `handoff` event the handoff module records, by stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum HandoffRecord {
+    /// A contract version validated (in the producer's run).
+    Contract(ContractRecorded),
+    /// The consumer's answer (in the consumer's run).
+    Ack(AckRecorded),
+    /// A delivery broke the contract: the alert (in the consumer's run).
+    Violation(ViolationRecorded),
+}
+
+/// A contract version and what the handoff pack said of it; the decision with its proofs is
+/// the contract's receipt, kept with the version (`GET /v2/handoffs/contracts/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContractRecorded {
+    /// The contract.
+    pub contract_id: String,
+    /// Its version.
+    pub version: u32,
+    /// blake3 of its canonical JSON.
+    pub content_hash: String,
+    /// Who takes it: `RUN#AGENT`.
+    pub consumer: String,
+    /// `validated` or `rejected`.
+    pub state: String,
+    /// What refuses it, `CODE:DETAIL`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+    /// Evidence that does not cross.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+    /// The pack rules that decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
+    /// The decision's input hash.
+    pub input_hash: String,
+}
+
+/// A consumer's answer to a contract version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AckRecorded {
+    /// The contract.
+    pub contract_id: String,
+    /// The version answered.
+    pub version: u32,
+    /// `accept`, `reject`, `clarify`.
+    pub response: String,
+    /// Who answered.
+    pub by: String,
+    /// Why.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// What the consumer asks, for a clarification.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<String>,
+}
+
+/// A violation alert: a delivery that broke the contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViolationRecorded {
+    /// The contract.
+    pub contract_id: String,
+    /// The version broken.
+    pub version: u32,
+    /// `missing_output`, `blocked_action_taken`, `deadline_missed`.
+    pub code: String,
+    /// The output, tool or deadline concerned.
+    pub detail: String,
+    /// The pack rule that found it.
+    pub rule: String,
+}
+
+impl EventPayload for HandoffRecord {
+    const KIND: EventKind = EventKind::Handoff;
+}
 
 /// `output`: the run's output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::events::Event;
+use super::events::{Event, HandoffEvent, HandoffRecord};
 use super::format::{EventRecord, RunFile};
 use super::short;
 use crate::compiler::ItemStatus;
@@ -114,7 +114,43 @@ fn describe(e: &EventRecord) -> String {
         Event::Output(o) => format!("“{}”", clip(&o.content, 100)),
         Event::Note(n) => clip(&n.text, 100),
         Event::Error(err) => clip(&err.message, 100),
-        Event::Handoff(h) => clip(&serde_json::Value::Object(h.0).to_string(), 100),
+        Event::Handoff(h) => clip(&handoff_line(&h), 100),
+    }
+}
+
+/// A `handoff` event in words: the handoff module's records (a contract validated, an answer,
+/// a violation alert) read as sentences, an agent's own handoff as its JSON.
+pub fn handoff_line(h: &HandoffEvent) -> String {
+    match h.record() {
+        Some(Ok(HandoffRecord::Contract(c))) => {
+            let mut line = format!(
+                "contract {} v{} to {}: {}",
+                c.contract_id, c.version, c.consumer, c.state
+            );
+            if !c.problems.is_empty() {
+                line.push_str(&format!(" ({})", c.problems.join(", ")));
+            }
+            if !c.dropped.is_empty() {
+                line.push_str(&format!("; evidence dropped: {}", c.dropped.join(", ")));
+            }
+            line
+        }
+        Some(Ok(HandoffRecord::Ack(a))) => {
+            let mut line = format!(
+                "contract {} v{}: {} by {}",
+                a.contract_id, a.version, a.response, a.by
+            );
+            if !a.reason.is_empty() {
+                line.push_str(&format!(": {}", a.reason));
+            }
+            line
+        }
+        Some(Ok(HandoffRecord::Violation(v))) => format!(
+            "VIOLATION of contract {} v{}: {} `{}` ({})",
+            v.contract_id, v.version, v.code, v.detail, v.rule
+        ),
+        Some(Err(e)) => format!("a handoff record that does not read: {e}"),
+        None => serde_json::Value::Object(h.0.clone()).to_string(),
     }
 }
 

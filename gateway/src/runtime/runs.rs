@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tollgate_rules::envelope::Level;
 
+use super::handoffs::HANDOFF_KEY;
 use super::{Runtime, RuntimeError};
 use crate::recorder::format::{EventKind, RunHeader};
 use crate::recorder::write::Appended;
@@ -36,6 +37,11 @@ pub struct OpenRun {
     /// The run that started this one.
     #[serde(default)]
     pub parent_run: Option<String>,
+    /// A handoff contract this run takes on (`POST /v2/handoffs/contracts`): the run is then
+    /// governed by the producer's envelopes as well as its own, is cleared no higher than the
+    /// contract allows, and is the contract's consumer run.
+    #[serde(default)]
+    pub handoff: Option<String>,
     /// Free metadata.
     #[serde(default)]
     #[schema(value_type = Object)]
@@ -112,10 +118,30 @@ impl Runtime {
             }
         }
         let mut metadata = req.metadata;
-        if !req.envelopes.is_empty() {
+        let mut attached = req.envelopes.clone();
+        let mut clearance = req.clearance;
+        let mut parent_run = req.parent_run;
+        if let Some(contract) = &req.handoff {
+            let under = self.under_contract(contract, &req.agent, &req.scope, req.clearance)?;
+            if parent_run.as_ref().is_some_and(|p| *p != under.parent) {
+                return Err(RuntimeError::Invalid(format!(
+                    "a run opened under contract `{contract}` is a child of its producer's run `{}`\n  help: leave `parent_run` out",
+                    under.parent
+                )));
+            }
+            for e in under.envelopes {
+                if !attached.contains(&e) {
+                    attached.push(e);
+                }
+            }
+            clearance = Some(under.clearance);
+            parent_run = Some(under.parent);
+            metadata.insert(HANDOFF_KEY.into(), Value::String(contract.clone()));
+        }
+        if !attached.is_empty() {
             metadata.insert(
                 ATTACHED_ENVELOPES.into(),
-                Value::Array(req.envelopes.iter().cloned().map(Value::String).collect()),
+                Value::Array(attached.into_iter().map(Value::String).collect()),
             );
         }
         let mut header = RunHeader {
@@ -123,11 +149,11 @@ impl Runtime {
             agent: req.agent,
             task: req.task,
             scope: req.scope,
-            clearance: req.clearance.unwrap_or(Level::Public).as_str().to_string(),
+            clearance: clearance.unwrap_or(Level::Public).as_str().to_string(),
             status: "running".into(),
             started_at: self.now_rfc3339(),
             finished_at: None,
-            parent_run: req.parent_run,
+            parent_run,
             envelopes: Vec::new(),
             metadata: Value::Object(metadata),
         };
@@ -139,6 +165,9 @@ impl Runtime {
             .open_run_governed(&header, engine.versions().to_vec())?;
         engine.mark_linked();
         self.keep_engine(&id, engine);
+        if let Some(contract) = &req.handoff {
+            self.bind_consumer(contract, &id)?;
+        }
         self.run_view(&id)
     }
 
@@ -213,6 +242,15 @@ impl Runtime {
                     e.kind
                 )));
             }
+            if kind == EventKind::Handoff
+                && e.payload
+                    .get(crate::recorder::events::HANDOFF_STAGE)
+                    .is_some()
+            {
+                return Err(RuntimeError::Invalid(
+                    "a `handoff` event with a `stage` is the handoff module's record\n  help: post contracts to /v2/handoffs/contracts, or leave `stage` out of your own handoff note".into(),
+                ));
+            }
             let step = match e.step {
                 Some(s) => s,
                 None => match default_step {
@@ -229,9 +267,11 @@ impl Runtime {
         Ok(self.recorder().append_many(run, batch)?)
     }
 
-    /// Finishes a run.
+    /// Finishes a run. The deliveries of the contracts it is the consumer of are checked
+    /// first, so their violation alerts are recorded in it.
     pub fn finish_run(&self, run: &str, status: &str) -> Result<RunView, RuntimeError> {
         self.running(run)?;
+        self.check_deliveries_of(run)?;
         self.recorder()
             .finish_run(run, status, &self.now_rfc3339())?;
         self.forget_engine(run);

@@ -50,6 +50,7 @@ fn open(rt: &Runtime, id: &str) {
         clearance: Some(tollgate_rules::envelope::Level::Confidential),
         envelopes: vec![],
         parent_run: None,
+        handoff: None,
         metadata: Default::default(),
     })
     .unwrap();
@@ -343,6 +344,7 @@ fn a_tool_above_the_run_clearance_is_denied_by_clearance_forbid_and_never_gated(
         clearance: Some(tollgate_rules::envelope::Level::Secret),
         envelopes: vec![],
         parent_run: None,
+        handoff: None,
         metadata: Default::default(),
     })
     .unwrap();
@@ -416,6 +418,7 @@ fn a_finished_run_takes_no_more_calls() {
         clearance: None,
         envelopes: vec!["no-such".into()],
         parent_run: None,
+        handoff: None,
         metadata: Default::default(),
     });
     assert!(matches!(err, Err(RuntimeError::Invalid(_))));

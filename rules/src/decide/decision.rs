@@ -90,17 +90,39 @@ pub struct MemoryVerdict {
     pub proof: Option<Proof>,
 }
 
-/// One problem with a handoff packet.
+/// One problem with a handoff contract or a delivery under it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HandoffViolation {
-    /// `missing_goal`, `evidence_out_of_scope`, `evidence_above_clearance`, `missing_output`,
-    /// `constraint_violated`.
+    /// `missing_goal`, `missing_field`, `unknown_template`, `delegation_cycle`,
+    /// `evidence_out_of_scope`, `evidence_above_clearance`, `constraint_violated` (of the
+    /// contract); `missing_output`, `blocked_action_taken`, `deadline_missed` (of a delivery).
     pub code: String,
     /// The item, output or constraint concerned.
     pub detail: String,
     /// Proof of the violation fact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
+}
+
+impl HandoffViolation {
+    /// Whether the violation names one piece of evidence, which then does not cross (the
+    /// contract may go ahead without it): out of the consumer's scope, above its clearance,
+    /// or against an evidence constraint (`max_level:ITEM`, `scope:ITEM`).
+    pub fn drops_evidence(&self) -> bool {
+        self.evidence_item().is_some()
+    }
+
+    /// The piece of evidence the violation names, if it names one.
+    pub fn evidence_item(&self) -> Option<&str> {
+        match self.code.as_str() {
+            "evidence_out_of_scope" | "evidence_above_clearance" => Some(&self.detail),
+            "constraint_violated" => self
+                .detail
+                .strip_prefix("max_level:")
+                .or_else(|| self.detail.strip_prefix("scope:")),
+            _ => None,
+        }
+    }
 }
 
 /// The recorder artifact of one decision.

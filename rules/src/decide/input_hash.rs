@@ -239,7 +239,7 @@ mod tests {
                 now: Some(5),
             },
             PolicyRequest::Handoff {
-                handoff: Handoff {
+                handoff: Box::new(Handoff {
                     id: "h".into(),
                     from_run: "run-\u{1}7".into(),
                     to_run: "run-42".into(),
@@ -257,8 +257,8 @@ mod tests {
                         scope: "org:acme".into(),
                         sensitivity: Level::Public,
                     }],
-                    outputs: vec![],
-                },
+                    ..Handoff::default()
+                }),
             },
         ];
         for r in &requests {

@@ -52,7 +52,7 @@ pub enum PolicyRequest {
     /// Is this handoff packet valid for its consumer?
     Handoff {
         /// The packet.
-        handoff: Handoff,
+        handoff: Box<Handoff>,
     },
 }
 
@@ -153,7 +153,7 @@ impl DecisionRequest {
             },
             RequestKind::Memory => PolicyRequest::Memory { run, now: self.now },
             RequestKind::Handoff => PolicyRequest::Handoff {
-                handoff: self.handoff.clone().ok_or_else(|| missing("handoff"))?,
+                handoff: Box::new(self.handoff.clone().ok_or_else(|| missing("handoff"))?),
             },
         })
     }

@@ -344,13 +344,17 @@ fn handoff_violations_deny_with_a_proof_each() {
             scope: "org:acme/repo:api/task:T-12/file:src~main.rs".into(),
             sensitivity: Level::Internal,
         }],
-        outputs: vec!["patch".into()],
+        delivery: Some(Delivery {
+            outputs: vec!["patch".into()],
+            actions: vec![],
+        }),
+        ..Handoff::default()
     };
     let d = e.validate_handoff(&handoff);
     assert_eq!(d.effect, DecisionEffect::Allow, "{d:#?}");
     assert!(d.violations.is_empty());
     handoff.goal = None;
-    handoff.outputs.clear();
+    handoff.delivery = Some(Delivery::default());
     let d = e.validate_handoff(&handoff);
     assert_eq!(d.effect, DecisionEffect::Deny);
     let codes: Vec<(&str, &str)> = d

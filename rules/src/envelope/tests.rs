@@ -718,17 +718,36 @@ fn subject_and_request_facts() {
             scope: "org:a/repo:b".into(),
             sensitivity: Level::Public,
         }],
-        outputs: vec!["patch".into()],
+        fields: vec!["goal".into()],
+        parties: Some(Delegation {
+            producer: "r1#coder".into(),
+            consumer: "r2#reviewer".into(),
+        }),
+        delegations: vec![Delegation {
+            producer: "r2#reviewer".into(),
+            consumer: "r3#tester".into(),
+        }],
+        delivery: Some(Delivery {
+            outputs: vec!["patch".into()],
+            actions: vec!["fs.read_file".into()],
+        }),
+        ..Handoff::default()
     };
     assert_eq!(
         fact_lines(&handoff_facts(&handoff)),
         [
             r#"contract_constraint("c", "max_level", "internal")  # request"#,
             r#"contract_requires("c", "patch")  # request"#,
+            r#"delegation("r2#reviewer", "r3#tester")  # request"#,
             r#"handoff("h", "r1", "r2", "c")  # request"#,
+            r#"handoff_action("h", "fs.read_file")  # request"#,
+            r#"handoff_delivery("h")  # request"#,
             r#"handoff_evidence("h", "e1", "org:a/repo:b", "public")  # request"#,
+            r#"handoff_field("h", "goal")  # request"#,
             r#"handoff_goal("h", "review")  # request"#,
             r#"handoff_output("h", "patch")  # request"#,
+            r#"handoff_parties("h", "r1#coder", "r2#reviewer")  # request"#,
+            r#"handoff_template("h", "lightweight")  # request"#,
             r#"scope_parent("org:a/repo:b", "org:a")  # request"#,
         ]
     );

@@ -10,13 +10,14 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 7] = [
+const SCREENS: [(&str, &str); 8] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
     ("/ui/memories", "Memories"),
     ("/ui/replays", "Replays"),
     ("/ui/regressions", "Regressions"),
+    ("/ui/handoffs", "Handoffs"),
     ("/ui/provenance", "Provenance"),
 ];
 

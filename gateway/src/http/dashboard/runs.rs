@@ -16,6 +16,7 @@ use super::{Viewer, blocking_page};
 use crate::http::AppState;
 use crate::recorder::events::{CompileEvent, DecisionEvent, Event};
 use crate::recorder::format::{EventRecord, RunHeader, StepRecord};
+use crate::recorder::handoff_line;
 use crate::recorder::{DecisionCounts, RunFilter, RunKey, RunPage, RunSummary};
 
 /// Runs per page.
@@ -325,7 +326,10 @@ fn event_row(run: &str, e: &EventRecord) -> Markup {
                 Ok(Event::Output(o)) => { q { (clip(&o.content, 300)) } }
                 Ok(Event::Note(n)) => { (clip(&n.text, 300)) }
                 Ok(Event::Error(err)) => { span.error { (clip(&err.message, 300)) } }
-                Ok(Event::Handoff(h)) => { pre.args { (clip(&serde_json::Value::Object(h.0).to_string(), 400)) } }
+                Ok(Event::Handoff(h)) => {
+                    @if h.record().is_some() { (clip(&handoff_line(&h), 400)) }
+                    @else { pre.args { (clip(&handoff_line(&h), 400)) } }
+                }
                 Err(err) => { span.error { (err.to_string()) } }
             }
         }

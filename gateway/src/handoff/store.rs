@@ -1,0 +1,506 @@
+//! The handoff tables (migration 12): contract versions with their validation, the consumer's
+//! acknowledgements, delivery checks and the violations they raised. Helpers over a
+//! connection, so the flows in [`super::validate`], [`super::deliver`] and the runtime write
+//! a version and its events in one transaction.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::Serialize;
+use tollgate_rules::request::Delegation;
+
+use super::{ContractState, HandoffContract, Validation, party};
+use crate::store::{Store, StoreError};
+
+/// One stored version of a contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredContract {
+    /// The contract's id.
+    pub id: String,
+    /// The version (from 1).
+    pub version: u32,
+    /// blake3 of the contract's canonical JSON.
+    pub content_hash: String,
+    /// The template.
+    pub template: String,
+    /// The producing run.
+    pub producer_run: String,
+    /// The producing agent.
+    pub producer_agent: String,
+    /// The consuming run (`handoff:ID` until the consumer opens it).
+    pub consumer_run: String,
+    /// The consuming agent.
+    pub consumer_agent: String,
+    /// Where it stands.
+    pub state: ContractState,
+    /// The contract.
+    pub contract: HandoffContract,
+    /// What the handoff pack said of it, with the decision (the receipt).
+    pub validation: Validation,
+    /// Its `handoff` event in the producer's run, when it was recorded there.
+    pub recorded_seq: Option<u64>,
+    /// Who posted it.
+    pub created_by: String,
+    /// When.
+    pub created_at: String,
+    /// When its state last changed.
+    pub updated_at: String,
+}
+
+/// A consumer's answer, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredAck {
+    /// The version answered.
+    pub version: u32,
+    /// `accept`, `reject`, `clarify`.
+    pub response: String,
+    /// The consuming run, when it was open.
+    pub consumer_run: Option<String>,
+    /// Who answered.
+    pub by: String,
+    /// Why.
+    pub reason: String,
+    /// What it asked.
+    pub questions: Vec<String>,
+    /// Its event in the consumer's run, when recorded.
+    pub recorded_seq: Option<u64>,
+    /// When.
+    pub at: String,
+}
+
+/// One check of a delivery, with the violations it raised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredDelivery {
+    /// Its id.
+    pub id: i64,
+    /// The version checked.
+    pub version: u32,
+    /// The consuming run.
+    pub consumer_run: String,
+    /// `fulfilled` or `violated`.
+    pub state: ContractState,
+    /// What the consumer delivered (outputs with the events that show them, actions).
+    pub delivered: serde_json::Value,
+    /// The handoff pack's decision over the delivery.
+    pub decision: serde_json::Value,
+    /// The violations raised.
+    pub violations: Vec<StoredViolation>,
+    /// When.
+    pub at: String,
+}
+
+/// A violation raised by a delivery check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredViolation {
+    /// `missing_output`, `blocked_action_taken`, `deadline_missed`.
+    pub code: String,
+    /// The output, tool or deadline.
+    pub detail: String,
+    /// The pack rule.
+    pub rule: String,
+    /// The alert event in the consumer's run, when recorded.
+    pub recorded_seq: Option<u64>,
+    /// When.
+    pub at: String,
+}
+
+const COLUMNS: &str = "id, version, content_hash, template, producer_run, producer_agent, \
+     consumer_run, consumer_agent, state, contract, validation, recorded_seq, created_by, \
+     created_at, updated_at";
+
+fn corrupt(what: impl std::fmt::Display) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(what.to_string().into())
+}
+
+fn contract_row(r: &Row<'_>) -> rusqlite::Result<StoredContract> {
+    let state: String = r.get(8)?;
+    let contract: String = r.get(9)?;
+    let validation: String = r.get(10)?;
+    Ok(StoredContract {
+        id: r.get(0)?,
+        version: r.get(1)?,
+        content_hash: r.get(2)?,
+        template: r.get(3)?,
+        producer_run: r.get(4)?,
+        producer_agent: r.get(5)?,
+        consumer_run: r.get(6)?,
+        consumer_agent: r.get(7)?,
+        state: ContractState::parse(&state)
+            .ok_or_else(|| corrupt(format!("contract state `{state}`")))?,
+        contract: serde_json::from_str(&contract).map_err(corrupt)?,
+        validation: serde_json::from_str(&validation).map_err(corrupt)?,
+        recorded_seq: r.get::<_, Option<i64>>(11)?.map(|s| s as u64),
+        created_by: r.get(12)?,
+        created_at: r.get(13)?,
+        updated_at: r.get(14)?,
+    })
+}
+
+/// The latest version of `id` (or version `version`).
+pub fn get_in(
+    c: &Connection,
+    id: &str,
+    version: Option<u32>,
+) -> Result<Option<StoredContract>, StoreError> {
+    let row = match version {
+        Some(v) => c
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM handoff_contracts WHERE id = ?1 AND version = ?2"
+            ))?
+            .query_row(params![id, v], contract_row)
+            .optional()?,
+        None => c
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM handoff_contracts WHERE id = ?1 ORDER BY version DESC LIMIT 1"
+            ))?
+            .query_row(params![id], contract_row)
+            .optional()?,
+    };
+    Ok(row)
+}
+
+/// [`get_in`] on a read connection.
+pub fn get(
+    store: &Store,
+    id: &str,
+    version: Option<u32>,
+) -> Result<Option<StoredContract>, StoreError> {
+    let id = id.to_string();
+    store.read(move |c| get_in(c, &id, version))
+}
+
+/// Every version of `id`, oldest first: `(version, state, content hash, created_at)`.
+pub fn versions(
+    store: &Store,
+    id: &str,
+) -> Result<Vec<(u32, ContractState, String, String)>, StoreError> {
+    let id = id.to_string();
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT version, state, content_hash, created_at FROM handoff_contracts WHERE id = ?1 ORDER BY version",
+        )?;
+        let rows = stmt.query_map([&id], |r| {
+            let state: String = r.get(1)?;
+            Ok((
+                r.get(0)?,
+                ContractState::parse(&state).ok_or_else(|| corrupt(&state))?,
+                r.get(2)?,
+                r.get(3)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    })
+}
+
+/// Stores a new version; its number is the next after the latest.
+pub fn insert_in(
+    c: &Connection,
+    contract: &HandoffContract,
+    validation: &Validation,
+    producer_agent: &str,
+    recorded_seq: Option<u64>,
+    by: &str,
+    at: &str,
+) -> Result<u32, StoreError> {
+    let latest: Option<u32> = c
+        .prepare_cached("SELECT MAX(version) FROM handoff_contracts WHERE id = ?1")?
+        .query_row([&contract.id], |r| r.get(0))?;
+    let version = latest.unwrap_or(0) + 1;
+    let text = tollgate_rules::canonical::to_canonical_json(contract)
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let validation_text =
+        serde_json::to_string(validation).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    c.prepare_cached(&format!(
+        "INSERT INTO handoff_contracts ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)"
+    ))?
+    .execute(params![
+        contract.id,
+        version,
+        contract.content_hash(),
+        contract.template().as_str(),
+        contract.producer.run,
+        producer_agent,
+        validation.consumer_run,
+        contract.consumer.agent,
+        validation.state.as_str(),
+        text,
+        validation_text,
+        recorded_seq.map(|s| s as i64),
+        by,
+        at,
+    ])?;
+    Ok(version)
+}
+
+/// Moves a version to `state`.
+pub fn set_state_in(
+    c: &Connection,
+    id: &str,
+    version: u32,
+    state: ContractState,
+    at: &str,
+) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "UPDATE handoff_contracts SET state = ?3, updated_at = ?4 WHERE id = ?1 AND version = ?2",
+    )?
+    .execute(params![id, version, state.as_str(), at])?;
+    Ok(())
+}
+
+/// Binds the planned consumer run `handoff:ID` of every version of `id` to the run the
+/// consumer opened.
+pub fn bind_consumer_run_in(c: &Connection, id: &str, run: &str) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "UPDATE handoff_contracts SET consumer_run = ?2 WHERE id = ?1 AND consumer_run = ?3",
+    )?
+    .execute(params![id, run, super::planned_run(id)])?;
+    Ok(())
+}
+
+/// The delegations in force other than `except`'s: the latest version of every other
+/// contract whose state still hands work over, as `RUN#AGENT` pairs.
+pub fn delegations_in(c: &Connection, except: &str) -> Result<Vec<Delegation>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT h.producer_run, h.producer_agent, h.consumer_run, h.consumer_agent, h.state
+         FROM handoff_contracts h
+         WHERE h.id <> ?1
+           AND h.version = (SELECT MAX(version) FROM handoff_contracts WHERE id = h.id)",
+    )?;
+    let rows = stmt.query_map([except], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (pr, pa, cr, ca, state) = row?;
+        if ContractState::parse(&state).is_some_and(ContractState::in_force) {
+            out.push(Delegation {
+                producer: party(&pr, &pa),
+                consumer: party(&cr, &ca),
+            });
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// The latest version of every contract a run takes part in, as producer or consumer.
+pub fn for_run(store: &Store, run: &str) -> Result<Vec<StoredContract>, StoreError> {
+    let run = run.to_string();
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM handoff_contracts h
+             WHERE (h.producer_run = ?1 OR h.consumer_run = ?1)
+               AND h.version = (SELECT MAX(version) FROM handoff_contracts WHERE id = h.id)
+             ORDER BY h.created_at, h.id"
+        ))?;
+        let rows = stmt.query_map([&run], contract_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    })
+}
+
+/// The latest version of contracts, newest first, after `before` (an id) when paging.
+pub fn list(store: &Store, limit: usize) -> Result<Vec<StoredContract>, StoreError> {
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM handoff_contracts h
+             WHERE h.version = (SELECT MAX(version) FROM handoff_contracts WHERE id = h.id)
+             ORDER BY h.updated_at DESC, h.id LIMIT ?1"
+        ))?;
+        let rows = stmt.query_map([limit as i64], contract_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    })
+}
+
+/// Stores an acknowledgement.
+#[expect(clippy::too_many_arguments, reason = "one column each")]
+pub fn insert_ack_in(
+    c: &Connection,
+    id: &str,
+    version: u32,
+    response: &str,
+    consumer_run: Option<&str>,
+    by: &str,
+    reason: &str,
+    questions: &[String],
+    recorded_seq: Option<u64>,
+    at: &str,
+) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "INSERT INTO handoff_acks (contract_id, version, response, consumer_run, answered_by, reason, questions, recorded_seq, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        id,
+        version,
+        response,
+        consumer_run,
+        by,
+        reason,
+        serde_json::to_string(questions).unwrap_or_else(|_| "[]".into()),
+        recorded_seq.map(|s| s as i64),
+        at,
+    ])?;
+    Ok(())
+}
+
+/// Every acknowledgement of `id`, oldest first.
+pub fn acks(store: &Store, id: &str) -> Result<Vec<StoredAck>, StoreError> {
+    let id = id.to_string();
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT version, response, consumer_run, answered_by, reason, questions, recorded_seq, at
+             FROM handoff_acks WHERE contract_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([&id], |r| {
+            let questions: String = r.get(5)?;
+            Ok(StoredAck {
+                version: r.get(0)?,
+                response: r.get(1)?,
+                consumer_run: r.get(2)?,
+                by: r.get(3)?,
+                reason: r.get(4)?,
+                questions: serde_json::from_str(&questions).map_err(corrupt)?,
+                recorded_seq: r.get::<_, Option<i64>>(6)?.map(|s| s as u64),
+                at: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    })
+}
+
+/// Stores a delivery check; returns its id.
+#[expect(clippy::too_many_arguments, reason = "one column each")]
+pub fn insert_delivery_in(
+    c: &Connection,
+    id: &str,
+    version: u32,
+    consumer_run: &str,
+    state: ContractState,
+    delivered: &serde_json::Value,
+    decision: &serde_json::Value,
+    at: &str,
+) -> Result<i64, StoreError> {
+    c.prepare_cached(
+        "INSERT INTO handoff_deliveries (contract_id, version, consumer_run, state, delivered, decision, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        id,
+        version,
+        consumer_run,
+        state.as_str(),
+        delivered.to_string(),
+        decision.to_string(),
+        at,
+    ])?;
+    Ok(c.last_insert_rowid())
+}
+
+/// Stores a violation a delivery check raised.
+#[expect(clippy::too_many_arguments, reason = "one column each")]
+pub fn insert_violation_in(
+    c: &Connection,
+    delivery: i64,
+    id: &str,
+    version: u32,
+    code: &str,
+    detail: &str,
+    rule: &str,
+    recorded_seq: Option<u64>,
+    at: &str,
+) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "INSERT INTO handoff_violations (delivery_id, contract_id, version, code, detail, rule, recorded_seq, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        delivery,
+        id,
+        version,
+        code,
+        detail,
+        rule,
+        recorded_seq.map(|s| s as i64),
+        at
+    ])?;
+    Ok(())
+}
+
+/// Every delivery check of `id`, oldest first, with its violations.
+pub fn deliveries(store: &Store, id: &str) -> Result<Vec<StoredDelivery>, StoreError> {
+    let id = id.to_string();
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT id, version, consumer_run, state, delivered, decision, at
+             FROM handoff_deliveries WHERE contract_id = ?1 ORDER BY id",
+        )?;
+        let mut out: Vec<StoredDelivery> = stmt
+            .query_map([&id], |r| {
+                let state: String = r.get(3)?;
+                let delivered: String = r.get(4)?;
+                let decision: String = r.get(5)?;
+                Ok(StoredDelivery {
+                    id: r.get(0)?,
+                    version: r.get(1)?,
+                    consumer_run: r.get(2)?,
+                    state: ContractState::parse(&state).ok_or_else(|| corrupt(&state))?,
+                    delivered: serde_json::from_str(&delivered).map_err(corrupt)?,
+                    decision: serde_json::from_str(&decision).map_err(corrupt)?,
+                    violations: Vec::new(),
+                    at: r.get(6)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut stmt = c.prepare_cached(
+            "SELECT delivery_id, code, detail, rule, recorded_seq, at
+             FROM handoff_violations WHERE contract_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([&id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                StoredViolation {
+                    code: r.get(1)?,
+                    detail: r.get(2)?,
+                    rule: r.get(3)?,
+                    recorded_seq: r.get::<_, Option<i64>>(4)?.map(|s| s as u64),
+                    at: r.get(5)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (delivery, v) = row?;
+            if let Some(d) = out.iter_mut().find(|d| d.id == delivery) {
+                d.violations.push(v);
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// Whether `run` is running, read inside a write (so an event is appended only to a run that
+/// is still open when the write commits).
+pub fn running_in(c: &Connection, run: &str) -> Result<bool, StoreError> {
+    Ok(c.prepare_cached("SELECT status FROM runs WHERE id = ?1")?
+        .query_row([run], |r| r.get::<_, String>(0))
+        .optional()?
+        .is_some_and(|s| s == "running"))
+}
+
+/// The index of a run's last step (a first one is added when it has none), read inside a
+/// write for an event the handoff module appends.
+pub fn last_step_in(c: &Connection, run: &str, agent: &str) -> Result<u32, StoreError> {
+    let steps: u32 = c
+        .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
+        .query_row([run], |r| r.get(0))?;
+    if steps > 0 {
+        return Ok(steps - 1);
+    }
+    c.prepare_cached("INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, 0, 'main', ?2)")?
+        .execute(params![run, agent])?;
+    Ok(0)
+}

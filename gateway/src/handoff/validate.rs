@@ -1,0 +1,285 @@
+//! Validation: a contract judged by the handoff pack under the envelopes in force, with the
+//! producer's run and the consumer's (its own run, an open one, or the run it will open under
+//! the contract) as subjects.
+
+use tollgate_rules::decide::{EnvelopeDecision, PolicyEngine};
+use tollgate_rules::envelope::{EnvelopeSet, Level};
+use tollgate_rules::request::HandoffContract as PackContract;
+use tollgate_rules::request::{Constraint, Delegation, Delivery, Evidence, Handoff};
+
+use super::{
+    ContractState, DroppedEvidence, Finding, HandoffContract, HandoffError, Validation, help_for,
+    party, planned_run,
+};
+use crate::recorder::Recorder;
+use crate::recorder::RecorderError;
+use crate::recorder::format::RunHeader;
+use crate::run_policy::{ATTACHED_ENVELOPES, handoff_policy};
+
+/// The two sides of a contract as policy sees them.
+#[derive(Debug, Clone)]
+pub struct Parties {
+    /// The producing run.
+    pub producer: RunHeader,
+    /// The producing agent.
+    pub producer_agent: String,
+    /// The consuming run: the producer's, an open one, or the planned `handoff:ID`.
+    pub consumer: RunHeader,
+    /// Whether the consumer's run is not open yet (it is judged as it will be opened).
+    pub planned: bool,
+}
+
+impl Parties {
+    /// `RUN#AGENT` of the producer and of the consumer.
+    pub fn delegation(&self, contract: &HandoffContract) -> Delegation {
+        Delegation {
+            producer: party(&self.producer.id, &self.producer_agent),
+            consumer: party(&self.consumer.id, &contract.consumer.agent),
+        }
+    }
+}
+
+/// Reads the runs a contract names: the producer's must be recorded (and its agent act in
+/// it); the consumer's is the producer's, another recorded run, or — when it names none —
+/// the run it will open under the contract, governed by every envelope that governs the
+/// producer, with the producer's task and the scope and clearance the contract gives (the
+/// producer's by default).
+pub fn parties(
+    recorder: &Recorder,
+    set: &EnvelopeSet,
+    c: &HandoffContract,
+) -> Result<Parties, HandoffError> {
+    let producer = header(recorder, &c.producer.run)?;
+    let producer_agent = match &c.producer.agent {
+        None => producer.agent.clone(),
+        Some(a) => {
+            let acts =
+                *a == producer.agent || recorder.steps(&producer.id)?.iter().any(|s| s.agent == *a);
+            if !acts {
+                return Err(HandoffError::Invalid(format!(
+                    "agent `{a}` does not act in run `{}`\n  help: name the agent of one of the run's steps, or leave `producer.agent` out for the run's own (`{}`)",
+                    producer.id, producer.agent
+                )));
+            }
+            a.clone()
+        }
+    };
+    let (consumer, planned) = match &c.consumer.run {
+        Some(run) => {
+            if c.consumer.scope.is_some() || c.consumer.clearance.is_some() {
+                return Err(HandoffError::Invalid(format!(
+                    "the consumer's run `{run}` is open: its scope and clearance are its own\n  help: leave `consumer.scope` and `consumer.clearance` out, or `consumer.run` for a run opened under the contract"
+                )));
+            }
+            if *run == producer.id {
+                (producer.clone(), false)
+            } else {
+                (header(recorder, run)?, false)
+            }
+        }
+        None => (planned_consumer(set, &producer, c)?, true),
+    };
+    Ok(Parties {
+        producer,
+        producer_agent,
+        consumer,
+        planned,
+    })
+}
+
+fn header(recorder: &Recorder, run: &str) -> Result<RunHeader, HandoffError> {
+    recorder.header(run).map_err(|e| match e {
+        RecorderError::UnknownRun(r) => HandoffError::NotFound(format!("no run `{r}`")),
+        other => other.into(),
+    })
+}
+
+/// The header of the run a consumer will open under `c`.
+fn planned_consumer(
+    set: &EnvelopeSet,
+    producer: &RunHeader,
+    c: &HandoffContract,
+) -> Result<RunHeader, HandoffError> {
+    let engine =
+        handoff_policy(set, producer, None).map_err(|e| HandoffError::Evaluation(e.to_string()))?;
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(
+        ATTACHED_ENVELOPES.into(),
+        governing_ids(&engine, &producer.id)
+            .into_iter()
+            .map(serde_json::Value::String)
+            .collect(),
+    );
+    Ok(RunHeader {
+        id: planned_run(&c.id),
+        agent: c.consumer.agent.clone(),
+        task: producer.task.clone(),
+        scope: c
+            .consumer
+            .scope
+            .clone()
+            .unwrap_or_else(|| producer.scope.clone()),
+        clearance: c
+            .consumer
+            .clearance
+            .map_or_else(|| producer.clearance.clone(), |l| l.as_str().to_string()),
+        status: "planned".into(),
+        started_at: String::new(),
+        finished_at: None,
+        parent_run: Some(producer.id.clone()),
+        envelopes: Vec::new(),
+        metadata: serde_json::Value::Object(metadata),
+    })
+}
+
+/// The ids of the envelopes governing `run` in `engine` (its labels are `ID@VERSION`).
+pub fn governing_ids(engine: &PolicyEngine, run: &str) -> Vec<String> {
+    engine
+        .governing(run)
+        .iter()
+        .map(|l| {
+            l.split_once('@')
+                .map_or(l.as_str(), |(id, _)| id)
+                .to_string()
+        })
+        .collect()
+}
+
+/// The handoff request the pack judges for `c` between `parties`: the contract's terms, its
+/// fields, the parties and the delegations in force, and — for a delivery check — what the
+/// consumer delivered and the time.
+pub fn request(
+    c: &HandoffContract,
+    parties: &Parties,
+    delegations: Vec<Delegation>,
+    delivery: Option<(Delivery, i32)>,
+) -> Handoff {
+    let mut constraints = Vec::new();
+    if let Some(l) = c.constraints.max_level {
+        constraints.push(constraint("max_level", l.as_str()));
+    }
+    if let Some(p) = &c.constraints.scope {
+        constraints.push(constraint("scope", p));
+    }
+    for p in &c.constraints.blocked_actions {
+        constraints.push(constraint("blocked_action", p));
+    }
+    if let Some(d) = c.deadline_secs() {
+        constraints.push(constraint("deadline", &d.to_string()));
+    }
+    let (delivery, now) = match delivery {
+        Some((d, now)) => (Some(d), Some(now)),
+        None => (None, None),
+    };
+    Handoff {
+        id: c.id.clone(),
+        from_run: parties.producer.id.clone(),
+        to_run: parties.consumer.id.clone(),
+        contract: PackContract {
+            id: c.id.clone(),
+            requires: c.required_outputs.iter().map(|o| o.name.clone()).collect(),
+            constraints,
+        },
+        goal: Some(c.goal.objective.clone()),
+        evidence: c
+            .evidence
+            .0
+            .iter()
+            .map(|e| Evidence {
+                item: e.item.clone(),
+                scope: e.scope.clone(),
+                sensitivity: e.sensitivity,
+            })
+            .collect(),
+        template: Some(c.template().as_str().to_string()),
+        fields: c.fields(),
+        parties: Some(parties.delegation(c)),
+        delegations,
+        delivery,
+        now,
+    }
+}
+
+fn constraint(name: &str, value: &str) -> Constraint {
+    Constraint {
+        name: name.into(),
+        value: value.into(),
+    }
+}
+
+/// Judges `c`: its problems (which refuse it), the evidence that does not cross, the decision.
+/// `delegations` are the contracts in force among other parties (for the cycle check).
+pub fn validate(
+    set: &EnvelopeSet,
+    parties: &Parties,
+    c: &HandoffContract,
+    delegations: Vec<Delegation>,
+) -> Result<Validation, HandoffError> {
+    let engine = handoff_policy(set, &parties.producer, Some(&parties.consumer))
+        .map_err(|e| HandoffError::Evaluation(e.to_string()))?;
+    let decision = engine.validate_handoff(&request(c, parties, delegations, None));
+    Ok(judge(c, parties, decision))
+}
+
+/// Splits a decision's violations into problems and dropped evidence.
+fn judge(c: &HandoffContract, parties: &Parties, decision: EnvelopeDecision) -> Validation {
+    let mut problems = Vec::new();
+    let mut dropped = Vec::new();
+    for v in &decision.violations {
+        let rule = v.proof.as_ref().map(rule_of).unwrap_or_default();
+        match v.evidence_item() {
+            Some(item) => dropped.push(DroppedEvidence {
+                item: item.to_string(),
+                code: v.code.clone(),
+                detail: v.detail.clone(),
+                rule,
+            }),
+            None => problems.push(Finding {
+                code: v.code.clone(),
+                detail: v.detail.clone(),
+                rule,
+                help: help_for(&v.code).to_string(),
+            }),
+        }
+    }
+    if let Some(error) = &decision.error {
+        problems.push(Finding {
+            code: "evaluation_failed".into(),
+            detail: error.clone(),
+            rule: decision.rules.first().cloned().unwrap_or_default(),
+            help: "the contract is refused while policy cannot be evaluated (fail closed)".into(),
+        });
+    }
+    let crossing = c
+        .evidence
+        .0
+        .iter()
+        .map(|e| e.item.clone())
+        .filter(|i| !dropped.iter().any(|d| d.item == *i))
+        .collect();
+    Validation {
+        state: if problems.is_empty() {
+            ContractState::Validated
+        } else {
+            ContractState::Rejected
+        },
+        problems,
+        dropped,
+        crossing,
+        consumer_run: parties.consumer.id.clone(),
+        decision,
+    }
+}
+
+/// The rule a proof's root applied (empty for an input fact).
+pub fn rule_of(proof: &tollgate_rules::engine::Proof) -> String {
+    match &proof.step {
+        tollgate_rules::engine::ProofStep::Rule { rule, .. } => rule.to_string(),
+        tollgate_rules::engine::ProofStep::Input { .. } => String::new(),
+    }
+}
+
+/// The lower of two clearances (a run opened under a contract sees no more than its producer).
+pub fn lower(a: Level, b: Level) -> Level {
+    if a <= b { a } else { b }
+}

@@ -1,0 +1,342 @@
+//! `/v2/handoffs`: the Handoff Contracts module — contracts posted (read against their
+//! schema, then validated by the handoff pack; a refused one answers 403 with its problems and
+//! is kept with its receipt), answered by the consumer, their deliveries checked, exported to
+//! and imported from A2A messages, and the handoff graph of a run as JSON, DOT or SVG.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiError, ApiJson, AppState, blocking};
+use crate::handoff::contract::{self, JSON_SCHEMA};
+use crate::handoff::store;
+use crate::handoff::submit::Submitted;
+use crate::handoff::{ConsumerAck, ContractState, HandoffContract, HandoffError, Template, a2a};
+use crate::handoff::{graph, templates};
+use crate::runtime::Runtime;
+
+/// The routes of this resource.
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(schema))
+        .routes(routes!(template))
+        .routes(routes!(create, list))
+        .routes(routes!(get_contract))
+        .routes(routes!(ack))
+        .routes(routes!(check))
+        .routes(routes!(export_a2a))
+        .routes(routes!(import_a2a))
+        .routes(routes!(graph_of))
+}
+
+impl From<HandoffError> for ApiError {
+    fn from(e: HandoffError) -> Self {
+        match e {
+            HandoffError::Store(s) => s.into(),
+            HandoffError::Recorder(r) => r.into(),
+            HandoffError::Faults(f) => ApiError::Unprocessable {
+                code: "invalid_contract",
+                message: f.to_string(),
+                details: json!({ "faults": f.0 }),
+            },
+            HandoffError::NotFound(m) => ApiError::NotFound(m),
+            HandoffError::Invalid(m) => ApiError::invalid("invalid_handoff", m),
+            HandoffError::Conflict(m) => ApiError::Conflict(m),
+            HandoffError::Evaluation(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+/// Runs `f` off the async threads, its handoff errors answered in the one error shape.
+async fn handing<T, F>(state: &AppState, f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Runtime) -> Result<T, HandoffError> + Send + 'static,
+{
+    blocking(state, move |rt| Ok(f(rt)))
+        .await?
+        .map_err(ApiError::from)
+}
+
+/// The contract's JSON Schema (`tollgate.handoff/v1`, draft 2020-12).
+#[utoipa::path(get, path = "/v2/handoffs/schema", tag = "handoffs",
+    responses((status = 200, description = "The JSON Schema every posted contract is read against", body = Object)))]
+async fn schema() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/schema+json")],
+        JSON_SCHEMA,
+    )
+        .into_response()
+}
+
+/// A template's starter contract (YAML, with placeholders): `lightweight`,
+/// `code_patch_review`, `research_to_implementation`, `planner_to_executor`.
+#[utoipa::path(get, path = "/v2/handoffs/templates/{name}", tag = "handoffs",
+    params(("name" = String, Path, description = "The template")),
+    responses(
+        (status = 200, description = "The starter contract, as YAML", body = String, content_type = "application/yaml"),
+        (status = 404, description = "No such template", body = super::ErrorBody),
+    ))]
+async fn template(Path(name): Path<String>) -> Result<Response, ApiError> {
+    let t = Template::parse(&name).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "no template `{name}`: the templates are lightweight, code_patch_review, research_to_implementation, planner_to_executor"
+        ))
+    })?;
+    Ok((
+        [(header::CONTENT_TYPE, "application/yaml")],
+        templates::starter(t),
+    )
+        .into_response())
+}
+
+/// The answer to a posted contract: 201 (a new version, validated), 200 (unchanged), 403
+/// (refused by the handoff pack: stored with its problems and receipt).
+fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let body = json!({"contract": s.contract, "created": s.created});
+    if s.contract.state == ContractState::Rejected {
+        let problems: Vec<String> = s
+            .contract
+            .validation
+            .problems
+            .iter()
+            .map(|p| format!("{} `{}` ({})", p.code, p.detail, p.rule))
+            .collect();
+        return Err(ApiError::Forbidden {
+            code: "contract_rejected",
+            message: format!(
+                "contract `{}` version {} is refused before the consumer starts: {}",
+                s.contract.id,
+                s.contract.version,
+                problems.join("; ")
+            ),
+            details: body,
+        });
+    }
+    let status = if s.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(body)))
+}
+
+/// Posts a contract: read against the schema (every fault with its JSON pointer, 422, nothing
+/// stored), then validated by the handoff pack under the envelopes in force. A valid contract
+/// is a new version (201; the same content as the latest version is 200 and writes nothing);
+/// evidence the consumer may not see does not cross (`validation.dropped`). A contract the
+/// pack refuses — missing what its template requires, closing a delegation cycle, handing
+/// work to a consumer that could do more than its producer — is stored with its problems and
+/// answered 403 `contract_rejected`: the consumer must not start.
+#[utoipa::path(post, path = "/v2/handoffs/contracts", tag = "handoffs",
+    request_body = HandoffContract,
+    responses(
+        (status = 201, description = "`{\"contract\": {id, version, state, contract, validation: {problems, dropped, crossing, decision}, ...}, \"created\": true}`", body = Object),
+        (status = 200, description = "Unchanged: the latest version has this content", body = Object),
+        (status = 400, description = "The body is not JSON", body = super::ErrorBody),
+        (status = 403, description = "Refused by the handoff pack (`contract_rejected`); `details` holds the stored version", body = super::ErrorBody),
+        (status = 404, description = "No such producer (or consumer) run", body = super::ErrorBody),
+        (status = 409, description = "The id belongs to another producer run", body = super::ErrorBody),
+        (status = 422, description = "The contract breaks its schema (`invalid_contract`, `details.faults`: path, message, help each) or names an agent or run wrongly (`invalid_handoff`)", body = super::ErrorBody),
+    ))]
+async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let submitted = handing(&state, move |rt| {
+        let contract = contract::from_value(&body)?;
+        rt.submit_contract(contract, "api")
+    })
+    .await?;
+    posted(submitted)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// At most this many (default 50, at most 500).
+    limit: Option<usize>,
+}
+
+/// The latest version of every contract, most recently changed first.
+#[utoipa::path(get, path = "/v2/handoffs/contracts", tag = "handoffs",
+    params(ListQuery),
+    responses((status = 200, description = "`{\"contracts\": [...]}`", body = Object)))]
+async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let contracts = handing(&state, move |rt| Ok(store::list(rt.store(), limit)?)).await?;
+    Ok(Json(json!({ "contracts": contracts })))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct VersionQuery {
+    /// A version (the latest when absent).
+    version: Option<u32>,
+}
+
+/// A contract: the version asked for (the latest by default) with its validation and receipt,
+/// every version, the consumer's answers, and each delivery check with its violations.
+#[utoipa::path(get, path = "/v2/handoffs/contracts/{id}", tag = "handoffs",
+    params(("id" = String, Path, description = "The contract's id"), VersionQuery),
+    responses(
+        (status = 200, description = "`{\"contract\", \"versions\", \"acks\", \"deliveries\"}`", body = Object),
+        (status = 404, description = "No such contract or version", body = super::ErrorBody),
+    ))]
+async fn get_contract(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<VersionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let answer = handing(&state, move |rt| {
+        let s = rt.store();
+        let contract = store::get(s, &id, q.version)?
+            .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id}`")))?;
+        let versions: Vec<Value> = store::versions(s, &id)?
+            .into_iter()
+            .map(|(v, state, hash, at)| {
+                json!({"version": v, "state": state, "content_hash": hash, "created_at": at})
+            })
+            .collect();
+        Ok(json!({
+            "contract": contract,
+            "versions": versions,
+            "acks": store::acks(s, &id)?,
+            "deliveries": store::deliveries(s, &id)?,
+        }))
+    })
+    .await?;
+    Ok(Json(answer))
+}
+
+/// The consumer's answer to the latest version: `accept`, `reject` (with a `reason`) or
+/// `clarify` (with `questions` or a `reason`). Recorded in the consumer's run while it is open.
+#[utoipa::path(post, path = "/v2/handoffs/contracts/{id}/ack", tag = "handoffs",
+    params(("id" = String, Path, description = "The contract's id")),
+    request_body = ConsumerAck,
+    responses(
+        (status = 200, description = "The contract after the answer (`accepted`, `refused`, `clarification_requested`)", body = Object),
+        (status = 404, description = "No such contract", body = super::ErrorBody),
+        (status = 409, description = "The contract was rejected, is answered already, or has a newer version", body = super::ErrorBody),
+        (status = 422, description = "A rejection without a reason, a clarification without questions, or the wrong consumer run", body = super::ErrorBody),
+    ))]
+async fn ack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(ack): ApiJson<ConsumerAck>,
+) -> Result<Json<Value>, ApiError> {
+    let contract = handing(&state, move |rt| rt.ack_contract(&id, ack)).await?;
+    Ok(Json(json!({ "contract": contract })))
+}
+
+/// Checks the consumer's delivery under the latest version now: every required output
+/// delivered, no blocked action executed, the deadline kept. Each breach is a violation alert
+/// (recorded in the consumer's run while it is open); the contract becomes `fulfilled` or
+/// `violated`. A consumer run that finishes is checked the same way.
+#[utoipa::path(post, path = "/v2/handoffs/contracts/{id}/check", tag = "handoffs",
+    params(("id" = String, Path, description = "The contract's id")),
+    responses(
+        (status = 201, description = "`{contract, delivery: {state, delivered, decision, violations}, findings}`", body = Object),
+        (status = 404, description = "No such contract", body = super::ErrorBody),
+        (status = 409, description = "Nothing to check: the contract was rejected or refused, or the consumer has not opened its run", body = super::ErrorBody),
+    ))]
+async fn check(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let report = handing(&state, move |rt| rt.check_delivery(&id)).await?;
+    Ok((StatusCode::CREATED, Json(json!(report))))
+}
+
+/// The latest version as an A2A `Message` (a text part with the objective, a data part with
+/// the contract).
+#[utoipa::path(get, path = "/v2/handoffs/contracts/{id}/a2a", tag = "handoffs",
+    params(("id" = String, Path, description = "The contract's id")),
+    responses(
+        (status = 200, description = "An A2A message", body = Object),
+        (status = 404, description = "No such contract", body = super::ErrorBody),
+    ))]
+async fn export_a2a(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let message = handing(&state, move |rt| {
+        let stored = store::get(rt.store(), &id, None)?
+            .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id}`")))?;
+        Ok(a2a::export(&stored))
+    })
+    .await?;
+    Ok(Json(message))
+}
+
+/// Posts the contract an A2A message carries (a `Message`, a `message/send` request or its
+/// `params`), as `POST /v2/handoffs/contracts` does; fault paths point into the message.
+#[utoipa::path(post, path = "/v2/handoffs/a2a", tag = "handoffs",
+    request_body(content = Object, description = "An A2A message with a data part holding a `tollgate.handoff/v1` contract"),
+    responses(
+        (status = 201, description = "A new version, validated", body = Object),
+        (status = 200, description = "Unchanged", body = Object),
+        (status = 400, description = "The body is not JSON", body = super::ErrorBody),
+        (status = 403, description = "Refused by the handoff pack (`contract_rejected`)", body = super::ErrorBody),
+        (status = 404, description = "No such producer (or consumer) run", body = super::ErrorBody),
+        (status = 409, description = "The id belongs to another producer run", body = super::ErrorBody),
+        (status = 422, description = "No contract in the message, or one that breaks its schema (`invalid_contract`)", body = super::ErrorBody),
+    ))]
+async fn import_a2a(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let submitted = handing(&state, move |rt| {
+        let contract = a2a::import(&body)?;
+        rt.submit_contract(contract, "a2a")
+    })
+    .await?;
+    posted(submitted)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct GraphQuery {
+    /// `json` (default), `dot` or `svg`.
+    format: Option<String>,
+}
+
+/// The handoff graph of a run: parties (`RUN#AGENT`) and the contracts between them, across
+/// every run reached through a contract, with each contract's state, missing requirements,
+/// dropped evidence and violations, and any delegation cycle. Handoffs an agent recorded itself
+/// are drawn as `recorded`.
+#[utoipa::path(get, path = "/v2/handoffs/graphs/{run_id}", tag = "handoffs",
+    params(("run_id" = String, Path, description = "A run"), GraphQuery),
+    responses(
+        (status = 200, description = "`{run, runs, nodes, edges, cycles}`; `text/vnd.graphviz` for `dot`, `image/svg+xml` for `svg`", body = Object),
+        (status = 404, description = "No such run", body = super::ErrorBody),
+        (status = 422, description = "An unknown format", body = super::ErrorBody),
+    ))]
+async fn graph_of(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    Query(q): Query<GraphQuery>,
+) -> Result<Response, ApiError> {
+    let format = q.format.unwrap_or_else(|| "json".into());
+    if !matches!(format.as_str(), "json" | "dot" | "svg") {
+        return Err(ApiError::invalid(
+            "invalid_format",
+            format!("format `{format}` is not one of json, dot, svg"),
+        ));
+    }
+    let g = handing(&state, move |rt| graph::graph(rt.recorder(), &run_id)).await?;
+    Ok(match format.as_str() {
+        "dot" => ([(header::CONTENT_TYPE, "text/vnd.graphviz")], g.to_dot()).into_response(),
+        "svg" => ([(header::CONTENT_TYPE, "image/svg+xml")], g.to_svg()).into_response(),
+        _ => Json(json!(g)).into_response(),
+    })
+}

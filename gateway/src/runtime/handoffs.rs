@@ -1,0 +1,159 @@
+//! Handoffs through the runtime: contracts validated under the envelopes in force, answered,
+//! and checked when the consumer delivers; a run opened under a contract is governed by its
+//! producer's envelopes as well as its own, and sees no more than its producer; a consumer run
+//! that finishes has its deliveries checked before it closes.
+
+use serde_json::Value;
+use tollgate_rules::envelope::Level;
+
+use super::{Runtime, RuntimeError};
+use crate::handoff::deliver::{self, DeliveryReport};
+use crate::handoff::store::{self, StoredContract};
+use crate::handoff::submit::{self, Submitted};
+use crate::handoff::validate::{lower, parties};
+use crate::handoff::{ConsumerAck, ContractState, HandoffContract, HandoffError, planned_run};
+use crate::run_policy::attached_envelopes;
+
+/// The metadata key naming the contract a run was opened under.
+pub const HANDOFF_KEY: &str = "handoff";
+
+impl From<HandoffError> for RuntimeError {
+    fn from(e: HandoffError) -> Self {
+        match e {
+            HandoffError::Store(s) => RuntimeError::Store(s),
+            HandoffError::Recorder(r) => RuntimeError::Recorder(r),
+            HandoffError::Faults(f) => RuntimeError::Invalid(f.to_string()),
+            HandoffError::NotFound(m) => RuntimeError::NotFound(m),
+            HandoffError::Invalid(m) => RuntimeError::Invalid(m),
+            HandoffError::Conflict(m) => RuntimeError::Conflict(m),
+            HandoffError::Evaluation(m) => RuntimeError::Evaluation(m),
+        }
+    }
+}
+
+/// How a run opened under a contract differs from what its opener asked: the envelopes it is
+/// governed by and the clearance it gets.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UnderContract {
+    /// Envelope ids to attach (the producer's governing ones).
+    pub envelopes: Vec<String>,
+    /// The clearance: the lower of the one asked and the contract's.
+    pub clearance: Level,
+    /// The producer's run (the new run's parent).
+    pub parent: String,
+}
+
+impl Runtime {
+    /// Validates and stores a contract version (see [`submit::submit`]).
+    pub fn submit_contract(
+        &self,
+        contract: HandoffContract,
+        by: &str,
+    ) -> Result<Submitted, HandoffError> {
+        submit::submit(
+            self.recorder(),
+            &self.envelopes(),
+            contract,
+            by,
+            &self.now_rfc3339(),
+        )
+    }
+
+    /// Records the consumer's answer (see [`submit::acknowledge`]).
+    pub fn ack_contract(&self, id: &str, ack: ConsumerAck) -> Result<StoredContract, HandoffError> {
+        submit::acknowledge(self.recorder(), id, ack, &self.now_rfc3339())
+    }
+
+    /// Checks the consumer's delivery now (see [`deliver::check`]).
+    pub fn check_delivery(&self, id: &str) -> Result<DeliveryReport, HandoffError> {
+        let now = i32::try_from(self.now_ms() / 1000).unwrap_or(i32::MAX);
+        deliver::check(
+            self.recorder(),
+            &self.envelopes(),
+            id,
+            now,
+            &self.now_rfc3339(),
+        )
+    }
+
+    /// What opening a run under contract `id` as `agent` at `scope` must add: the contract
+    /// must hand work to a run not opened yet, to this agent, at or below the contract's
+    /// consumer scope; the run is governed by the producer's envelopes too and cleared no
+    /// higher than the contract allows.
+    pub(crate) fn under_contract(
+        &self,
+        id: &str,
+        agent: &str,
+        scope: &str,
+        clearance: Option<Level>,
+    ) -> Result<UnderContract, RuntimeError> {
+        let stored = store::get(self.store(), id, None)?
+            .ok_or_else(|| RuntimeError::NotFound(format!("no contract `{id}`")))?;
+        if !matches!(
+            stored.state,
+            ContractState::Validated | ContractState::Accepted
+        ) {
+            return Err(RuntimeError::Conflict(format!(
+                "contract `{id}` is {}: no run can be opened under it\n  help: only a validated or accepted contract hands work over",
+                stored.state.as_str()
+            )));
+        }
+        if stored.consumer_run != planned_run(id) {
+            return Err(RuntimeError::Conflict(format!(
+                "contract `{id}` hands work to run `{}`, which is open already",
+                stored.consumer_run
+            )));
+        }
+        if stored.consumer_agent != agent {
+            return Err(RuntimeError::Invalid(format!(
+                "contract `{id}` hands work to agent `{}`, not `{agent}`",
+                stored.consumer_agent
+            )));
+        }
+        let planned = parties(self.recorder(), &self.envelopes(), &stored.contract)?.consumer;
+        if scope != planned.scope && !scope.starts_with(&format!("{}/", planned.scope)) {
+            return Err(RuntimeError::Invalid(format!(
+                "scope `{scope}` is outside the contract's consumer scope `{}`\n  help: open the run at that scope or below it",
+                planned.scope
+            )));
+        }
+        let allowed: Level = serde_json::from_value(Value::String(planned.clearance.clone()))
+            .map_err(|_| RuntimeError::Invalid(format!("clearance `{}`", planned.clearance)))?;
+        if let Some(asked) = clearance
+            && asked > allowed
+        {
+            return Err(RuntimeError::Invalid(format!(
+                "clearance `{}` is above what contract `{id}` allows (`{}`): a run opened under a handoff sees no more than its producer\n  help: ask for `{}` or less, or leave `clearance` out",
+                asked.as_str(),
+                allowed.as_str(),
+                allowed.as_str()
+            )));
+        }
+        Ok(UnderContract {
+            envelopes: attached_envelopes(&planned.metadata),
+            clearance: clearance.map_or(allowed, |c| lower(c, allowed)),
+            parent: stored.producer_run,
+        })
+    }
+
+    /// Binds the run opened under contract `id` to it.
+    pub(crate) fn bind_consumer(&self, id: &str, run: &str) -> Result<(), RuntimeError> {
+        let (id, run) = (id.to_string(), run.to_string());
+        self.store()
+            .write(move |c| store::bind_consumer_run_in(c, &id, &run))?;
+        Ok(())
+    }
+
+    /// Checks the delivery of every contract whose consumer is `run` and still waits for it
+    /// (violations are recorded in the run while it is open).
+    pub(crate) fn check_deliveries_of(&self, run: &str) -> Result<(), RuntimeError> {
+        for c in store::for_run(self.store(), run)? {
+            if c.consumer_run == run
+                && matches!(c.state, ContractState::Validated | ContractState::Accepted)
+            {
+                self.check_delivery(&c.id)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,9 @@
+DROP INDEX handoff_violations_by_contract;
+DROP TABLE handoff_violations;
+DROP INDEX handoff_deliveries_by_contract;
+DROP TABLE handoff_deliveries;
+DROP INDEX handoff_acks_by_contract;
+DROP TABLE handoff_acks;
+DROP INDEX handoff_contracts_by_consumer;
+DROP INDEX handoff_contracts_by_producer;
+DROP TABLE handoff_contracts;
