@@ -1026,12 +1026,7 @@ fn the_handoff_screen_shows_a_contract_its_dropped_evidence_violations_and_graph
             ),
         );
         assert_eq!(status, 201);
-        let (status, _) = gw.call(
-            "POST",
-            "/v2/handoffs/contracts/plan-T-300/ack",
-            Some(&json!({"response": "accept", "run": "run-exec"})),
-        );
-        assert_eq!(status, 200);
+        // Opening the run under the contract accepted it.
         gw.call(
             "POST",
             "/v1/runs/run-exec/events",

@@ -215,6 +215,15 @@ fn a_delivery_that_skips_a_required_output_and_takes_a_blocked_action_raises_vio
     assert_eq!(status, 200, "{again}");
     assert_eq!(gw.count("handoff_contracts"), 1);
 
+    // The consumer accepts before it has a run.
+    let (status, acked) = gw.call(
+        "POST",
+        "/v2/handoffs/contracts/plan-T-200/ack",
+        Some(&json!({"response": "accept"})),
+    );
+    assert_eq!(status, 200, "{acked}");
+    assert_eq!(acked["contract"]["state"], "accepted");
+
     // The consumer's run, opened under the contract: the producer's envelopes govern it too,
     // and it cannot see more than the producer.
     let asked_too_much = json!({"agent": "executor", "task": "T-200",
@@ -251,15 +260,13 @@ fn a_delivery_that_skips_a_required_output_and_takes_a_blocked_action_raises_vio
     );
     let consumer = "run-t200-exec";
 
-    // The consumer accepts.
-    let (status, acked) = gw.call(
-        "POST",
-        "/v2/handoffs/contracts/plan-T-200/ack",
-        Some(&json!({"response": "accept", "run": consumer})),
+    // One contract opens one run; answering twice is a conflict.
+    let (status, err) = open(
+        &gw,
+        json!({"agent": "executor", "task": "T-200",
+               "scope": "org:acme/repo:api/task:T-200", "handoff": "plan-T-200"}),
     );
-    assert_eq!(status, 200, "{acked}");
-    assert_eq!(acked["contract"]["state"], "accepted");
-    // Answering twice is a conflict.
+    assert_eq!(status, 409, "{err}");
     let (status, _) = gw.call(
         "POST",
         "/v2/handoffs/contracts/plan-T-200/ack",
@@ -335,9 +342,10 @@ fn a_delivery_that_skips_a_required_output_and_takes_a_blocked_action_raises_vio
         timeline.contains("VIOLATION of contract plan-T-200 v1: missing_output `test_report`"),
         "{timeline}"
     );
-    assert!(
-        timeline.contains("contract plan-T-200 v1: accept by executor"),
-        "{timeline}"
+    assert_eq!(
+        timeline.matches("VIOLATION").count(),
+        2,
+        "one alert per breach: {timeline}"
     );
     let verify = gw.tollgate(&["runs", "verify", consumer]);
     assert!(verify.status.success(), "{}", stderr(&verify));
@@ -352,14 +360,185 @@ fn a_delivery_that_skips_a_required_output_and_takes_a_blocked_action_raises_vio
     assert_eq!(edge["dropped"], json!(["doc-globex-limits"]));
     assert_eq!(g["runs"], json!([consumer, producer]), "runs in id order");
 
-    // A2A: exported as a message with a data part, imported back unchanged.
+    // Checked again by hand: the same breaches, no second alert.
+    let (status, checked) = gw.call("POST", "/v2/handoffs/contracts/plan-T-200/check", None);
+    assert_eq!(status, 201, "{checked}");
+    assert_eq!(checked["findings"].as_array().unwrap().len(), 2);
+    let timeline = stdout(&gw.tollgate(&["runs", "show", consumer]));
+    assert_eq!(timeline.matches("VIOLATION").count(), 2, "{timeline}");
+    // A violated contract is not handed over as an A2A message.
+    let (status, _) = gw.call("GET", "/v2/handoffs/contracts/plan-T-200/a2a", None);
+    assert_eq!(status, 409);
+}
+
+#[test]
+fn a_contract_travels_as_an_a2a_message_without_the_evidence_that_stayed_behind() {
+    let gw = Gateway::with_fixture_envelopes();
+    let producer = planner_run(&gw);
+    let (status, _) = gw.call("POST", "/v2/handoffs/contracts", Some(&contract(&producer)));
+    assert_eq!(status, 201);
     let (status, message) = gw.call("GET", "/v2/handoffs/contracts/plan-T-200/a2a", None);
     assert_eq!(status, 200);
     assert_eq!(message["parts"][1]["kind"], "data");
-    assert_eq!(message["parts"][1]["data"]["id"], "plan-T-200");
+    let data = &message["parts"][1]["data"];
+    assert_eq!(data["id"], "plan-T-200");
+    assert_eq!(data["evidence"].as_array().unwrap().len(), 1, "{data}");
+    assert_eq!(data["evidence"][0]["item"], "doc-ticket-T-200");
+    let (_, shown) = gw.call("GET", "/v2/handoffs/contracts/plan-T-200", None);
+    assert_eq!(shown["handed"]["evidence"], data["evidence"]);
+    // Imported back: the same producer run, the content is what crossed, so it is a new
+    // version — the contract handed on without what its consumer could not see.
     let (status, imported) = gw.call("POST", "/v2/handoffs/a2a", Some(&message));
-    assert_eq!(status, 200, "{imported}");
-    assert_eq!(imported["created"], false);
+    assert_eq!(status, 201, "{imported}");
+    assert_eq!(imported["contract"]["version"], 2);
+    assert!(
+        imported["contract"]["validation"]["dropped"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // A message without a contract: 422 with the path; nothing stored.
+    let (status, err) = gw.call(
+        "POST",
+        "/v2/handoffs/a2a",
+        Some(&json!({"parts": [{"kind": "text", "text": "hi"}]})),
+    );
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(err["error"]["details"]["faults"][0]["path"], "/parts");
+    assert_eq!(gw.count("handoff_contracts"), 2);
+}
+
+#[test]
+fn a_new_version_keeps_the_open_run_and_a_consumer_that_acted_cannot_refuse() {
+    let gw = Gateway::with_fixture_envelopes();
+    let producer = planner_run(&gw);
+    let (status, _) = gw.call("POST", "/v2/handoffs/contracts", Some(&contract(&producer)));
+    assert_eq!(status, 201);
+    // Opening the run accepts the contract.
+    let (status, run) = open(
+        &gw,
+        json!({"id": "run-exec-2", "agent": "executor", "task": "T-200",
+               "scope": "org:acme/repo:api/task:T-200", "handoff": "plan-T-200"}),
+    );
+    assert_eq!(status, 201, "{run}");
+    let (_, shown) = gw.call("GET", "/v2/handoffs/contracts/plan-T-200", None);
+    assert_eq!(shown["contract"]["state"], "accepted");
+    assert_eq!(shown["acks"][0]["consumer_run"], "run-exec-2");
+
+    // The producer answers with a new version: it goes to the run already open.
+    let mut v2 = contract(&producer);
+    v2["goal"]["objective"] = json!("Add a per-client rate limit to GET /users and GET /teams");
+    let (status, posted) = gw.call("POST", "/v2/handoffs/contracts", Some(&v2));
+    assert_eq!(status, 201, "{posted}");
+    assert_eq!(posted["contract"]["version"], 2);
+    assert_eq!(posted["contract"]["consumer_run"], "run-exec-2");
+    assert_eq!(posted["contract"]["state"], "validated");
+
+    // The consumer acts, then tries to refuse: too late.
+    let (status, _) = gw.call(
+        "POST",
+        "/v1/runs/run-exec-2/tool-calls",
+        Some(&json!({"tool": "fs.read_file", "arguments": {"path": "src/lib.rs"}})),
+    );
+    assert_eq!(status, 200);
+    let (status, err) = gw.call(
+        "POST",
+        "/v2/handoffs/contracts/plan-T-200/ack",
+        Some(&json!({"response": "reject", "reason": "not mine", "run": "run-exec-2"})),
+    );
+    assert_eq!(status, 409, "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("acted under contract")
+    );
+    // An answer from another run is refused with where the work went.
+    let (status, err) = gw.call(
+        "POST",
+        "/v2/handoffs/contracts/plan-T-200/ack",
+        Some(&json!({"response": "accept", "run": producer})),
+    );
+    assert_eq!(status, 422, "{err}");
+    // Another producer agent cannot post versions of it.
+    let mut foreign = contract(&producer);
+    foreign["producer"]["agent"] = json!("reviewer");
+    let (status, err) = gw.call("POST", "/v2/handoffs/contracts", Some(&foreign));
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(
+        err["error"]["details"]["faults"][0]["path"],
+        "/producer/agent"
+    );
+}
+
+#[test]
+fn opening_a_consumer_run_with_more_envelopes_than_its_producer_is_refused() {
+    let gw = Gateway::with_fixture_envelopes();
+    // The producer: governed by the organisation's baseline only (tool and data rules).
+    let (status, run) = open(
+        &gw,
+        json!({"id": "run-lead", "agent": "lead", "task": "T-400", "envelopes": ["org-baseline"],
+               "scope": "org:acme/repo:api/task:T-400", "clearance": "internal"}),
+    );
+    assert_eq!(status, 201, "{run}");
+    let lightweight = json!({"id": "h-400", "producer": {"run": "run-lead"},
+        "consumer": {"agent": "helper"}, "goal": "Look into T-400"});
+    let (status, posted) = gw.call("POST", "/v2/handoffs/contracts", Some(&lightweight));
+    assert_eq!(status, 201, "{posted}");
+    // A consumer whose own envelopes bring model rules the producer's lack could call models
+    // the producer may not: refused, and the contract stays unclaimed.
+    let (status, err) = open(
+        &gw,
+        json!({"agent": "helper", "task": "T-400", "envelopes": ["coding-agent"],
+               "scope": "org:acme/repo:api/task:T-400", "handoff": "h-400"}),
+    );
+    assert_eq!(status, 422, "{err}");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("envelope_escalation `model-rules`"),
+        "{message}"
+    );
+    let (_, shown) = gw.call("GET", "/v2/handoffs/contracts/h-400", None);
+    assert_eq!(shown["contract"]["consumer_run"], "handoff:h-400");
+    assert_eq!(shown["contract"]["state"], "validated");
+    // A consumer scope outside the producer's is refused when the contract is posted.
+    let wide = json!({"id": "h-401", "producer": {"run": "run-lead"},
+        "consumer": {"agent": "helper", "scope": "org:globex"}, "goal": "Look"});
+    let (status, err) = gw.call("POST", "/v2/handoffs/contracts", Some(&wide));
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(
+        err["error"]["details"]["faults"][0]["path"],
+        "/consumer/scope"
+    );
+    // The opener without the extra envelope gets its run.
+    let (status, run) = open(
+        &gw,
+        json!({"agent": "helper", "task": "T-400",
+               "scope": "org:acme/repo:api/task:T-400", "handoff": "h-400"}),
+    );
+    assert_eq!(status, 201, "{run}");
+}
+
+#[test]
+fn a_delegation_back_to_the_producer_through_a_run_opened_later_is_a_cycle() {
+    let gw = Gateway::with_fixture_envelopes();
+    let producer = planner_run(&gw);
+    let (status, _) = gw.call("POST", "/v2/handoffs/contracts", Some(&contract(&producer)));
+    assert_eq!(status, 201);
+    let (status, _) = open(
+        &gw,
+        json!({"id": "run-exec-3", "agent": "executor", "task": "T-200",
+               "scope": "org:acme/repo:api/task:T-200", "handoff": "plan-T-200"}),
+    );
+    assert_eq!(status, 201);
+    // The executor hands the same task back to the coder, in a run the coder would open.
+    let back = json!({"id": "back-T-200", "producer": {"run": "run-exec-3"},
+        "consumer": {"agent": "coder"}, "goal": "Finish it yourself"});
+    let (status, err) = gw.call("POST", "/v2/handoffs/contracts", Some(&back));
+    assert_eq!(status, 403, "{err}");
+    let problems = &err["error"]["details"]["contract"]["validation"]["problems"];
+    assert_eq!(problems[0]["code"], "delegation_cycle", "{problems}");
+    assert_eq!(problems[0]["rule"], "handoff.delegation-cycle");
 }
 
 #[test]

@@ -149,7 +149,8 @@ pub fn run(cmd: HandoffCommand) -> Result<ExitCode> {
         HandoffCommand::Validate(a) => {
             let c = read_contract(&a.file)?;
             let rt = runtime()?;
-            let parties = parties(rt.recorder(), &rt.envelopes(), &c).map_err(handoff_error)?;
+            let parties =
+                parties(rt.recorder(), &rt.envelopes(), &c, true).map_err(handoff_error)?;
             let except = c.id.clone();
             let delegations = rt
                 .store()

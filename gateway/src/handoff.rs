@@ -221,9 +221,14 @@ pub enum HandoffError {
     Evaluation(String),
 }
 
-/// The party id the pack's delegation facts use: `RUN#AGENT`.
+/// A party to a handoff as the graph draws it: `RUN#AGENT`.
 pub fn party(run: &str, agent: &str) -> String {
     format!("{run}#{agent}")
+}
+
+/// The party id the pack's delegation facts use: `TASK#AGENT`.
+pub fn delegate(task: &str, agent: &str) -> String {
+    format!("{task}#{agent}")
 }
 
 /// The run id a consumer not yet running is judged as, and opens its run under.

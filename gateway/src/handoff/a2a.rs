@@ -12,9 +12,10 @@ use super::store::StoredContract;
 /// The media type of the data part.
 pub const MEDIA_TYPE: &str = "application/vnd.tollgate.handoff+json";
 
-/// The A2A message carrying a stored contract version.
+/// The A2A message carrying a stored contract version as it reaches its consumer (the
+/// evidence that crossed, no more).
 pub fn export(stored: &StoredContract) -> Value {
-    let c = &stored.contract;
+    let c = &stored.handed();
     json!({
         "kind": "message",
         "role": "user",

@@ -18,8 +18,9 @@ use tollgate_rules::envelope::EnvelopeSet;
 use tollgate_rules::request::Delivery;
 
 use super::store::{self, StoredContract, StoredDelivery};
-use super::validate::{Parties, parties, request, rule_of};
+use super::validate::{parties, request, rule_of};
 use super::{ContractState, Finding, HandoffError, help_for};
+use crate::clock::parse_rfc3339;
 use crate::recorder::Recorder;
 use crate::recorder::events::{DecisionEvent, Event, HandoffRecord, ViolationRecorded};
 use crate::recorder::format::EventRecord;
@@ -39,6 +40,8 @@ pub struct Delivered {
     pub actions: BTreeMap<String, Vec<u64>>,
     /// The consumer's events read.
     pub events: usize,
+    /// When the last output naming a required output was recorded (seconds since the epoch).
+    pub last_output_at: Option<i32>,
 }
 
 /// The result of a delivery check.
@@ -64,17 +67,11 @@ pub fn check(
     let store = recorder.store();
     let stored = store::get(store, id, None)?
         .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id}`")))?;
-    match stored.state {
-        ContractState::Validated
-        | ContractState::Accepted
-        | ContractState::Fulfilled
-        | ContractState::Violated => {}
-        s => {
-            return Err(HandoffError::Conflict(format!(
-                "contract `{id}` is {}: there is no delivery to check\n  help: only a contract the consumer may work on has a delivery",
-                s.as_str()
-            )));
-        }
+    if !checkable(stored.state) {
+        return Err(HandoffError::Conflict(format!(
+            "contract `{id}` is {}: there is no delivery to check\n  help: only a contract the consumer may work on has a delivery",
+            stored.state.as_str()
+        )));
     }
     if stored.consumer_run.starts_with("handoff:") {
         return Err(HandoffError::Conflict(format!(
@@ -85,19 +82,29 @@ pub fn check(
     contract.consumer.run = Some(stored.consumer_run.clone());
     contract.consumer.scope = None;
     contract.consumer.clearance = None;
-    let parties = parties(recorder, set, &contract)?;
-    let delivered = delivered(recorder, &stored, &parties)?;
+    let parties = parties(recorder, set, &contract, false)?;
+    let delivered = delivered(recorder, &stored, &parties.consumer.id)?;
     let engine = handoff_policy(set, &parties.producer, Some(&parties.consumer))
         .map_err(|e| HandoffError::Evaluation(e.to_string()))?;
     let delivery = Delivery {
         outputs: delivered.outputs.keys().cloned().collect(),
         actions: delivered.actions.keys().cloned().collect(),
     };
+    // The deadline is judged at the delivery: when every required output is in, the time of
+    // the last of them; otherwise now.
+    let complete = contract
+        .required_outputs
+        .iter()
+        .all(|o| delivered.outputs.contains_key(&o.name));
+    let delivered_at = match delivered.last_output_at {
+        Some(t) if complete && !contract.required_outputs.is_empty() => t,
+        _ => now,
+    };
     let decision = engine.validate_handoff(&request(
         &contract,
         &parties,
         Vec::new(),
-        Some((delivery, now)),
+        Some((delivery, delivered_at)),
     ));
     let mut findings: Vec<Finding> = decision
         .violations
@@ -136,10 +143,11 @@ pub fn check(
     let delivery_id = store.transact(move |c| -> Result<i64, HandoffError> {
         let now = store::get_in(c, &id_owned, None)?
             .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id_owned}`")))?;
-        if now.version != version {
+        if now.version != version || !checkable(now.state) {
             return Err(HandoffError::Conflict(format!(
-                "contract `{id_owned}` has a newer version ({}) than the one checked",
-                now.version
+                "contract `{id_owned}` changed while its delivery was checked (version {}, {})",
+                now.version,
+                now.state.as_str()
             )));
         }
         let delivery = store::insert_delivery_in(
@@ -154,7 +162,10 @@ pub fn check(
         )?;
         let running = store::running_in(c, &consumer_run)?;
         for f in &to_record {
-            let recorded = if running {
+            // An alert is raised once per version: a later check that finds the same breach
+            // lists it without alerting again.
+            let raised = store::raised_in(c, &id_owned, version, &f.code, &f.detail)?;
+            let recorded = if running && !raised {
                 let record = HandoffRecord::Violation(ViolationRecorded {
                     contract_id: id_owned.clone(),
                     version,
@@ -193,13 +204,24 @@ pub fn check(
     })
 }
 
-/// The consumer's outputs and executed tools under `stored`.
-fn delivered(
+/// Whether a contract in `state` has a delivery to check: the consumer may have worked under
+/// it (validated, accepted, or checked before).
+fn checkable(state: ContractState) -> bool {
+    matches!(
+        state,
+        ContractState::Validated
+            | ContractState::Accepted
+            | ContractState::Fulfilled
+            | ContractState::Violated
+    )
+}
+
+/// The consumer's outputs and executed tools under `stored`, in its run `run`.
+pub(crate) fn delivered(
     recorder: &Recorder,
     stored: &StoredContract,
-    parties: &Parties,
+    run: &str,
 ) -> Result<Delivered, HandoffError> {
-    let run = &parties.consumer.id;
     let agent = &stored.consumer_agent;
     let steps: BTreeSet<u32> = recorder
         .steps(run)?
@@ -209,7 +231,7 @@ fn delivered(
         .collect();
     // In the producer's own run, the consumer's doing starts after the contract's event.
     let after = match stored.recorded_seq {
-        Some(seq) if *run == stored.producer_run => seq,
+        Some(seq) if run == stored.producer_run => seq,
         _ => 0,
     };
     let names: Vec<String> = stored
@@ -227,7 +249,13 @@ fn delivered(
         out.events += 1;
         match e.event() {
             Ok(Event::Output(_)) => {
-                for name in outputs_named(&e, &names) {
+                let named = outputs_named(&e, &names);
+                if !named.is_empty() {
+                    out.last_output_at = parse_rfc3339(&e.at)
+                        .and_then(|t| i32::try_from(t).ok())
+                        .or(out.last_output_at);
+                }
+                for name in named {
                     out.outputs.entry(name).or_default().push(e.seq);
                 }
             }

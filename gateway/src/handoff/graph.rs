@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::store;
-use super::{HandoffError, party};
+use super::{ContractState, HandoffError, party};
 use crate::recorder::Recorder;
 use crate::recorder::RecorderError;
 use crate::recorder::events::Event;
@@ -98,17 +98,20 @@ pub fn graph(recorder: &Recorder, run: &str) -> Result<HandoffGraph, HandoffErro
         }
         edges.extend(recorded_handoffs(recorder, &r)?);
     }
+    // Each contract's violations: those of the last check of its latest version.
     let mut violations: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for id in contracts.keys() {
-        for d in store::deliveries(store, id)? {
-            if let Some(last) = violations.get_mut(id) {
-                last.clear();
-            }
-            let list = violations.entry(id.clone()).or_default();
-            list.extend(
+    for (id, c) in &contracts {
+        if let Some(d) = store::deliveries(store, id)?
+            .into_iter()
+            .rev()
+            .find(|d| d.version == c.version)
+        {
+            violations.insert(
+                id.clone(),
                 d.violations
                     .iter()
-                    .map(|v| format!("{}:{}", v.code, v.detail)),
+                    .map(|v| format!("{}:{}", v.code, v.detail))
+                    .collect(),
             );
         }
     }
@@ -140,7 +143,8 @@ pub fn graph(recorder: &Recorder, run: &str) -> Result<HandoffGraph, HandoffErro
     let mut nodes: BTreeMap<String, GraphNode> = BTreeMap::new();
     for e in &edges {
         for id in [&e.from, &e.to] {
-            let (r, a) = id.rsplit_once('#').unwrap_or((id, ""));
+            // Run ids hold no `#`; an agent's name may.
+            let (r, a) = id.split_once('#').unwrap_or((id, ""));
             nodes.entry(id.clone()).or_insert_with(|| GraphNode {
                 id: id.clone(),
                 run: r.to_string(),
@@ -207,10 +211,11 @@ fn recorded_handoffs(recorder: &Recorder, run: &str) -> Result<Vec<GraphEdge>, H
 fn cycles(nodes: &BTreeMap<String, GraphNode>, edges: &[GraphEdge]) -> Vec<Vec<String>> {
     let mut g: DiGraph<&str, ()> = DiGraph::new();
     let index: BTreeMap<&str, _> = nodes.keys().map(|k| (k.as_str(), g.add_node(k))).collect();
-    for e in edges
-        .iter()
-        .filter(|e| e.state != "rejected" && e.state != "refused")
-    {
+    // Contracts that still hand work over, and handoffs agents recorded themselves.
+    let live = |state: &str| {
+        state == "recorded" || ContractState::parse(state).is_some_and(ContractState::in_force)
+    };
+    for e in edges.iter().filter(|e| live(&e.state)) {
         if let (Some(a), Some(b)) = (index.get(e.from.as_str()), index.get(e.to.as_str())) {
             g.add_edge(*a, *b, ());
         }
@@ -428,12 +433,13 @@ mod tests {
     }
 
     #[test]
-    fn cycles_are_found_and_refused_contracts_do_not_close_them() {
+    fn cycles_are_found_and_refused_or_finished_contracts_do_not_close_them() {
         let g = graph_of(vec![
             edge("r1#a", "r1#b", "accepted"),
             edge("r1#b", "r2#c", "validated"),
-            edge("r2#c", "r1#a", "validated"),
-            edge("r2#c", "r3#d", "fulfilled"),
+            edge("r2#c", "r1#a", "recorded"),
+            edge("r2#c", "r3#d", "validated"),
+            edge("r3#d", "r2#c", "fulfilled"),
         ]);
         assert_eq!(g.cycles, [vec!["r1#a", "r1#b", "r2#c"]]);
         let g = graph_of(vec![

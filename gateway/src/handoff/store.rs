@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use tollgate_rules::request::Delegation;
 
-use super::{ContractState, HandoffContract, Validation, party};
+use super::{ContractState, HandoffContract, Validation, delegate};
 use crate::store::{Store, StoreError};
 
 /// One stored version of a contract.
@@ -43,6 +43,17 @@ pub struct StoredContract {
     pub created_at: String,
     /// When its state last changed.
     pub updated_at: String,
+}
+
+impl StoredContract {
+    /// The contract as it reaches the consumer: its evidence only what crossed.
+    pub fn handed(&self) -> HandoffContract {
+        let mut c = self.contract.clone();
+        c.evidence
+            .0
+            .retain(|e| self.validation.crossing.contains(&e.item));
+        c
+    }
 }
 
 /// A consumer's answer, as stored.
@@ -245,22 +256,90 @@ pub fn set_state_in(
     Ok(())
 }
 
-/// Binds the planned consumer run `handoff:ID` of every version of `id` to the run the
-/// consumer opened.
-pub fn bind_consumer_run_in(c: &Connection, id: &str, run: &str) -> Result<(), StoreError> {
+/// Claims contract `id` for the run `run` its consumer opens: the latest version must be
+/// validated or accepted and hand work to a run not opened yet; every version's planned run
+/// becomes `run`, and a validated contract is accepted by the opening (an answer recorded as
+/// such). Inside the write that opens nothing else, so two runs cannot claim one contract.
+pub fn claim_in(
+    c: &Connection,
+    id: &str,
+    run: &str,
+    at: &str,
+) -> Result<ContractState, StoreError> {
+    let latest =
+        get_in(c, id, None)?.ok_or_else(|| StoreError::NotFound(format!("no contract `{id}`")))?;
+    if !matches!(
+        latest.state,
+        ContractState::Validated | ContractState::Accepted
+    ) {
+        return Err(StoreError::Invalid(format!(
+            "contract `{id}` is {}: no run can be opened under it\n  help: only a validated or accepted contract hands work over",
+            latest.state.as_str()
+        )));
+    }
+    if latest.consumer_run != super::planned_run(id) {
+        return Err(StoreError::Invalid(format!(
+            "contract `{id}` hands work to run `{}`, which is open already",
+            latest.consumer_run
+        )));
+    }
     c.prepare_cached(
         "UPDATE handoff_contracts SET consumer_run = ?2 WHERE id = ?1 AND consumer_run = ?3",
     )?
     .execute(params![id, run, super::planned_run(id)])?;
+    if latest.state == ContractState::Validated {
+        set_state_in(c, id, latest.version, ContractState::Accepted, at)?;
+        insert_ack_in(
+            c,
+            id,
+            latest.version,
+            "accept",
+            Some(run),
+            &latest.consumer_agent,
+            &format!("opened run `{run}` under it"),
+            &[],
+            None,
+            at,
+        )?;
+    }
+    Ok(ContractState::Accepted)
+}
+
+/// Gives a claimed contract back (the run could not be opened after all): its planned run
+/// again, and the state it had.
+pub fn release_in(
+    c: &Connection,
+    id: &str,
+    run: &str,
+    state: ContractState,
+) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "UPDATE handoff_contracts SET consumer_run = ?3 WHERE id = ?1 AND consumer_run = ?2",
+    )?
+    .execute(params![id, run, super::planned_run(id)])?;
+    if state == ContractState::Validated {
+        let latest = get_in(c, id, None)?;
+        if let Some(l) = latest {
+            set_state_in(c, id, l.version, state, &l.updated_at)?;
+            c.prepare_cached(
+                "DELETE FROM handoff_acks WHERE contract_id = ?1 AND version = ?2 AND consumer_run = ?3 AND recorded_seq IS NULL",
+            )?
+            .execute(params![id, l.version, run])?;
+        }
+    }
     Ok(())
 }
 
 /// The delegations in force other than `except`'s: the latest version of every other
-/// contract whose state still hands work over, as `RUN#AGENT` pairs.
+/// contract whose state still hands work over, as `TASK#AGENT` pairs (a consumer run not yet
+/// opened works on its producer's task).
 pub fn delegations_in(c: &Connection, except: &str) -> Result<Vec<Delegation>, StoreError> {
     let mut stmt = c.prepare_cached(
-        "SELECT h.producer_run, h.producer_agent, h.consumer_run, h.consumer_agent, h.state
+        "SELECT COALESCE(rp.task, ''), h.producer_agent, COALESCE(rc.task, rp.task, ''),
+                h.consumer_agent, h.state
          FROM handoff_contracts h
+         LEFT JOIN runs rp ON rp.id = h.producer_run
+         LEFT JOIN runs rc ON rc.id = h.consumer_run
          WHERE h.id <> ?1
            AND h.version = (SELECT MAX(version) FROM handoff_contracts WHERE id = h.id)",
     )?;
@@ -275,11 +354,11 @@ pub fn delegations_in(c: &Connection, except: &str) -> Result<Vec<Delegation>, S
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (pr, pa, cr, ca, state) = row?;
+        let (pt, pa, ct, ca, state) = row?;
         if ContractState::parse(&state).is_some_and(ContractState::in_force) {
             out.push(Delegation {
-                producer: party(&pr, &pa),
-                consumer: party(&cr, &ca),
+                producer: delegate(&pt, &pa),
+                consumer: delegate(&ct, &ca),
             });
         }
     }
@@ -303,7 +382,7 @@ pub fn for_run(store: &Store, run: &str) -> Result<Vec<StoredContract>, StoreErr
     })
 }
 
-/// The latest version of contracts, newest first, after `before` (an id) when paging.
+/// The latest version of at most `limit` contracts, most recently changed first.
 pub fn list(store: &Store, limit: usize) -> Result<Vec<StoredContract>, StoreError> {
     store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
@@ -429,6 +508,23 @@ pub fn insert_violation_in(
         at
     ])?;
     Ok(())
+}
+
+/// Whether a delivery check of version `version` of `id` raised this violation before.
+pub fn raised_in(
+    c: &Connection,
+    id: &str,
+    version: u32,
+    code: &str,
+    detail: &str,
+) -> Result<bool, StoreError> {
+    Ok(c.prepare_cached(
+        "SELECT 1 FROM handoff_violations
+             WHERE contract_id = ?1 AND version = ?2 AND code = ?3 AND detail = ?4 LIMIT 1",
+    )?
+    .query_row(params![id, version, code, detail], |_| Ok(()))
+    .optional()?
+    .is_some())
 }
 
 /// Every delivery check of `id`, oldest first, with its violations.

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use tollgate_rules::envelope::EnvelopeSet;
 
+use super::deliver::delivered;
 use super::store::{self, StoredContract};
 use super::validate::{parties, validate};
 use super::{AckResponse, ConsumerAck, ContractState, HandoffContract, HandoffError, party};
@@ -27,26 +28,41 @@ pub struct Submitted {
 pub fn submit(
     recorder: &Recorder,
     set: &EnvelopeSet,
-    contract: HandoffContract,
+    mut contract: HandoffContract,
     by: &str,
     at: &str,
 ) -> Result<Submitted, HandoffError> {
     let store = recorder.store();
-    if let Some(latest) = store::get(store, &contract.id, None)? {
+    let latest = store::get(store, &contract.id, None)?;
+    if let Some(latest) = &latest {
+        // A consumer that opened its run keeps it: a new version (an answer to a
+        // clarification) is judged against that run, not a fresh planned one.
+        if contract.consumer.run.is_none()
+            && !latest.consumer_run.starts_with("handoff:")
+            && latest.consumer_agent == contract.consumer.agent
+        {
+            contract.consumer.run = Some(latest.consumer_run.clone());
+            contract.consumer.scope = None;
+            contract.consumer.clearance = None;
+        }
         if latest.content_hash == contract.content_hash() {
             return Ok(Submitted {
-                contract: latest,
+                contract: latest.clone(),
                 created: false,
             });
         }
-        if latest.contract.producer.run != contract.producer.run {
-            return Err(HandoffError::Conflict(format!(
-                "contract `{}` belongs to run `{}`\n  help: a new version keeps its producer; give a contract for run `{}` another id",
-                contract.id, latest.contract.producer.run, contract.producer.run
-            )));
-        }
     }
-    let parties = parties(recorder, set, &contract)?;
+    let parties = parties(recorder, set, &contract, true)?;
+    if let Some(latest) = &latest
+        && (latest.producer_run != parties.producer.id
+            || latest.producer_agent != parties.producer_agent)
+    {
+        return Err(HandoffError::Conflict(format!(
+            "contract `{}` belongs to {}\n  help: only its producer posts new versions; give another contract another id",
+            contract.id,
+            party(&latest.producer_run, &latest.producer_agent)
+        )));
+    }
     let except = contract.id.clone();
     let delegations = store.read(move |c| store::delegations_in(c, &except))?;
     let validation = validate(set, &parties, &contract, delegations)?;
@@ -56,8 +72,15 @@ pub fn submit(
     let consumer = party(&validation.consumer_run, &contract.consumer.agent);
     let id = contract.id.clone();
     store
-        .transact(move |c| -> Result<u32, HandoffError> {
-            let version = store::get_in(c, &contract.id, None)?.map_or(1, |l| l.version + 1);
+        .transact(move |c| -> Result<(u32, bool), HandoffError> {
+            let now = store::get_in(c, &contract.id, None)?;
+            // Posted meanwhile by another request: the same content is the same version.
+            if let Some(l) = &now
+                && l.content_hash == contract.content_hash()
+            {
+                return Ok((l.version, false));
+            }
+            let version = now.map_or(1, |l| l.version + 1);
             let recorded = if store::running_in(c, &producer)? {
                 let record = HandoffRecord::Contract(ContractRecorded {
                     contract_id: contract.id.clone(),
@@ -81,7 +104,7 @@ pub fn submit(
             } else {
                 None
             };
-            Ok(store::insert_in(
+            let version = store::insert_in(
                 c,
                 &contract,
                 &validation,
@@ -89,15 +112,13 @@ pub fn submit(
                 recorded,
                 &by,
                 &at,
-            )?)
+            )?;
+            Ok((version, true))
         })
-        .and_then(|version| {
+        .and_then(|(version, created)| {
             let contract = store::get(store, &id, Some(version))?
                 .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id}`")))?;
-            Ok(Submitted {
-                contract,
-                created: true,
-            })
+            Ok(Submitted { contract, created })
         })
 }
 
@@ -151,6 +172,23 @@ pub fn acknowledge(
             )));
         }
     };
+    // A consumer that has acted under the contract has taken it on: it can no longer refuse
+    // it or ask first, and its delivery is checked.
+    if ack.response != AckResponse::Accept
+        && let Some(run) = &consumer_run
+    {
+        let done = delivered(recorder, &stored, run)?;
+        if let Some(tool) = done.actions.keys().next() {
+            return Err(HandoffError::Conflict(format!(
+                "the consumer has acted under contract `{id}` already (it executed `{tool}`): it can no longer {}\n  help: finish the work; its delivery is checked against the contract",
+                if ack.response == AckResponse::Reject {
+                    "refuse it"
+                } else {
+                    "ask for clarification"
+                }
+            )));
+        }
+    }
     let by = ack
         .by
         .clone()

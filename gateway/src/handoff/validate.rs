@@ -8,8 +8,8 @@ use tollgate_rules::request::HandoffContract as PackContract;
 use tollgate_rules::request::{Constraint, Delegation, Delivery, Evidence, Handoff};
 
 use super::{
-    ContractState, DroppedEvidence, Finding, HandoffContract, HandoffError, Validation, help_for,
-    party, planned_run,
+    ContractFault, ContractFaults, ContractState, DroppedEvidence, Finding, HandoffContract,
+    HandoffError, Validation, delegate, help_for, planned_run,
 };
 use crate::recorder::Recorder;
 use crate::recorder::RecorderError;
@@ -30,11 +30,13 @@ pub struct Parties {
 }
 
 impl Parties {
-    /// `RUN#AGENT` of the producer and of the consumer.
+    /// The delegation the contract makes: `TASK#AGENT` of the producer and of the consumer
+    /// (by task, not run, so a cycle through a run opened later, or a new run of the same
+    /// agent, is the same party).
     pub fn delegation(&self, contract: &HandoffContract) -> Delegation {
         Delegation {
-            producer: party(&self.producer.id, &self.producer_agent),
-            consumer: party(&self.consumer.id, &contract.consumer.agent),
+            producer: delegate(&self.producer.task, &self.producer_agent),
+            consumer: delegate(&self.consumer.task, &contract.consumer.agent),
         }
     }
 }
@@ -43,23 +45,28 @@ impl Parties {
 /// it); the consumer's is the producer's, another recorded run, or — when it names none —
 /// the run it will open under the contract, governed by every envelope that governs the
 /// producer, with the producer's task and the scope and clearance the contract gives (the
-/// producer's by default).
+/// producer's by default). A contract being posted (`posting`) must also name a consumer run
+/// that is running and that its agent acts in, and a planned consumer's scope must lie within
+/// the producer's; a delivery check reads the runs as they are.
 pub fn parties(
     recorder: &Recorder,
     set: &EnvelopeSet,
     c: &HandoffContract,
+    posting: bool,
 ) -> Result<Parties, HandoffError> {
     let producer = header(recorder, &c.producer.run)?;
     let producer_agent = match &c.producer.agent {
         None => producer.agent.clone(),
         Some(a) => {
-            let acts =
-                *a == producer.agent || recorder.steps(&producer.id)?.iter().any(|s| s.agent == *a);
-            if !acts {
-                return Err(HandoffError::Invalid(format!(
-                    "agent `{a}` does not act in run `{}`\n  help: name the agent of one of the run's steps, or leave `producer.agent` out for the run's own (`{}`)",
-                    producer.id, producer.agent
-                )));
+            if !acts_in(recorder, &producer, a)? {
+                return Err(fault(
+                    "/producer/agent",
+                    format!("agent `{a}` does not act in run `{}`", producer.id),
+                    format!(
+                        "name the agent of one of the run's steps, or leave `producer.agent` out for the run's own (`{}`)",
+                        producer.agent
+                    ),
+                ));
             }
             a.clone()
         }
@@ -67,17 +74,55 @@ pub fn parties(
     let (consumer, planned) = match &c.consumer.run {
         Some(run) => {
             if c.consumer.scope.is_some() || c.consumer.clearance.is_some() {
-                return Err(HandoffError::Invalid(format!(
-                    "the consumer's run `{run}` is open: its scope and clearance are its own\n  help: leave `consumer.scope` and `consumer.clearance` out, or `consumer.run` for a run opened under the contract"
-                )));
+                return Err(fault(
+                    "/consumer",
+                    format!(
+                        "the consumer's run `{run}` is open: its scope and clearance are its own"
+                    ),
+                    "leave `consumer.scope` and `consumer.clearance` out, or `consumer.run` for a run opened under the contract",
+                ));
             }
             if *run == producer.id {
                 (producer.clone(), false)
             } else {
-                (header(recorder, run)?, false)
+                let consumer = header(recorder, run)?;
+                if posting && consumer.status != "running" {
+                    return Err(fault(
+                        "/consumer/run",
+                        format!(
+                            "run `{run}` is {}: work cannot be handed to it",
+                            consumer.status
+                        ),
+                        "name a running run, or leave `consumer.run` out for a run opened under the contract",
+                    ));
+                }
+                if posting && !acts_in(recorder, &consumer, &c.consumer.agent)? {
+                    return Err(fault(
+                        "/consumer/agent",
+                        format!("agent `{}` does not act in run `{run}`", c.consumer.agent),
+                        format!(
+                            "name the run's agent (`{}`) or one of its steps'",
+                            consumer.agent
+                        ),
+                    ));
+                }
+                (consumer, false)
             }
         }
-        None => (planned_consumer(set, &producer, c)?, true),
+        None => {
+            let planned = planned_consumer(set, &producer, c)?;
+            if posting && !within(&planned.scope, &producer.scope) {
+                return Err(fault(
+                    "/consumer/scope",
+                    format!(
+                        "scope `{}` is outside the producer's scope `{}`",
+                        planned.scope, producer.scope
+                    ),
+                    "hand work to a scope at or below the producer's (evidence crosses by the consumer's scope)",
+                ));
+            }
+            (planned, true)
+        }
     };
     Ok(Parties {
         producer,
@@ -85,6 +130,50 @@ pub fn parties(
         consumer,
         planned,
     })
+}
+
+/// Whether `agent` is the run's agent or acts in one of its steps.
+fn acts_in(recorder: &Recorder, run: &RunHeader, agent: &str) -> Result<bool, HandoffError> {
+    Ok(run.agent == agent || recorder.steps(&run.id)?.iter().any(|s| s.agent == agent))
+}
+
+/// Whether scope `s` is `ancestor` or below it.
+pub fn within(s: &str, ancestor: &str) -> bool {
+    s == ancestor
+        || s.strip_prefix(ancestor)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn fault(path: &str, message: String, help: impl Into<String>) -> HandoffError {
+    HandoffError::Faults(ContractFaults(vec![ContractFault {
+        path: path.to_string(),
+        line: None,
+        column: None,
+        message,
+        help: help.into(),
+    }]))
+}
+
+/// The problems that would make a run opened under `c` with `consumer` as its header more
+/// powerful than its producer (the handoff pack's `*_escalation` violations).
+pub fn escalations(
+    set: &EnvelopeSet,
+    producer: &RunHeader,
+    producer_agent: &str,
+    consumer: &RunHeader,
+    c: &HandoffContract,
+) -> Result<Vec<Finding>, HandoffError> {
+    let parties = Parties {
+        producer: producer.clone(),
+        producer_agent: producer_agent.to_string(),
+        consumer: consumer.clone(),
+        planned: false,
+    };
+    let v = validate(set, &parties, c, Vec::new())?;
+    Ok(v.problems
+        .into_iter()
+        .filter(|p| p.code.ends_with("_escalation") || p.code == "evaluation_failed")
+        .collect())
 }
 
 fn header(recorder: &Recorder, run: &str) -> Result<RunHeader, HandoffError> {

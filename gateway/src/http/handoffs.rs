@@ -185,11 +185,12 @@ struct VersionQuery {
 }
 
 /// A contract: the version asked for (the latest by default) with its validation and receipt,
-/// every version, the consumer's answers, and each delivery check with its violations.
+/// the contract as it reaches the consumer (`handed`: only the evidence that crossed), every
+/// version, the consumer's answers, and each delivery check with its violations.
 #[utoipa::path(get, path = "/v2/handoffs/contracts/{id}", tag = "handoffs",
     params(("id" = String, Path, description = "The contract's id"), VersionQuery),
     responses(
-        (status = 200, description = "`{\"contract\", \"versions\", \"acks\", \"deliveries\"}`", body = Object),
+        (status = 200, description = "`{\"contract\", \"handed\", \"versions\", \"acks\", \"deliveries\"}`", body = Object),
         (status = 404, description = "No such contract or version", body = super::ErrorBody),
     ))]
 async fn get_contract(
@@ -208,6 +209,7 @@ async fn get_contract(
             })
             .collect();
         Ok(json!({
+            "handed": contract.handed(),
             "contract": contract,
             "versions": versions,
             "acks": store::acks(s, &id)?,
@@ -258,12 +260,14 @@ async fn check(
 }
 
 /// The latest version as an A2A `Message` (a text part with the objective, a data part with
-/// the contract).
+/// the contract as it reaches the consumer: only the evidence that crossed). A contract the
+/// pack refused, or that the consumer refused, is not handed over (409).
 #[utoipa::path(get, path = "/v2/handoffs/contracts/{id}/a2a", tag = "handoffs",
     params(("id" = String, Path, description = "The contract's id")),
     responses(
         (status = 200, description = "An A2A message", body = Object),
         (status = 404, description = "No such contract", body = super::ErrorBody),
+        (status = 409, description = "The contract is not validated or accepted", body = super::ErrorBody),
     ))]
 async fn export_a2a(
     State(state): State<AppState>,
@@ -272,6 +276,15 @@ async fn export_a2a(
     let message = handing(&state, move |rt| {
         let stored = store::get(rt.store(), &id, None)?
             .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id}`")))?;
+        if !matches!(
+            stored.state,
+            ContractState::Validated | ContractState::Accepted
+        ) {
+            return Err(HandoffError::Conflict(format!(
+                "contract `{id}` is {}: only a validated or accepted contract is handed to its consumer",
+                stored.state.as_str()
+            )));
+        }
         Ok(a2a::export(&stored))
     })
     .await?;

@@ -10,7 +10,7 @@ use super::{Runtime, RuntimeError};
 use crate::handoff::deliver::{self, DeliveryReport};
 use crate::handoff::store::{self, StoredContract};
 use crate::handoff::submit::{self, Submitted};
-use crate::handoff::validate::{lower, parties};
+use crate::handoff::validate::{escalations, lower, parties, within};
 use crate::handoff::{ConsumerAck, ContractState, HandoffContract, HandoffError, planned_run};
 use crate::run_policy::attached_envelopes;
 
@@ -33,7 +33,7 @@ impl From<HandoffError> for RuntimeError {
 
 /// How a run opened under a contract differs from what its opener asked: the envelopes it is
 /// governed by and the clearance it gets.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct UnderContract {
     /// Envelope ids to attach (the producer's governing ones).
     pub envelopes: Vec<String>,
@@ -41,6 +41,10 @@ pub(crate) struct UnderContract {
     pub clearance: Level,
     /// The producer's run (the new run's parent).
     pub parent: String,
+    /// The contract and its parties as the pack judged them, to judge the run itself.
+    contract: HandoffContract,
+    producer: crate::recorder::format::RunHeader,
+    producer_agent: String,
 }
 
 impl Runtime {
@@ -110,8 +114,9 @@ impl Runtime {
                 stored.consumer_agent
             )));
         }
-        let planned = parties(self.recorder(), &self.envelopes(), &stored.contract)?.consumer;
-        if scope != planned.scope && !scope.starts_with(&format!("{}/", planned.scope)) {
+        let parties = parties(self.recorder(), &self.envelopes(), &stored.contract, false)?;
+        let planned = &parties.consumer;
+        if !within(scope, &planned.scope) {
             return Err(RuntimeError::Invalid(format!(
                 "scope `{scope}` is outside the contract's consumer scope `{}`\n  help: open the run at that scope or below it",
                 planned.scope
@@ -133,25 +138,97 @@ impl Runtime {
             envelopes: attached_envelopes(&planned.metadata),
             clearance: clearance.map_or(allowed, |c| lower(c, allowed)),
             parent: stored.producer_run,
+            contract: stored.contract,
+            producer: parties.producer,
+            producer_agent: parties.producer_agent,
         })
     }
 
-    /// Binds the run opened under contract `id` to it.
-    pub(crate) fn bind_consumer(&self, id: &str, run: &str) -> Result<(), RuntimeError> {
-        let (id, run) = (id.to_string(), run.to_string());
-        self.store()
-            .write(move |c| store::bind_consumer_run_in(c, &id, &run))?;
-        Ok(())
+    /// Judges the run about to be opened under a contract as the handoff pack judged the
+    /// planned one: envelopes or a task its opener adds must not make it more powerful than
+    /// its producer.
+    pub(crate) fn check_under_contract(
+        &self,
+        under: &UnderContract,
+        header: &crate::recorder::format::RunHeader,
+    ) -> Result<(), RuntimeError> {
+        let found = escalations(
+            &self.envelopes(),
+            &under.producer,
+            &under.producer_agent,
+            header,
+            &under.contract,
+        )?;
+        if found.is_empty() {
+            return Ok(());
+        }
+        let what: Vec<String> = found
+            .iter()
+            .map(|f| format!("{} `{}` ({})", f.code, f.detail, f.rule))
+            .collect();
+        Err(RuntimeError::Invalid(format!(
+            "run `{}` would be allowed more than its producer under contract `{}`: {}\n  help: {}",
+            header.id,
+            under.contract.id,
+            what.join("; "),
+            found[0].help
+        )))
     }
 
-    /// Checks the delivery of every contract whose consumer is `run` and still waits for it
-    /// (violations are recorded in the run while it is open).
+    /// Claims contract `id` for run `run` (see [`store::claim_in`]); returns the state it had.
+    pub(crate) fn claim_contract(
+        &self,
+        id: &str,
+        run: &str,
+    ) -> Result<ContractState, RuntimeError> {
+        let (id, run, at) = (id.to_string(), run.to_string(), self.now_rfc3339());
+        self.store()
+            .write(move |c| {
+                let before = store::get_in(c, &id, None)?
+                    .map(|s| s.state)
+                    .unwrap_or(ContractState::Validated);
+                store::claim_in(c, &id, &run, &at)?;
+                Ok(before)
+            })
+            .map_err(|e| match e {
+                crate::store::StoreError::Invalid(m) => RuntimeError::Conflict(m),
+                other => other.into(),
+            })
+    }
+
+    /// Gives a claimed contract back (the run could not be opened).
+    pub(crate) fn release_contract(&self, id: &str, run: &str, state: ContractState) {
+        let (id, run) = (id.to_string(), run.to_string());
+        if let Err(e) = self
+            .store()
+            .write(move |c| store::release_in(c, &id, &run, state))
+        {
+            eprintln!("tollgate: could not give contract back after a failed open: {e}");
+        }
+    }
+
+    /// Checks the delivery of every contract whose consumer is `run` and may have worked under
+    /// it (answered or not, checked before or not), so its violations are recorded in the run
+    /// while it is open. A check that fails is logged and does not keep the run from
+    /// finishing.
     pub(crate) fn check_deliveries_of(&self, run: &str) -> Result<(), RuntimeError> {
         for c in store::for_run(self.store(), run)? {
-            if c.consumer_run == run
-                && matches!(c.state, ContractState::Validated | ContractState::Accepted)
+            let bound = c.consumer_run == run;
+            let open = matches!(
+                c.state,
+                ContractState::Validated
+                    | ContractState::Accepted
+                    | ContractState::Fulfilled
+                    | ContractState::Violated
+            );
+            if bound
+                && open
+                && let Err(e) = self.check_delivery(&c.id)
             {
-                self.check_delivery(&c.id)?;
+                eprintln!(
+                    "tollgate: the delivery check of contract `{}` for run `{run}` failed: {e}",
+                    c.id
+                );
             }
         }
         Ok(())

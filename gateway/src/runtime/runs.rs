@@ -117,26 +117,33 @@ impl Runtime {
                 }
             }
         }
+        if id.starts_with("handoff:") {
+            return Err(RuntimeError::Invalid(format!(
+                "run id `{id}` is reserved: `handoff:` names a run a contract's consumer has not opened yet\n  help: choose another id"
+            )));
+        }
         let mut metadata = req.metadata;
         let mut attached = req.envelopes.clone();
         let mut clearance = req.clearance;
         let mut parent_run = req.parent_run;
+        let mut under = None;
         if let Some(contract) = &req.handoff {
-            let under = self.under_contract(contract, &req.agent, &req.scope, req.clearance)?;
-            if parent_run.as_ref().is_some_and(|p| *p != under.parent) {
+            let u = self.under_contract(contract, &req.agent, &req.scope, req.clearance)?;
+            if parent_run.as_ref().is_some_and(|p| *p != u.parent) {
                 return Err(RuntimeError::Invalid(format!(
                     "a run opened under contract `{contract}` is a child of its producer's run `{}`\n  help: leave `parent_run` out",
-                    under.parent
+                    u.parent
                 )));
             }
-            for e in under.envelopes {
-                if !attached.contains(&e) {
-                    attached.push(e);
+            for e in &u.envelopes {
+                if !attached.contains(e) {
+                    attached.push(e.clone());
                 }
             }
-            clearance = Some(under.clearance);
-            parent_run = Some(under.parent);
+            clearance = Some(u.clearance);
+            parent_run = Some(u.parent.clone());
             metadata.insert(HANDOFF_KEY.into(), Value::String(contract.clone()));
+            under = Some(u);
         }
         if !attached.is_empty() {
             metadata.insert(
@@ -161,13 +168,27 @@ impl Runtime {
         // its agent or task.
         let engine = std::sync::Arc::new(self.build_engine(&header)?);
         header.envelopes = engine.governing(&id);
-        self.recorder()
-            .open_run_governed(&header, engine.versions().to_vec())?;
+        // Under a contract: judged as the pack judged the planned run, then the contract is
+        // claimed before the run opens (so one contract opens one run), and given back if
+        // the open fails.
+        let claimed = match (&under, &req.handoff) {
+            (Some(u), Some(contract)) => {
+                self.check_under_contract(u, &header)?;
+                Some((contract.clone(), self.claim_contract(contract, &id)?))
+            }
+            _ => None,
+        };
+        if let Err(e) = self
+            .recorder()
+            .open_run_governed(&header, engine.versions().to_vec())
+        {
+            if let Some((contract, state)) = claimed {
+                self.release_contract(&contract, &id, state);
+            }
+            return Err(e.into());
+        }
         engine.mark_linked();
         self.keep_engine(&id, engine);
-        if let Some(contract) = &req.handoff {
-            self.bind_consumer(contract, &id)?;
-        }
         self.run_view(&id)
     }
 
