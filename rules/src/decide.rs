@@ -210,6 +210,36 @@ impl PolicyEngine {
         })
     }
 
+    /// The proof that memory `memory` (one of the engine's subject memories) is ineligible for
+    /// `run` at `now` for `reason`, when it is. A retrieval's verdict proves a memory's first
+    /// reason only; this proves the one asked for (an off-scope representative's
+    /// `out_of_scope`, whatever else it is).
+    pub fn prove_memory_reason(
+        &self,
+        run: &str,
+        memory: &str,
+        reason: &str,
+        now: Option<i32>,
+    ) -> Option<Proof> {
+        let request = PolicyRequest::Memory {
+            run: run.to_string(),
+            now,
+        };
+        let input_hash = self.input_hash(&request);
+        let req = format!("req-{}", &input_hash[..16]);
+        let mut facts = memory_request_facts(&req, run);
+        if let Some(t) = now {
+            facts.extend_from(&now_facts(t));
+        }
+        let answer = self.model.query(&facts, &self.limits).ok()?;
+        answer
+            .prove(&Fact::new(
+                "memory_ineligible",
+                vec![Value::sym(&req), Value::sym(memory), Value::sym(reason)],
+            ))
+            .ok()
+    }
+
     /// Is this handoff valid? `allow`; `redact` when only evidence the consumer may not see
     /// is in the way (that evidence does not cross); `deny` otherwise. Every violation is
     /// listed with its proof.

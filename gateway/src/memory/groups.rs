@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 use tollgate_rules::decide::{MemoryVerdict, PolicyEngine};
-use tollgate_rules::engine::ProofStep;
+use tollgate_rules::engine::{Proof, ProofStep};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 use tollgate_rules::request::{MemoryRecord, scope_parents, subject_facts};
 
@@ -129,6 +129,9 @@ pub(crate) struct Eligibility {
     pub(crate) parts: Vec<Part>,
     /// How many memories are off the run's scope chain (withheld as out of scope).
     pub(crate) elsewhere: u64,
+    /// The pack's proof that one of them (a representative of the first group off the chain)
+    /// is out of scope.
+    elsewhere_proof: Option<Proof>,
     /// How many memories are stored.
     pub(crate) total: u64,
     /// How many members of each group with expiries have passed theirs.
@@ -147,8 +150,9 @@ impl Eligibility {
         let chain: Vec<String> = std::iter::once(header.scope.clone())
             .chain(scope_parents(&header.scope).into_iter().map(|(_, p)| p))
             .collect();
-        let (groups, total, passed) = store.read(move |c| {
+        let (groups, total, passed, off_chain) = store.read(move |c| {
             let groups = groups(c, &chain)?;
+            let off_chain = first_group_off(c, &chain)?;
             let total: i64 = c.query_row("SELECT members FROM memory_census", [], |r| r.get(0))?;
             // Passed expiries are few (decay expires them), and indexed.
             let mut passed = BTreeMap::new();
@@ -159,13 +163,14 @@ impl Eligibility {
                 let n: i64 = stmt.query_row(rusqlite::params![g.id, now], |r| r.get(0))?;
                 passed.insert(g.id, n.max(0) as u64);
             }
-            Ok((groups, total.max(0) as u64, passed))
+            Ok((groups, total.max(0) as u64, passed, off_chain))
         })?;
         let elsewhere = total.saturating_sub(groups.iter().map(|g| g.members).sum());
         let now32 = i32::try_from(now).unwrap_or(if now < 0 { i32::MIN } else { i32::MAX });
-        let decided = decided(set, header, &groups, now32)?;
+        let decided = decided(set, header, &groups, off_chain.as_ref(), now32)?;
         let by_id: BTreeMap<i64, &Group> = groups.iter().map(|g| (g.id, g)).collect();
         let mut parts: Vec<Part> = decided
+            .verdicts
             .iter()
             .filter_map(|(id, window, verdict, rules)| {
                 Some(Part {
@@ -181,6 +186,7 @@ impl Eligibility {
             now,
             parts,
             elsewhere,
+            elsewhere_proof: decided.elsewhere.clone(),
             total,
             passed,
         })
@@ -281,6 +287,9 @@ impl Eligibility {
                     proof: None,
                 });
             entry.count += self.elsewhere;
+            if entry.proof.is_none() {
+                entry.proof = self.elsewhere_proof.clone();
+            }
         }
         let mut out: Vec<RetrievalExclusion> = out.into_values().collect();
         for e in &mut out {
@@ -290,8 +299,15 @@ impl Eligibility {
     }
 }
 
-/// The pack's verdicts on groups, by group id and window, with the rule of each kind.
-type Decided = Arc<Vec<(i64, Window, MemoryVerdict, Vec<String>)>>;
+/// The pack's verdicts on groups, by group id and window, with the rule of each kind; and
+/// its proof that a memory off the run's scope chain is out of scope.
+#[derive(Debug)]
+struct DecidedGroups {
+    verdicts: Vec<(i64, Window, MemoryVerdict, Vec<String>)>,
+    elsewhere: Option<Proof>,
+}
+
+type Decided = Arc<DecidedGroups>;
 
 /// Decided groups, by everything the decision depends on: the envelope set's version, the run
 /// as policy sees it, and the groups' metadata.
@@ -307,6 +323,7 @@ fn decided(
     set: &EnvelopeSet,
     header: &RunHeader,
     groups: &[Group],
+    off_chain: Option<&Group>,
     now32: i32,
 ) -> Result<Decided, MemoryError> {
     let key = {
@@ -327,7 +344,7 @@ fn decided(
             k.update(b"\x1e");
         }
         // A group's id and everything it stands for (ids alone repeat across stores).
-        for g in groups {
+        for g in groups.iter().chain(off_chain) {
             k.update(&g.id.to_le_bytes());
             for part in [&g.class, &g.scope, g.sensitivity.as_str(), &g.status] {
                 k.update(part.as_bytes());
@@ -363,8 +380,29 @@ fn decided(
             by_key.insert(key, (g.id, *w));
         }
     }
+    // One memory off the chain, to prove what `out_of_scope` means for the rest of them.
+    let elsewhere_key = off_chain.map(|g| {
+        let key = format!("elsewhere-{}", g.id);
+        records.push(MemoryRecord {
+            id: key.clone(),
+            class: g.class.clone(),
+            scope: g.scope.clone(),
+            sensitivity: g.sensitivity,
+            status: g.status.clone(),
+            expires_at: if g.expiring {
+                Window::NotYet.representative(now32)
+            } else {
+                0
+            },
+            pinned: g.pinned,
+        });
+        key
+    });
     if records.is_empty() {
-        return Ok(Arc::new(Vec::new()));
+        return Ok(Arc::new(DecidedGroups {
+            verdicts: Vec::new(),
+            elsewhere: None,
+        }));
     }
     let mut facts = run_facts(header).map_err(MemoryError::Invalid)?;
     facts.extend_from(&subject_facts(&[], &records));
@@ -384,8 +422,10 @@ fn decided(
             rules.insert((v.eligible, v.reasons.clone()), vec![rule.to_string()]);
         }
     }
-    let out: Decided = Arc::new(
-        decision
+    let elsewhere = elsewhere_key
+        .and_then(|k| engine.prove_memory_reason(&header.id, &k, "out_of_scope", Some(now32)));
+    let out: Decided = Arc::new(DecidedGroups {
+        verdicts: decision
             .memories
             .into_iter()
             .filter_map(|verdict| {
@@ -397,7 +437,8 @@ fn decided(
                 Some((id, window, verdict, rules))
             })
             .collect(),
-    );
+        elsewhere,
+    });
     let mut kept = cache();
     if kept.len() >= DECIDED_KEPT {
         kept.clear();
@@ -426,6 +467,33 @@ fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<Stri
         )?
         .collect::<Result<Vec<String>, _>>()?;
     Ok(ids)
+}
+
+/// The first group (by id) with members in none of `scopes`.
+fn first_group_off(c: &Connection, scopes: &[String]) -> Result<Option<Group>, StoreError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, class, scope, sensitivity, status, pinned, expiring, members
+         FROM memory_groups WHERE members > 0 ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let scope: String = r.get(2)?;
+        if scopes.contains(&scope) {
+            continue;
+        }
+        let id: i64 = r.get(0)?;
+        return Ok(Some(Group {
+            sensitivity: stored_level(&format!("group {id}"), r.get(3)?)?,
+            id,
+            class: r.get(1)?,
+            scope,
+            status: r.get(4)?,
+            pinned: r.get(5)?,
+            expiring: r.get(6)?,
+            members: r.get::<_, i64>(7)?.max(0) as u64,
+        }));
+    }
+    Ok(None)
 }
 
 /// Every group with members in one of `scopes`, by id.

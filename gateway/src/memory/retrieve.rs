@@ -173,7 +173,7 @@ pub(crate) fn ranked(
             }
         }
     } else {
-        rows = matching(c, eligibility, keep, narrow, &filter, &words)?;
+        rows = matching(c, eligibility, keep, narrow, &filter, &words, limit)?;
     }
     // Ranked and cut first: the eligibility rule is looked up only for what is kept (a match
     // set runs to thousands of rows, the parts to hundreds).
@@ -192,10 +192,18 @@ pub(crate) fn ranked(
 const COLUMNS: &str = "m.id, m.class, m.text, m.scope, m.sensitivity, m.strength, m.usage_count, \
                        m.score, m.group_id, m.norm, m.helpful, m.unhelpful";
 
-/// The eligible memories (`filter`) that say any of `words`, with their BM25 relevance: the
-/// words looked up among the memories of the scopes with eligible members (the index touches
-/// nothing else), the eligibility filter applied before any row is read; BM25 computed here,
-/// over what is left.
+/// The eligible memories (`filter`) that say any of `words`, with their BM25 relevance, best
+/// first, at most `limit` (ties by id): the words looked up among the memories of the scopes
+/// with eligible members (the index touches nothing else), the eligibility filter applied
+/// before any row is read.
+///
+/// In two passes, so a match costs what ranking it needs and no more: the first reads of every
+/// match only its length, word counts and the numeric parts of its relevance (no text, no
+/// allocation); BM25 is computed over them; everything but recency (at most
+/// [`RECENCY_WEIGHT`]) is then known, which bounds each match's relevance from below and
+/// above. The second reads whole rows only for the matches whose upper bound reaches the
+/// `limit`-th best lower bound — the only ones that can be among the best — and ranks them
+/// exactly as reading every match would.
 fn matching(
     c: &Connection,
     eligibility: &Eligibility,
@@ -203,6 +211,7 @@ fn matching(
     narrow: &Narrow,
     filter: &str,
     words: &[Term],
+    limit: usize,
 ) -> Result<Vec<(Ranked, i64)>, StoreError> {
     let scopes: BTreeSet<&str> = eligibility
         .eligible(keep)
@@ -224,25 +233,88 @@ fn matching(
     let (narrowing, mut values) = narrow.condition(2);
     values.insert(0, rusqlite::types::Value::Text(expr));
     let sql = format!(
-        "SELECT {COLUMNS} FROM memories_fts JOIN memories m ON m.fts_rowid = memories_fts.rowid
+        "SELECT m.rowid, m.norm, m.class, m.strength, m.usage_count, m.helpful, m.unhelpful
+         FROM memories_fts JOIN memories m ON m.fts_rowid = memories_fts.rowid
          WHERE memories_fts MATCH ?1 AND {filter}{narrowing}"
     );
     let mut stmt = c.prepare_cached(&sql)?;
     let mut found = stmt.query(params_from_iter(values))?;
-    let mut matched = Vec::new();
+    let mut matched: Vec<Match> = Vec::new();
     while let Some(r) = found.next()? {
-        let norm: String = r.get(9)?;
-        matched.push((row(r, 0.0)?, norm));
+        let norm = r.get_ref(1)?.as_str().map_err(StoreError::corrupt)?;
+        let class = r.get_ref(2)?.as_str().map_err(StoreError::corrupt)?;
+        let class = MemoryClass::parse(class)
+            .ok_or_else(|| StoreError::Corrupt(format!("memory class `{class}`")))?;
+        let mut counts = [0u16; QUERY_TERMS];
+        let mut length = 0u32;
+        for w in norm.split(' ') {
+            length += 1;
+            if let Some(i) = words.iter().position(|t| t.word == w) {
+                counts[i] = counts[i].saturating_add(1);
+            }
+        }
+        matched.push(Match {
+            rowid: r.get(0)?,
+            length,
+            counts,
+            base: base_relevance(
+                class,
+                r.get(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, i64>(6)?,
+            ),
+        });
     }
-    let scores = bm25(words, &matched, eligibility.total);
-    Ok(matched
-        .into_iter()
-        .zip(scores)
-        .map(|((mut r, _), lexical)| {
-            r.0.relevance = ((r.0.relevance + lexical) * 1000.0).round() / 1000.0;
-            r
-        })
-        .collect())
+    let lexical = bm25(words, &matched, eligibility.total);
+    // Bounds of each match's relevance, rounded as `row` rounds (twice, to 0.001): recency
+    // adds between 0 and RECENCY_WEIGHT; rounding moves a value by at most 0.001 in all.
+    const SLACK: f64 = 0.002;
+    let mut bounds: Vec<(f64, f64, usize)> = matched
+        .iter()
+        .zip(&lexical)
+        .enumerate()
+        .map(|(i, (m, l))| (m.base + l - SLACK, m.base + l + RECENCY_WEIGHT + SLACK, i))
+        .collect();
+    let floor = if bounds.len() > limit {
+        bounds.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
+        bounds[limit - 1].0
+    } else {
+        f64::NEG_INFINITY
+    };
+    let mut whole = c.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM memories m WHERE m.rowid = ?1"
+    ))?;
+    let mut out = Vec::new();
+    for &(_, upper, i) in bounds.iter().filter(|b| b.1 >= floor) {
+        let mut rows = whole.query([matched[i].rowid])?;
+        if let Some(r) = rows.next()? {
+            let (mut ranked, group) = row(r, 0.0)?;
+            ranked.relevance = ((ranked.relevance + lexical[i]) * 1000.0).round() / 1000.0;
+            debug_assert!(
+                ranked.relevance <= upper,
+                "{} above its bound {upper}",
+                ranked.id
+            );
+            out.push((ranked, group));
+        }
+    }
+    Ok(out)
+}
+
+/// The most recency adds to a memory's relevance (its score's recency is 0 to 1).
+const RECENCY_WEIGHT: f64 = 0.05;
+
+/// What the first pass of [`matching`] keeps of a match.
+#[derive(Debug, Clone, Copy)]
+struct Match {
+    rowid: i64,
+    /// Words in its normalised text.
+    length: u32,
+    /// How often it says each query word.
+    counts: [u16; QUERY_TERMS],
+    /// Its relevance but for the lexical and recency parts.
+    base: f64,
 }
 
 /// A query word and how many memories say it.
@@ -291,10 +363,11 @@ fn scope_token(scope: &str) -> String {
     out
 }
 
-/// Okapi BM25 (k1 1.2, b 0.75) of each matched memory's normalised text for `words`, as a
-/// share of the most a memory could score (every word, often): 0 to 1. Document frequencies
-/// are over every stored memory (`total`); the average length over the matched ones.
-fn bm25<T>(words: &[Term], matched: &[(T, String)], total: u64) -> Vec<f64> {
+/// Okapi BM25 (k1 1.2, b 0.75) of each matched memory for `words`, from its length and word
+/// counts, as a share of the most a memory could score (every word, often): 0 to 1. Document
+/// frequencies are over every stored memory (`total`); the average length over the matched
+/// ones.
+fn bm25(words: &[Term], matched: &[Match], total: u64) -> Vec<f64> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
     let n = total.max(1) as f64;
@@ -306,18 +379,16 @@ fn bm25<T>(words: &[Term], matched: &[(T, String)], total: u64) -> Vec<f64> {
         })
         .collect();
     let most: f64 = idf.iter().sum::<f64>() * (K1 + 1.0);
-    let lengths: Vec<f64> = matched
-        .iter()
-        .map(|(_, norm)| norm.split(' ').count() as f64)
-        .collect();
-    let average = (lengths.iter().sum::<f64>() / lengths.len().max(1) as f64).max(1.0);
+    let average = (matched.iter().map(|m| f64::from(m.length)).sum::<f64>()
+        / matched.len().max(1) as f64)
+        .max(1.0);
     matched
         .iter()
-        .zip(&lengths)
-        .map(|((_, norm), length)| {
+        .map(|m| {
+            let length = f64::from(m.length);
             let mut score = 0.0;
-            for (t, idf) in words.iter().zip(&idf) {
-                let tf = norm.split(' ').filter(|w| *w == t.word).count() as f64;
+            for (count, idf) in m.counts.iter().zip(&idf) {
+                let tf = f64::from(*count);
                 if tf > 0.0 {
                     score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average));
                 }
@@ -334,24 +405,13 @@ fn row(r: &rusqlite::Row<'_>, lexical: f64) -> Result<(Ranked, i64), StoreError>
     let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
     let class = MemoryClass::parse(&r.get::<_, String>(1)?).ok_or_else(|| corrupt("class"))?;
     let strength: u32 = r.get(5)?;
-    let usage = r.get::<_, i64>(6)?.max(0) as f64;
     let score: ScoreParts =
         serde_json::from_str(&r.get::<_, String>(7)?).map_err(StoreError::corrupt)?;
-    let class_weight = match class {
-        MemoryClass::Preference => 0.3,
-        MemoryClass::Warning => 0.2,
-        MemoryClass::Procedure => 0.15,
-        MemoryClass::Fact => 0.1,
-        MemoryClass::Summary => 0.0,
-    };
-    let support = 0.05 * f64::from(strength).ln_1p() + 0.02 * usage.ln_1p();
-    let recency = 0.05 * score.recency;
-    // Feedback from those who used it: helpful raises it, unhelpful lowers it, a little.
-    let helpful = r.get::<_, i64>(10)?.max(0) as f64;
-    let unhelpful = r.get::<_, i64>(11)?.max(0) as f64;
-    let feedback = 0.05 * helpful.ln_1p() - 0.05 * unhelpful.ln_1p();
-    let relevance =
-        ((lexical + class_weight + support + recency + feedback) * 1000.0).round() / 1000.0;
+    let helpful = r.get::<_, i64>(10)?;
+    let unhelpful = r.get::<_, i64>(11)?;
+    let base = base_relevance(class, strength, r.get::<_, i64>(6)?, helpful, unhelpful);
+    let recency = RECENCY_WEIGHT * score.recency.clamp(0.0, 1.0);
+    let relevance = ((lexical + base + recency) * 1000.0).round() / 1000.0;
     Ok((
         Ranked {
             class,
@@ -364,6 +424,29 @@ fn row(r: &rusqlite::Row<'_>, lexical: f64) -> Result<(Ranked, i64), StoreError>
         },
         r.get(8)?,
     ))
+}
+
+/// A memory's relevance but for the lexical and recency parts: its class, its support
+/// (strength, use) and the feedback of those who used it (helpful raises it, unhelpful lowers
+/// it, a little).
+fn base_relevance(
+    class: MemoryClass,
+    strength: u32,
+    usage: i64,
+    helpful: i64,
+    unhelpful: i64,
+) -> f64 {
+    let class_weight = match class {
+        MemoryClass::Preference => 0.3,
+        MemoryClass::Warning => 0.2,
+        MemoryClass::Procedure => 0.15,
+        MemoryClass::Fact => 0.1,
+        MemoryClass::Summary => 0.0,
+    };
+    let support = 0.05 * f64::from(strength).ln_1p() + 0.02 * (usage.max(0) as f64).ln_1p();
+    let feedback =
+        0.05 * (helpful.max(0) as f64).ln_1p() - 0.05 * (unhelpful.max(0) as f64).ln_1p();
+    class_weight + support + feedback
 }
 
 /// Words worth matching: lowercase, three letters or more, not the commonest English words.

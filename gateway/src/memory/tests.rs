@@ -432,6 +432,21 @@ mod retrieval {
         assert!(answer.explanation.contains(&format!(
             "{stored} memories not retrieved: out_of_scope (rule memory.out-of-scope)"
         )));
+        // With the pack's proof, though none of them was decided one by one: a representative
+        // off the chain, proved out of scope (regression: off-chain memories had no proof).
+        let proof = why.proof.as_ref().expect("a proof of out_of_scope");
+        assert!(
+            matches!(&proof.step, tollgate_rules::engine::ProofStep::Rule { rule, .. } if &**rule == "memory.out-of-scope"),
+            "{}",
+            proof.to_text()
+        );
+        assert!(
+            proof
+                .to_text()
+                .contains("!memory_run_within(\"elsewhere\", \"org:acme/repo:api\")"),
+            "{}",
+            proof.to_text()
+        );
 
         // A public-clearance run and a memory raised to confidential: above clearance.
         rt.store()
@@ -892,4 +907,62 @@ fn search_narrows_to_the_memories_of_a_user_s_runs() {
         );
     }
     assert!(ask(Some("bob")).hits.is_empty());
+}
+
+/// Ranking reads whole rows only for the matches that can be among the best (`retrieve::
+/// matching`'s two passes); asking for the best `k` must give the first `k` of asking for
+/// all, whatever the recency the bound leaves open.
+#[test]
+fn the_best_k_matches_are_the_first_k_of_all_matches_whatever_their_recency() {
+    let (_d, recorder) = recorder_with(&[BUGFIX, PAGINATION]);
+    distill(&recorder, "run-bugfix-users-404");
+    distill(&recorder, "run-feature-users-pagination");
+    let store = recorder.store();
+    let set = tollgate_rules::envelope::EnvelopeSet::empty();
+    for spread in [0, 37, 91] {
+        store
+            .write(move |c| {
+                c.execute(
+                    "UPDATE memories SET score = json_set(score, '$.recency', ((rowid * ?1) % 100) / 100.0),
+                                         status = 'approved'",
+                    [spread],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        for text in ["tests users pagination cursor", "cargo test clippy", "page"] {
+            let ask = |limit: usize| {
+                search(
+                    store,
+                    &set,
+                    &SearchQuery {
+                        scope: "org:acme/repo:api/task:T-1".into(),
+                        clearance: Level::Confidential,
+                        agent: None,
+                        task: None,
+                        user: None,
+                        repo: None,
+                        class: None,
+                        text: text.into(),
+                        limit,
+                    },
+                    NOW_MS / 1000,
+                )
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| (h.memory.id, h.relevance))
+                .collect::<Vec<_>>()
+            };
+            let all = ask(MAX_HITS);
+            assert!(all.len() >= 2, "{text}: {all:?}");
+            for k in 1..=all.len() {
+                assert_eq!(
+                    ask(k),
+                    all[..k],
+                    "{text}, best {k}, recency spread {spread}"
+                );
+            }
+        }
+    }
 }
