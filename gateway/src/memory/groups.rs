@@ -422,8 +422,16 @@ fn decided(
             rules.insert((v.eligible, v.reasons.clone()), vec![rule.to_string()]);
         }
     }
-    let elsewhere = elsewhere_key
-        .and_then(|k| engine.prove_memory_reason(&header.id, &k, "out_of_scope", Some(now32)));
+    // The representative's verdict carries the proof of its first reason: out of scope,
+    // unless it is also above clearance, of a denied class or expired (reasons sort), when
+    // the pack is asked for that reason's proof.
+    let elsewhere = elsewhere_key.and_then(|k| {
+        let verdict = decision.memories.iter().find(|v| v.memory == k)?;
+        match (&verdict.proof, verdict.reasons.first()) {
+            (Some(p), Some(first)) if first == "out_of_scope" => Some(p.clone()),
+            _ => engine.prove_memory_reason(&header.id, &k, "out_of_scope", Some(now32)),
+        }
+    });
     let out: Decided = Arc::new(DecidedGroups {
         verdicts: decision
             .memories
