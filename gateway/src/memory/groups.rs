@@ -54,6 +54,21 @@ pub(crate) struct Group {
     pub(crate) members: u64,
 }
 
+impl Group {
+    /// A memory of this group in `window` at `now`, as the pack's `memory` fact carries it.
+    fn representative(&self, id: &str, window: Window, now: i32) -> MemoryRecord {
+        MemoryRecord {
+            id: id.to_string(),
+            class: self.class.clone(),
+            scope: self.scope.clone(),
+            sensitivity: self.sensitivity,
+            status: self.status.clone(),
+            expires_at: window.representative(now),
+            pinned: self.pinned,
+        }
+    }
+}
+
 /// How a memory's expiry compares with `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Window {
@@ -368,34 +383,19 @@ fn decided(
         };
         for w in windows {
             let key = format!("group-{}-{}", g.id, w.as_str());
-            records.push(MemoryRecord {
-                id: key.clone(),
-                class: g.class.clone(),
-                scope: g.scope.clone(),
-                sensitivity: g.sensitivity,
-                status: g.status.clone(),
-                expires_at: w.representative(now32),
-                pinned: g.pinned,
-            });
+            records.push(g.representative(&key, *w, now32));
             by_key.insert(key, (g.id, *w));
         }
     }
     // One memory off the chain, to prove what `out_of_scope` means for the rest of them.
     let elsewhere_key = off_chain.map(|g| {
         let key = format!("elsewhere-{}", g.id);
-        records.push(MemoryRecord {
-            id: key.clone(),
-            class: g.class.clone(),
-            scope: g.scope.clone(),
-            sensitivity: g.sensitivity,
-            status: g.status.clone(),
-            expires_at: if g.expiring {
-                Window::NotYet.representative(now32)
-            } else {
-                0
-            },
-            pinned: g.pinned,
-        });
+        let window = if g.expiring {
+            Window::NotYet
+        } else {
+            Window::None
+        };
+        records.push(g.representative(&key, window, now32));
         key
     });
     if records.is_empty() {
@@ -479,29 +479,34 @@ fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<Stri
 
 /// The first group (by id) with members in none of `scopes`.
 fn first_group_off(c: &Connection, scopes: &[String]) -> Result<Option<Group>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, class, scope, sensitivity, status, pinned, expiring, members
-         FROM memory_groups WHERE members > 0 ORDER BY id",
-    )?;
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE members > 0 ORDER BY id"
+    ))?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
-        let scope: String = r.get(2)?;
-        if scopes.contains(&scope) {
-            continue;
+        let group = group_row(r)?;
+        if !scopes.contains(&group.scope) {
+            return Ok(Some(group));
         }
-        let id: i64 = r.get(0)?;
-        return Ok(Some(Group {
-            sensitivity: stored_level(&format!("group {id}"), r.get(3)?)?,
-            id,
-            class: r.get(1)?,
-            scope,
-            status: r.get(4)?,
-            pinned: r.get(5)?,
-            expiring: r.get(6)?,
-            members: r.get::<_, i64>(7)?.max(0) as u64,
-        }));
     }
     Ok(None)
+}
+
+/// The columns [`group_row`] reads.
+const GROUP_COLUMNS: &str = "id, class, scope, sensitivity, status, pinned, expiring, members";
+
+fn group_row(r: &rusqlite::Row<'_>) -> Result<Group, StoreError> {
+    let id: i64 = r.get(0)?;
+    Ok(Group {
+        sensitivity: stored_level(&format!("group {id}"), r.get(3)?)?,
+        id,
+        class: r.get(1)?,
+        scope: r.get(2)?,
+        status: r.get(4)?,
+        pinned: r.get(5)?,
+        expiring: r.get(6)?,
+        members: r.get::<_, i64>(7)?.max(0) as u64,
+    })
 }
 
 /// Every group with members in one of `scopes`, by id.
@@ -515,35 +520,13 @@ fn groups(c: &Connection, scopes: &[String]) -> Result<Vec<Group>, StoreError> {
 }
 
 fn groups_in(c: &Connection, scope: &str) -> Result<Vec<Group>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, class, scope, sensitivity, status, pinned, expiring, members
-         FROM memory_groups WHERE scope = ?1 AND members > 0",
-    )?;
-    let rows = stmt.query_map([scope], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, bool>(5)?,
-            r.get::<_, bool>(6)?,
-            r.get::<_, i64>(7)?,
-        ))
-    })?;
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE scope = ?1 AND members > 0"
+    ))?;
+    let mut rows = stmt.query([scope])?;
     let mut out = Vec::new();
-    for row in rows {
-        let (id, class, scope, level, status, pinned, expiring, members) = row?;
-        out.push(Group {
-            sensitivity: stored_level(&format!("group {id}"), level)?,
-            id,
-            class,
-            scope,
-            status,
-            pinned,
-            expiring,
-            members: members.max(0) as u64,
-        });
+    while let Some(r) = rows.next()? {
+        out.push(group_row(r)?);
     }
     Ok(out)
 }
