@@ -36,6 +36,7 @@ pub struct HandoffContract {
     /// Who takes it.
     pub consumer: Consumer,
     /// What is to be done.
+    #[schema(value_type = GoalForm)]
     pub goal: GoalPacket,
     /// The sources approved for transfer.
     #[serde(default, skip_serializing_if = "EvidenceBundle::is_empty")]
@@ -45,6 +46,7 @@ pub struct HandoffContract {
     pub constraints: ConstraintSet,
     /// What the consumer must deliver.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<OutputForm>)]
     pub required_outputs: Vec<RequiredOutput>,
     /// How the producer will judge the result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -140,12 +142,17 @@ pub struct GoalPacket {
     pub expected_output: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// A goal as a contract may write it: the objective alone, or the packet.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum GoalForm {
+    /// The objective.
     Text(String),
+    /// The goal packet.
     Packet {
+        /// What is to be done.
         objective: String,
+        /// What the producer expects back.
         #[serde(default)]
         expected_output: Option<String>,
     },
@@ -254,12 +261,17 @@ pub struct RequiredOutput {
     pub description: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// A required output as a contract may write it: its name alone, or named and described.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum OutputForm {
+    /// Its name.
     Name(String),
+    /// Named and described.
     Described {
+        /// Its name (`patch`, `test_report`).
         name: String,
+        /// What it is.
         #[serde(default)]
         description: Option<String>,
     },

@@ -65,7 +65,7 @@ pub fn submit(
     }
     let except = contract.id.clone();
     let delegations = store.read(move |c| store::delegations_in(c, &except))?;
-    let validation = validate(set, &parties, &contract, delegations)?;
+    let validation = validate(set, &parties, &contract, delegations.clone())?;
     let (by, at) = (by.to_string(), at.to_string());
     let producer = parties.producer.id.clone();
     let producer_agent = parties.producer_agent.clone();
@@ -79,6 +79,15 @@ pub fn submit(
                 && l.content_hash == contract.content_hash()
             {
                 return Ok((l.version, false));
+            }
+            // The cycle check read the contracts in force before this write: if another
+            // contract changed them meanwhile, the judgement may be stale (two contracts
+            // posted at once could close a cycle together), so this one is refused.
+            if store::delegations_in(c, &contract.id)? != delegations {
+                return Err(HandoffError::Conflict(format!(
+                    "the contracts in force changed while `{}` was judged\n  help: post it again",
+                    contract.id
+                )));
             }
             let version = now.map_or(1, |l| l.version + 1);
             let recorded = if store::running_in(c, &producer)? {
