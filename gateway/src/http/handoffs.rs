@@ -142,7 +142,7 @@ fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 403, description = "Refused by the handoff pack (`contract_rejected`); `details` holds the stored version", body = super::ErrorBody),
         (status = 404, description = "No such producer (or consumer) run", body = super::ErrorBody),
-        (status = 409, description = "The id belongs to another producer run", body = super::ErrorBody),
+        (status = 409, description = "The id belongs to another producer (run or agent), or the contracts in force changed while it was judged (post it again)", body = super::ErrorBody),
         (status = 422, description = "The contract breaks its schema (`invalid_contract`, `details.faults`: path, message, help each) or names an agent or run wrongly (`invalid_handoff`)", body = super::ErrorBody),
     ))]
 async fn create(
@@ -301,7 +301,7 @@ async fn export_a2a(
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 403, description = "Refused by the handoff pack (`contract_rejected`)", body = super::ErrorBody),
         (status = 404, description = "No such producer (or consumer) run", body = super::ErrorBody),
-        (status = 409, description = "The id belongs to another producer run", body = super::ErrorBody),
+        (status = 409, description = "The id belongs to another producer (run or agent), or the contracts in force changed while it was judged (post it again)", body = super::ErrorBody),
         (status = 422, description = "No contract in the message, or one that breaks its schema (`invalid_contract`)", body = super::ErrorBody),
     ))]
 async fn import_a2a(
