@@ -12,7 +12,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 use tollgate_gateway::handoff::contract::{self, ContractFaults, HandoffContract};
 use tollgate_gateway::handoff::store::{self, StoredContract};
-use tollgate_gateway::handoff::validate::{parties, validate};
+use tollgate_gateway::handoff::submit::{Judged, judge};
 use tollgate_gateway::handoff::{
     AckResponse, ConsumerAck, ContractState, HandoffError, Template, Validation, a2a, graph,
     templates,
@@ -149,17 +149,19 @@ pub fn run(cmd: HandoffCommand) -> Result<ExitCode> {
         HandoffCommand::Validate(a) => {
             let c = read_contract(&a.file)?;
             let rt = runtime()?;
-            let parties =
-                parties(rt.recorder(), &rt.envelopes(), &c, true).map_err(handoff_error)?;
-            let except = c.id.clone();
-            let delegations = rt
-                .store()
-                .read(move |conn| store::delegations_in(conn, &except))?;
-            let v = validate(&rt.envelopes(), &parties, &c, delegations).map_err(handoff_error)?;
+            let v = match judge(rt.recorder(), &rt.envelopes(), c).map_err(handoff_error)? {
+                Judged::Unchanged(stored) => {
+                    if !a.json {
+                        println!("unchanged: version {} has this content", stored.version);
+                    }
+                    stored.validation
+                }
+                Judged::New { validation, .. } => *validation,
+            };
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print!("{}", validation_text(&c.id, &v));
+                print!("{}", validation_text(&v.decision.request, &v));
             }
             Ok(exit_for(v.state))
         }

@@ -46,6 +46,28 @@ pub struct StoredContract {
 }
 
 impl StoredContract {
+    /// Whether a consumer may open a run under this version: it is validated or accepted and
+    /// hands work to a run not opened yet; otherwise why not.
+    pub fn claimable(&self) -> Result<(), String> {
+        if !matches!(
+            self.state,
+            ContractState::Validated | ContractState::Accepted
+        ) {
+            return Err(format!(
+                "contract `{}` is {}: no run can be opened under it\n  help: only a validated or accepted contract hands work over",
+                self.id,
+                self.state.as_str()
+            ));
+        }
+        if self.consumer_run != super::planned_run(&self.id) {
+            return Err(format!(
+                "contract `{}` hands work to run `{}`, which is open already",
+                self.id, self.consumer_run
+            ));
+        }
+        Ok(())
+    }
+
     /// The contract as it reaches the consumer: its evidence only what crossed.
     pub fn handed(&self) -> HandoffContract {
         let mut c = self.contract.clone();
@@ -259,7 +281,7 @@ pub fn set_state_in(
 /// Claims contract `id` for the run `run` its consumer opens: the latest version must be
 /// validated or accepted and hand work to a run not opened yet; every version's planned run
 /// becomes `run`, and a validated contract is accepted by the opening (an answer recorded as
-/// such). Inside the write that opens nothing else, so two runs cannot claim one contract.
+/// such); returns the state it had. One write, so two runs cannot claim one contract.
 pub fn claim_in(
     c: &Connection,
     id: &str,
@@ -268,21 +290,7 @@ pub fn claim_in(
 ) -> Result<ContractState, StoreError> {
     let latest =
         get_in(c, id, None)?.ok_or_else(|| StoreError::NotFound(format!("no contract `{id}`")))?;
-    if !matches!(
-        latest.state,
-        ContractState::Validated | ContractState::Accepted
-    ) {
-        return Err(StoreError::Invalid(format!(
-            "contract `{id}` is {}: no run can be opened under it\n  help: only a validated or accepted contract hands work over",
-            latest.state.as_str()
-        )));
-    }
-    if latest.consumer_run != super::planned_run(id) {
-        return Err(StoreError::Invalid(format!(
-            "contract `{id}` hands work to run `{}`, which is open already",
-            latest.consumer_run
-        )));
-    }
+    latest.claimable().map_err(StoreError::Invalid)?;
     c.prepare_cached(
         "UPDATE handoff_contracts SET consumer_run = ?2 WHERE id = ?1 AND consumer_run = ?3",
     )?
@@ -302,7 +310,7 @@ pub fn claim_in(
             at,
         )?;
     }
-    Ok(ContractState::Accepted)
+    Ok(latest.state)
 }
 
 /// Gives a claimed contract back (the run could not be opened after all): its planned run

@@ -3,11 +3,14 @@
 
 use serde::Serialize;
 use tollgate_rules::envelope::EnvelopeSet;
+use tollgate_rules::request::Delegation;
 
 use super::deliver::delivered;
 use super::store::{self, StoredContract};
-use super::validate::{parties, validate};
-use super::{AckResponse, ConsumerAck, ContractState, HandoffContract, HandoffError, party};
+use super::validate::{Parties, parties, validate};
+use super::{
+    AckResponse, ConsumerAck, ContractState, HandoffContract, HandoffError, Validation, party,
+};
 use crate::recorder::Recorder;
 use crate::recorder::events::{AckRecorded, ContractRecorded, HandoffRecord};
 use crate::recorder::write::{append_in, new_event};
@@ -21,36 +24,49 @@ pub struct Submitted {
     pub created: bool,
 }
 
-/// Validates `contract` and stores it as the next version of its id, recording a `handoff`
-/// event in the producer's run if it is running. Rejected contracts are stored too (with
-/// their problems and the decision): the refusal is a decision with a receipt. Posting the
-/// content of the latest version again changes nothing.
-pub fn submit(
+/// A contract judged as posting it would judge it, before anything is written.
+#[derive(Debug, Clone)]
+pub enum Judged {
+    /// The latest stored version has this content: nothing to write.
+    Unchanged(Box<StoredContract>),
+    /// A new version and what the handoff pack said of it.
+    New {
+        /// The contract as judged (a new version keeps the consumer's open run).
+        contract: Box<HandoffContract>,
+        /// The runs as the pack saw them.
+        parties: Box<Parties>,
+        /// The delegations in force the cycle check read.
+        delegations: Vec<Delegation>,
+        /// What the pack said.
+        validation: Box<Validation>,
+    },
+}
+
+/// Judges `contract` as [`submit`] would, writing nothing (`tollgate handoff validate`): a new
+/// version keeps the consumer's open run; only the producer's agent posts new versions; the
+/// handoff pack decides under `set` with the delegations in force.
+pub fn judge(
     recorder: &Recorder,
     set: &EnvelopeSet,
     mut contract: HandoffContract,
-    by: &str,
-    at: &str,
-) -> Result<Submitted, HandoffError> {
+) -> Result<Judged, HandoffError> {
     let store = recorder.store();
     let latest = store::get(store, &contract.id, None)?;
-    if let Some(latest) = &latest {
+    if let Some(latest) = &latest
+        && contract.consumer.run.is_none()
+        && !latest.consumer_run.starts_with("handoff:")
+        && latest.consumer_agent == contract.consumer.agent
+    {
         // A consumer that opened its run keeps it: a new version (an answer to a
         // clarification) is judged against that run, not a fresh planned one.
-        if contract.consumer.run.is_none()
-            && !latest.consumer_run.starts_with("handoff:")
-            && latest.consumer_agent == contract.consumer.agent
-        {
-            contract.consumer.run = Some(latest.consumer_run.clone());
-            contract.consumer.scope = None;
-            contract.consumer.clearance = None;
-        }
-        if latest.content_hash == contract.content_hash() {
-            return Ok(Submitted {
-                contract: latest.clone(),
-                created: false,
-            });
-        }
+        contract.consumer.run = Some(latest.consumer_run.clone());
+        contract.consumer.scope = None;
+        contract.consumer.clearance = None;
+    }
+    if let Some(l) = &latest
+        && l.content_hash == contract.content_hash()
+    {
+        return Ok(Judged::Unchanged(Box::new(l.clone())));
     }
     let parties = parties(recorder, set, &contract, true)?;
     if let Some(latest) = &latest
@@ -66,6 +82,40 @@ pub fn submit(
     let except = contract.id.clone();
     let delegations = store.read(move |c| store::delegations_in(c, &except))?;
     let validation = validate(set, &parties, &contract, delegations.clone())?;
+    Ok(Judged::New {
+        contract: Box::new(contract),
+        parties: Box::new(parties),
+        delegations,
+        validation: Box::new(validation),
+    })
+}
+
+/// Validates `contract` and stores it as the next version of its id, recording a `handoff`
+/// event in the producer's run if it is running. Rejected contracts are stored too (with
+/// their problems and the decision): the refusal is a decision with a receipt. Posting the
+/// content of the latest version again changes nothing.
+pub fn submit(
+    recorder: &Recorder,
+    set: &EnvelopeSet,
+    contract: HandoffContract,
+    by: &str,
+    at: &str,
+) -> Result<Submitted, HandoffError> {
+    let store = recorder.store();
+    let (contract, parties, delegations, validation) = match judge(recorder, set, contract)? {
+        Judged::Unchanged(contract) => {
+            return Ok(Submitted {
+                contract: *contract,
+                created: false,
+            });
+        }
+        Judged::New {
+            contract,
+            parties,
+            delegations,
+            validation,
+        } => (*contract, *parties, delegations, *validation),
+    };
     let (by, at) = (by.to_string(), at.to_string());
     let producer = parties.producer.id.clone();
     let producer_agent = parties.producer_agent.clone();

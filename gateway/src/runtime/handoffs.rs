@@ -11,7 +11,7 @@ use crate::handoff::deliver::{self, DeliveryReport};
 use crate::handoff::store::{self, StoredContract};
 use crate::handoff::submit::{self, Submitted};
 use crate::handoff::validate::{escalations, lower, parties, within};
-use crate::handoff::{ConsumerAck, ContractState, HandoffContract, HandoffError, planned_run};
+use crate::handoff::{ConsumerAck, ContractState, HandoffContract, HandoffError};
 use crate::run_policy::attached_envelopes;
 
 /// The metadata key naming the contract a run was opened under.
@@ -93,21 +93,7 @@ impl Runtime {
     ) -> Result<UnderContract, RuntimeError> {
         let stored = store::get(self.store(), id, None)?
             .ok_or_else(|| RuntimeError::NotFound(format!("no contract `{id}`")))?;
-        if !matches!(
-            stored.state,
-            ContractState::Validated | ContractState::Accepted
-        ) {
-            return Err(RuntimeError::Conflict(format!(
-                "contract `{id}` is {}: no run can be opened under it\n  help: only a validated or accepted contract hands work over",
-                stored.state.as_str()
-            )));
-        }
-        if stored.consumer_run != planned_run(id) {
-            return Err(RuntimeError::Conflict(format!(
-                "contract `{id}` hands work to run `{}`, which is open already",
-                stored.consumer_run
-            )));
-        }
+        stored.claimable().map_err(RuntimeError::Conflict)?;
         if stored.consumer_agent != agent {
             return Err(RuntimeError::Invalid(format!(
                 "contract `{id}` hands work to agent `{}`, not `{agent}`",
@@ -183,13 +169,7 @@ impl Runtime {
     ) -> Result<ContractState, RuntimeError> {
         let (id, run, at) = (id.to_string(), run.to_string(), self.now_rfc3339());
         self.store()
-            .write(move |c| {
-                let before = store::get_in(c, &id, None)?
-                    .map(|s| s.state)
-                    .unwrap_or(ContractState::Validated);
-                store::claim_in(c, &id, &run, &at)?;
-                Ok(before)
-            })
+            .write(move |c| store::claim_in(c, &id, &run, &at))
             .map_err(|e| match e {
                 crate::store::StoreError::Invalid(m) => RuntimeError::Conflict(m),
                 other => other.into(),
