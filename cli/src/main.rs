@@ -4,12 +4,14 @@
 //! (bad program, bad facts, missing files).
 
 mod approvals_cmd;
+mod cases_cmd;
 mod compile_cmd;
 mod db_cmd;
 mod envelope_arg;
 mod handoff_cmd;
 mod jobs_cmd;
 mod memory_cmd;
+mod packs_cmd;
 mod policy_cmd;
 mod policy_versions_cmd;
 mod provenance_cmd;
@@ -78,6 +80,29 @@ enum Command {
     /// delivery, show, the handoff graph of a run, A2A messages.
     #[command(subcommand)]
     Handoff(handoff_cmd::HandoffCommand),
+    /// Write a new pack from a template (`intake_review`).
+    Init(packs_cmd::InitArgs),
+    /// Packs of the case service: scaffold, validate, author-check, the adapter harness and
+    /// preflight, the registered packs.
+    #[command(subcommand)]
+    Packs(packs_cmd::PacksCommand),
+    /// Cases of the case service: list, inspect, timeline, replay health; open, collect,
+    /// propose, preview, decide, approve, commit.
+    #[command(subcommand)]
+    Cases(cases_cmd::CasesCommand),
+    /// Demo data: `tollgate demo seed` opens demo cases of the intake_review pack.
+    #[command(subcommand)]
+    Demo(DemoCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum DemoCommand {
+    /// Open demo cases of the intake_review pack in every state a reviewer meets.
+    Seed {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -96,6 +121,10 @@ fn main() -> ExitCode {
         Command::Approvals(cmd) => approvals_cmd::run(cmd),
         Command::Memory(cmd) => memory_cmd::run(cmd),
         Command::Handoff(cmd) => handoff_cmd::run(cmd),
+        Command::Init(args) => packs_cmd::init(args),
+        Command::Packs(cmd) => packs_cmd::run(cmd),
+        Command::Cases(cmd) => cases_cmd::run(cmd),
+        Command::Demo(DemoCommand::Seed { json }) => cases_cmd::seed(json),
     };
     match result {
         Ok(code) => code,

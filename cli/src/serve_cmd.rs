@@ -10,6 +10,7 @@ use clap::Args;
 use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve, write_private};
 use tollgate_gateway::job_kinds::builtin_registry;
 use tollgate_gateway::jobs::{JobQueue, Worker, WorkerConfig};
+use tollgate_gateway::packs::PackRegistry;
 use tollgate_gateway::providers::provider_from_env;
 use tollgate_gateway::runtime::Runtime;
 
@@ -63,6 +64,26 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let token = resolve_token(std::env::var("TOLLGATE_TOKEN").ok(), &token_dir)
         .context("cannot create the token file")?;
     let provider = provider_from_env()?;
+    if provider.name() == "fake" {
+        eprintln!(
+            "tollgate: model calls use the deterministic fake provider (no provider key is set: set TOLLGATE_PROVIDER=openai and PROVIDER_API_KEY for a real one)"
+        );
+    }
+    let packs = PackRegistry::from_env(&|k| std::env::var(k).ok());
+    for p in packs.packs() {
+        eprintln!(
+            "tollgate: pack {} registered from {}",
+            p.engine(),
+            p.root.display()
+        );
+    }
+    for u in packs.unregistered() {
+        eprintln!(
+            "tollgate: pack root {} is not registered (its cases stay read-only):\n{}",
+            u.root,
+            tollgate_gateway::packs::render(&u.faults)
+        );
+    }
     let jobs = JobQueue::new(store.clone());
     let runtime = Runtime::new(store, Arc::from(provider))?;
     // The gateway runs the jobs its routes enqueue (a distillation, a replay) on a thread of
@@ -91,7 +112,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     tokio.block_on(async move {
         let listener = tokio::net::TcpListener::bind((args.addr, args.port))
             .await
-            .with_context(|| format!("cannot listen on {}:{}", args.addr, args.port))?;
+            .with_context(|| {
+                format!(
+                    "cannot listen on {}:{} (is another server using the port? start on another with --port N, or --port 0 for a free one, and point the browser at it)",
+                    args.addr, args.port
+                )
+            })?;
         let local = listener.local_addr()?;
         let config = ServeConfig {
             addr: args.addr,
@@ -99,7 +125,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             body_limit: args.body_limit,
             extra_hosts: Vec::new(),
         };
-        let state = AppState::new(Arc::new(runtime), &token, config);
+        let state = AppState::new(Arc::new(runtime), &token, config).with_packs(packs);
         eprintln!(
             "tollgate: listening on http://{local} (bearer token in {}, or TOLLGATE_TOKEN)",
             token_dir.join("token").display()

@@ -6,6 +6,7 @@
 //! A write the gateway acknowledges has committed (the store answers only after commit), so
 //! stopping the server — gracefully, or not — loses no acknowledged write.
 
+mod cases;
 mod chat;
 pub mod dashboard;
 mod error;
@@ -74,6 +75,8 @@ pub struct AppState {
     pub config: Arc<ServeConfig>,
     /// The dashboard's browser sessions.
     pub dashboard: Arc<dashboard::sessions::Sessions>,
+    /// The packs registered at startup (`TOLLGATE_PACK_ROOTS`): only their cases can run here.
+    pub packs: Arc<crate::packs::PackRegistry>,
 }
 
 impl AppState {
@@ -85,7 +88,14 @@ impl AppState {
             token: Arc::from(token),
             config: Arc::new(config),
             dashboard: Arc::new(dashboard::sessions::Sessions::new()),
+            packs: Arc::new(crate::packs::PackRegistry::default()),
         }
+    }
+
+    /// The same state running the cases of `packs`.
+    pub fn with_packs(mut self, packs: crate::packs::PackRegistry) -> AppState {
+        self.packs = Arc::new(packs);
+        self
     }
 
     /// The dashboard URL with the one-time login token, while it is unused.
@@ -134,6 +144,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(replays::routes())
         .merge(regressions::routes())
         .merge(handoffs::routes())
+        .merge(cases::routes())
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.
@@ -159,6 +170,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         (name = "replays", description = "Counterfactual replay: scenarios of mutations on recorded runs, batches, results compared with the baseline"),
         (name = "regressions", description = "Regression cases from runs and replays, their versions, history and suites"),
         (name = "handoffs", description = "Handoff contracts: validated, answered, their deliveries checked; handoff graphs; A2A messages"),
+        (name = "cases", description = "The case-workflow service: cases as append-only events with projections; proposal, preview, policy, approval and commit through the engine host; inspection, timeline, graph and replay health"),
+        (name = "packs", description = "The packs registered at startup (TOLLGATE_PACK_ROOTS) and their demo cases"),
         (name = "health", description = "Liveness"),
     )
 )]

@@ -7,6 +7,7 @@
 //! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
 
 pub mod approvals;
+pub mod cases;
 pub mod clock;
 pub mod compiler;
 pub mod evaluators;
@@ -15,6 +16,7 @@ pub mod http;
 pub mod job_kinds;
 pub mod jobs;
 pub mod memory;
+pub mod packs;
 pub mod policy;
 pub mod provenance;
 pub mod providers;

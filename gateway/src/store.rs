@@ -41,7 +41,9 @@ pub enum StoreError {
     )]
     BadUrl(String),
     /// The database file or its folder could not be created or opened.
-    #[error("cannot open the database `{path}`: {source}")]
+    #[error(
+        "cannot open the database `{path}`: {source}\n  help: check that its folder exists and is writable, or point TOLLGATE_DATABASE_URL at another (`sqlite:PATH`)"
+    )]
     Open {
         /// The database path.
         path: PathBuf,
@@ -49,7 +51,7 @@ pub enum StoreError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// SQLite refused a statement.
-    #[error("database error: {0}")]
+    #[error("database error: {0}{help}", help = missing_table_help(.0))]
     Sqlite(#[from] rusqlite::Error),
     /// A stored value could not be decoded.
     #[error("stored data is not valid: {0}")]
@@ -69,6 +71,15 @@ pub enum StoreError {
     /// The writer thread is gone (the store is shutting down).
     #[error("the store's writer has stopped")]
     WriterGone,
+}
+
+/// A help line for a statement that met a table the schema lacks.
+fn missing_table_help(e: &rusqlite::Error) -> &'static str {
+    if e.to_string().contains("no such table") {
+        "\n  help: the database's schema is behind this build: run `tollgate db upgrade` (`tollgate db check` shows what is pending)"
+    } else {
+        ""
+    }
 }
 
 impl StoreError {

@@ -65,6 +65,17 @@ pub enum ApiError {
     Upstream(String),
     /// 500: logged, never shown.
     Internal(String),
+    /// Any other status with its own code and details (a version conflict, a failed adapter).
+    Status {
+        /// The status.
+        status: StatusCode,
+        /// Machine-readable code.
+        code: &'static str,
+        /// What is wrong and how to fix it.
+        message: String,
+        /// Structured detail.
+        details: Value,
+    },
 }
 
 impl ApiError {
@@ -173,6 +184,12 @@ impl ApiError {
                 Value::Null,
                 None,
             ),
+            ApiError::Status {
+                status,
+                code,
+                message,
+                details,
+            } => (status, code, message, details, None),
             ApiError::Internal(detail) => {
                 eprintln!("tollgate: internal error: {detail}");
                 (

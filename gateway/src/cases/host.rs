@@ -1,0 +1,1116 @@
+//! The engine host: the one place a case moves. It opens a case for a registered pack (with a
+//! recorder run that holds its approvals), runs the pack's workers, makes proposals from its
+//! capabilities, previews them through the action's adapter, decides them (the pack's rules and
+//! the envelopes that govern the case), asks for an approval bound to the exact preview, takes a
+//! person's answer, and commits — the only operation that applies a change, after every step
+//! before it, and the only way a real adapter runs. Every step is a case event; every refused
+//! commit is recorded with why.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tollgate_rules::canonical::canonical_json;
+
+use super::project::{self, CaseProjection};
+use super::store::{self as case_store, Appended};
+use super::{
+    ApprovalDecided, ApprovalRequested, CaseError, CommitApplied, CommitFailed, CommitRefused,
+    CommitStarted, EventBody, Evidence, ModelRun, NewEvent, Opened, PolicyDecided, Preview,
+    Proposal,
+};
+use crate::approvals::{self, ApprovalAnswer, ApprovalRequest, ApprovalState, call_hash};
+use crate::packs::adapter::{self, Call, Mode, Op};
+use crate::packs::policy::{PackPolicy, ProposalFacts};
+use crate::packs::real;
+use crate::packs::{Pack, PackRegistry};
+use crate::runtime::OpenRun;
+use crate::runtime::Runtime;
+
+/// How long an approval of a case change holds.
+pub const APPROVAL_TTL_SECONDS: i64 = 7 * 24 * 3600;
+
+/// Where a step left the case.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Moved {
+    /// The case.
+    pub case_id: String,
+    /// Its version now.
+    pub version: i64,
+    /// The proposal moved, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    /// The case's state now.
+    pub state: String,
+    /// What the step produced (the evidence, the preview, the decision, the receipt).
+    #[schema(value_type = Object)]
+    pub detail: Value,
+    /// The append repeated event ids already stored: nothing was written.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
+}
+
+/// The engine host over a runtime and the packs it may run.
+pub struct EngineHost<'a> {
+    runtime: &'a Runtime,
+    registry: &'a PackRegistry,
+    env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    state_root: PathBuf,
+}
+
+/// The folder dry-run adapters keep their effects in: `adapter-state/` beside the database.
+pub fn state_root(runtime: &Runtime) -> PathBuf {
+    runtime.store().path().parent().map_or_else(
+        || PathBuf::from("adapter-state"),
+        |d| d.join("adapter-state"),
+    )
+}
+
+impl<'a> EngineHost<'a> {
+    /// A host running the packs of `registry`; `env` is read for the real-mode guardrail.
+    pub fn new(
+        runtime: &'a Runtime,
+        registry: &'a PackRegistry,
+        env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    ) -> EngineHost<'a> {
+        EngineHost {
+            state_root: state_root(runtime),
+            runtime,
+            registry,
+            env,
+        }
+    }
+
+    fn at(&self) -> String {
+        self.runtime.now_rfc3339()
+    }
+
+    fn projection(&self, case_id: &str) -> Result<CaseProjection, CaseError> {
+        let id = case_id.to_string();
+        let p = self
+            .runtime
+            .store()
+            .read(move |c| project::load_in(c, &id, false))?;
+        if p.case.is_none() {
+            return Err(super::inspect::not_found(case_id));
+        }
+        Ok(p)
+    }
+
+    fn opened(&self, case_id: &str) -> Result<Opened, CaseError> {
+        let id = case_id.to_string();
+        let first = self
+            .runtime
+            .store()
+            .read(move |c| case_store::events_in(c, &id, 0, 1))?;
+        match first.into_iter().next().map(|e| e.body) {
+            Some(EventBody::CaseOpened(o)) => Ok(o),
+            _ => Err(super::inspect::not_found(case_id)),
+        }
+    }
+
+    /// The registered pack of a case, or why the case is read-only here.
+    fn pack_of(&self, case: &project::CaseRow) -> Result<Arc<Pack>, CaseError> {
+        self.registry
+            .get(&case.engine_id, &case.engine_version)
+            .ok_or_else(|| {
+                let status = super::inspect::pack_status(case, self.registry, None);
+                CaseError::ReadOnly(format!(
+                    "case `{}` is read-only here: {}",
+                    case.case_id,
+                    status.guidance.unwrap_or_default()
+                ))
+            })
+    }
+
+    fn append(
+        &self,
+        case_id: &str,
+        expected: i64,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, CaseError> {
+        case_store::append(self.runtime.store(), case_id, expected, events, &self.at())
+    }
+
+    fn moved(
+        &self,
+        appended: &Appended,
+        proposal: Option<&str>,
+        detail: Value,
+    ) -> Result<Moved, CaseError> {
+        let p = self.projection(&appended.case_id)?;
+        Ok(Moved {
+            case_id: appended.case_id.clone(),
+            version: appended.version,
+            proposal_id: proposal.map(str::to_string),
+            state: p.case.map(|c| c.state).unwrap_or_default(),
+            detail,
+            duplicate: appended.duplicate,
+        })
+    }
+
+    /// Opens a case of the registered pack `engine_id@engine_version`.
+    pub fn open(
+        &self,
+        engine_id: &str,
+        engine_version: &str,
+        title: Option<String>,
+        input: Map<String, Value>,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let pack = self.registry.get(engine_id, engine_version).ok_or_else(|| {
+            CaseError::NotFound(format!(
+                "no registered pack `{engine_id}@{engine_version}`\n  help: `GET /packs` lists the registered packs; register a pack root at startup with TOLLGATE_PACK_ROOTS"
+            ))
+        })?;
+        let case_id = format!("case-{}", crate::runtime::random_hex(8));
+        let pack_id = &pack.manifest.pack_id;
+        self.runtime
+            .open_run(OpenRun {
+                id: Some(case_id.clone()),
+                agent: format!("pack:{pack_id}"),
+                task: case_id.clone(),
+                scope: format!("pack:{pack_id}/case:{case_id}"),
+                clearance: None,
+                envelopes: Vec::new(),
+                parent_run: None,
+                handoff: None,
+                metadata: Map::from_iter([("case_id".to_string(), Value::String(case_id.clone()))]),
+            })
+            .map_err(|e| CaseError::Invalid(format!("cannot open the case's run: {e}")))?;
+        self.runtime
+            .add_step(&case_id, "case", None)
+            .map_err(|e| CaseError::Invalid(format!("cannot open the case's run: {e}")))?;
+        let title = title
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| {
+                input
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| format!("{pack_id} case"));
+        let opened = Opened {
+            pack_id: pack_id.clone(),
+            engine_id: pack.manifest.engine_id.clone(),
+            engine_version: pack.manifest.engine_version.clone(),
+            pack_root: pack.root.display().to_string(),
+            pack_hash: pack.hash.clone(),
+            title,
+            input,
+            run_id: case_id.clone(),
+        };
+        let appended = self.append(
+            &case_id,
+            0,
+            vec![NewEvent::new(EventBody::CaseOpened(opened), actor)],
+        )?;
+        self.moved(&appended, None, json!({"pack": pack.engine()}))
+    }
+
+    /// Runs every worker of the case's pack on the case input and records their evidence.
+    pub fn collect(&self, case_id: &str, actor: &str) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(case)?;
+        let opened = self.opened(case_id)?;
+        let mut events = Vec::new();
+        let mut detail = Map::new();
+        for w in &pack.workers {
+            let answer = adapter::run(&Call {
+                root: &pack.root,
+                executable: &w.adapter,
+                op: Op::Collect,
+                mode: Mode::DryRun,
+                pack_id: &pack.manifest.pack_id,
+                name: &w.id,
+                case_id,
+                input: &opened.input,
+                idempotency_key: &format!("{case_id}:collect:{}", w.id),
+                state_dir: &self.state_dir(&pack, Mode::DryRun),
+            })?;
+            let evidence = checked_evidence(w, &answer)?;
+            detail.insert(w.id.clone(), Value::Object(evidence.clone()));
+            events.push(NewEvent::new(
+                EventBody::EvidenceRecorded(Evidence {
+                    worker: w.id.clone(),
+                    evidence,
+                    source: "adapter".into(),
+                }),
+                actor,
+            ));
+        }
+        if events.is_empty() {
+            return Err(CaseError::Invalid(format!(
+                "pack `{}` has no workers",
+                pack.manifest.pack_id
+            )));
+        }
+        let appended = self.append(case_id, case.version, events)?;
+        self.moved(&appended, None, Value::Object(detail))
+    }
+
+    /// Records evidence a caller collected, at the version it read.
+    pub fn record_evidence(
+        &self,
+        case_id: &str,
+        expected_version: i64,
+        worker: &str,
+        evidence: Map<String, Value>,
+        event_id: Option<String>,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(case)?;
+        let w = pack.worker(worker).ok_or_else(|| {
+            CaseError::Invalid(format!(
+                "pack `{}` has no worker `{worker}` (its workers: {})",
+                pack.manifest.pack_id,
+                pack.workers
+                    .iter()
+                    .map(|w| w.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let evidence = checked_evidence(
+            w,
+            &Map::from_iter([("evidence".into(), Value::Object(evidence))]),
+        )?;
+        let appended = self.append(
+            case_id,
+            expected_version,
+            vec![NewEvent {
+                event_id,
+                body: EventBody::EvidenceRecorded(Evidence {
+                    worker: worker.into(),
+                    evidence: evidence.clone(),
+                    source: "api".into(),
+                }),
+                actor: actor.into(),
+            }],
+        )?;
+        self.moved(&appended, None, Value::Object(evidence))
+    }
+
+    /// Proposes `capability`: its input and wording filled from the case input and evidence.
+    pub fn propose(
+        &self,
+        case_id: &str,
+        capability: &str,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(case)?;
+        let cap = pack.capability(capability).ok_or_else(|| {
+            CaseError::Invalid(format!(
+                "pack `{}` has no capability `{capability}` (its capabilities: {})",
+                pack.manifest.pack_id,
+                pack.capabilities
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let opened = self.opened(case_id)?;
+        let fill = |placeholder: &str| -> Option<Value> {
+            let parts: Vec<&str> = placeholder.split('.').collect();
+            match parts.as_slice() {
+                ["case", "case_id"] => Some(Value::String(case_id.into())),
+                ["case", key] => opened.input.get(*key).cloned(),
+                ["evidence", worker, key] => p
+                    .evidence
+                    .get(&((*worker).to_string(), (*key).to_string()))
+                    .map(|e| e.value.clone()),
+                _ => None,
+            }
+        };
+        let mut input = Map::new();
+        for (k, v) in &cap.input {
+            let filled = match v.as_str().and_then(|s| s.strip_prefix('{')?.strip_suffix('}')) {
+                Some(ph) => fill(ph).ok_or_else(|| {
+                    CaseError::conflict(
+                        "evidence_missing",
+                        format!("capability `{capability}` needs `{{{ph}}}`, which the case does not have yet\n  help: run the workers first (`tollgate cases collect {case_id}` or POST /cases/{case_id}/runtime/collect)"),
+                    )
+                })?,
+                None => v.clone(),
+            };
+            input.insert(k.clone(), filled);
+        }
+        let wording = fill_wording(&cap.wording, &|ph| match ph.strip_prefix("input.") {
+            Some(k) => input.get(k).map(crate::packs::policy::symbol_of),
+            None => fill(ph).map(|v| crate::packs::policy::symbol_of(&v)),
+        });
+        let proposal_id = format!("prop-{}", p.proposals.len() + 1);
+        let body = EventBody::ProposalMade(Proposal {
+            proposal_id: proposal_id.clone(),
+            capability: cap.id.clone(),
+            action: cap.action.clone(),
+            input: input.clone(),
+            wording: wording.clone(),
+        });
+        let appended = self.append(case_id, case.version, vec![NewEvent::new(body, actor)])?;
+        self.moved(
+            &appended,
+            Some(&proposal_id),
+            json!({"wording": wording, "input": input}),
+        )
+    }
+
+    fn state_dir(&self, pack: &Pack, mode: Mode) -> PathBuf {
+        self.state_root
+            .join(&pack.manifest.pack_id)
+            .join(mode.as_str())
+    }
+
+    /// Runs the action's dry-run preview of a proposal now: its changes, summary and hash.
+    fn run_preview(
+        &self,
+        pack: &Pack,
+        case_id: &str,
+        proposal: &project::ProposalRow,
+    ) -> Result<Preview, CaseError> {
+        let action = pack.action(&proposal.action).ok_or_else(|| {
+            CaseError::Invalid(format!(
+                "pack `{}` no longer has action `{}`",
+                pack.manifest.pack_id, proposal.action
+            ))
+        })?;
+        let input = proposal.input.as_object().cloned().unwrap_or_default();
+        let answer = adapter::run(&Call {
+            root: &pack.root,
+            executable: &action.adapter,
+            op: Op::Preview,
+            mode: Mode::DryRun,
+            pack_id: &pack.manifest.pack_id,
+            name: &action.id,
+            case_id,
+            input: &input,
+            idempotency_key: &format!("{case_id}:{}", proposal.proposal_id),
+            state_dir: &self.state_dir(pack, Mode::DryRun),
+        })?;
+        let (changes, summary) = adapter::preview_of(&answer).map_err(|m| {
+            CaseError::Adapter(adapter::AdapterError::BadAnswer {
+                executable: action.adapter.clone(),
+                op: "preview".into(),
+                message: m,
+            })
+        })?;
+        let hashed = json!({"action": action.id, "input": input, "changes": changes});
+        let preview_hash = blake3::hash(canonical_json(&hashed).as_bytes())
+            .to_hex()
+            .to_string();
+        Ok(Preview {
+            proposal_id: proposal.proposal_id.clone(),
+            preview_hash,
+            changes,
+            summary,
+        })
+    }
+
+    /// Previews a proposal through its action's adapter (dry run: nothing changes).
+    pub fn preview(
+        &self,
+        case_id: &str,
+        proposal_id: &str,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(case)?;
+        let proposal = proposal_of(&p, proposal_id)?;
+        if matches!(proposal.state.as_str(), "committing" | "committed") {
+            return Err(CaseError::conflict(
+                "proposal_settled",
+                format!(
+                    "proposal `{proposal_id}` is {}: it cannot be previewed again",
+                    proposal.state
+                ),
+            ));
+        }
+        let preview = self.run_preview(&pack, case_id, proposal)?;
+        let detail = serde_json::to_value(&preview).unwrap_or(Value::Null);
+        let appended = self.append(
+            case_id,
+            case.version,
+            vec![NewEvent::new(EventBody::PreviewRecorded(preview), actor)],
+        )?;
+        self.moved(&appended, Some(proposal_id), detail)
+    }
+
+    /// The pack's rules and the envelopes on a previewed proposal now.
+    fn judge(
+        &self,
+        pack: &Pack,
+        case_id: &str,
+        p: &CaseProjection,
+        proposal: &project::ProposalRow,
+        preview: &project::PreviewRow,
+    ) -> Result<(PolicyDecided, Vec<String>), CaseError> {
+        let policy = PackPolicy::compile(pack)
+            .map_err(|f| CaseError::Evaluation(crate::packs::render(&f)))?;
+        let opened = self.opened(case_id)?;
+        let empty = Map::new();
+        let input = proposal.input.as_object().unwrap_or(&empty);
+        let facts = ProposalFacts {
+            case_id,
+            pack_id: &pack.manifest.pack_id,
+            case_input: &opened.input,
+            evidence: p
+                .evidence
+                .values()
+                .map(|e| (e.worker.as_str(), e.key.as_str(), &e.value))
+                .collect(),
+            proposal_id: &proposal.proposal_id,
+            capability: &proposal.capability,
+            action: &proposal.action,
+            input,
+            changes: preview
+                .changes
+                .iter()
+                .map(|c| {
+                    (
+                        c.target.clone(),
+                        c.field.clone(),
+                        c.before.clone(),
+                        c.after.clone(),
+                    )
+                })
+                .collect(),
+        };
+        let decision = policy.decide(&facts).map_err(CaseError::Evaluation)?;
+        let engine = self
+            .runtime
+            .engine_for(case_id)
+            .map_err(|e| CaseError::Evaluation(e.to_string()))?;
+        let tool = format!("{}.{}", pack.manifest.pack_id, proposal.action);
+        let args = json!({"proposal": proposal.proposal_id, "preview_hash": preview.preview_hash, "input": input});
+        let env = engine.decide_tool(case_id, &tool, &args);
+        let governed = env.rules != ["no-envelope"];
+        let versions = if governed {
+            env.envelope_versions.clone()
+        } else {
+            Vec::new()
+        };
+        let env_denies = governed
+            && matches!(
+                env.effect,
+                tollgate_rules::decide::DecisionEffect::Deny
+                    | tollgate_rules::decide::DecisionEffect::RateLimited
+            );
+        let mut rules = decision.rules.clone();
+        if governed {
+            rules.extend(env.rules.iter().cloned());
+        }
+        let effect = if decision.effect == "allow" && !env_denies {
+            "allow"
+        } else {
+            "deny"
+        };
+        Ok((
+            PolicyDecided {
+                proposal_id: proposal.proposal_id.clone(),
+                preview_hash: preview.preview_hash.clone(),
+                effect: effect.into(),
+                rules,
+                pack: decision,
+                envelopes: governed.then(|| serde_json::to_value(&env).unwrap_or(Value::Null)),
+            },
+            versions,
+        ))
+    }
+
+    /// Decides a previewed proposal; an allowed one gets an approval bound to its preview.
+    pub fn decide(
+        &self,
+        case_id: &str,
+        proposal_id: &str,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(case)?;
+        let proposal = proposal_of(&p, proposal_id)?;
+        let preview = p.previews.get(proposal_id).ok_or_else(|| {
+            CaseError::conflict("preview_required", format!("proposal `{proposal_id}` has no preview yet\n  help: preview it first (`tollgate cases preview {case_id} {proposal_id}`)"))
+        })?;
+        if proposal.state != "previewed" {
+            return Err(CaseError::conflict(
+                "out_of_order",
+                format!(
+                    "proposal `{proposal_id}` is {}; policy decides a freshly previewed proposal (preview it again to decide anew)",
+                    proposal.state
+                ),
+            ));
+        }
+        let (decided, versions) = self.judge(&pack, case_id, &p, proposal, preview)?;
+        let detail = serde_json::to_value(&decided).unwrap_or(Value::Null);
+        let allowed = decided.effect == "allow";
+        let mut events = vec![NewEvent::new(
+            EventBody::PolicyDecided(Box::new(decided.clone())),
+            actor,
+        )];
+        let request = allowed
+            .then(|| approval_request(case_id, &pack, proposal, preview, &decided.rules, versions));
+        if let Some(req) = &request {
+            events.push(NewEvent::new(
+                EventBody::ApprovalRequested(ApprovalRequested {
+                    proposal_id: proposal_id.into(),
+                    approval_id: approvals::approval_id(&req.run, &req.call_id),
+                    preview_hash: preview.preview_hash.clone(),
+                }),
+                actor,
+            ));
+        }
+        let (id, version, at, now) = (
+            case_id.to_string(),
+            case.version,
+            self.at(),
+            self.runtime.now_ms(),
+        );
+        let appended = self.runtime.store().transact(move |c| {
+            if let Some(req) = &request {
+                approvals::insert_pending(c, req, now)?;
+            }
+            case_store::append_in(c, &id, version, &events, &at)
+        })?;
+        self.moved(&appended, Some(proposal_id), detail)
+    }
+
+    /// A person's answer to a proposal's approval. Refused when the preview is stale.
+    pub fn answer(
+        &self,
+        case_id: &str,
+        proposal_id: &str,
+        answer: &ApprovalAnswer,
+    ) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(case)?;
+        let proposal = proposal_of(&p, proposal_id)?;
+        let row = p.policy.get(proposal_id);
+        let Some((approval_id, "pending")) =
+            row.and_then(|r| Some((r.approval_id.clone()?, r.approval_state.as_deref()?)))
+        else {
+            return Err(CaseError::conflict(
+                "no_pending_approval",
+                format!(
+                    "proposal `{proposal_id}` is {}: it has no approval waiting",
+                    proposal.state
+                ),
+            ));
+        };
+        if answer.approve {
+            let now = self.run_preview(&pack, case_id, proposal)?;
+            let approved_hash = row.map(|r| r.preview_hash.as_str()).unwrap_or_default();
+            if now.preview_hash != approved_hash {
+                return Err(CaseError::conflict(
+                    "stale_preview",
+                    format!(
+                        "the preview of `{proposal_id}` is stale: the change would now be `{}`, not what was previewed\n  help: preview it again and decide it anew before approving",
+                        now.summary
+                    ),
+                ));
+            }
+        }
+        approvals::decide(
+            self.runtime.store(),
+            &approval_id,
+            answer,
+            self.runtime.now_ms(),
+            &self.at(),
+        )
+        .map_err(approval_error)?;
+        let body = EventBody::ApprovalDecided(ApprovalDecided {
+            proposal_id: proposal_id.into(),
+            approval_id,
+            approved: answer.approve,
+            by: answer.by.clone(),
+            reason: answer.reason.clone(),
+        });
+        let appended = self.append(case_id, case.version, vec![NewEvent::new(body, &answer.by)])?;
+        self.moved(
+            &appended,
+            Some(proposal_id),
+            json!({"approved": answer.approve, "by": answer.by}),
+        )
+    }
+
+    /// Records a refused commit and answers the refusal.
+    fn refuse(
+        &self,
+        attempt: &Attempt<'_>,
+        version: i64,
+        code: &'static str,
+        message: String,
+    ) -> CaseError {
+        let body = EventBody::CommitRefused(CommitRefused {
+            proposal_id: attempt.proposal_id.into(),
+            code: code.into(),
+            message: message.clone(),
+            mode: attempt.mode,
+        });
+        match self.append(
+            attempt.case_id,
+            version,
+            vec![NewEvent::new(body, attempt.actor)],
+        ) {
+            Ok(a) => CaseError::Refused {
+                code,
+                message,
+                version: a.version,
+            },
+            Err(e) => e,
+        }
+    }
+
+    /// Commits an approved proposal: every guardrail first (each refusal recorded), then the
+    /// approval is used and `commit_started` appended in one write (a second commit at the same
+    /// time gets a conflict), then apply, verify, and compensation if either fails.
+    pub fn commit(
+        &self,
+        case_id: &str,
+        proposal_id: &str,
+        mode: Mode,
+        policy_file: Option<&Path>,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let mut p = self.projection(case_id)?;
+        let case = p
+            .case
+            .clone()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(&case)?;
+        let proposal = proposal_of(&p, proposal_id)?.clone();
+        if matches!(
+            proposal.state.as_str(),
+            "committing" | "committed" | "failed"
+        ) {
+            return Err(CaseError::conflict(
+                "proposal_settled",
+                format!(
+                    "proposal `{proposal_id}` is {}: a proposal is committed once",
+                    proposal.state
+                ),
+            ));
+        }
+        let mut version = case.version;
+        let attempt = Attempt {
+            case_id,
+            proposal_id,
+            mode,
+            actor,
+        };
+        let refuse = |version: i64, code: &'static str, message: String| {
+            self.refuse(&attempt, version, code, message)
+        };
+        let Some(row) = p.policy.get(proposal_id).cloned() else {
+            return Err(refuse(
+                version,
+                "policy_required",
+                format!(
+                    "proposal `{proposal_id}` has not been decided by policy\n  help: preview it, then decide it (`tollgate cases decide {case_id} {proposal_id}`)"
+                ),
+            ));
+        };
+        if row.effect != "allow" {
+            return Err(refuse(
+                version,
+                "policy_denied",
+                format!(
+                    "policy denied `{proposal_id}` ({}): it cannot be committed",
+                    row.rules.join(", ")
+                ),
+            ));
+        }
+        let Some(approval_id) = row.approval_id.clone() else {
+            return Err(refuse(
+                version,
+                "approval_required",
+                format!("`{proposal_id}` has no approval"),
+            ));
+        };
+        let approval = approvals::get(self.runtime.store(), &approval_id, self.runtime.now_ms())
+            .map_err(approval_error)?;
+        if approval.state == ApprovalState::Approved
+            && row.approval_state.as_deref() == Some("pending")
+        {
+            // Approved through the approvals route: the case records the answer it observed.
+            let body = EventBody::ApprovalDecided(ApprovalDecided {
+                proposal_id: proposal_id.into(),
+                approval_id: approval_id.clone(),
+                approved: true,
+                by: approval.decided_by.clone().unwrap_or_default(),
+                reason: approval.reason.clone().unwrap_or_default(),
+            });
+            version = self
+                .append(case_id, version, vec![NewEvent::new(body, actor)])?
+                .version;
+            p = self.projection(case_id)?;
+        }
+        if approval.state != ApprovalState::Approved {
+            return Err(refuse(
+                version,
+                "approval_required",
+                format!(
+                    "`{proposal_id}` is not approved (its approval `{approval_id}` is {})\n  help: a person approves it first (`tollgate cases approve {case_id} {proposal_id} --by NAME`, or the Cases screen)",
+                    approval.state.as_str()
+                ),
+            ));
+        }
+        let now = self.run_preview(&pack, case_id, &proposal)?;
+        if now.preview_hash != row.preview_hash {
+            return Err(refuse(
+                version,
+                "stale_preview",
+                format!(
+                    "the approved preview of `{proposal_id}` is stale: the change would now be `{}`\n  help: preview it again, decide it and have it approved anew",
+                    now.summary
+                ),
+            ));
+        }
+        let authorization = match mode {
+            Mode::DryRun => None,
+            Mode::Real => match real::authorize(&pack, &proposal.action, self.env, policy_file) {
+                Ok(a) => Some(a),
+                Err(r) => return Err(refuse(version, r.code(), r.to_string())),
+            },
+        };
+        let Some(preview) = p.previews.get(proposal_id).cloned() else {
+            return Err(refuse(
+                version,
+                "preview_required",
+                format!("`{proposal_id}` has no preview"),
+            ));
+        };
+        let (decided, versions) = self.judge(&pack, case_id, &p, &proposal, &preview)?;
+        if decided.effect != "allow" {
+            return Err(refuse(
+                version,
+                "policy_changed",
+                format!(
+                    "policy now denies `{proposal_id}` ({}): the rules or envelopes changed since it was approved",
+                    decided.rules.join(", ")
+                ),
+            ));
+        }
+        let req = approval_request(case_id, &pack, &proposal, &preview, &row.rules, versions);
+        let hash = call_hash(&req.run, &req.tool, &req.arguments);
+        let started = EventBody::CommitStarted(CommitStarted {
+            proposal_id: proposal_id.into(),
+            preview_hash: preview.preview_hash.clone(),
+            approval_id: approval_id.clone(),
+            mode,
+            authorization: authorization
+                .as_ref()
+                .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
+        });
+        let (id, at, now_ms, actor_s) = (
+            case_id.to_string(),
+            self.at(),
+            self.runtime.now_ms(),
+            actor.to_string(),
+        );
+        let (aid, envelopes) = (approval_id.clone(), req.envelopes.clone());
+        let appended = self.runtime.store().transact(move |c| {
+            approvals::use_in(c, &aid, &id, &hash, &envelopes, now_ms)
+                .map_err(|e| CaseError::conflict("approval_not_usable", e.to_string()))?;
+            case_store::append_in(c, &id, version, &[NewEvent::new(started, &actor_s)], &at)
+        })?;
+        let action = pack.action(&proposal.action).ok_or_else(|| {
+            CaseError::Invalid(format!(
+                "pack `{}` has no action `{}`",
+                pack.manifest.pack_id, proposal.action
+            ))
+        })?;
+        let executable = authorization
+            .as_ref()
+            .map_or(action.adapter.as_str(), |a| a.executable());
+        let input = proposal.input.as_object().cloned().unwrap_or_default();
+        let key = format!("{case_id}:{proposal_id}:{}", &preview.preview_hash[..16]);
+        let state_dir = self.state_dir(&pack, mode);
+        let call = |op| {
+            adapter::run(&Call {
+                root: &pack.root,
+                executable,
+                op,
+                mode,
+                pack_id: &pack.manifest.pack_id,
+                name: &action.id,
+                case_id,
+                input: &input,
+                idempotency_key: &key,
+                state_dir: &state_dir,
+            })
+        };
+        let outcome = call(Op::Apply).and_then(|receipt| {
+            let verification = call(Op::Verify)?;
+            Ok((receipt, verification))
+        });
+        let body = match outcome {
+            Ok((receipt, verification))
+                if verification.get("verified") == Some(&Value::Bool(true)) =>
+            {
+                EventBody::CommitApplied(CommitApplied {
+                    proposal_id: proposal_id.into(),
+                    receipt: receipt
+                        .get("receipt")
+                        .cloned()
+                        .unwrap_or(Value::Object(receipt)),
+                    verification: Value::Object(verification),
+                })
+            }
+            failed => {
+                let error = match failed {
+                    Ok(_) => "verify did not confirm the change".to_string(),
+                    Err(e) => e.to_string(),
+                };
+                let compensation = call(Op::Compensate);
+                EventBody::CommitFailed(CommitFailed {
+                    proposal_id: proposal_id.into(),
+                    error,
+                    compensated: compensation
+                        .as_ref()
+                        .is_ok_and(|a| a.get("compensated") == Some(&Value::Bool(true))),
+                    compensation: match compensation {
+                        Ok(a) => Value::Object(a),
+                        Err(e) => json!({"error": e.to_string()}),
+                    },
+                })
+            }
+        };
+        let detail = body.payload();
+        let appended = self.append(case_id, appended.version, vec![NewEvent::new(body, actor)])?;
+        self.moved(&appended, Some(proposal_id), detail)
+    }
+
+    /// Asks the model provider for a short summary of the case and records it. Without a
+    /// provider key the deterministic fake provider answers, and the event says so.
+    pub fn model_run(&self, case_id: &str, purpose: &str, actor: &str) -> Result<Moved, CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .as_ref()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let facts: Vec<String> = p
+            .evidence
+            .values()
+            .map(|e| {
+                format!(
+                    "{}.{} = {}",
+                    e.worker,
+                    e.key,
+                    crate::packs::policy::symbol_of(&e.value)
+                )
+            })
+            .chain(
+                p.proposals
+                    .values()
+                    .map(|pr| format!("{}: {} ({})", pr.proposal_id, pr.wording, pr.state)),
+            )
+            .collect();
+        let request = crate::providers::ChatRequest {
+            model: "case-summary".into(),
+            messages: vec![
+                crate::providers::ChatMessage::new(
+                    "system",
+                    format!(
+                        "You help review case `{}` ({}). Purpose: {purpose}. Answer in two sentences.",
+                        case.case_id, case.title
+                    ),
+                ),
+                crate::providers::ChatMessage::new("user", facts.join("\n")),
+            ],
+            temperature: Some(0.0),
+            max_tokens: Some(200),
+            extra: Map::new(),
+        };
+        let provider = self.runtime.provider();
+        let response = provider
+            .complete(&request)
+            .map_err(|e| CaseError::Invalid(format!("the model call failed: {e}")))?;
+        let note = if provider.name() == "fake" {
+            "no provider is configured (TOLLGATE_PROVIDER=openai with PROVIDER_API_KEY): the deterministic fake provider answered".to_string()
+        } else {
+            String::new()
+        };
+        let body = EventBody::ModelRun(ModelRun {
+            provider: provider.name().into(),
+            model: request.model.clone(),
+            purpose: purpose.into(),
+            output: response.content.clone(),
+            note,
+        });
+        let detail = body.payload();
+        let appended = self.append(case_id, case.version, vec![NewEvent::new(body, actor)])?;
+        self.moved(&appended, None, detail)
+    }
+
+    /// The pack's demo case: opened with the demo input, its workers run, the demo capability
+    /// proposed, previewed and decided — up to the approval a person gives.
+    pub fn demo(
+        &self,
+        engine_id: &str,
+        engine_version: &str,
+        actor: &str,
+    ) -> Result<Moved, CaseError> {
+        let pack = self
+            .registry
+            .get(engine_id, engine_version)
+            .ok_or_else(|| {
+                CaseError::NotFound(format!("no registered pack `{engine_id}@{engine_version}`"))
+            })?;
+        let demo = pack.manifest.demo.clone().ok_or_else(|| {
+            CaseError::Invalid(format!(
+                "pack `{}` has no demo in pack.yaml",
+                pack.manifest.pack_id
+            ))
+        })?;
+        let opened = self.open(
+            engine_id,
+            engine_version,
+            Some(demo.title.clone()),
+            demo.input.clone(),
+            actor,
+        )?;
+        let case_id = opened.case_id;
+        if !pack.workers.is_empty() {
+            self.collect(&case_id, actor)?;
+        }
+        let capability = demo
+            .capability
+            .or_else(|| pack.capabilities.first().map(|c| c.id.clone()))
+            .ok_or_else(|| {
+                CaseError::Invalid(format!(
+                    "pack `{}` has no capability",
+                    pack.manifest.pack_id
+                ))
+            })?;
+        let proposed = self.propose(&case_id, &capability, actor)?;
+        let pid = proposed.proposal_id.unwrap_or_default();
+        self.preview(&case_id, &pid, actor)?;
+        self.decide(&case_id, &pid, actor)
+    }
+}
+
+/// A commit being attempted: what a refusal records.
+struct Attempt<'a> {
+    case_id: &'a str,
+    proposal_id: &'a str,
+    mode: Mode,
+    actor: &'a str,
+}
+
+fn approval_error(e: approvals::ApprovalError) -> CaseError {
+    match e {
+        approvals::ApprovalError::Store(s) => CaseError::Store(s),
+        approvals::ApprovalError::NotFound(m) => CaseError::NotFound(format!("no approval `{m}`")),
+        approvals::ApprovalError::Invalid(m) => CaseError::Invalid(m),
+        other => CaseError::conflict("approval_refused", other.to_string()),
+    }
+}
+
+fn approval_request(
+    case_id: &str,
+    pack: &Pack,
+    proposal: &project::ProposalRow,
+    preview: &project::PreviewRow,
+    rules: &[String],
+    envelopes: Vec<String>,
+) -> ApprovalRequest {
+    ApprovalRequest {
+        run: case_id.into(),
+        call_id: format!("{}:{}", proposal.proposal_id, &preview.preview_hash[..16]),
+        tool: format!("{}.{}", pack.manifest.pack_id, proposal.action),
+        arguments: json!({"proposal": proposal.proposal_id, "preview_hash": preview.preview_hash, "input": proposal.input}),
+        envelopes,
+        rules: rules.to_vec(),
+        approvers: Vec::new(),
+        ttl_seconds: APPROVAL_TTL_SECONDS,
+    }
+}
+
+fn proposal_of<'p>(p: &'p CaseProjection, id: &str) -> Result<&'p project::ProposalRow, CaseError> {
+    p.proposals.get(id).ok_or_else(|| {
+        CaseError::NotFound(format!(
+            "case has no proposal `{id}` (its proposals: {})",
+            p.proposals.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+fn checked_evidence(
+    w: &crate::packs::Worker,
+    answer: &Map<String, Value>,
+) -> Result<Map<String, Value>, CaseError> {
+    let evidence = answer
+        .get("evidence")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            CaseError::Invalid(format!("worker `{}` answered no `evidence` object", w.id))
+        })?;
+    let undeclared: Vec<&String> = evidence
+        .keys()
+        .filter(|k| !w.produces.contains(k))
+        .collect();
+    if !undeclared.is_empty() {
+        return Err(CaseError::Invalid(format!(
+            "worker `{}` recorded keys it does not declare in `produces`: {}",
+            w.id,
+            undeclared
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(evidence.clone())
+}
+
+/// Fills `{...}` placeholders of a wording; unknown ones stay as written.
+fn fill_wording(text: &str, fill: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        match rest[start..].find('}') {
+            Some(end) => {
+                let ph = &rest[start + 1..start + end];
+                match fill(ph) {
+                    Some(v) => out.push_str(&v),
+                    None => out.push_str(&rest[start..=start + end]),
+                }
+                rest = &rest[start + end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}

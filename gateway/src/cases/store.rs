@@ -1,0 +1,309 @@
+//! The case event stream: appends with optimistic concurrency and idempotent event ids, each
+//! event hash-chained to the one before, and the projections brought up to date in the same
+//! transaction (so a reader never sees an event without its projection, nor the reverse).
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+use tollgate_rules::canonical::canonical_json;
+
+use super::project::{self, CaseProjection};
+use super::{CaseError, CaseEvent, EventBody, NewEvent};
+use crate::store::{Store, StoreError};
+
+/// What an append did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Appended {
+    /// The case.
+    pub case_id: String,
+    /// Its version now.
+    pub version: i64,
+    /// The versions of the events (the stored ones, for a repeated append).
+    pub versions: Vec<i64>,
+    /// Its head hash now.
+    pub head: String,
+    /// Every event id was stored already with the same content: nothing was written.
+    pub duplicate: bool,
+}
+
+/// The hash the chain of `case_id` starts from.
+pub fn genesis(case_id: &str) -> String {
+    blake3::hash(format!("tollgate.case/v1\u{0}{case_id}").as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// An event's hash.
+pub fn event_hash(
+    prev: &str,
+    version: i64,
+    event_id: &str,
+    kind: &str,
+    payload: &str,
+    actor: &str,
+    at: &str,
+) -> String {
+    let mut h = blake3::Hasher::new();
+    for part in [
+        prev,
+        &version.to_string(),
+        event_id,
+        kind,
+        payload,
+        actor,
+        at,
+    ] {
+        h.update(part.as_bytes());
+        h.update(&[0]);
+    }
+    h.finalize().to_hex().to_string()
+}
+
+/// The case's version (0 for a case with no event).
+pub fn version_in(c: &Connection, case_id: &str) -> Result<i64, StoreError> {
+    let v: Option<i64> = c.query_row(
+        "SELECT MAX(version) FROM case_events WHERE case_id = ?1",
+        [case_id],
+        |r| r.get(0),
+    )?;
+    Ok(v.unwrap_or(0))
+}
+
+fn head_in(c: &Connection, case_id: &str) -> Result<String, StoreError> {
+    Ok(c.query_row(
+        "SELECT hash FROM case_events WHERE case_id = ?1 ORDER BY version DESC LIMIT 1",
+        [case_id],
+        |r| r.get(0),
+    )
+    .optional()?
+    .unwrap_or_else(|| genesis(case_id)))
+}
+
+/// Appends `events` to `case_id` inside the caller's write, if the case is at
+/// `expected_version`. Event ids already stored with the same case, kind, payload and actor make
+/// the append a repeat that writes nothing; a stored id with other content is a conflict.
+pub fn append_in(
+    c: &Connection,
+    case_id: &str,
+    expected_version: i64,
+    events: &[NewEvent],
+    at: &str,
+) -> Result<Appended, CaseError> {
+    if events.is_empty() {
+        return Err(CaseError::Invalid(
+            "an append needs at least one event".into(),
+        ));
+    }
+    let mut repeats = Vec::new();
+    for e in events {
+        let Some(id) = &e.event_id else { continue };
+        let stored: Option<(String, i64, String, String, String)> = c
+            .query_row(
+                "SELECT case_id, version, kind, payload, actor FROM case_events WHERE event_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .optional()
+            .map_err(StoreError::from)?;
+        if let Some((case, version, kind, payload, actor)) = stored {
+            let same = case == case_id
+                && kind == e.body.kind()
+                && payload == canonical_json(&e.body.payload())
+                && actor == e.actor;
+            if !same {
+                return Err(CaseError::conflict(
+                    "event_id_reused",
+                    format!(
+                        "event id `{id}` is stored already with other content (case `{case}`, version {version})\n  help: give a new event a new id"
+                    ),
+                ));
+            }
+            repeats.push(version);
+        }
+    }
+    if !repeats.is_empty() {
+        if repeats.len() != events.len() {
+            return Err(CaseError::conflict(
+                "event_id_reused",
+                "some of the event ids are stored already and some are not: an append is repeated whole or not at all",
+            ));
+        }
+        return Ok(Appended {
+            case_id: case_id.into(),
+            version: version_in(c, case_id)?,
+            versions: repeats,
+            head: head_in(c, case_id)?,
+            duplicate: true,
+        });
+    }
+    let actual = version_in(c, case_id)?;
+    if actual != expected_version {
+        return Err(CaseError::VersionConflict {
+            case: case_id.into(),
+            expected: expected_version,
+            actual,
+        });
+    }
+    let opening = matches!(events[0].body, EventBody::CaseOpened(_));
+    if (actual == 0) != opening {
+        return Err(CaseError::Invalid(if actual == 0 {
+            format!("case `{case_id}` does not exist: a case starts with `case_opened`")
+        } else {
+            format!("case `{case_id}` is open already")
+        }));
+    }
+    if events
+        .iter()
+        .skip(1)
+        .any(|e| matches!(e.body, EventBody::CaseOpened(_)))
+    {
+        return Err(CaseError::Invalid("`case_opened` comes first, once".into()));
+    }
+    let mut projection = if actual == 0 {
+        CaseProjection::default()
+    } else {
+        project::load_in(c, case_id, false)?
+    };
+    let mut prev = head_in(c, case_id)?;
+    let mut version = actual;
+    let mut stored = Vec::new();
+    for e in events {
+        version += 1;
+        let event_id = e
+            .event_id
+            .clone()
+            .unwrap_or_else(|| format!("{case_id}/{version}"));
+        let payload = canonical_json(&e.body.payload());
+        let kind = e.body.kind();
+        let hash = event_hash(&prev, version, &event_id, kind, &payload, &e.actor, at);
+        c.execute(
+            "INSERT INTO case_events (case_id, version, event_id, kind, payload, actor, at, prev_hash, hash)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![case_id, version, event_id, kind, payload, e.actor, at, prev, hash],
+        )
+        .map_err(|err| match err {
+            rusqlite::Error::SqliteFailure(f, _)
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                CaseError::conflict(
+                    "event_id_reused",
+                    format!("event id `{event_id}` is stored already\n  help: give a new event a new id"),
+                )
+            }
+            other => CaseError::Store(other.into()),
+        })?;
+        let event = CaseEvent {
+            case_id: case_id.into(),
+            version,
+            event_id,
+            body: e.body.clone(),
+            actor: e.actor.clone(),
+            at: at.into(),
+            prev_hash: prev.clone(),
+            hash: hash.clone(),
+        };
+        projection.apply(&event);
+        stored.push(event);
+        prev = hash;
+    }
+    project::persist_in(c, case_id, &projection, &stored)?;
+    Ok(Appended {
+        case_id: case_id.into(),
+        version,
+        versions: stored.iter().map(|e| e.version).collect(),
+        head: prev,
+        duplicate: false,
+    })
+}
+
+/// Appends in one write of its own.
+pub fn append(
+    store: &Store,
+    case_id: &str,
+    expected_version: i64,
+    events: Vec<NewEvent>,
+    at: &str,
+) -> Result<Appended, CaseError> {
+    let (case_id, at) = (case_id.to_string(), at.to_string());
+    store.transact(move |c| append_in(c, &case_id, expected_version, &events, &at))
+}
+
+fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<CaseEvent, StoreError>> {
+    let kind: String = r.get(3)?;
+    let payload: String = r.get(4)?;
+    let body = serde_json::from_str::<Value>(&payload)
+        .map_err(|e| e.to_string())
+        .and_then(|p| EventBody::from_parts(&kind, p));
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return Ok(Err(StoreError::corrupt(e))),
+    };
+    Ok(Ok(CaseEvent {
+        case_id: r.get(0)?,
+        version: r.get(1)?,
+        event_id: r.get(2)?,
+        body,
+        actor: r.get(5)?,
+        at: r.get(6)?,
+        prev_hash: r.get(7)?,
+        hash: r.get(8)?,
+    }))
+}
+
+const EVENT_COLUMNS: &str = "case_id, version, event_id, kind, payload, actor, at, prev_hash, hash";
+
+/// The events of a case after `after`, at most `limit`, in order.
+pub fn events_in(
+    c: &Connection,
+    case_id: &str,
+    after: i64,
+    limit: u64,
+) -> Result<Vec<CaseEvent>, StoreError> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {EVENT_COLUMNS} FROM case_events WHERE case_id = ?1 AND version > ?2
+         ORDER BY version LIMIT ?3"
+    ))?;
+    let rows = stmt.query_map(
+        params![case_id, after, i64::try_from(limit).unwrap_or(i64::MAX)],
+        event_from_row,
+    )?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row??);
+    }
+    Ok(out)
+}
+
+/// Every event of a case.
+pub fn all_events_in(c: &Connection, case_id: &str) -> Result<Vec<CaseEvent>, StoreError> {
+    events_in(c, case_id, 0, u64::MAX)
+}
+
+/// Whether the case's chain verifies: every event's hash recomputes and links to the one before,
+/// versions without gaps. The first break, if any.
+pub fn verify_chain(events: &[CaseEvent]) -> Result<(), String> {
+    let Some(first) = events.first() else {
+        return Ok(());
+    };
+    let mut prev = genesis(&first.case_id);
+    for (i, e) in events.iter().enumerate() {
+        if e.version != i as i64 + 1 {
+            return Err(format!("version {} follows version {i}", e.version));
+        }
+        let payload = canonical_json(&e.body.payload());
+        let hash = event_hash(
+            &prev,
+            e.version,
+            &e.event_id,
+            e.body.kind(),
+            &payload,
+            &e.actor,
+            &e.at,
+        );
+        if e.prev_hash != prev || e.hash != hash {
+            return Err(format!("event {} does not hash to its chain", e.version));
+        }
+        prev = hash;
+    }
+    Ok(())
+}

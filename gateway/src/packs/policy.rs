@@ -1,0 +1,279 @@
+//! A pack's policy: its `rules/*.dl` read after the case vocabulary ([`VOCABULARY`]), compiled
+//! once, and asked about one proposal at a time. A proposal is permitted when `permit(p)` holds
+//! and no `deny(p, reason)` does; the decision carries the deciding rule ids and the proof of
+//! the deciding fact (or, for a proposal nothing permits, why `permit(p)` does not hold).
+//!
+//! The facts are the case's own: its input, its worker evidence, the proposal with its input and
+//! the changes its preview showed. Everything is a value of the case; nothing reads a clock.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+use tollgate_rules::engine::diag::Source;
+use tollgate_rules::engine::{Fact, FactSet, Limits, Program, Proof, Value, WhyNot};
+
+use super::{Pack, PackFault};
+
+/// The relations Tollgate gives a pack's rules, and the two it reads back.
+pub const VOCABULARY: &str = r#"// The case vocabulary (Tollgate's, read before the pack's rules).
+// Inputs: the case, its input, its evidence, the proposal, its input and its preview's changes.
+.decl case(c: symbol, pack: symbol)
+.decl case_input(c: symbol, key: symbol, value: symbol)
+.decl evidence(c: symbol, worker: symbol, key: symbol, value: symbol)
+.decl evidence_number(c: symbol, worker: symbol, key: symbol, value: number)
+.decl proposal(p: symbol, c: symbol, capability: symbol, action: symbol)
+.decl proposal_input(p: symbol, key: symbol, value: symbol)
+.decl preview_change(p: symbol, target: symbol, field: symbol, before: symbol, after: symbol)
+// Outputs: a proposal is permitted when `permit(p)` holds and no `deny(p, _)` does.
+.decl permit(p: symbol)
+.decl deny(p: symbol, reason: symbol)
+.output permit
+.output deny
+"#;
+
+/// The name the vocabulary goes by in diagnostics.
+pub const VOCABULARY_NAME: &str = "<case vocabulary>";
+
+/// A pack's compiled rules.
+#[derive(Debug, Clone)]
+pub struct PackPolicy {
+    program: Program,
+}
+
+/// What the pack's rules decided about one proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PackDecision {
+    /// `allow` or `deny`.
+    pub effect: String,
+    /// The deciding rule ids (`intake.route-standard`; for a proposal nothing permits,
+    /// `not-permitted`).
+    pub rules: Vec<String>,
+    /// Denial reasons (`deny(p, reason)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// The proof of the deciding fact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub proof: Option<Proof>,
+    /// For a proposal nothing permits: why `permit(p)` does not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub why_not: Option<WhyNot>,
+    /// blake3 of the facts the decision was made on (canonical order).
+    pub input_hash: String,
+}
+
+/// One proposal as the rules see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposalFacts<'a> {
+    /// The case.
+    pub case_id: &'a str,
+    /// Its pack.
+    pub pack_id: &'a str,
+    /// The case's input.
+    pub case_input: &'a Map<String, Json>,
+    /// `(worker, key, value)` of every piece of evidence.
+    pub evidence: Vec<(&'a str, &'a str, &'a Json)>,
+    /// The proposal.
+    pub proposal_id: &'a str,
+    /// Its capability.
+    pub capability: &'a str,
+    /// Its action.
+    pub action: &'a str,
+    /// Its input.
+    pub input: &'a Map<String, Json>,
+    /// `(target, field, before, after)` of each change the preview showed.
+    pub changes: Vec<(String, String, String, String)>,
+}
+
+/// A JSON value as one symbol: a string as it is, anything else as its JSON text.
+pub fn symbol_of(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Null => String::new(),
+        other => tollgate_rules::canonical::canonical_json(other),
+    }
+}
+
+impl PackPolicy {
+    /// Compiles the pack's rules after the vocabulary: every diagnostic as a fault of its file.
+    pub fn compile(pack: &Pack) -> Result<PackPolicy, Vec<PackFault>> {
+        let mut files = vec![Source::new(VOCABULARY_NAME, VOCABULARY)];
+        files.extend(pack.rules.iter().map(|r| Source::new(&r.path, &r.text)));
+        let source = Source::join(&files);
+        let program = Program::compile(&source).map_err(|diags| {
+            diags
+                .iter()
+                .map(|d| {
+                    let start = d.span.start;
+                    let (line, column) = source.line_col(start);
+                    PackFault {
+                        file: source.name_at(start).to_string(),
+                        path: String::new(),
+                        line: Some(line),
+                        column: Some(column),
+                        message: d.message.clone(),
+                        help: d.help.clone().unwrap_or_else(|| d.render(&source)),
+                    }
+                })
+                .collect::<Vec<_>>()
+        })?;
+        Ok(PackPolicy { program })
+    }
+
+    /// The rule with `// @id ID`, and the relation its head derives.
+    pub fn rule_head(&self, id: &str) -> Option<String> {
+        let ir = self.program.ir();
+        ir.rules
+            .iter()
+            .find(|r| r.id == id)
+            .map(|r| ir.relations[r.head.rel].name.clone())
+    }
+
+    /// Every rule id of the pack's own files (not the vocabulary's).
+    pub fn rule_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .program
+            .ir()
+            .rules
+            .iter()
+            .map(|r| r.id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Decides one proposal.
+    pub fn decide(&self, p: &ProposalFacts<'_>) -> Result<PackDecision, String> {
+        let facts = facts_of(p);
+        let input_hash = {
+            let mut lines: Vec<String> = facts
+                .iter()
+                .map(|(f, _)| {
+                    let values: Vec<String> = f.values.iter().map(|v| v.to_string()).collect();
+                    format!("{}({})", f.relation, values.join("\u{1f}"))
+                })
+                .collect();
+            lines.sort();
+            blake3::hash(lines.join("\n").as_bytes())
+                .to_hex()
+                .to_string()
+        };
+        let model = self
+            .program
+            .materialise(&facts, &Limits::default())
+            .map_err(|e| e.to_string())?;
+        let pid = Value::sym(p.proposal_id);
+        let denials: Vec<Vec<Value>> = model
+            .relation("deny")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|row| row.first() == Some(&pid))
+            .collect();
+        if let Some(first) = denials.first() {
+            let fact = Fact::new("deny", first.clone());
+            let proof = model.prove(&fact).map_err(|e| e.to_string())?;
+            let mut rules = Vec::new();
+            let mut reasons = Vec::new();
+            for row in &denials {
+                if let Ok(pr) = model.prove(&Fact::new("deny", row.clone()))
+                    && let Some(id) = rule_of(&pr)
+                    && !rules.contains(&id)
+                {
+                    rules.push(id);
+                }
+                if let Some(Value::Symbol(r)) = row.get(1) {
+                    reasons.push(r.to_string());
+                }
+            }
+            return Ok(PackDecision {
+                effect: "deny".into(),
+                rules,
+                reasons,
+                proof: Some(proof),
+                why_not: None,
+                input_hash,
+            });
+        }
+        let permit = Fact::new("permit", vec![pid]);
+        if model.contains(&permit) {
+            let proof = model.prove(&permit).map_err(|e| e.to_string())?;
+            return Ok(PackDecision {
+                effect: "allow".into(),
+                rules: rule_of(&proof).into_iter().collect(),
+                reasons: Vec::new(),
+                proof: Some(proof),
+                why_not: None,
+                input_hash,
+            });
+        }
+        let why_not = model.why_not(&permit).ok();
+        Ok(PackDecision {
+            effect: "deny".into(),
+            rules: vec!["not-permitted".into()],
+            reasons: vec![format!(
+                "no rule of the pack derives `permit(\"{}\")`",
+                p.proposal_id
+            )],
+            proof: None,
+            why_not,
+            input_hash,
+        })
+    }
+}
+
+fn rule_of(proof: &Proof) -> Option<String> {
+    match &proof.step {
+        tollgate_rules::engine::ProofStep::Rule { rule, .. } => Some(rule.to_string()),
+        tollgate_rules::engine::ProofStep::Input { .. } => None,
+    }
+}
+
+fn facts_of(p: &ProposalFacts<'_>) -> FactSet {
+    let mut facts = FactSet::new();
+    fn s(x: impl AsRef<str>) -> Value {
+        Value::sym(x)
+    }
+    facts.add("case", vec![s(p.case_id), s(p.pack_id)], "case");
+    for (k, v) in p.case_input {
+        facts.add(
+            "case_input",
+            vec![s(p.case_id), s(k), s(symbol_of(v))],
+            "case",
+        );
+    }
+    for (worker, key, value) in &p.evidence {
+        facts.add(
+            "evidence",
+            vec![s(p.case_id), s(worker), s(key), s(symbol_of(value))],
+            "evidence",
+        );
+        if let Some(n) = value.as_i64().and_then(|n| i32::try_from(n).ok()) {
+            facts.add(
+                "evidence_number",
+                vec![s(p.case_id), s(worker), s(key), Value::Number(n)],
+                "evidence",
+            );
+        }
+    }
+    facts.add(
+        "proposal",
+        vec![s(p.proposal_id), s(p.case_id), s(p.capability), s(p.action)],
+        "proposal",
+    );
+    for (k, v) in p.input {
+        facts.add(
+            "proposal_input",
+            vec![s(p.proposal_id), s(k), s(symbol_of(v))],
+            "proposal",
+        );
+    }
+    for (target, field, before, after) in &p.changes {
+        facts.add(
+            "preview_change",
+            vec![s(p.proposal_id), s(target), s(field), s(before), s(after)],
+            "preview",
+        );
+    }
+    facts
+}

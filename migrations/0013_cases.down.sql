@@ -1,0 +1,9 @@
+DROP TABLE case_timeline;
+DROP TABLE case_commits;
+DROP TABLE case_policy;
+DROP TABLE case_previews;
+DROP TABLE case_proposals;
+DROP TABLE case_evidence;
+DROP INDEX cases_by_update;
+DROP TABLE cases;
+DROP TABLE case_events;
