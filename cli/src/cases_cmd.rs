@@ -520,7 +520,7 @@ fn replay(rt: &Runtime, a: ReplayArgs) -> Result<ExitCode> {
     let id = case_id.clone();
     let (exists, health) = rt.store().read(move |c| {
         Ok((
-            tollgate_gateway::cases::store::version_in(c, &id)? > 0,
+            tollgate_gateway::cases::log::version_in(c, &id)? > 0,
             project::health_in(c, &id)?,
         ))
     })?;

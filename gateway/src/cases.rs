@@ -8,6 +8,7 @@
 
 pub mod host;
 pub mod inspect;
+pub mod log;
 pub mod project;
 pub mod store;
 
@@ -364,3 +365,6 @@ impl NewEvent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

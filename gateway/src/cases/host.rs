@@ -6,7 +6,7 @@
 //! before it, and the only way a real adapter runs. Every step is a case event; every refused
 //! commit is recorded with why.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -15,17 +15,14 @@ use tollgate_rules::canonical::canonical_json;
 
 use super::project::{self, CaseProjection};
 use super::store::{self as case_store, Appended};
-use super::{
-    ApprovalDecided, ApprovalRequested, CaseError, CommitApplied, CommitFailed, CommitRefused,
-    CommitStarted, EventBody, Evidence, ModelRun, NewEvent, Opened, PolicyDecided, Preview,
-    Proposal,
-};
-use crate::approvals::{self, ApprovalAnswer, ApprovalRequest, ApprovalState, call_hash};
+use super::{CaseError, EventBody, Evidence, ModelRun, NewEvent, Opened, Preview, Proposal};
+use crate::approvals::{self, ApprovalRequest};
 use crate::packs::adapter::{self, Call, Mode, Op};
-use crate::packs::policy::{PackPolicy, ProposalFacts};
-use crate::packs::real;
 use crate::packs::{Pack, PackRegistry};
 use crate::runtime::OpenRun;
+
+mod commit;
+mod decide;
 use crate::runtime::Runtime;
 
 /// How long an approval of a case change holds.
@@ -82,11 +79,11 @@ impl<'a> EngineHost<'a> {
         }
     }
 
-    fn at(&self) -> String {
+    pub(super) fn at(&self) -> String {
         self.runtime.now_rfc3339()
     }
 
-    fn projection(&self, case_id: &str) -> Result<CaseProjection, CaseError> {
+    pub(super) fn projection(&self, case_id: &str) -> Result<CaseProjection, CaseError> {
         let id = case_id.to_string();
         let p = self
             .runtime
@@ -98,12 +95,12 @@ impl<'a> EngineHost<'a> {
         Ok(p)
     }
 
-    fn opened(&self, case_id: &str) -> Result<Opened, CaseError> {
+    pub(super) fn opened(&self, case_id: &str) -> Result<Opened, CaseError> {
         let id = case_id.to_string();
         let first = self
             .runtime
             .store()
-            .read(move |c| case_store::events_in(c, &id, 0, 1))?;
+            .read(move |c| crate::cases::log::events_in(c, &id, 0, 1))?;
         match first.into_iter().next().map(|e| e.body) {
             Some(EventBody::CaseOpened(o)) => Ok(o),
             _ => Err(super::inspect::not_found(case_id)),
@@ -111,7 +108,7 @@ impl<'a> EngineHost<'a> {
     }
 
     /// The registered pack of a case, or why the case is read-only here.
-    fn pack_of(&self, case: &project::CaseRow) -> Result<Arc<Pack>, CaseError> {
+    pub(super) fn pack_of(&self, case: &project::CaseRow) -> Result<Arc<Pack>, CaseError> {
         self.registry
             .get(&case.engine_id, &case.engine_version)
             .ok_or_else(|| {
@@ -371,14 +368,14 @@ impl<'a> EngineHost<'a> {
         )
     }
 
-    fn state_dir(&self, pack: &Pack, mode: Mode) -> PathBuf {
+    pub(super) fn state_dir(&self, pack: &Pack, mode: Mode) -> PathBuf {
         self.state_root
             .join(&pack.manifest.pack_id)
             .join(mode.as_str())
     }
 
     /// Runs the action's dry-run preview of a proposal now: its changes, summary and hash.
-    fn run_preview(
+    pub(super) fn run_preview(
         &self,
         pack: &Pack,
         case_id: &str,
@@ -452,458 +449,6 @@ impl<'a> EngineHost<'a> {
             case.version,
             vec![NewEvent::new(EventBody::PreviewRecorded(preview), actor)],
         )?;
-        self.moved(&appended, Some(proposal_id), detail)
-    }
-
-    /// The pack's rules and the envelopes on a previewed proposal now.
-    fn judge(
-        &self,
-        pack: &Pack,
-        case_id: &str,
-        p: &CaseProjection,
-        proposal: &project::ProposalRow,
-        preview: &project::PreviewRow,
-    ) -> Result<(PolicyDecided, Vec<String>), CaseError> {
-        let policy = PackPolicy::compile(pack)
-            .map_err(|f| CaseError::Evaluation(crate::packs::render(&f)))?;
-        let opened = self.opened(case_id)?;
-        let empty = Map::new();
-        let input = proposal.input.as_object().unwrap_or(&empty);
-        let facts = ProposalFacts {
-            case_id,
-            pack_id: &pack.manifest.pack_id,
-            case_input: &opened.input,
-            evidence: p
-                .evidence
-                .values()
-                .map(|e| (e.worker.as_str(), e.key.as_str(), &e.value))
-                .collect(),
-            proposal_id: &proposal.proposal_id,
-            capability: &proposal.capability,
-            action: &proposal.action,
-            input,
-            changes: preview
-                .changes
-                .iter()
-                .map(|c| {
-                    (
-                        c.target.clone(),
-                        c.field.clone(),
-                        c.before.clone(),
-                        c.after.clone(),
-                    )
-                })
-                .collect(),
-        };
-        let decision = policy.decide(&facts).map_err(CaseError::Evaluation)?;
-        let engine = self
-            .runtime
-            .engine_for(case_id)
-            .map_err(|e| CaseError::Evaluation(e.to_string()))?;
-        let tool = format!("{}.{}", pack.manifest.pack_id, proposal.action);
-        let args = json!({"proposal": proposal.proposal_id, "preview_hash": preview.preview_hash, "input": input});
-        let env = engine.decide_tool(case_id, &tool, &args);
-        let governed = env.rules != ["no-envelope"];
-        let versions = if governed {
-            env.envelope_versions.clone()
-        } else {
-            Vec::new()
-        };
-        let env_denies = governed
-            && matches!(
-                env.effect,
-                tollgate_rules::decide::DecisionEffect::Deny
-                    | tollgate_rules::decide::DecisionEffect::RateLimited
-            );
-        let mut rules = decision.rules.clone();
-        if governed {
-            rules.extend(env.rules.iter().cloned());
-        }
-        let effect = if decision.effect == "allow" && !env_denies {
-            "allow"
-        } else {
-            "deny"
-        };
-        Ok((
-            PolicyDecided {
-                proposal_id: proposal.proposal_id.clone(),
-                preview_hash: preview.preview_hash.clone(),
-                effect: effect.into(),
-                rules,
-                pack: decision,
-                envelopes: governed.then(|| serde_json::to_value(&env).unwrap_or(Value::Null)),
-            },
-            versions,
-        ))
-    }
-
-    /// Decides a previewed proposal; an allowed one gets an approval bound to its preview.
-    pub fn decide(
-        &self,
-        case_id: &str,
-        proposal_id: &str,
-        actor: &str,
-    ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
-        let proposal = proposal_of(&p, proposal_id)?;
-        let preview = p.previews.get(proposal_id).ok_or_else(|| {
-            CaseError::conflict("preview_required", format!("proposal `{proposal_id}` has no preview yet\n  help: preview it first (`tollgate cases preview {case_id} {proposal_id}`)"))
-        })?;
-        if proposal.state != "previewed" {
-            return Err(CaseError::conflict(
-                "out_of_order",
-                format!(
-                    "proposal `{proposal_id}` is {}; policy decides a freshly previewed proposal (preview it again to decide anew)",
-                    proposal.state
-                ),
-            ));
-        }
-        let (decided, versions) = self.judge(&pack, case_id, &p, proposal, preview)?;
-        let detail = serde_json::to_value(&decided).unwrap_or(Value::Null);
-        let allowed = decided.effect == "allow";
-        let mut events = vec![NewEvent::new(
-            EventBody::PolicyDecided(Box::new(decided.clone())),
-            actor,
-        )];
-        let request = allowed
-            .then(|| approval_request(case_id, &pack, proposal, preview, &decided.rules, versions));
-        if let Some(req) = &request {
-            events.push(NewEvent::new(
-                EventBody::ApprovalRequested(ApprovalRequested {
-                    proposal_id: proposal_id.into(),
-                    approval_id: approvals::approval_id(&req.run, &req.call_id),
-                    preview_hash: preview.preview_hash.clone(),
-                }),
-                actor,
-            ));
-        }
-        let (id, version, at, now) = (
-            case_id.to_string(),
-            case.version,
-            self.at(),
-            self.runtime.now_ms(),
-        );
-        let appended = self.runtime.store().transact(move |c| {
-            if let Some(req) = &request {
-                approvals::insert_pending(c, req, now)?;
-            }
-            case_store::append_in(c, &id, version, &events, &at)
-        })?;
-        self.moved(&appended, Some(proposal_id), detail)
-    }
-
-    /// A person's answer to a proposal's approval. Refused when the preview is stale.
-    pub fn answer(
-        &self,
-        case_id: &str,
-        proposal_id: &str,
-        answer: &ApprovalAnswer,
-    ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
-        let proposal = proposal_of(&p, proposal_id)?;
-        let row = p.policy.get(proposal_id);
-        let Some((approval_id, "pending")) =
-            row.and_then(|r| Some((r.approval_id.clone()?, r.approval_state.as_deref()?)))
-        else {
-            return Err(CaseError::conflict(
-                "no_pending_approval",
-                format!(
-                    "proposal `{proposal_id}` is {}: it has no approval waiting",
-                    proposal.state
-                ),
-            ));
-        };
-        if answer.approve {
-            let now = self.run_preview(&pack, case_id, proposal)?;
-            let approved_hash = row.map(|r| r.preview_hash.as_str()).unwrap_or_default();
-            if now.preview_hash != approved_hash {
-                return Err(CaseError::conflict(
-                    "stale_preview",
-                    format!(
-                        "the preview of `{proposal_id}` is stale: the change would now be `{}`, not what was previewed\n  help: preview it again and decide it anew before approving",
-                        now.summary
-                    ),
-                ));
-            }
-        }
-        approvals::decide(
-            self.runtime.store(),
-            &approval_id,
-            answer,
-            self.runtime.now_ms(),
-            &self.at(),
-        )
-        .map_err(approval_error)?;
-        let body = EventBody::ApprovalDecided(ApprovalDecided {
-            proposal_id: proposal_id.into(),
-            approval_id,
-            approved: answer.approve,
-            by: answer.by.clone(),
-            reason: answer.reason.clone(),
-        });
-        let appended = self.append(case_id, case.version, vec![NewEvent::new(body, &answer.by)])?;
-        self.moved(
-            &appended,
-            Some(proposal_id),
-            json!({"approved": answer.approve, "by": answer.by}),
-        )
-    }
-
-    /// Records a refused commit and answers the refusal.
-    fn refuse(
-        &self,
-        attempt: &Attempt<'_>,
-        version: i64,
-        code: &'static str,
-        message: String,
-    ) -> CaseError {
-        let body = EventBody::CommitRefused(CommitRefused {
-            proposal_id: attempt.proposal_id.into(),
-            code: code.into(),
-            message: message.clone(),
-            mode: attempt.mode,
-        });
-        match self.append(
-            attempt.case_id,
-            version,
-            vec![NewEvent::new(body, attempt.actor)],
-        ) {
-            Ok(a) => CaseError::Refused {
-                code,
-                message,
-                version: a.version,
-            },
-            Err(e) => e,
-        }
-    }
-
-    /// Commits an approved proposal: every guardrail first (each refusal recorded), then the
-    /// approval is used and `commit_started` appended in one write (a second commit at the same
-    /// time gets a conflict), then apply, verify, and compensation if either fails.
-    pub fn commit(
-        &self,
-        case_id: &str,
-        proposal_id: &str,
-        mode: Mode,
-        policy_file: Option<&Path>,
-        actor: &str,
-    ) -> Result<Moved, CaseError> {
-        let mut p = self.projection(case_id)?;
-        let case = p
-            .case
-            .clone()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(&case)?;
-        let proposal = proposal_of(&p, proposal_id)?.clone();
-        if matches!(
-            proposal.state.as_str(),
-            "committing" | "committed" | "failed"
-        ) {
-            return Err(CaseError::conflict(
-                "proposal_settled",
-                format!(
-                    "proposal `{proposal_id}` is {}: a proposal is committed once",
-                    proposal.state
-                ),
-            ));
-        }
-        let mut version = case.version;
-        let attempt = Attempt {
-            case_id,
-            proposal_id,
-            mode,
-            actor,
-        };
-        let refuse = |version: i64, code: &'static str, message: String| {
-            self.refuse(&attempt, version, code, message)
-        };
-        let Some(row) = p.policy.get(proposal_id).cloned() else {
-            return Err(refuse(
-                version,
-                "policy_required",
-                format!(
-                    "proposal `{proposal_id}` has not been decided by policy\n  help: preview it, then decide it (`tollgate cases decide {case_id} {proposal_id}`)"
-                ),
-            ));
-        };
-        if row.effect != "allow" {
-            return Err(refuse(
-                version,
-                "policy_denied",
-                format!(
-                    "policy denied `{proposal_id}` ({}): it cannot be committed",
-                    row.rules.join(", ")
-                ),
-            ));
-        }
-        let Some(approval_id) = row.approval_id.clone() else {
-            return Err(refuse(
-                version,
-                "approval_required",
-                format!("`{proposal_id}` has no approval"),
-            ));
-        };
-        let approval = approvals::get(self.runtime.store(), &approval_id, self.runtime.now_ms())
-            .map_err(approval_error)?;
-        if approval.state == ApprovalState::Approved
-            && row.approval_state.as_deref() == Some("pending")
-        {
-            // Approved through the approvals route: the case records the answer it observed.
-            let body = EventBody::ApprovalDecided(ApprovalDecided {
-                proposal_id: proposal_id.into(),
-                approval_id: approval_id.clone(),
-                approved: true,
-                by: approval.decided_by.clone().unwrap_or_default(),
-                reason: approval.reason.clone().unwrap_or_default(),
-            });
-            version = self
-                .append(case_id, version, vec![NewEvent::new(body, actor)])?
-                .version;
-            p = self.projection(case_id)?;
-        }
-        if approval.state != ApprovalState::Approved {
-            return Err(refuse(
-                version,
-                "approval_required",
-                format!(
-                    "`{proposal_id}` is not approved (its approval `{approval_id}` is {})\n  help: a person approves it first (`tollgate cases approve {case_id} {proposal_id} --by NAME`, or the Cases screen)",
-                    approval.state.as_str()
-                ),
-            ));
-        }
-        let now = self.run_preview(&pack, case_id, &proposal)?;
-        if now.preview_hash != row.preview_hash {
-            return Err(refuse(
-                version,
-                "stale_preview",
-                format!(
-                    "the approved preview of `{proposal_id}` is stale: the change would now be `{}`\n  help: preview it again, decide it and have it approved anew",
-                    now.summary
-                ),
-            ));
-        }
-        let authorization = match mode {
-            Mode::DryRun => None,
-            Mode::Real => match real::authorize(&pack, &proposal.action, self.env, policy_file) {
-                Ok(a) => Some(a),
-                Err(r) => return Err(refuse(version, r.code(), r.to_string())),
-            },
-        };
-        let Some(preview) = p.previews.get(proposal_id).cloned() else {
-            return Err(refuse(
-                version,
-                "preview_required",
-                format!("`{proposal_id}` has no preview"),
-            ));
-        };
-        let (decided, versions) = self.judge(&pack, case_id, &p, &proposal, &preview)?;
-        if decided.effect != "allow" {
-            return Err(refuse(
-                version,
-                "policy_changed",
-                format!(
-                    "policy now denies `{proposal_id}` ({}): the rules or envelopes changed since it was approved",
-                    decided.rules.join(", ")
-                ),
-            ));
-        }
-        let req = approval_request(case_id, &pack, &proposal, &preview, &row.rules, versions);
-        let hash = call_hash(&req.run, &req.tool, &req.arguments);
-        let started = EventBody::CommitStarted(CommitStarted {
-            proposal_id: proposal_id.into(),
-            preview_hash: preview.preview_hash.clone(),
-            approval_id: approval_id.clone(),
-            mode,
-            authorization: authorization
-                .as_ref()
-                .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
-        });
-        let (id, at, now_ms, actor_s) = (
-            case_id.to_string(),
-            self.at(),
-            self.runtime.now_ms(),
-            actor.to_string(),
-        );
-        let (aid, envelopes) = (approval_id.clone(), req.envelopes.clone());
-        let appended = self.runtime.store().transact(move |c| {
-            approvals::use_in(c, &aid, &id, &hash, &envelopes, now_ms)
-                .map_err(|e| CaseError::conflict("approval_not_usable", e.to_string()))?;
-            case_store::append_in(c, &id, version, &[NewEvent::new(started, &actor_s)], &at)
-        })?;
-        let action = pack.action(&proposal.action).ok_or_else(|| {
-            CaseError::Invalid(format!(
-                "pack `{}` has no action `{}`",
-                pack.manifest.pack_id, proposal.action
-            ))
-        })?;
-        let executable = authorization
-            .as_ref()
-            .map_or(action.adapter.as_str(), |a| a.executable());
-        let input = proposal.input.as_object().cloned().unwrap_or_default();
-        let key = format!("{case_id}:{proposal_id}:{}", &preview.preview_hash[..16]);
-        let state_dir = self.state_dir(&pack, mode);
-        let call = |op| {
-            adapter::run(&Call {
-                root: &pack.root,
-                executable,
-                op,
-                mode,
-                pack_id: &pack.manifest.pack_id,
-                name: &action.id,
-                case_id,
-                input: &input,
-                idempotency_key: &key,
-                state_dir: &state_dir,
-            })
-        };
-        let outcome = call(Op::Apply).and_then(|receipt| {
-            let verification = call(Op::Verify)?;
-            Ok((receipt, verification))
-        });
-        let body = match outcome {
-            Ok((receipt, verification))
-                if verification.get("verified") == Some(&Value::Bool(true)) =>
-            {
-                EventBody::CommitApplied(CommitApplied {
-                    proposal_id: proposal_id.into(),
-                    receipt: receipt
-                        .get("receipt")
-                        .cloned()
-                        .unwrap_or(Value::Object(receipt)),
-                    verification: Value::Object(verification),
-                })
-            }
-            failed => {
-                let error = match failed {
-                    Ok(_) => "verify did not confirm the change".to_string(),
-                    Err(e) => e.to_string(),
-                };
-                let compensation = call(Op::Compensate);
-                EventBody::CommitFailed(CommitFailed {
-                    proposal_id: proposal_id.into(),
-                    error,
-                    compensated: compensation
-                        .as_ref()
-                        .is_ok_and(|a| a.get("compensated") == Some(&Value::Bool(true))),
-                    compensation: match compensation {
-                        Ok(a) => Value::Object(a),
-                        Err(e) => json!({"error": e.to_string()}),
-                    },
-                })
-            }
-        };
-        let detail = body.payload();
-        let appended = self.append(case_id, appended.version, vec![NewEvent::new(body, actor)])?;
         self.moved(&appended, Some(proposal_id), detail)
     }
 
@@ -1016,15 +561,7 @@ impl<'a> EngineHost<'a> {
     }
 }
 
-/// A commit being attempted: what a refusal records.
-struct Attempt<'a> {
-    case_id: &'a str,
-    proposal_id: &'a str,
-    mode: Mode,
-    actor: &'a str,
-}
-
-fn approval_error(e: approvals::ApprovalError) -> CaseError {
+pub(super) fn approval_error(e: approvals::ApprovalError) -> CaseError {
     match e {
         approvals::ApprovalError::Store(s) => CaseError::Store(s),
         approvals::ApprovalError::NotFound(m) => CaseError::NotFound(format!("no approval `{m}`")),
@@ -1033,7 +570,7 @@ fn approval_error(e: approvals::ApprovalError) -> CaseError {
     }
 }
 
-fn approval_request(
+pub(super) fn approval_request(
     case_id: &str,
     pack: &Pack,
     proposal: &project::ProposalRow,
@@ -1053,7 +590,10 @@ fn approval_request(
     }
 }
 
-fn proposal_of<'p>(p: &'p CaseProjection, id: &str) -> Result<&'p project::ProposalRow, CaseError> {
+pub(super) fn proposal_of<'p>(
+    p: &'p CaseProjection,
+    id: &str,
+) -> Result<&'p project::ProposalRow, CaseError> {
     p.proposals.get(id).ok_or_else(|| {
         CaseError::NotFound(format!(
             "case has no proposal `{id}` (its proposals: {})",

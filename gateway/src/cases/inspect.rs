@@ -86,7 +86,7 @@ pub fn pack_status(case: &CaseRow, registry: &PackRegistry, pack_hash: Option<&s
 pub fn opened_hash(store: &Store, case_id: &str) -> Result<Option<String>, StoreError> {
     let id = case_id.to_string();
     store.read(move |c| {
-        let first = super::store::events_in(c, &id, 0, 1)?;
+        let first = super::log::events_in(c, &id, 0, 1)?;
         Ok(first.into_iter().find_map(|e| match e.body {
             super::EventBody::CaseOpened(o) => Some(o.pack_hash),
             _ => None,
@@ -168,8 +168,8 @@ pub fn timeline(
     let id = case_id.to_string();
     let limit = limit.clamp(1, MAX_TIMELINE_LIMIT);
     let (exists, events) = store.read(move |c| {
-        let exists = super::store::version_in(c, &id)? > 0;
-        Ok((exists, super::store::events_in(c, &id, after, limit)?))
+        let exists = super::log::version_in(c, &id)? > 0;
+        Ok((exists, super::log::events_in(c, &id, after, limit)?))
     })?;
     if !exists {
         return Err(not_found(case_id));

@@ -629,7 +629,7 @@ async fn replay_health(
         let id = case_id.clone();
         let (exists, health) = rt.store().read(move |c| {
             Ok((
-                crate::cases::store::version_in(c, &id)? > 0,
+                crate::cases::log::version_in(c, &id)? > 0,
                 project::health_in(c, &id)?,
             ))
         })?;
@@ -655,7 +655,7 @@ async fn replay_rebuild(
     hosting(&state, move |_, rt, _| {
         let id = case_id.clone();
         let health = rt.store().transact(move |c| {
-            if crate::cases::store::version_in(c, &id)? == 0 {
+            if crate::cases::log::version_in(c, &id)? == 0 {
                 return Err(inspect::not_found(&id));
             }
             project::rebuild_case_in(c, &id)?;

@@ -277,3 +277,93 @@ fn facts_of(p: &ProposalFacts<'_>) -> FactSet {
     }
     facts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packs::{PackManifest, RuleFile};
+
+    fn pack(rules: &str) -> Pack {
+        Pack {
+            root: std::path::PathBuf::from("/p"),
+            manifest: PackManifest {
+                pack_id: "p".into(),
+                kind: "transactional".into(),
+                engine_id: "p".into(),
+                engine_version: "1.0.0".into(),
+                title: String::new(),
+                description: String::new(),
+                demo: None,
+            },
+            workers: Vec::new(),
+            actions: Vec::new(),
+            capabilities: Vec::new(),
+            rules: vec![RuleFile {
+                path: "rules/p.dl".into(),
+                text: rules.into(),
+            }],
+            hash: String::new(),
+        }
+    }
+
+    const RULES: &str = r#"
+// @id small-refund
+permit(p) :- proposal(p, c, "refund", _), evidence_number(c, "w", "amount", n), n <= 100.
+// @id flagged
+deny(p, "the customer is flagged") :- proposal(p, c, _, _), evidence(c, "w", "flagged", "yes").
+"#;
+
+    fn decide(amount: i64, flagged: &str) -> PackDecision {
+        let policy = PackPolicy::compile(&pack(RULES)).unwrap();
+        let input = Map::new();
+        let (a, f) = (serde_json::json!(amount), serde_json::json!(flagged));
+        policy
+            .decide(&ProposalFacts {
+                case_id: "c",
+                pack_id: "p",
+                case_input: &input,
+                evidence: vec![("w", "amount", &a), ("w", "flagged", &f)],
+                proposal_id: "prop-1",
+                capability: "refund",
+                action: "pay",
+                input: &input,
+                changes: Vec::new(),
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_permitted_proposal_is_allowed_with_the_proof_of_its_rule() {
+        let d = decide(40, "no");
+        assert_eq!(d.effect, "allow");
+        assert_eq!(d.rules, ["small-refund"]);
+        let proof = serde_json::to_value(d.proof.unwrap()).unwrap();
+        assert_eq!(proof["rule"], "small-refund");
+    }
+
+    #[test]
+    fn a_denial_overrides_a_permit_and_says_why() {
+        let d = decide(40, "yes");
+        assert_eq!(d.effect, "deny");
+        assert_eq!(d.rules, ["flagged"]);
+        assert_eq!(d.reasons, ["the customer is flagged"]);
+    }
+
+    #[test]
+    fn a_proposal_nothing_permits_is_denied_with_why_not() {
+        let d = decide(500, "no");
+        assert_eq!(d.effect, "deny");
+        assert_eq!(d.rules, ["not-permitted"]);
+        assert!(d.why_not.is_some());
+        // Same facts, same input hash: decisions are deterministic.
+        assert_eq!(decide(500, "no").input_hash, d.input_hash);
+        assert_ne!(decide(501, "no").input_hash, d.input_hash);
+    }
+
+    #[test]
+    fn a_rule_error_is_a_fault_of_its_file_and_line() {
+        let faults = PackPolicy::compile(&pack("\n\npermit(p) :- nope(p).\n")).unwrap_err();
+        assert_eq!(faults[0].file, "rules/p.dl");
+        assert_eq!(faults[0].line, Some(3));
+    }
+}
