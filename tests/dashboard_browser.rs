@@ -136,11 +136,19 @@ fn with_browser<F>(body: F)
 where
     F: AsyncFnOnce(&Gateway, &Client),
 {
+    with_browser_on(Gateway::with_fixture_envelopes, body);
+}
+
+/// Like [`with_browser`], with the gateway `start` starts.
+fn with_browser_on<F>(start: impl FnOnce() -> Gateway, body: F)
+where
+    F: AsyncFnOnce(&Gateway, &Client),
+{
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(driver) = Driver::start() else {
         return;
     };
-    let gw = Gateway::with_fixture_envelopes();
+    let gw = start();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -1079,6 +1087,94 @@ fn the_handoff_screen_shows_a_contract_its_dropped_evidence_violations_and_graph
 }
 
 #[test]
+fn the_cases_screen_opens_a_demo_case_approves_and_commits_it() {
+    let packs = support::TempDir::new("browser-pack");
+    let out = support::tollgate(&[
+        "init",
+        "intake_review",
+        "--output",
+        packs.path().join("intake").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let root = packs.path().join("intake").display().to_string();
+    with_browser_on(
+        || Gateway::start_with(&[("TOLLGATE_PACK_ROOTS", root.as_str())]),
+        async |gw, client| {
+            log_in(gw, client).await;
+            click_to(client, Locator::LinkText("Cases"), "/ui/cases").await;
+            let list = text(client).await;
+            assert!(
+                list.contains("intake_review@0.1.0") && list.contains("No case yet"),
+                "{list}"
+            );
+            let demo = client
+                .find(Locator::Css("form.inline button[type=submit]"))
+                .await
+                .unwrap();
+            demo.click().await.unwrap();
+            wait_for(client, "the demo case", async || {
+                client
+                    .current_url()
+                    .await
+                    .unwrap()
+                    .path()
+                    .starts_with("/ui/cases/case-")
+            })
+            .await;
+            let href = client.current_url().await.unwrap().path().to_string();
+            let page = text(client).await;
+            for part in [
+                "Vendor contract renewal",
+                "awaiting_approval",
+                "triage",
+                "legal",
+                "intake.route-permitted",
+                "healthy",
+                "case_opened",
+            ] {
+                assert!(page.contains(part), "{part} in {page}");
+            }
+            screen(client, "cases-case").await;
+            let form = client.find(Locator::Css("form.decide")).await.unwrap();
+            form.find(Locator::Css("input[name=by]"))
+                .await
+                .unwrap()
+                .send_keys("lead")
+                .await
+                .unwrap();
+            let approve = form
+                .find(Locator::Css("button[value=approve]"))
+                .await
+                .unwrap();
+            click_element_to(client, approve, &href).await;
+            let page = text(client).await;
+            assert!(
+                page.contains("Done: approve") && page.contains("approved"),
+                "{page}"
+            );
+            let commit = client
+                .find(Locator::Css("button[value=commit]"))
+                .await
+                .unwrap();
+            click_element_to(client, commit, &href).await;
+            let page = text(client).await;
+            assert!(
+                page.contains("Done: commit") && page.contains("committed"),
+                "{page}"
+            );
+            assert!(page.contains("commit_applied"), "{page}");
+            click_to(client, Locator::LinkText("Cases"), "/ui/cases").await;
+            let list = text(client).await;
+            assert!(list.contains("committed"), "{list}");
+            screen(client, "cases").await;
+            client.set_window_size(390, 844).await.unwrap();
+            open(gw, client, &href).await;
+            assert_fits(client, "case (narrow)").await;
+        },
+    );
+}
+
+#[test]
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
@@ -1097,6 +1193,7 @@ fn every_screen_fits_a_narrow_window() {
             "/ui/replays",
             "/ui/regressions",
             "/ui/handoffs",
+            "/ui/cases",
         ] {
             open(gw, client, path).await;
             assert_fits(client, path).await;

@@ -319,7 +319,8 @@ pub fn run(cmd: CasesCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         CasesCommand::Inspect(a) => {
-            let registry = PackRegistry::from_env(&env);
+            // What this command could run: TOLLGATE_PACK_ROOTS, else the root it was opened from.
+            let registry = registry_for(&rt, &a.case_id, None)?;
             match inspect::inspect(rt.store(), &registry, &a.case_id, a.timeline_limit) {
                 Ok(r) if a.json => {
                     print_json(&r);

@@ -82,6 +82,20 @@ impl CaseError {
     }
 }
 
+impl From<CaseError> for crate::runtime::RuntimeError {
+    fn from(e: CaseError) -> Self {
+        use crate::runtime::RuntimeError;
+        match e {
+            CaseError::Store(s) => RuntimeError::Store(s),
+            CaseError::NotFound(m) => RuntimeError::NotFound(m),
+            CaseError::Invalid(m) => RuntimeError::Invalid(m),
+            CaseError::ReadOnly(m) => RuntimeError::Forbidden(m),
+            CaseError::Evaluation(m) => RuntimeError::Evaluation(m),
+            other => RuntimeError::Conflict(other.to_string()),
+        }
+    }
+}
+
 /// One event of a case, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CaseEvent {

@@ -15,6 +15,7 @@
 //! entry in the navigation.
 
 mod approvals;
+mod cases;
 mod envelopes;
 mod handoffs;
 pub mod layout;
@@ -65,6 +66,16 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/handoffs", get(handoffs::list))
         .route("/ui/handoffs/{id}", get(handoffs::contract))
         .route("/ui/handoffs/graphs/{run_id}", get(handoffs::run_graph))
+        .route("/ui/cases", get(cases::list))
+        .route("/ui/cases/{case_id}", get(cases::case))
+        .route(
+            "/ui/cases/{case_id}/proposals/{proposal_id}",
+            post(cases::step),
+        )
+        .route(
+            "/ui/packs/{engine_id}/{engine_version}/demo-case",
+            post(cases::demo),
+        )
         .route("/ui/memories", get(memories::list))
         .route(
             "/ui/memories/{id}",

@@ -10,7 +10,7 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 8] = [
+const SCREENS: [(&str, &str); 9] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
@@ -18,6 +18,7 @@ const SCREENS: [(&str, &str); 8] = [
     ("/ui/replays", "Replays"),
     ("/ui/regressions", "Regressions"),
     ("/ui/handoffs", "Handoffs"),
+    ("/ui/cases", "Cases"),
     ("/ui/provenance", "Provenance"),
 ];
 
