@@ -162,3 +162,26 @@ fn downgrade_then_upgrade() {
     assert_eq!(store.upgrade().unwrap().len() as u32, latest);
     assert!(store.migration_status().unwrap().is_current());
 }
+
+#[test]
+fn a_statement_on_a_missing_table_says_to_run_db_upgrade() {
+    let (_d, store) = temp_store();
+    let e = store
+        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM no_such_table", [], |r| r.get::<_, i64>(0))?))
+        .unwrap_err();
+    assert!(e.to_string().contains("run `tollgate db upgrade`"), "{e}");
+    let other = store
+        .read(|c| Ok(c.query_row("SELECT nonsense(", [], |r| r.get::<_, i64>(0))?))
+        .unwrap_err();
+    assert!(!other.to_string().contains("db upgrade"), "{other}");
+}
+
+#[test]
+fn a_database_that_cannot_be_opened_says_to_set_the_url() {
+    let dir = tempdir::Dir::new("store-unreachable");
+    // A file where the database's folder should be.
+    let blocker = dir.path().join("blocker");
+    std::fs::write(&blocker, "").unwrap();
+    let e = Store::open(&StoreLocation::file(blocker.join("t.db"))).unwrap_err();
+    assert!(e.to_string().contains("TOLLGATE_DATABASE_URL"), "{e}");
+}
