@@ -775,8 +775,15 @@ fn a_port_in_use_names_the_flag_that_moves_the_server() {
     let gw = Gateway::start();
     let port = gw.base.rsplit(':').next().unwrap().to_string();
     let dir = TempDir::new("cases-port");
-    let out = run_in(dir.path(), &[("TOLLGATE_TOKEN", "t-0123456789abcdef")], &["serve", "--port", &port]);
+    let out = run_in(
+        dir.path(),
+        &[("TOLLGATE_TOKEN", "t-0123456789abcdef")],
+        &["serve", "--port", &port],
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains(&format!("cannot listen on 127.0.0.1:{port}")) && err.contains("--port"), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}")) && err.contains("--port"),
+        "{err}"
+    );
 }

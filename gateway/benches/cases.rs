@@ -163,7 +163,10 @@ fn appends(c: &mut Criterion) {
         envelopes: vec![],
         metadata: json!({}),
     };
-    must(rec.open_run(&header).and_then(|_| rec.add_step("floor", "s", "coder")));
+    must(
+        rec.open_run(&header)
+            .and_then(|_| rec.add_step("floor", "s", "coder")),
+    );
     let mut n = 0u64;
     group.bench_function("recorder_event_per_write", |b| {
         b.iter(|| {
@@ -176,7 +179,14 @@ fn appends(c: &mut Criterion) {
     let mut version = 1i64;
     group.bench_function("one_event_per_append", |b| {
         b.iter(|| {
-            version = must(append(&s, "case-one", version, vec![evidence(version as u64)], AT)).version;
+            version = must(append(
+                &s,
+                "case-one",
+                version,
+                vec![evidence(version as u64)],
+                AT,
+            ))
+            .version;
         })
     });
 

@@ -168,6 +168,16 @@ pub fn request_of(call: &Call<'_>) -> Value {
 pub fn resolve(root: &Path, executable: &str) -> Result<PathBuf, String> {
     let path = root.join(executable);
     let meta = std::fs::metadata(&path).map_err(|e| format!("`{executable}`: {e}"))?;
+    // A pack runs only its own files: no `..` or link out of its root.
+    let inside = std::fs::canonicalize(&path)
+        .ok()
+        .zip(std::fs::canonicalize(root).ok())
+        .is_some_and(|(p, r)| p.starts_with(r));
+    if !inside {
+        return Err(format!(
+            "`{executable}` is outside the pack root: a pack runs only files under its own folder"
+        ));
+    }
     if !meta.is_file() {
         return Err(format!("`{executable}` is not a file"));
     }
@@ -332,4 +342,71 @@ pub fn preview_of(answer: &Map<String, Value>) -> Result<(Vec<Change>, String), 
         .unwrap_or_default()
         .to_string();
     Ok((out, summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_adapter_outside_the_pack_root_cannot_run() {
+        let dir =
+            std::env::temp_dir().join(format!("tollgate-adapter-root-{}", std::process::id()));
+        let root = dir.join("pack");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(dir.join("outside.sh"), "#!/bin/sh\n").unwrap();
+        let e = resolve(&root, "../outside.sh").unwrap_err();
+        assert!(e.contains("outside the pack root"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_adapter_answers_one_object_and_its_failures_are_typed() {
+        let dir = std::env::temp_dir().join(format!("tollgate-adapter-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, body: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, body).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        };
+        write(
+            "ok.sh",
+            "#!/bin/sh\ncat >/dev/null\necho '{\"changes\": [], \"summary\": \"none\"}'\n",
+        );
+        write("fails.sh", "#!/bin/sh\necho 'no access' >&2\nexit 3\n");
+        write("garbage.sh", "#!/bin/sh\necho 'hello'\n");
+        write(
+            "refuses.sh",
+            "#!/bin/sh\necho '{\"error\": \"not today\"}'\n",
+        );
+        let input = Map::new();
+        let state = dir.join("state");
+        let call = |exe: &'static str| Call {
+            root: &dir,
+            executable: exe,
+            op: Op::Preview,
+            mode: Mode::DryRun,
+            pack_id: "p",
+            name: "a",
+            case_id: "c",
+            input: &input,
+            idempotency_key: "k",
+            state_dir: &state,
+        };
+        let ok = run(&call("ok.sh")).unwrap();
+        assert_eq!(ok["summary"], "none");
+        let e = run(&call("fails.sh")).unwrap_err();
+        assert!(e.to_string().contains("no access"), "{e}");
+        assert!(matches!(
+            run(&call("garbage.sh")),
+            Err(AdapterError::BadAnswer { .. })
+        ));
+        let e = run(&call("refuses.sh")).unwrap_err();
+        assert!(e.to_string().contains("not today"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

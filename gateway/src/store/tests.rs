@@ -167,7 +167,11 @@ fn downgrade_then_upgrade() {
 fn a_statement_on_a_missing_table_says_to_run_db_upgrade() {
     let (_d, store) = temp_store();
     let e = store
-        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM no_such_table", [], |r| r.get::<_, i64>(0))?))
+        .read(|c| {
+            Ok(c.query_row("SELECT COUNT(*) FROM no_such_table", [], |r| {
+                r.get::<_, i64>(0)
+            })?)
+        })
         .unwrap_err();
     assert!(e.to_string().contains("run `tollgate db upgrade`"), "{e}");
     let other = store
