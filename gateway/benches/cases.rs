@@ -196,7 +196,7 @@ fn appends(c: &mut Criterion) {
         must(append(&s, c, 0, vec![opened(c)], AT));
     }
     group.throughput(Throughput::Elements(8 * 50));
-    let mut versions = vec![1i64; 8];
+    let mut versions = [1i64; 8];
     group.bench_function("8_threads_x_50_appends", |b| {
         b.iter(|| {
             std::thread::scope(|scope| {
