@@ -6,14 +6,15 @@
 CREATE TABLE case_events (
     case_id TEXT NOT NULL,
     version INTEGER NOT NULL,         -- 1, 2, 3... without gaps: the case's version after it
-    event_id TEXT NOT NULL UNIQUE,    -- the appender's id: appending it again stores nothing
+    event_id TEXT NOT NULL,           -- the appender's id: appending it again stores nothing
     kind TEXT NOT NULL,
     payload TEXT NOT NULL,            -- canonical JSON
     actor TEXT NOT NULL,
     at TEXT NOT NULL,                 -- RFC 3339
     prev_hash TEXT NOT NULL,
     hash TEXT NOT NULL,               -- blake3 over prev_hash, version, event id, kind, payload, actor, at
-    PRIMARY KEY (case_id, version)
+    PRIMARY KEY (case_id, version),
+    UNIQUE (case_id, event_id)        -- generated ids are `CASE/VERSION`; callers' ids have no `/`
 );
 
 CREATE TABLE cases (
@@ -37,6 +38,7 @@ CREATE TABLE case_evidence (
     worker TEXT NOT NULL,
     key TEXT NOT NULL,
     value TEXT NOT NULL,              -- JSON
+    source TEXT NOT NULL,             -- adapter (the worker's adapter ran) or api (a caller posted it)
     version INTEGER NOT NULL,         -- the event that recorded it
     PRIMARY KEY (case_id, worker, key)
 );

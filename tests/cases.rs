@@ -384,6 +384,41 @@ fn two_appends_at_the_same_expected_version_one_succeeds_and_one_gets_409() {
         timeline["events"].as_array().unwrap().len() as i64,
         version + 1
     );
+    // A caller's id may not take the form of the case's own generated ids.
+    let (status, bad) = gw.call(
+        "POST",
+        &path,
+        Some(
+            &json!({"expected_version": version + 1, "event_id": format!("{case}/99"),
+                     "worker": "triage", "evidence": {"urgency": "high"}}),
+        ),
+    );
+    assert_eq!(status, 422, "{bad}");
+    // Posted triage evidence is not collected evidence: the pack's rules see the difference.
+    let (status, p2) = gw.call(
+        "POST",
+        &format!("/cases/{case}/proposals"),
+        Some(&json!({"capability": "route_to_queue"})),
+    );
+    assert_eq!(status, 201, "{p2}");
+    let pid = p2["proposal_id"].as_str().unwrap();
+    let (status, _) = gw.call(
+        "POST",
+        &format!("/cases/{case}/proposals/{pid}/preview"),
+        None,
+    );
+    assert_eq!(status, 201);
+    let (status, d) = gw.call(
+        "POST",
+        &format!("/cases/{case}/proposals/{pid}/policy"),
+        None,
+    );
+    assert_eq!(status, 201, "{d}");
+    assert_eq!(d["detail"]["effect"], "deny", "{d}");
+    assert_eq!(
+        d["detail"]["rules"],
+        json!(["intake.triage-evidence-collected"])
+    );
     // Evidence a worker does not declare is refused.
     let (status, bad) = gw.call(
         "POST",
@@ -507,6 +542,13 @@ fn a_registered_pack_runs_over_http_from_demo_case_to_commit() {
     );
     assert_eq!(status, 201, "{r}");
     assert_eq!(r["state"], "approved");
+    // A client cannot name the real-mode policy file: the server's operator does.
+    let (status, r) = gw.call(
+        "POST",
+        &format!("{base}/commit"),
+        Some(&json!({"mode": "real", "policy": "/etc/passwd"})),
+    );
+    assert_eq!(status, 422, "{r}");
     let (status, r) = gw.call("POST", &format!("{base}/commit"), None);
     assert_eq!(status, 201, "{r}");
     assert_eq!(r["state"], "committed");
@@ -785,5 +827,52 @@ fn a_port_in_use_names_the_flag_that_moves_the_server() {
     assert!(
         err.contains(&format!("cannot listen on 127.0.0.1:{port}")) && err.contains("--port"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_rejected_change_is_previewed_decided_and_approved_anew() {
+    let dir = TempDir::new("cases-reject");
+    let d = dir.path();
+    let pack = init_pack(d);
+    let case = demo_script(d, &pack);
+    let out = run_in(
+        d,
+        &[],
+        &[
+            "cases", "reject", &case, "--by", "lead", "--reason", "not yet", "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["state"], "rejected");
+    let out = run_in(
+        d,
+        &[],
+        &["cases", "approve", &case, "--by", "lead", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["error"]["code"], "no_pending_approval");
+    for step in ["preview", "decide"] {
+        let out = run_in(d, &[], &["cases", step, &case]);
+        assert!(out.status.success(), "{step}: {}", stderr(&out));
+    }
+    let out = run_in(
+        d,
+        &[],
+        &["cases", "approve", &case, "--by", "lead", "--json"],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    let out = run_in(d, &[], &["cases", "commit", &case, "--json"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let events = timeline_kinds(d, &case);
+    let approvals: Vec<&str> = events
+        .iter()
+        .filter(|(k, _)| k == "approval_requested")
+        .map(|(_, p)| p["approval_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(approvals.len(), 2);
+    assert_ne!(
+        approvals[0], approvals[1],
+        "a new decision asks for a new approval"
     );
 }

@@ -184,7 +184,7 @@ pub struct CommitArgs {
     /// `dry_run` (default) or `real`.
     #[arg(long, default_value = "dry_run")]
     mode: String,
-    /// The adapter policy file (real mode).
+    /// The adapter policy file (real mode; default: TOLLGATE_ADAPTER_POLICY).
     #[arg(long)]
     policy: Option<PathBuf>,
 }
@@ -213,6 +213,13 @@ fn runtime() -> Result<Runtime> {
     let store = store_arg::open()?;
     let provider = provider_from_env()?;
     Ok(Runtime::new(store, Arc::from(provider))?)
+}
+
+/// `--policy`, else TOLLGATE_ADAPTER_POLICY.
+pub fn policy_file(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| {
+        std::env::var_os(tollgate_gateway::packs::ADAPTER_POLICY_VAR).map(PathBuf::from)
+    })
 }
 
 fn env(k: &str) -> Option<String> {
@@ -324,7 +331,11 @@ pub fn run(cmd: CasesCommand) -> Result<ExitCode> {
             match inspect::inspect(rt.store(), &registry, &a.case_id, a.timeline_limit) {
                 Ok(r) if a.json => {
                     print_json(&r);
-                    Ok(ExitCode::SUCCESS)
+                    Ok(if r.replay_health.status == "healthy" {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    })
                 }
                 Ok(r) => {
                     print!("{}", render_inspection(&r));
@@ -458,7 +469,7 @@ pub fn run(cmd: CasesCommand) -> Result<ExitCode> {
                 &c.case_id,
                 &pid,
                 mode,
-                a.policy.as_deref(),
+                policy_file(a.policy.clone()).as_deref(),
                 &actor(),
             );
             finish(r, c.json, &|m| {
@@ -576,7 +587,7 @@ fn render_inspection(r: &inspect::Inspection) -> String {
     }
     let _ = writeln!(out, "worker evidence");
     for e in &r.worker_evidence {
-        let _ = writeln!(out, "  {}.{} = {}", e.worker, e.key, e.value);
+        let _ = writeln!(out, "  {}.{} = {} ({})", e.worker, e.key, e.value, e.source);
     }
     let _ = writeln!(out, "proposal actions");
     for p in &r.proposal_actions {

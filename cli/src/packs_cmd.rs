@@ -83,7 +83,7 @@ pub struct PreflightArgs {
     /// `dry_run` or `real`.
     #[arg(long, default_value = "dry_run")]
     mode: String,
-    /// The adapter policy file (real mode).
+    /// The adapter policy file (real mode; default: TOLLGATE_ADAPTER_POLICY).
     #[arg(long)]
     policy: Option<PathBuf>,
     /// Machine-readable output.
@@ -245,7 +245,8 @@ pub fn run(cmd: PacksCommand) -> Result<ExitCode> {
                 .join(".tollgate")
                 .join("adapter-preflight");
             let env = |k: &str| std::env::var(k).ok();
-            match preflight::preflight(&a.pack_root, mode, a.policy.as_deref(), &env, &out) {
+            let policy = crate::cases_cmd::policy_file(a.policy.clone());
+            match preflight::preflight(&a.pack_root, mode, policy.as_deref(), &env, &out) {
                 Ok(r) => {
                     if a.json {
                         print_json(&r);

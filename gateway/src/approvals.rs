@@ -426,12 +426,24 @@ pub fn decide(
     now_ms: i64,
     at: &str,
 ) -> Result<Approval, ApprovalError> {
+    let (key, answer, at) = (id.to_string(), answer.clone(), at.to_string());
+    store.transact(move |c| decide_in(c, &key, &answer, now_ms, &at))
+}
+
+/// [`decide`] inside the caller's write (a case records its answer in the same transaction).
+pub(crate) fn decide_in(
+    c: &Connection,
+    id: &str,
+    answer: &ApprovalAnswer,
+    now_ms: i64,
+    at: &str,
+) -> Result<Approval, ApprovalError> {
     if answer.by.trim().is_empty() {
         return Err(ApprovalError::Invalid(
             "an approval needs `by`: who approves or rejects".into(),
         ));
     }
-    let current = get(store, id, now_ms)?;
+    let current = load(c, id, now_ms)?.ok_or_else(|| ApprovalError::NotFound(id.to_string()))?;
     if current.state != ApprovalState::Pending {
         return Err(ApprovalError::Final {
             id: id.to_string(),
@@ -446,41 +458,40 @@ pub fn decide(
             approvers: current.approvers,
         });
     }
-    let (key, answer, at) = (id.to_string(), answer.clone(), at.to_string());
-    let decided = store.write(move |c| {
-        let state = if answer.approve {
-            ApprovalState::Approved
-        } else {
-            ApprovalState::Rejected
-        };
-        // Only a row still pending changes: a concurrent answer wins once.
-        let changed = c.execute(
+    let state = if answer.approve {
+        ApprovalState::Approved
+    } else {
+        ApprovalState::Rejected
+    };
+    // Only a row still pending changes: a concurrent answer wins once.
+    let changed = c
+        .execute(
             "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, decided_at = ?5
              WHERE id = ?1 AND state = 'pending' AND expires_at > ?5",
-            params![key, state.as_str(), answer.by, answer.reason, now_ms],
-        )?;
-        if changed == 0 {
-            return Err(StoreError::Invalid(format!(
-                "approval `{key}` was decided or expired meanwhile"
-            )));
-        }
-        let approval = load(c, &key, now_ms)?.ok_or_else(|| StoreError::NotFound(key.clone()))?;
-        let step = last_step(c, &approval.run)?;
-        let event = ApprovalEvent {
-            approval_id: approval.id.clone(),
-            decision: state.as_str().to_string(),
-            by: answer.by,
-            reason: answer.reason,
-            call_id: Some(approval.call_id.clone()),
-            call_hash: Some(approval.call_hash.clone()),
-        };
-        append_in(c, &approval.run, vec![new_event(step, at, &event)?])?;
-        Ok(approval)
-    });
-    decided.map_err(|e| match e {
-        StoreError::Invalid(m) => ApprovalError::Invalid(m),
-        other => other.into(),
-    })
+            params![id, state.as_str(), answer.by, answer.reason, now_ms],
+        )
+        .map_err(StoreError::from)?;
+    if changed == 0 {
+        return Err(ApprovalError::Invalid(format!(
+            "approval `{id}` was decided or expired meanwhile"
+        )));
+    }
+    let approval = load(c, id, now_ms)?.ok_or_else(|| ApprovalError::NotFound(id.to_string()))?;
+    let step = last_step(c, &approval.run)?;
+    let event = ApprovalEvent {
+        approval_id: approval.id.clone(),
+        decision: state.as_str().to_string(),
+        by: answer.by.clone(),
+        reason: answer.reason.clone(),
+        call_id: Some(approval.call_id.clone()),
+        call_hash: Some(approval.call_hash.clone()),
+    };
+    append_in(
+        c,
+        &approval.run,
+        vec![new_event(step, at.to_string(), &event)?],
+    )?;
+    Ok(approval)
 }
 
 /// The step the run is in now (its last), for events that do not name one.

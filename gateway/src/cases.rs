@@ -117,6 +117,10 @@ pub struct CaseEvent {
     pub prev_hash: String,
     /// This event's hash.
     pub hash: String,
+    /// The payload exactly as stored (canonical JSON), which the hash covers: the chain is
+    /// verified over these bytes, not over a re-serialisation by this build.
+    #[serde(skip)]
+    pub payload_text: String,
 }
 
 /// What a case event says. The `kind` is stored in its own column; the rest is the payload.

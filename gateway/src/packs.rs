@@ -37,6 +37,10 @@ pub const JSON_SCHEMA: &str = include_str!("packs/pack.schema.json");
 /// The variable that must be `1` before any real adapter runs.
 pub const ALLOW_REAL_VAR: &str = "TOLLGATE_ALLOW_REAL_ADAPTERS";
 
+/// The variable naming the adapter policy file of a server's real-mode commits (a client of the
+/// API cannot name one: the operator does, where the server starts).
+pub const ADAPTER_POLICY_VAR: &str = "TOLLGATE_ADAPTER_POLICY";
+
 /// `pack.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -130,6 +130,24 @@ impl<'a> EngineHost<'a> {
         case_store::append(self.runtime.store(), case_id, expected, events, &self.at())
     }
 
+    /// Appends events that do not depend on the events before them (a commit's outcome, a
+    /// refusal) at whatever version the case is at, again when another append got there first,
+    /// so they are never lost to a concurrent step.
+    fn append_latest(&self, case_id: &str, events: Vec<NewEvent>) -> Result<Appended, CaseError> {
+        let mut tries = 0;
+        loop {
+            let id = case_id.to_string();
+            let version = self
+                .runtime
+                .store()
+                .read(move |c| crate::cases::log::version_in(c, &id))?;
+            match self.append(case_id, version, events.clone()) {
+                Err(CaseError::VersionConflict { .. }) if tries < 16 => tries += 1,
+                other => return other,
+            }
+        }
+    }
+
     fn moved(
         &self,
         appended: &Appended,
@@ -278,6 +296,13 @@ impl<'a> EngineHost<'a> {
                     .join(", ")
             ))
         })?;
+        if let Some(id) = &event_id
+            && !valid_event_id(id)
+        {
+            return Err(CaseError::Invalid(format!(
+                "event id `{id}` is not valid: use 1 to 128 letters, digits and `-_.:` (ids with `/` are the case's own)"
+            )));
+        }
         let evidence = checked_evidence(
             w,
             &Map::from_iter([("evidence".into(), Value::Object(evidence))]),
@@ -566,10 +591,19 @@ pub(super) fn approval_error(e: approvals::ApprovalError) -> CaseError {
         approvals::ApprovalError::Store(s) => CaseError::Store(s),
         approvals::ApprovalError::NotFound(m) => CaseError::NotFound(format!("no approval `{m}`")),
         approvals::ApprovalError::Invalid(m) => CaseError::Invalid(m),
+        approvals::ApprovalError::Final { id, state, .. } => CaseError::conflict(
+            "approval_refused",
+            format!(
+                "approval `{id}` is {}\n  help: preview the proposal again and decide it anew: a new decision asks for a new approval",
+                state.as_str()
+            ),
+        ),
         other => CaseError::conflict("approval_refused", other.to_string()),
     }
 }
 
+/// What an approval of a proposal's previewed change binds: the case's run, the pack's action as
+/// the tool, the proposal, its input and the preview's hash as the arguments.
 pub(super) fn approval_request(
     case_id: &str,
     pack: &Pack,
@@ -628,6 +662,15 @@ fn checked_evidence(
         )));
     }
     Ok(evidence.clone())
+}
+
+/// Whether a caller's event id is one it may use: the case's own generated ids hold a `/`.
+fn valid_event_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
 /// Fills `{...}` placeholders of a wording; unknown ones stay as written.

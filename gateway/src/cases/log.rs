@@ -72,6 +72,7 @@ fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<CaseEvent, S
         Err(e) => return Ok(Err(StoreError::corrupt(e))),
     };
     Ok(Ok(CaseEvent {
+        payload_text: payload.clone(),
         case_id: r.get(0)?,
         version: r.get(1)?,
         event_id: r.get(2)?,
@@ -123,7 +124,11 @@ pub fn verify_chain(events: &[CaseEvent]) -> Result<(), String> {
         if e.version != i as i64 + 1 {
             return Err(format!("version {} follows version {i}", e.version));
         }
-        let payload = canonical_json(&e.body.payload());
+        let payload = if e.payload_text.is_empty() {
+            canonical_json(&e.body.payload())
+        } else {
+            e.payload_text.clone()
+        };
         let hash = event_hash(
             &prev,
             e.version,

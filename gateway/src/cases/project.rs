@@ -57,6 +57,8 @@ pub struct EvidenceRow {
     /// The value.
     #[schema(value_type = Object)]
     pub value: Value,
+    /// `adapter` (the worker's adapter collected it) or `api` (a caller posted it).
+    pub source: String,
     /// The event that recorded it.
     pub version: i64,
 }
@@ -246,6 +248,7 @@ impl CaseProjection {
                             worker: ev.worker.clone(),
                             key: key.clone(),
                             value: value.clone(),
+                            source: ev.source.clone(),
                             version: v,
                         },
                     );

@@ -46,8 +46,9 @@ pub fn append_in(
         let Some(id) = &e.event_id else { continue };
         let stored: Option<(String, i64, String, String, String)> = c
             .query_row(
-                "SELECT case_id, version, kind, payload, actor FROM case_events WHERE event_id = ?1",
-                [id],
+                "SELECT case_id, version, kind, payload, actor FROM case_events
+                 WHERE case_id = ?1 AND event_id = ?2",
+                [case_id, id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()
@@ -140,6 +141,7 @@ pub fn append_in(
             other => CaseError::Store(other.into()),
         })?;
         let event = CaseEvent {
+            payload_text: payload.clone(),
             case_id: case_id.into(),
             version,
             event_id,

@@ -18,8 +18,8 @@ use crate::cases::host::{EngineHost, Moved};
 use crate::cases::inspect::{self, CaseGraph, Inspection};
 use crate::cases::project::{self, ReplayHealth};
 use crate::cases::{CaseError, CaseEvent};
-use crate::packs::PackRegistry;
 use crate::packs::adapter::Mode;
+use crate::packs::{ADAPTER_POLICY_VAR, PackRegistry};
 use crate::runtime::Runtime;
 
 /// The routes of these resources.
@@ -541,18 +541,16 @@ async fn approval(
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CommitBody {
-    /// `dry_run` (default) or `real`.
+    /// `dry_run` (default) or `real` (the server's operator allows it: `TOLLGATE_ALLOW_REAL_ADAPTERS=1`
+    /// and `TOLLGATE_ADAPTER_POLICY` naming the adapter policy file, where the server starts).
     #[serde(default)]
     mode: Mode,
-    /// Real mode: the adapter policy file, a path on the server.
-    #[serde(default)]
-    policy: Option<String>,
 }
 
 /// Commits an approved proposal through the engine host: apply, verify, compensation on
 /// failure. Refused — and recorded — without approval, with a stale preview, when policy now
 /// denies, or in real mode without `TOLLGATE_ALLOW_REAL_ADAPTERS=1` on the server and an
-/// adapter policy allowing the action.
+/// adapter policy (`TOLLGATE_ADAPTER_POLICY`) allowing the action.
 #[utoipa::path(post, path = "/cases/{case_id}/proposals/{proposal_id}/commit", tag = "cases",
     params(("case_id" = String, Path, description = "The case"), ("proposal_id" = String, Path, description = "The proposal")),
     request_body(content = CommitBody, description = "Optional: `{}` commits in dry_run"),
@@ -571,7 +569,8 @@ async fn commit(
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let body = body.map(|ApiJson(b)| b).unwrap_or_default();
     let m = hosting(&state, move |host, _, _| {
-        let policy = body.policy.map(std::path::PathBuf::from);
+        // The operator's policy file, never one a client names.
+        let policy = process_env(ADAPTER_POLICY_VAR).map(std::path::PathBuf::from);
         host.commit(&case_id, &proposal_id, body.mode, policy.as_deref(), "api")
     })
     .await?;

@@ -123,7 +123,9 @@ pub enum AdapterError {
         help: String,
     },
     /// It ran past the time limit and was killed.
-    #[error("adapter `{0}` ran past {TIME_LIMIT:?} and was stopped")]
+    #[error(
+        "adapter `{0}` ran past {TIME_LIMIT:?} and was stopped (with every process it started)\n  help: an adapter answers within the limit; run it by hand with its request on stdin to see where it waits"
+    )]
     Timeout(String),
     /// It exited non-zero or answered `{"error": ...}`.
     #[error("adapter `{executable}` failed on `{op}`: {message}")]
@@ -217,6 +219,9 @@ pub fn run(call: &Call<'_>) -> Result<Map<String, Value>, AdapterError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Its own process group, so a time-out stops everything it started, not only itself.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = command.spawn().map_err(|e| AdapterError::Start {
         executable: call.executable.to_string(),
         message: e.to_string(),
@@ -225,10 +230,14 @@ pub fn run(call: &Call<'_>) -> Result<Map<String, Value>, AdapterError> {
                 .into(),
     })?;
     let body = request_of(call).to_string();
-    if let Some(mut stdin) = child.stdin.take() {
-        // An adapter that exits without reading its request is judged by its answer.
-        let _ = stdin.write_all(body.as_bytes());
-    }
+    // Written from a thread, so an adapter that never reads cannot hold the time limit off; one
+    // that exits without reading its request is judged by its answer.
+    let stdin = child.stdin.take();
+    let writer = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(body.as_bytes());
+        }
+    });
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let out_reader = std::thread::spawn(move || {
@@ -250,8 +259,7 @@ pub fn run(call: &Call<'_>) -> Result<Map<String, Value>, AdapterError> {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() > TIME_LIMIT => {
-                let _ = child.kill();
-                let _ = child.wait();
+                stop_group(&mut child);
                 return Err(AdapterError::Timeout(call.executable.to_string()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
@@ -264,6 +272,9 @@ pub fn run(call: &Call<'_>) -> Result<Map<String, Value>, AdapterError> {
             }
         }
     };
+    // The call ends when the adapter exits: anything it left running goes with it.
+    kill_group(child.id());
+    let _ = writer.join();
     let out = out_reader.join().unwrap_or_default();
     let err = err_reader.join().unwrap_or_default();
     let failed = |message: String| AdapterError::Failed {
@@ -295,6 +306,27 @@ pub fn run(call: &Call<'_>) -> Result<Map<String, Value>, AdapterError> {
         return Err(failed(super::policy::symbol_of(e)));
     }
     Ok(answer)
+}
+
+/// Kills an adapter and every process of its group.
+fn stop_group(child: &mut std::process::Child) {
+    kill_group(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Kills what is left of an adapter's process group (its leftovers would hold its pipes open).
+fn kill_group(pid: u32) {
+    #[cfg(unix)]
+    {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 /// One change a preview shows.

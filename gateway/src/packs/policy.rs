@@ -20,6 +20,9 @@ pub const VOCABULARY: &str = r#"// The case vocabulary (Tollgate's, read before 
 .decl case_input(c: symbol, key: symbol, value: symbol)
 .decl evidence(c: symbol, worker: symbol, key: symbol, value: symbol)
 .decl evidence_number(c: symbol, worker: symbol, key: symbol, value: number)
+// Where each piece of evidence came from: `adapter` (the worker's adapter ran) or `api` (a
+// caller posted it). A rule that must not trust posted evidence asks for `adapter`.
+.decl evidence_source(c: symbol, worker: symbol, key: symbol, source: symbol)
 .decl proposal(p: symbol, c: symbol, capability: symbol, action: symbol)
 .decl proposal_input(p: symbol, key: symbol, value: symbol)
 .decl preview_change(p: symbol, target: symbol, field: symbol, before: symbol, after: symbol)
@@ -32,6 +35,15 @@ pub const VOCABULARY: &str = r#"// The case vocabulary (Tollgate's, read before 
 
 /// The name the vocabulary goes by in diagnostics.
 pub const VOCABULARY_NAME: &str = "<case vocabulary>";
+
+/// Spaces over `bytes[a..b]`, newlines kept (so lines and columns stay).
+fn blank(bytes: &mut [u8], a: usize, b: usize) {
+    for byte in bytes.iter_mut().take(b).skip(a) {
+        if *byte != b'\n' {
+            *byte = b' ';
+        }
+    }
+}
 
 /// A pack's compiled rules.
 #[derive(Debug, Clone)]
@@ -71,8 +83,8 @@ pub struct ProposalFacts<'a> {
     pub pack_id: &'a str,
     /// The case's input.
     pub case_input: &'a Map<String, Json>,
-    /// `(worker, key, value)` of every piece of evidence.
-    pub evidence: Vec<(&'a str, &'a str, &'a Json)>,
+    /// `(worker, key, value, source)` of every piece of evidence.
+    pub evidence: Vec<(&'a str, &'a str, &'a Json, &'a str)>,
     /// The proposal.
     pub proposal_id: &'a str,
     /// Its capability.
@@ -143,7 +155,77 @@ impl PackPolicy {
         ids
     }
 
-    /// Decides one proposal.
+    /// The program in which only the rule `id` derives `permit`: every other `permit` clause is
+    /// blanked out of the source (spaces, so lines and columns stay), then compiled again.
+    fn only_permit_rule(&self, id: &str) -> Result<Program, String> {
+        let ir = self.program.ir();
+        let mut source = self.program.source().clone();
+        let mut bytes = std::mem::take(&mut source.text).into_bytes();
+        for r in &ir.rules {
+            if ir.relations[r.head.rel].name == "permit" && r.id != id {
+                let a = r.span.start as usize;
+                let b = (r.span.end as usize).min(bytes.len());
+                blank(&mut bytes, a, b);
+                // Its `// @id` line too, or that would name no rule.
+                let mut end = a;
+                while end > 0 {
+                    let start = bytes[..end - 1]
+                        .iter()
+                        .rposition(|&c| c == b'\n')
+                        .map_or(0, |i| i + 1);
+                    let line = String::from_utf8_lossy(&bytes[start..end])
+                        .trim()
+                        .to_string();
+                    if line.starts_with("// @id") {
+                        blank(&mut bytes, start, end);
+                        break;
+                    }
+                    if !(line.is_empty() || line.starts_with("//")) {
+                        break;
+                    }
+                    end = start;
+                }
+            }
+        }
+        source.text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+        Program::compile(&source)
+            .map_err(|d| d.first().map_or_else(String::new, |d| d.render(&source)))
+    }
+
+    /// Decides one proposal of a capability whose `policy_rule` is `rule`: permitted when that
+    /// rule derives `permit(p)` (another rule's `permit` does not stand in for it) and no rule
+    /// derives `deny(p, _)`.
+    pub fn decide_for(&self, p: &ProposalFacts<'_>, rule: &str) -> Result<PackDecision, String> {
+        let mut d = self.decide(p)?;
+        if d.effect == "deny" && d.rules != ["not-permitted"] {
+            return Ok(d);
+        }
+        let only = PackPolicy {
+            program: self.only_permit_rule(rule)?,
+        };
+        let by_rule = only.decide(p)?;
+        if by_rule.effect == "allow" {
+            return Ok(by_rule);
+        }
+        d.effect = "deny".into();
+        d.rules = vec!["not-permitted".into()];
+        d.reasons = vec![if d.proof.is_some() {
+            format!(
+                "the capability's rule `{rule}` does not permit `{}` (another rule does, but a capability is permitted only by the rule it names)",
+                p.proposal_id
+            )
+        } else {
+            format!(
+                "the capability's rule `{rule}` does not permit `{}`",
+                p.proposal_id
+            )
+        }];
+        d.proof = None;
+        d.why_not = by_rule.why_not;
+        Ok(d)
+    }
+
+    /// Decides one proposal: `permit(p)` by any rule and no `deny(p, _)`.
     pub fn decide(&self, p: &ProposalFacts<'_>) -> Result<PackDecision, String> {
         let facts = facts_of(p);
         let input_hash = {
@@ -242,10 +324,15 @@ fn facts_of(p: &ProposalFacts<'_>) -> FactSet {
             "case",
         );
     }
-    for (worker, key, value) in &p.evidence {
+    for (worker, key, value, source) in &p.evidence {
         facts.add(
             "evidence",
             vec![s(p.case_id), s(worker), s(key), s(symbol_of(value))],
+            "evidence",
+        );
+        facts.add(
+            "evidence_source",
+            vec![s(p.case_id), s(worker), s(key), s(source)],
             "evidence",
         );
         if let Some(n) = value.as_i64().and_then(|n| i32::try_from(n).ok()) {
@@ -322,7 +409,10 @@ deny(p, "the customer is flagged") :- proposal(p, c, _, _), evidence(c, "w", "fl
                 case_id: "c",
                 pack_id: "p",
                 case_input: &input,
-                evidence: vec![("w", "amount", &a), ("w", "flagged", &f)],
+                evidence: vec![
+                    ("w", "amount", &a, "adapter"),
+                    ("w", "flagged", &f, "adapter"),
+                ],
                 proposal_id: "prop-1",
                 capability: "refund",
                 action: "pay",
@@ -358,6 +448,37 @@ deny(p, "the customer is flagged") :- proposal(p, c, _, _), evidence(c, "w", "fl
         // Same facts, same input hash: decisions are deterministic.
         assert_eq!(decide(500, "no").input_hash, d.input_hash);
         assert_ne!(decide(501, "no").input_hash, d.input_hash);
+    }
+
+    #[test]
+    fn a_capability_is_permitted_only_by_the_rule_it_names() {
+        let rules = format!("{RULES}\n// @id anything-goes\npermit(p) :- proposal(p, _, _, _).\n");
+        let policy = PackPolicy::compile(&pack(&rules)).unwrap();
+        let input = Map::new();
+        let (a, f) = (serde_json::json!(500), serde_json::json!("no"));
+        let facts = ProposalFacts {
+            case_id: "c",
+            pack_id: "p",
+            case_input: &input,
+            evidence: vec![
+                ("w", "amount", &a, "adapter"),
+                ("w", "flagged", &f, "adapter"),
+            ],
+            proposal_id: "prop-1",
+            capability: "refund",
+            action: "pay",
+            input: &input,
+            changes: Vec::new(),
+        };
+        assert_eq!(policy.decide(&facts).unwrap().effect, "allow");
+        let d = policy.decide_for(&facts, "small-refund").unwrap();
+        assert_eq!(d.effect, "deny", "{d:?}");
+        assert!(d.reasons[0].contains("`small-refund`"), "{:?}", d.reasons);
+        let d = policy.decide_for(&facts, "anything-goes").unwrap();
+        assert_eq!(
+            (d.effect.as_str(), d.rules.as_slice()),
+            ("allow", ["anything-goes".to_string()].as_slice())
+        );
     }
 
     #[test]

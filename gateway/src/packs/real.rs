@@ -99,7 +99,21 @@ pub fn read_policy(path: &Path) -> Result<AdapterPolicy, Vec<PackFault>> {
             "pass the path of a YAML file with `version: 1`, `pack_id` and `allow_actions`",
         )]
     })?;
-    read_document(&file, "adapter_policy", &text)
+    // Faults say where, never what the file holds (it may not be a policy at all).
+    read_document(&file, "adapter_policy", &text).map_err(|faults| {
+        faults
+            .into_iter()
+            .map(|f| PackFault {
+                message: if f.path.is_empty() {
+                    "the file is not an adapter policy".to_string()
+                } else {
+                    format!("`{}` is not what an adapter policy holds there", f.path)
+                },
+                help: "an adapter policy is YAML: `version: 1`, `pack_id: ID`, `allow_actions: [ACTION, ...]` (optional `owner`, `reason`)".into(),
+                ..f
+            })
+            .collect()
+    })
 }
 
 /// The permission to run one action's real adapter, once every guardrail held.

@@ -18,25 +18,16 @@ use crate::packs::adapter::{self, Call, Mode, Op};
 use crate::packs::real;
 
 impl EngineHost<'_> {
-    /// Records a refused commit and answers the refusal.
-    fn refuse(
-        &self,
-        attempt: &Attempt<'_>,
-        version: i64,
-        code: &'static str,
-        message: String,
-    ) -> CaseError {
+    /// Records a refused commit (at the case's latest version: a refusal does not depend on
+    /// what came before it) and answers the refusal.
+    fn refuse(&self, attempt: &Attempt<'_>, code: &'static str, message: String) -> CaseError {
         let body = EventBody::CommitRefused(CommitRefused {
             proposal_id: attempt.proposal_id.into(),
             code: code.into(),
             message: message.clone(),
             mode: attempt.mode,
         });
-        match self.append(
-            attempt.case_id,
-            version,
-            vec![NewEvent::new(body, attempt.actor)],
-        ) {
+        match self.append_latest(attempt.case_id, vec![NewEvent::new(body, attempt.actor)]) {
             Ok(a) => CaseError::Refused {
                 code,
                 message,
@@ -83,12 +74,9 @@ impl EngineHost<'_> {
             mode,
             actor,
         };
-        let refuse = |version: i64, code: &'static str, message: String| {
-            self.refuse(&attempt, version, code, message)
-        };
+        let refuse = |code: &'static str, message: String| self.refuse(&attempt, code, message);
         let Some(row) = p.policy.get(proposal_id).cloned() else {
             return Err(refuse(
-                version,
                 "policy_required",
                 format!(
                     "proposal `{proposal_id}` has not been decided by policy\n  help: preview it, then decide it (`tollgate cases decide {case_id} {proposal_id}`)"
@@ -97,7 +85,6 @@ impl EngineHost<'_> {
         };
         if row.effect != "allow" {
             return Err(refuse(
-                version,
                 "policy_denied",
                 format!(
                     "policy denied `{proposal_id}` ({}): it cannot be committed",
@@ -107,9 +94,10 @@ impl EngineHost<'_> {
         }
         let Some(approval_id) = row.approval_id.clone() else {
             return Err(refuse(
-                version,
                 "approval_required",
-                format!("`{proposal_id}` has no approval"),
+                format!(
+                    "`{proposal_id}` has no approval\n  help: decide it (`tollgate cases decide {case_id} {proposal_id}`): an allowed proposal asks for one"
+                ),
             ));
         };
         let approval = approvals::get(self.runtime.store(), &approval_id, self.runtime.now_ms())
@@ -132,7 +120,6 @@ impl EngineHost<'_> {
         }
         if approval.state != ApprovalState::Approved {
             return Err(refuse(
-                version,
                 "approval_required",
                 format!(
                     "`{proposal_id}` is not approved (its approval `{approval_id}` is {})\n  help: a person approves it first (`tollgate cases approve {case_id} {proposal_id} --by NAME`, or the Cases screen)",
@@ -143,7 +130,6 @@ impl EngineHost<'_> {
         let now = self.run_preview(&pack, case_id, &proposal)?;
         if now.preview_hash != row.preview_hash {
             return Err(refuse(
-                version,
                 "stale_preview",
                 format!(
                     "the approved preview of `{proposal_id}` is stale: the change would now be `{}`\n  help: preview it again, decide it and have it approved anew",
@@ -155,20 +141,20 @@ impl EngineHost<'_> {
             Mode::DryRun => None,
             Mode::Real => match real::authorize(&pack, &proposal.action, self.env, policy_file) {
                 Ok(a) => Some(a),
-                Err(r) => return Err(refuse(version, r.code(), r.to_string())),
+                Err(r) => return Err(refuse(r.code(), r.to_string())),
             },
         };
         let Some(preview) = p.previews.get(proposal_id).cloned() else {
             return Err(refuse(
-                version,
                 "preview_required",
-                format!("`{proposal_id}` has no preview"),
+                format!(
+                    "`{proposal_id}` has no preview\n  help: preview it (`tollgate cases preview {case_id} {proposal_id}`), decide it and have it approved"
+                ),
             ));
         };
         let (decided, versions) = self.judge(&pack, case_id, &p, &proposal, &preview)?;
         if decided.effect != "allow" {
             return Err(refuse(
-                version,
                 "policy_changed",
                 format!(
                     "policy now denies `{proposal_id}` ({}): the rules or envelopes changed since it was approved",
@@ -176,6 +162,12 @@ impl EngineHost<'_> {
                 ),
             ));
         }
+        let action = pack.action(&proposal.action).ok_or_else(|| {
+            CaseError::Invalid(format!(
+                "pack `{}` has no action `{}`",
+                pack.manifest.pack_id, proposal.action
+            ))
+        })?;
         let req = approval_request(case_id, &pack, &proposal, &preview, &row.rules, versions);
         let hash = call_hash(&req.run, &req.tool, &req.arguments);
         let started = EventBody::CommitStarted(CommitStarted {
@@ -194,17 +186,14 @@ impl EngineHost<'_> {
             actor.to_string(),
         );
         let (aid, envelopes) = (approval_id.clone(), req.envelopes.clone());
-        let appended = self.runtime.store().transact(move |c| {
+        // Claimed: the approval is used and the commit started at the version read, in one write,
+        // so a second commit of the same proposal gets a conflict.
+        self.runtime.store().transact(move |c| {
             approvals::use_in(c, &aid, &id, &hash, &envelopes, now_ms)
                 .map_err(|e| CaseError::conflict("approval_not_usable", e.to_string()))?;
             case_store::append_in(c, &id, version, &[NewEvent::new(started, &actor_s)], &at)
         })?;
-        let action = pack.action(&proposal.action).ok_or_else(|| {
-            CaseError::Invalid(format!(
-                "pack `{}` has no action `{}`",
-                pack.manifest.pack_id, proposal.action
-            ))
-        })?;
+
         let executable = authorization
             .as_ref()
             .map_or(action.adapter.as_str(), |a| a.executable());
@@ -262,7 +251,8 @@ impl EngineHost<'_> {
             }
         };
         let detail = body.payload();
-        let appended = self.append(case_id, appended.version, vec![NewEvent::new(body, actor)])?;
+        // The outcome is recorded whatever else the case did meanwhile.
+        let appended = self.append_latest(case_id, vec![NewEvent::new(body, actor)])?;
         self.moved(&appended, Some(proposal_id), detail)
     }
 }

@@ -35,7 +35,14 @@ impl EngineHost<'_> {
             evidence: p
                 .evidence
                 .values()
-                .map(|e| (e.worker.as_str(), e.key.as_str(), &e.value))
+                .map(|e| {
+                    (
+                        e.worker.as_str(),
+                        e.key.as_str(),
+                        &e.value,
+                        e.source.as_str(),
+                    )
+                })
                 .collect(),
             proposal_id: &proposal.proposal_id,
             capability: &proposal.capability,
@@ -54,7 +61,18 @@ impl EngineHost<'_> {
                 })
                 .collect(),
         };
-        let decision = policy.decide(&facts).map_err(CaseError::Evaluation)?;
+        let rule = pack
+            .capability(&proposal.capability)
+            .map(|c| c.policy_rule.clone())
+            .ok_or_else(|| {
+                CaseError::Invalid(format!(
+                    "pack `{}` no longer has capability `{}`",
+                    pack.manifest.pack_id, proposal.capability
+                ))
+            })?;
+        let decision = policy
+            .decide_for(&facts, &rule)
+            .map_err(CaseError::Evaluation)?;
         let engine = self
             .runtime
             .engine_for(case_id)
@@ -129,8 +147,18 @@ impl EngineHost<'_> {
             EventBody::PolicyDecided(Box::new(decided.clone())),
             actor,
         )];
-        let request = allowed
-            .then(|| approval_request(case_id, &pack, proposal, preview, &decided.rules, versions));
+        let request = allowed.then(|| {
+            // The decision's version names the approval, so every decision gets its own.
+            let call_id = format!(
+                "{proposal_id}:{}:v{}",
+                &preview.preview_hash[..16],
+                case.version + 1
+            );
+            let mut req =
+                approval_request(case_id, &pack, proposal, preview, &decided.rules, versions);
+            req.call_id = call_id;
+            req
+        });
         if let Some(req) = &request {
             events.push(NewEvent::new(
                 EventBody::ApprovalRequested(ApprovalRequested {
@@ -177,7 +205,7 @@ impl EngineHost<'_> {
             return Err(CaseError::conflict(
                 "no_pending_approval",
                 format!(
-                    "proposal `{proposal_id}` is {}: it has no approval waiting",
+                    "proposal `{proposal_id}` is {}: it has no approval waiting\n  help: an approval is asked for when policy allows a previewed proposal (`tollgate cases decide {case_id} {proposal_id}`)",
                     proposal.state
                 ),
             ));
@@ -195,22 +223,26 @@ impl EngineHost<'_> {
                 ));
             }
         }
-        approvals::decide(
-            self.runtime.store(),
-            &approval_id,
-            answer,
-            self.runtime.now_ms(),
-            &self.at(),
-        )
-        .map_err(approval_error)?;
         let body = EventBody::ApprovalDecided(ApprovalDecided {
             proposal_id: proposal_id.into(),
-            approval_id,
+            approval_id: approval_id.clone(),
             approved: answer.approve,
             by: answer.by.clone(),
             reason: answer.reason.clone(),
         });
-        let appended = self.append(case_id, case.version, vec![NewEvent::new(body, &answer.by)])?;
+        // The approval's answer and the case's event commit together, or neither does.
+        let events = vec![NewEvent::new(body, &answer.by)];
+        let (id, version, at, now) = (
+            case_id.to_string(),
+            case.version,
+            self.at(),
+            self.runtime.now_ms(),
+        );
+        let given = answer.clone();
+        let appended = self.runtime.store().transact(move |c| {
+            approvals::decide_in(c, &approval_id, &given, now, &at).map_err(approval_error)?;
+            case_store::append_in(c, &id, version, &events, &at)
+        })?;
         self.moved(
             &appended,
             Some(proposal_id),

@@ -54,7 +54,7 @@ pub fn persist_in(
         )?;
     }
     let mut ins = c.prepare_cached(
-        "INSERT INTO case_evidence (case_id, worker, key, value, version) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO case_evidence (case_id, worker, key, value, source, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for r in p.evidence.values() {
         ins.execute(params![
@@ -62,6 +62,7 @@ pub fn persist_in(
             r.worker,
             r.key,
             json_text(&r.value),
+            r.source,
             r.version
         ])?;
     }
@@ -174,24 +175,26 @@ pub fn load_in(
         ..CaseProjection::default()
     };
     let mut q = c.prepare_cached(
-        "SELECT worker, key, value, version FROM case_evidence WHERE case_id = ?1",
+        "SELECT worker, key, value, source, version FROM case_evidence WHERE case_id = ?1",
     )?;
     let rows = q.query_map([case_id], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
             r.get::<_, String>(2)?,
-            r.get::<_, i64>(3)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, i64>(4)?,
         ))
     })?;
     for row in rows {
-        let (worker, key, value, version) = row?;
+        let (worker, key, value, source, version) = row?;
         p.evidence.insert(
             (worker.clone(), key.clone()),
             EvidenceRow {
                 worker,
                 key,
                 value: parse(&value)?,
+                source,
                 version,
             },
         );

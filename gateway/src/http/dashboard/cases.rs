@@ -183,10 +183,10 @@ fn detail(r: &Inspection, csrf: &str, done: Option<&str>, problem: Option<&str>)
         } @else {
             table {
                 caption.visually-hidden { "Worker evidence" }
-                thead { tr { th scope="col" { "Worker" } th scope="col" { "Key" } th scope="col" { "Value" } } }
+                thead { tr { th scope="col" { "Worker" } th scope="col" { "Key" } th scope="col" { "Value" } th scope="col" { "Source" } } }
                 tbody {
                     @for e in &r.worker_evidence {
-                        tr { td { (e.worker) } td { code { (e.key) } } td { code { (crate::packs::policy::symbol_of(&e.value)) } } }
+                        tr { td { (e.worker) } td { code { (e.key) } } td { code { (crate::packs::policy::symbol_of(&e.value)) } } td { (e.source) } }
                     }
                 }
             }
