@@ -290,6 +290,17 @@ fn a_commit_is_refused_and_recorded_without_approval_with_a_stale_preview_and_in
         1,
     );
     std::fs::write(pack.join("actions.yaml"), actions).unwrap();
+    // In real mode the change is previewed again by the real adapter, against the real system:
+    // one that moved since the approval is refused too.
+    let real_records = d.join(".tollgate/adapter-state/intake_review/real/records.json");
+    std::fs::create_dir_all(real_records.parent().unwrap()).unwrap();
+    std::fs::write(
+        &real_records,
+        json!({ case.as_str(): {"queue": "it"} }).to_string(),
+    )
+    .unwrap();
+    refused(&allow, &["--mode", "real", "--policy", p], "stale_preview");
+    std::fs::remove_file(&real_records).unwrap();
     let out = run_in(
         d,
         &allow,

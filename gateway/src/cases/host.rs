@@ -406,6 +406,19 @@ impl<'a> EngineHost<'a> {
         case_id: &str,
         proposal: &project::ProposalRow,
     ) -> Result<Preview, CaseError> {
+        self.run_preview_with(pack, case_id, proposal, Mode::DryRun, None)
+    }
+
+    /// The preview by the adapter of `mode`: the dry-run adapter, or (given its authorisation's
+    /// executable) the real one, which previews against the real system.
+    pub(super) fn run_preview_with(
+        &self,
+        pack: &Pack,
+        case_id: &str,
+        proposal: &project::ProposalRow,
+        mode: Mode,
+        real_executable: Option<&str>,
+    ) -> Result<Preview, CaseError> {
         let action = pack.action(&proposal.action).ok_or_else(|| {
             CaseError::Invalid(format!(
                 "pack `{}` no longer has action `{}`",
@@ -413,17 +426,18 @@ impl<'a> EngineHost<'a> {
             ))
         })?;
         let input = proposal.input.as_object().cloned().unwrap_or_default();
+        let executable = real_executable.unwrap_or(&action.adapter);
         let answer = adapter::run(&Call {
             root: &pack.root,
-            executable: &action.adapter,
+            executable,
             op: Op::Preview,
-            mode: Mode::DryRun,
+            mode,
             pack_id: &pack.manifest.pack_id,
             name: &action.id,
             case_id,
             input: &input,
             idempotency_key: &format!("{case_id}:{}", proposal.proposal_id),
-            state_dir: &self.state_dir(pack, Mode::DryRun),
+            state_dir: &self.state_dir(pack, mode),
         })?;
         let (changes, summary) = adapter::preview_of(&answer).map_err(|m| {
             CaseError::Adapter(adapter::AdapterError::BadAnswer {

@@ -127,7 +127,24 @@ impl EngineHost<'_> {
                 ),
             ));
         }
-        let now = self.run_preview(&pack, case_id, &proposal)?;
+        let authorization = match mode {
+            Mode::DryRun => None,
+            Mode::Real => match real::authorize(&pack, &proposal.action, self.env, policy_file) {
+                Ok(a) => Some(a),
+                Err(r) => return Err(refuse(r.code(), r.to_string())),
+            },
+        };
+        // The change as the adapter that will apply it sees it now: in real mode, the real
+        // system's, which must be the change approved.
+        let now = self.run_preview_with(
+            &pack,
+            case_id,
+            &proposal,
+            mode,
+            authorization
+                .as_ref()
+                .map(real::RealAuthorization::executable),
+        )?;
         if now.preview_hash != row.preview_hash {
             return Err(refuse(
                 "stale_preview",
@@ -137,13 +154,6 @@ impl EngineHost<'_> {
                 ),
             ));
         }
-        let authorization = match mode {
-            Mode::DryRun => None,
-            Mode::Real => match real::authorize(&pack, &proposal.action, self.env, policy_file) {
-                Ok(a) => Some(a),
-                Err(r) => return Err(refuse(r.code(), r.to_string())),
-            },
-        };
         let Some(preview) = p.previews.get(proposal_id).cloned() else {
             return Err(refuse(
                 "preview_required",
