@@ -125,3 +125,73 @@ fn the_openai_client_agent_is_governed_and_recorded() {
     let replay = gw.tollgate(&["replay", "exact", "agent-e2e"]);
     assert!(replay.status.success(), "{}", support::stdout(&replay));
 }
+
+#[test]
+fn an_unmodified_openai_client_needs_only_base_url_and_api_key() {
+    let Some(python) = python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no Python with the `openai` package: .ci/run installs it into .ci/venv"
+        );
+        eprintln!("skipped: no Python with the `openai` package");
+        return;
+    };
+    let envelopes = support::root().join("examples/envelopes");
+    let gw = Gateway::start_args(&[], &["--envelopes", envelopes.to_str().unwrap()]);
+    // The client as anyone writes it: no Tollgate header, no Tollgate field.
+    let script = r#"
+import sys
+from openai import OpenAI
+client = OpenAI(base_url=sys.argv[1] + "/v1", api_key=sys.argv[2])
+for stream in (False, True):
+    if stream:
+        parts = client.chat.completions.create(model="gpt-4.1-mini", stream=True,
+            messages=[{"role": "user", "content": "say hello"}])
+        print("".join(c.choices[0].delta.content or "" for c in parts if c.choices))
+    else:
+        r = client.chat.completions.create(model="gpt-4.1-mini",
+            messages=[{"role": "user", "content": "say hello"}])
+        print(r.choices[0].message.content)
+"#;
+    let out = Command::new(&python)
+        .args(["-c", script, &gw.base, &gw.token])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        said.lines().filter(|l| !l.trim().is_empty()).count(),
+        2,
+        "{said}"
+    );
+    let day: String = tollgate_gateway::clock::now_rfc3339()
+        .chars()
+        .take(10)
+        .filter(char::is_ascii_digit)
+        .collect();
+    let (status, view) = gw.call(
+        "GET",
+        &format!("/v1/runs/implicit-openai-client-{day}"),
+        None,
+    );
+    assert_eq!(status, 200, "{view}");
+    let (_, decisions) = gw.call(
+        "GET",
+        &format!("/v2/policies/decisions/implicit-openai-client-{day}"),
+        None,
+    );
+    let models = decisions["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "model")
+        .count();
+    assert_eq!(
+        models, 2,
+        "both calls were decided and recorded: {decisions}"
+    );
+}

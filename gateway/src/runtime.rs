@@ -13,11 +13,13 @@ mod chat;
 mod compile;
 mod decisions;
 mod handoffs;
+mod implicit;
 mod policies;
 mod runs;
 mod tools;
 
 pub use handoffs::HANDOFF_KEY;
+pub use implicit::{DEFAULT_CLIENT, IMPLICIT_TASK, client_of};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};

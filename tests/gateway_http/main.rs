@@ -460,3 +460,52 @@ fn the_openapi_document_is_served_with_the_token() {
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/v1/chat/completions"]["post"].is_object());
 }
+
+#[test]
+fn a_chat_call_without_a_run_header_goes_to_the_clients_implicit_run_of_the_day() {
+    let envelopes = support::root().join("examples/envelopes");
+    let gw = Gateway::start_args(&[], &["--envelopes", envelopes.to_str().unwrap()]);
+    let chat = |body: serde_json::Value| {
+        gw.call_with(
+            "POST",
+            "/v1/chat/completions",
+            Some(&body),
+            &[("Authorization", &format!("Bearer {}", gw.token))],
+        )
+    };
+    let (status, first) =
+        chat(json!({"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hello"}]}));
+    assert_eq!(status, 200, "{first}");
+    let run = first["tollgate"]["run"].as_str().unwrap().to_string();
+    let day: String = tollgate_gateway::clock::now_rfc3339()
+        .chars()
+        .take(10)
+        .filter(char::is_ascii_digit)
+        .collect();
+    assert_eq!(run, format!("implicit-openai-client-{day}"));
+    let (status, second) =
+        chat(json!({"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "again"}]}));
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        second["tollgate"]["run"],
+        run.as_str(),
+        "one run per client per day"
+    );
+    let (status, view) = gw.call("GET", &format!("/v1/runs/{run}"), None);
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["run"]["agent"], "openai-client");
+    assert_eq!(view["run"]["task"], "implicit");
+    assert_eq!(view["governing"], json!(["openai-client@1"]));
+    // The envelope decides: a model it does not allow is denied in the implicit run too.
+    let (status, denied) =
+        chat(json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}));
+    assert_eq!(status, 403, "{denied}");
+    // A client naming itself (OpenAI's `user`) gets its own run, governed by what is attached to
+    // it: nothing here, so its model calls are denied.
+    let (status, other) = chat(
+        json!({"model": "gpt-4.1-mini", "user": "billing-bot", "messages": [{"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(status, 403, "{other}");
+    let (status, _) = gw.call("GET", &format!("/v1/runs/implicit-billing-bot-{day}"), None);
+    assert_eq!(status, 200);
+}

@@ -1,5 +1,6 @@
 //! `POST /v1/chat/completions`: the OpenAI-compatible model proxy. The run is named by the
-//! `X-Tollgate-Run` header (an OpenAI client sets it once as a default header). Model rules
+//! `X-Tollgate-Run` header (an OpenAI client sets it once as a default header); without it, the
+//! call goes to the client's implicit run of the day (`runtime::implicit`). Model rules
 //! and data rules decide before anything leaves; the call goes to the configured provider and
 //! is recorded.
 //!
@@ -42,11 +43,11 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 /// An OpenAI-compatible chat completion, decided by the run's envelopes and recorded.
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "models",
-    params(("X-Tollgate-Run" = String, Header, description = "The run the call belongs to")),
+    params(("X-Tollgate-Run" = Option<String>, Header, description = "The run the call belongs to. Without it the call goes to the client's implicit run of the day, `implicit-CLIENT-YYYYMMDD` (CLIENT: the request's `user` when it is a plain id, else `openai-client`; agent CLIENT, task `implicit`), governed by the envelopes attached to that agent")),
     request_body(content = Object, description = "OpenAI's chat-completions request (`model`, `messages`, `tools`, `stream`, ...; messages may carry `tool_calls` and `tool_call_id`). `model` may name its provider: `openai/gpt-4.1-mini`."),
     responses(
         (status = 200, description = "A `chat.completion` (the model's `tool_calls` in `message.tool_calls`) with a `tollgate` member (run, receipt, what policy did to each message); when `stream` is true, a `text/event-stream` of `chat.completion.chunk` (text and `tool_calls` pieces) forwarded as the provider streams, the finish chunk carrying the `tollgate` member, ended by `[DONE]` (or by a `{\"error\": ...}` event if the provider fails mid-stream)", body = Object),
-        (status = 400, description = "No `X-Tollgate-Run` header", body = super::ErrorBody),
+        (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 403, description = "The model, or a message, is denied by policy (the decision is in `details`)", body = super::ErrorBody),
         (status = 502, description = "The provider failed", body = super::ErrorBody),
     ))]
@@ -55,19 +56,20 @@ async fn chat_completions(
     headers: HeaderMap,
     ApiJson(body): ApiJson<ChatRequest>,
 ) -> Result<Response, ApiError> {
-    let run = headers
+    let named = headers
         .get(RUN_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "missing_run",
-                "name the run with the `X-Tollgate-Run` header (open one with POST /v1/runs); \
-                 with the openai client: `OpenAI(base_url=..., default_headers={\"X-Tollgate-Run\": run_id})`",
-            )
-        })?
-        .to_string();
+        .map(str::to_string);
+    let run = match named {
+        Some(run) => run,
+        // An unmodified OpenAI client: its calls go to its implicit run of the day.
+        None => {
+            let client = crate::runtime::client_of(body.extra.get("user").and_then(Value::as_str));
+            blocking(&state, move |rt| rt.implicit_run(&client)).await?
+        }
+    };
     let stream = body.extra.get("stream").and_then(Value::as_bool) == Some(true);
     let include_usage = body
         .extra
