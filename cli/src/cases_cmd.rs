@@ -215,13 +215,6 @@ fn runtime() -> Result<Runtime> {
     Ok(Runtime::new(store, Arc::from(provider))?)
 }
 
-/// `--policy`, else TOLLGATE_ADAPTER_POLICY.
-pub fn policy_file(given: Option<PathBuf>) -> Option<PathBuf> {
-    given.or_else(|| {
-        std::env::var_os(tollgate_gateway::packs::ADAPTER_POLICY_VAR).map(PathBuf::from)
-    })
-}
-
 fn env(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }
@@ -469,7 +462,7 @@ pub fn run(cmd: CasesCommand) -> Result<ExitCode> {
                 &c.case_id,
                 &pid,
                 mode,
-                policy_file(a.policy.clone()).as_deref(),
+                crate::packs_cmd::policy_file(a.policy.clone()).as_deref(),
                 &actor(),
             );
             finish(r, c.json, &|m| {

@@ -245,7 +245,7 @@ pub fn run(cmd: PacksCommand) -> Result<ExitCode> {
                 .join(".tollgate")
                 .join("adapter-preflight");
             let env = |k: &str| std::env::var(k).ok();
-            let policy = crate::cases_cmd::policy_file(a.policy.clone());
+            let policy = policy_file(a.policy.clone());
             match preflight::preflight(&a.pack_root, mode, policy.as_deref(), &env, &out) {
                 Ok(r) => {
                     if a.json {
@@ -329,6 +329,13 @@ fn faults_exit(f: &packs::PackFaults, json: bool) -> Result<ExitCode> {
         eprintln!("error: {f}");
     }
     Ok(ExitCode::from(2))
+}
+
+/// `--policy`, else TOLLGATE_ADAPTER_POLICY.
+pub fn policy_file(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| {
+        std::env::var_os(tollgate_gateway::packs::ADAPTER_POLICY_VAR).map(PathBuf::from)
+    })
 }
 
 /// The pack at `root`, as a registry of one, or its faults printed.

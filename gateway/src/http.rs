@@ -260,6 +260,15 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt as _;
+    // TCP_NODELAY on every connection: a streamed answer is many small writes, and with Nagle's
+    // algorithm each one after the first waited for the client's delayed ACK (~40 ms a chunk
+    // at one connection; found by `benches/load`).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            eprintln!("tollgate: cannot set TCP_NODELAY on a connection: {e}");
+        }
+    });
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await
