@@ -14,6 +14,7 @@
 #
 #   bash benches/load/run.sh [SECONDS] [RATES]     # default 10 s per row; rates "200 1000"
 #   CONNS="1 8" SKIP_LITELLM=1 bash benches/load/run.sh 2 "100"   # a quick look
+#   ROWS="chat mock" bash benches/load/run.sh                      # only rows naming these
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
@@ -80,9 +81,11 @@ model_list:
       api_base: http://127.0.0.1:8310/v1
       api_key: sk-mock
 YAML
-  "${SERVE[@]}" "$VENV/bin/litellm" --config litellm.yaml --port 8313 --num_workers 1 >litellm.out 2>&1 & PIDS+=($!)
+  LITELLM_KEY=sk-bench-0123456789
+  LITELLM_MASTER_KEY=$LITELLM_KEY "${SERVE[@]}" "$VENV/bin/litellm" --config litellm.yaml --port 8313 --num_workers 1 >litellm.out 2>&1 & PIDS+=($!)
   if wait_for litellm.out "Uvicorn running"; then
-    curl -sf -X POST http://127.0.0.1:8313/v1/chat/completions -H 'Content-Type: application/json' -d "$CHAT" >/dev/null && LITELLM=8313
+    curl -sf -X POST http://127.0.0.1:8313/v1/chat/completions -H "Authorization: Bearer $LITELLM_KEY" \
+      -H 'Content-Type: application/json' -d "$CHAT" >/dev/null && LITELLM=8313
   fi
 fi
 
@@ -92,6 +95,12 @@ echo "placement: $PLACED"
 printf '%-40s %6s %4s %12s %12s %12s %12s %s\n' row loop conns throughput p50 p99 p99.9 errors
 row() { # label url body [header...]
   local label=$1 url=$2 body=$3; shift 3
+  # ROWS="chat mock": only the rows whose label holds one of these words.
+  if [ -n "${ROWS:-}" ]; then
+    local hit=""
+    for w in $ROWS; do case "$label" in *"$w"*) hit=1;; esac; done
+    [ -n "$hit" ] || return 0
+  fi
   local hs=()
   for h in "$@"; do hs+=(-H "$h"); done
   for c in $CONNS; do
@@ -108,8 +117,8 @@ row "mock upstream, streamed" http://127.0.0.1:8310/v1/chat/completions "$CHAT_S
 row "tollgate chat → mock, whole" http://127.0.0.1:8312/v1/chat/completions "$CHAT" "$AUTH"
 row "tollgate chat → mock, streamed" http://127.0.0.1:8312/v1/chat/completions "$CHAT_STREAM" "$AUTH"
 if [ -n "$LITELLM" ]; then
-  row "litellm chat → mock, whole" http://127.0.0.1:8313/v1/chat/completions "$CHAT"
-  row "litellm chat → mock, streamed" http://127.0.0.1:8313/v1/chat/completions "$CHAT_STREAM"
+  row "litellm chat → mock, whole" http://127.0.0.1:8313/v1/chat/completions "$CHAT" "Authorization: Bearer $LITELLM_KEY"
+  row "litellm chat → mock, streamed" http://127.0.0.1:8313/v1/chat/completions "$CHAT_STREAM" "Authorization: Bearer $LITELLM_KEY"
 fi
 events=$(curl -sf http://127.0.0.1:8312/v1/runs/bench -H "$AUTH" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["events"])')
 echo "events recorded in run bench: $events"
