@@ -107,6 +107,21 @@ impl<'a> EngineHost<'a> {
         }
     }
 
+    /// A case that can move here: its projection, its header and its registered pack (or why
+    /// it is read-only).
+    pub(super) fn runnable(
+        &self,
+        case_id: &str,
+    ) -> Result<(CaseProjection, project::CaseRow, Arc<Pack>), CaseError> {
+        let p = self.projection(case_id)?;
+        let case = p
+            .case
+            .clone()
+            .ok_or_else(|| super::inspect::not_found(case_id))?;
+        let pack = self.pack_of(&case)?;
+        Ok((p, case, pack))
+    }
+
     /// The registered pack of a case, or why the case is read-only here.
     pub(super) fn pack_of(&self, case: &project::CaseRow) -> Result<Arc<Pack>, CaseError> {
         self.registry
@@ -226,12 +241,7 @@ impl<'a> EngineHost<'a> {
 
     /// Runs every worker of the case's pack on the case input and records their evidence.
     pub fn collect(&self, case_id: &str, actor: &str) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
+        let (_, case, pack) = self.runnable(case_id)?;
         let opened = self.opened(case_id)?;
         let mut events = Vec::new();
         let mut detail = Map::new();
@@ -279,12 +289,7 @@ impl<'a> EngineHost<'a> {
         event_id: Option<String>,
         actor: &str,
     ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
+        let (_, _, pack) = self.runnable(case_id)?;
         let w = pack.worker(worker).ok_or_else(|| {
             CaseError::Invalid(format!(
                 "pack `{}` has no worker `{worker}` (its workers: {})",
@@ -330,12 +335,7 @@ impl<'a> EngineHost<'a> {
         capability: &str,
         actor: &str,
     ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
+        let (p, case, pack) = self.runnable(case_id)?;
         let cap = pack.capability(capability).ok_or_else(|| {
             CaseError::Invalid(format!(
                 "pack `{}` has no capability `{capability}` (its capabilities: {})",
@@ -465,12 +465,7 @@ impl<'a> EngineHost<'a> {
         proposal_id: &str,
         actor: &str,
     ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| super::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
+        let (p, case, pack) = self.runnable(case_id)?;
         let proposal = proposal_of(&p, proposal_id)?;
         if matches!(proposal.state.as_str(), "committing" | "committed") {
             return Err(CaseError::conflict(

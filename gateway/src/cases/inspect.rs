@@ -94,6 +94,22 @@ pub fn opened_hash(store: &Store, case_id: &str) -> Result<Option<String>, Store
     })
 }
 
+/// A case's header and how its pack stands in `registry`.
+pub fn header(
+    store: &Store,
+    registry: &PackRegistry,
+    case_id: &str,
+) -> Result<(CaseRow, PackStatus), CaseError> {
+    let id = case_id.to_string();
+    let case = store
+        .read(move |c| project::load_in(c, &id, false))?
+        .case
+        .ok_or_else(|| not_found(case_id))?;
+    let hash = opened_hash(store, case_id)?;
+    let status = pack_status(&case, registry, hash.as_deref());
+    Ok((case, status))
+}
+
 /// The inspection report of `case_id`.
 pub fn inspect(
     store: &Store,

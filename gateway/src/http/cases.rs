@@ -212,11 +212,7 @@ async fn get_case(
     Path(case_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     hosting(&state, move |_, rt, packs| {
-        let id = case_id.clone();
-        let p = rt.store().read(move |c| project::load_in(c, &id, false))?;
-        let case = p.case.ok_or_else(|| inspect::not_found(&case_id))?;
-        let hash = inspect::opened_hash(rt.store(), &case_id)?;
-        let pack = inspect::pack_status(&case, packs, hash.as_deref());
+        let (case, pack) = inspect::header(rt.store(), packs, &case_id)?;
         Ok(Json(json!({"case": case, "pack": pack})))
     })
     .await
@@ -361,11 +357,7 @@ async fn runtime_status(
     Path(case_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     hosting(&state, move |_, rt, packs| {
-        let id = case_id.clone();
-        let p = rt.store().read(move |c| project::load_in(c, &id, false))?;
-        let case = p.case.ok_or_else(|| inspect::not_found(&case_id))?;
-        let hash = inspect::opened_hash(rt.store(), &case_id)?;
-        let status = inspect::pack_status(&case, packs, hash.as_deref());
+        let (case, status) = inspect::header(rt.store(), packs, &case_id)?;
         let pack = packs.get(&case.engine_id, &case.engine_version);
         Ok(Json(json!({
             "pack": status,

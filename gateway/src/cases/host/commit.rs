@@ -48,12 +48,7 @@ impl EngineHost<'_> {
         policy_file: Option<&Path>,
         actor: &str,
     ) -> Result<Moved, CaseError> {
-        let mut p = self.projection(case_id)?;
-        let case = p
-            .case
-            .clone()
-            .ok_or_else(|| crate::cases::inspect::not_found(case_id))?;
-        let pack = self.pack_of(&case)?;
+        let (mut p, case, pack) = self.runnable(case_id)?;
         let proposal = proposal_of(&p, proposal_id)?.clone();
         if matches!(
             proposal.state.as_str(),

@@ -121,12 +121,7 @@ impl EngineHost<'_> {
         proposal_id: &str,
         actor: &str,
     ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| crate::cases::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
+        let (p, case, pack) = self.runnable(case_id)?;
         let proposal = proposal_of(&p, proposal_id)?;
         let preview = p.previews.get(proposal_id).ok_or_else(|| {
             CaseError::conflict("preview_required", format!("proposal `{proposal_id}` has no preview yet\n  help: preview it first (`tollgate cases preview {case_id} {proposal_id}`)"))
@@ -191,12 +186,7 @@ impl EngineHost<'_> {
         proposal_id: &str,
         answer: &ApprovalAnswer,
     ) -> Result<Moved, CaseError> {
-        let p = self.projection(case_id)?;
-        let case = p
-            .case
-            .as_ref()
-            .ok_or_else(|| crate::cases::inspect::not_found(case_id))?;
-        let pack = self.pack_of(case)?;
+        let (p, case, pack) = self.runnable(case_id)?;
         let proposal = proposal_of(&p, proposal_id)?;
         let row = p.policy.get(proposal_id);
         let Some((approval_id, "pending")) =
