@@ -86,6 +86,7 @@ fn db_check_reports_behind_then_current_after_upgrade() {
     let status: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(status["current"], status["latest"]);
     assert_eq!(status["pending"], serde_json::json!([]));
+    assert_eq!(status["integrity"], serde_json::json!([]));
     // Down one, behind again; up again, current.
     db.ok(&["db", "downgrade"]);
     assert_eq!(db.run(&["db", "check"]).status.code(), Some(1));

@@ -10,7 +10,8 @@ use crate::store_arg;
 
 #[derive(Subcommand, Debug)]
 pub enum DbCommand {
-    /// Show the schema version and pending migrations; exit 1 if the database is behind.
+    /// Show the schema version, pending migrations and SQLite's integrity check of the file;
+    /// exit 1 if the database is behind or not sound.
     Check(JsonArg),
     /// Apply every pending migration.
     Upgrade(JsonArg),
@@ -42,10 +43,12 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
     match cmd {
         DbCommand::Check(a) => {
             let status = store.migration_status()?;
+            let problems = store.integrity()?;
             if a.json {
                 let mut doc = serde_json::to_value(&status)?;
                 doc["database"] = store.path().display().to_string().into();
                 doc["current_schema"] = status.is_current().into();
+                doc["integrity"] = serde_json::json!(problems);
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
                 println!("database  {}", store.path().display());
@@ -66,8 +69,18 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
                 for v in &status.unknown {
                     println!("warning: migration {v} is newer than this build");
                 }
+                if problems.is_empty() {
+                    println!("integrity ok");
+                } else {
+                    for p in &problems {
+                        println!("integrity {p}");
+                    }
+                    println!(
+                        "help: the file is damaged: keep a copy, then `sqlite3 FILE .recover` rebuilds what it can"
+                    );
+                }
             }
-            Ok(if status.is_current() {
+            Ok(if status.is_current() && problems.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)

@@ -240,6 +240,36 @@ impl Store {
         self.read(migrate::status)
     }
 
+    /// SQLite's own check of the file (`PRAGMA quick_check`: every page and index entry well
+    /// formed) and of its references (`PRAGMA foreign_key_check`); returns each problem found,
+    /// none when the database is sound.
+    pub fn integrity(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|c| {
+            let mut problems = Vec::new();
+            let mut stmt = c.prepare("PRAGMA quick_check")?;
+            for line in stmt.query_map([], |r| r.get::<_, String>(0))? {
+                let line = line?;
+                if line != "ok" {
+                    problems.push(line);
+                }
+            }
+            let mut stmt = c.prepare("PRAGMA foreign_key_check")?;
+            let dangling = stmt.query_map([], |r| {
+                Ok(format!(
+                    "a row of `{}` (rowid {}) names a missing row of `{}`",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<i64>>(1)?
+                        .map_or("-".into(), |n| n.to_string()),
+                    r.get::<_, String>(2)?
+                ))
+            })?;
+            for line in dangling {
+                problems.push(line?);
+            }
+            Ok(problems)
+        })
+    }
+
     /// Applies every pending migration; returns the versions applied.
     pub fn upgrade(&self) -> Result<Vec<u32>, StoreError> {
         self.write(migrate::upgrade)

@@ -110,66 +110,9 @@ impl Gateway {
 
     /// Starts a gateway with extra environment variables and `serve` arguments.
     pub fn start_args(envs: &[(&str, &str)], args: &[&str]) -> Gateway {
-        use std::io::BufRead as _;
         let dir = TempDir::new("gateway");
         let token = "test-token-0123456789".to_string();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(dir.path())
-            .env("TOLLGATE_TOKEN", &token)
-            .env_remove("TOLLGATE_DATABASE_URL")
-            .envs(envs.iter().copied())
-            .args(["serve", "--port", "0"])
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start tollgate serve");
-        // stderr is a pipe, as a log is: `serve` names the file holding the dashboard URL
-        // rather than printing it. Everything it says is kept (tests check what a log would
-        // hold) and echoed to the test's output.
-        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let mut dashboard_url = String::new();
-        let mut said = String::new();
-        while stderr
-            .read_line(&mut said)
-            .expect("read the terminal output")
-            > 0
-        {
-            eprint!("{said}");
-            log.lock().unwrap().push_str(&said);
-            if let Some(rest) = said
-                .trim()
-                .strip_prefix("tollgate: dashboard login URL in ")
-            {
-                let file = rest.split(" (").next().unwrap_or(rest);
-                dashboard_url = std::fs::read_to_string(dir.path().join(file))
-                    .expect("read the dashboard URL file")
-                    .trim()
-                    .to_string();
-                break;
-            }
-            said.clear();
-        }
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while stderr.read_line(&mut line).unwrap_or(0) > 0 {
-                eprint!("{line}");
-                kept.lock().unwrap().push_str(&line);
-                line.clear();
-            }
-        });
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_string();
+        let (child, base, dashboard_url, log) = spawn_serve(dir.path(), &token, envs, args);
         Gateway {
             child,
             base,
@@ -178,6 +121,23 @@ impl Gateway {
             dashboard_url,
             log,
         }
+    }
+
+    /// Kills the gateway with SIGKILL (no shutdown of any kind) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the gateway again in the same directory (so on the same store), with these
+    /// environment variables and `serve` arguments; the old process must be gone.
+    pub fn restart(&mut self, envs: &[(&str, &str)], args: &[&str]) {
+        let (child, base, dashboard_url, log) =
+            spawn_serve(self.dir.path(), &self.token, envs, args);
+        self.child = child;
+        self.base = base;
+        self.dashboard_url = dashboard_url;
+        self.log = log;
     }
 
     /// Starts a gateway.
@@ -245,6 +205,81 @@ impl Gateway {
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         (status, text)
     }
+}
+
+/// Starts `tollgate serve` on a free port in `dir`; returns the child, its base URL, the
+/// dashboard URL and its log so far.
+#[allow(clippy::type_complexity)]
+fn spawn_serve(
+    dir: &Path,
+    token: &str,
+    envs: &[(&str, &str)],
+    args: &[&str],
+) -> (
+    std::process::Child,
+    String,
+    String,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(dir)
+        .env("TOLLGATE_TOKEN", token)
+        .env_remove("TOLLGATE_DATABASE_URL")
+        .envs(envs.iter().copied())
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tollgate serve");
+    // stderr is a pipe, as a log is: `serve` names the file holding the dashboard URL
+    // rather than printing it. Everything it says is kept (tests check what a log would
+    // hold) and echoed to the test's output.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut dashboard_url = String::new();
+    let mut said = String::new();
+    while stderr
+        .read_line(&mut said)
+        .expect("read the terminal output")
+        > 0
+    {
+        eprint!("{said}");
+        log.lock().unwrap().push_str(&said);
+        if let Some(rest) = said
+            .trim()
+            .strip_prefix("tollgate: dashboard login URL in ")
+        {
+            let file = rest.split(" (").next().unwrap_or(rest);
+            dashboard_url = std::fs::read_to_string(dir.join(file))
+                .expect("read the dashboard URL file")
+                .trim()
+                .to_string();
+            break;
+        }
+        said.clear();
+    }
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+            eprint!("{line}");
+            kept.lock().unwrap().push_str(&line);
+            line.clear();
+        }
+    });
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read the listening line");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_string();
+    (child, base, dashboard_url, log)
 }
 
 impl Gateway {

@@ -189,3 +189,26 @@ fn a_database_that_cannot_be_opened_says_to_set_the_url() {
     let e = Store::open(&StoreLocation::file(blocker.join("t.db"))).unwrap_err();
     assert!(e.to_string().contains("TOLLGATE_DATABASE_URL"), "{e}");
 }
+
+#[test]
+fn integrity_is_clean_for_a_sound_database_and_names_a_dangling_reference() {
+    let (dir, store) = temp_store();
+    assert_eq!(store.integrity().unwrap(), Vec::<String>::new());
+    // An event whose run does not exist, written by another connection with references
+    // unchecked (as a tool editing the file by hand could).
+    let other = Connection::open(dir.path().join("t.db")).unwrap();
+    other
+        .execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_hash,
+                                 prev_hash, hash)
+             VALUES ('ghost', 0, 0, 'note', 't', '{}', 'h', 'p', 'h');",
+        )
+        .unwrap();
+    let problems = store.integrity().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("`events`") && problems[0].contains("`runs`"),
+        "{problems:?}"
+    );
+}
