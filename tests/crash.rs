@@ -3,7 +3,9 @@
 //! has committed, so each receipt a client holds (run, seq, hash) must be in the store after
 //! the crash, every run's hash chain must still verify, and the gateway must start again on
 //! the same store and go on recording.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/mod.rs"]
 mod support;
 
 use std::collections::HashMap;

@@ -3,6 +3,12 @@
 //! Exit codes: 0 ok; 1 a check failed or evaluation hit a limit; 2 usage or input error
 //! (bad program, bad facts, missing files).
 
+/// mimalloc rather than the system allocator: a recorded tool call allocates and frees
+/// hundreds of small objects across threads, and glibc's malloc was a sixth of the gateway's
+/// CPU under load (`benches/load`, BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod approvals_cmd;
 mod cases_cmd;
 mod compile_cmd;

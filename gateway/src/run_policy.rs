@@ -150,6 +150,10 @@ pub struct RunPolicy {
     versions: Vec<(String, String)>,
     /// Whether `versions` are known to be linked to the run (a write linking them committed).
     linked: AtomicBool,
+    /// The run's header as it was when the engine was built. Its subject (agent, task,
+    /// scope, clearance) never changes; its status may have since, and is checked by the
+    /// write that records a decision.
+    header: RunHeader,
 }
 
 impl RunPolicy {
@@ -172,7 +176,13 @@ impl RunPolicy {
             engine,
             versions,
             linked: AtomicBool::new(false),
+            header: header.clone(),
         })
+    }
+
+    /// The run's header as it was when the engine was built (its status may have changed).
+    pub fn header(&self) -> &RunHeader {
+        &self.header
     }
 
     /// The `(id, content hash)` of the versions governing the run in this engine.

@@ -270,6 +270,29 @@ impl Runtime {
         Ok(appended)
     }
 
+    /// A running run's header and engine. A run whose engine is cached is not read at all: its
+    /// subject cannot change, and the write recording what is decided checks that the run is
+    /// still running (`recorder::write::running_step_in`), so a run finished meanwhile (by
+    /// this process or another) records nothing more.
+    pub(crate) fn running_engine(
+        &self,
+        run: &str,
+    ) -> Result<(RunHeader, Arc<RunPolicy>), RuntimeError> {
+        let cached = self
+            .engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run)
+            .cloned();
+        if let Some(engine) = cached {
+            return Ok((engine.header().clone(), engine));
+        }
+        let header = self.running(run)?;
+        let engine = Arc::new(self.build_engine(&header)?);
+        self.keep_engine(run, engine.clone());
+        Ok((header, engine))
+    }
+
     /// Drops a run's cached engine (a finished run needs it no more).
     pub(crate) fn forget_engine(&self, run: &str) {
         self.engines

@@ -179,7 +179,7 @@ impl Store {
                 source: format!("journal mode is `{mode}`, expected `wal`").into(),
             });
         }
-        let writer = Writer::start(conn)?;
+        let writer = Writer::start(conn, &path)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 path,

@@ -76,6 +76,11 @@ pub(crate) struct NewEvent {
 }
 
 impl NewEvent {
+    /// Records the event at `step` (known only inside the write, `running_step_in`).
+    pub(crate) fn set_step(&mut self, step: u32) {
+        self.step = step;
+    }
+
     /// An event whose payload is a JSON value (an agent's or an imported one).
     fn json(step: u32, kind: EventKind, at: String, payload: Value) -> NewEvent {
         NewEvent {
@@ -390,6 +395,40 @@ pub(crate) fn append_in(
     c.prepare_cached(counts::UPDATE_HEAD)?
         .execute(params![run, seq as i64, prev, a, r, g, l, d])?;
     Ok(out)
+}
+
+/// Inside a write: checks that `run` is still running, and gives the step a call is recorded
+/// at — `step` when the caller named one (`append_in` checks it exists), else the run's last,
+/// adding a first step `main` by `agent` to a run that has none.
+pub(crate) fn running_step_in(
+    c: &Connection,
+    run: &str,
+    agent: &str,
+    step: Option<u32>,
+) -> Result<u32, StoreError> {
+    let (status, steps): (String, u32) = c
+        .prepare_cached(
+            "SELECT status, (SELECT COUNT(*) FROM steps WHERE run_id = ?1) FROM runs WHERE id = ?1",
+        )?
+        .query_row([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("no run `{run}`")))?;
+    if status != "running" {
+        return Err(StoreError::Invalid(format!(
+            "run `{run}` is {status}; a finished run takes no more steps, calls or events"
+        )));
+    }
+    match (step, steps) {
+        (Some(s), _) => Ok(s),
+        (None, 0) => {
+            c.prepare_cached(
+                "INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, 0, 'main', ?2)",
+            )?
+            .execute(params![run, agent])?;
+            Ok(0)
+        }
+        (None, n) => Ok(n - 1),
+    }
 }
 
 fn require_run(c: &Connection, run: &str) -> Result<(), StoreError> {

@@ -424,6 +424,31 @@ fn a_finished_run_takes_no_more_calls() {
     assert!(matches!(err, Err(RuntimeError::Invalid(_))));
 }
 
+/// The engine cache holds a run's header, so a tool call on a cached run reads nothing before
+/// it decides: the write must still refuse a run another process finished meanwhile, and
+/// record nothing.
+#[test]
+fn a_tool_call_on_a_run_finished_by_another_process_is_refused_by_its_write() {
+    let dir = Dir::new("runtime");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    rt.tool_call("r1", call("fs.read_file", json!({}))).unwrap();
+    let events = rt.recorder().events("r1", None).unwrap().len();
+    // Another process (the CLI) finishes the run: this runtime's cached engine does not know.
+    Recorder::new(Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap())
+        .finish_run("r1", "succeeded", "2026-01-01T00:00:00Z")
+        .unwrap();
+    let err = rt
+        .tool_call("r1", call("fs.read_file", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::Conflict(m) if m.contains("is succeeded")),
+        "{err}"
+    );
+    assert_eq!(rt.recorder().events("r1", None).unwrap().len(), events);
+}
+
 /// A tool call's decision event is written with the decision's already rendered text
 /// embedded; it must be exactly what the general canonical writer gives for the same content
 /// (its hash is part of the chain), and read back as the recorder's `DecisionEvent`.

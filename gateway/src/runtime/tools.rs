@@ -28,7 +28,7 @@ use crate::approvals::{
 use crate::ratelimit;
 use crate::recorder::events::{Decided, DecisionEvent, ToolCallEvent};
 use crate::recorder::format::RunHeader;
-use crate::recorder::write::{append_in, link_envelope_versions, new_event};
+use crate::recorder::write::{append_in, link_envelope_versions, new_event, running_step_in};
 use crate::secrets::{holds_secret, redact_secrets};
 use crate::store::StoreError;
 
@@ -230,7 +230,8 @@ pub(crate) struct ToolCallOutcome {
     header: RunHeader,
     /// The engine that decided: the first write under it links its versions to the run.
     engine: std::sync::Arc<RunPolicy>,
-    step: u32,
+    /// The step the agent named (default: the run's last, found by the write).
+    step: Option<u32>,
     call_id: String,
     tool: String,
     /// What the agent must do.
@@ -315,8 +316,7 @@ impl Runtime {
                 "`arguments` must be a JSON object".into(),
             ));
         }
-        let header = self.running(run)?;
-        let engine = self.engine_for(run)?;
+        let (header, engine) = self.running_engine(run)?;
         let set = self.envelopes();
         let governing = engine.governing(run);
         let now = self.now_ms();
@@ -324,15 +324,13 @@ impl Runtime {
             .call_id
             .clone()
             .unwrap_or_else(|| format!("call-{}", super::runs::random_hex(6)));
-        let step = match req.step {
-            Some(s) => s,
-            None => self.current_step(run, &header)?,
-        };
 
         // Rate-limit usage first: the packs decide `rate_limited` from it.
         let limited =
             ratelimit::applicable(&set, &governing, &req.tool, &req.arguments, &self.patterns);
-        let usage = {
+        let usage = if limited.is_empty() {
+            Default::default()
+        } else {
             let (h, l) = (header.clone(), limited.clone());
             self.store()
                 .read(move |c| ratelimit::usage(c, &h, &l, now))?
@@ -466,7 +464,7 @@ impl Runtime {
         let mut outcome = ToolCallOutcome {
             header,
             engine,
-            step,
+            step: req.step,
             call_id: call_id.clone(),
             tool: req.tool.clone(),
             effect,
@@ -535,15 +533,20 @@ impl Runtime {
             reason: Some(reason.clone()),
             ..DecisionEvent::new(&decision, effect)
         };
-        let events = vec![
-            new_event(step, at.clone(), &event)?,
-            new_event(step, at, &decision_event)?,
+        // The step is set by the write, which also checks that the run still runs.
+        let mut events = vec![
+            new_event(0, at.clone(), &event)?,
+            new_event(0, at, &decision_event)?,
         ];
         let links = engine.unlinked();
         let hash = event.call_hash.unwrap_or_default();
         let (key, id) = (run.clone(), call_id.clone());
         // The write owns what it needs; the approval to show comes back with the result.
         let written = self.store().transact(move |c| {
+            let step = running_step_in(c, &key, &header.agent, step)?;
+            for e in &mut events {
+                e.set_step(step);
+            }
             if let Some(links) = &links {
                 link_envelope_versions(c, &key, links)?;
             }

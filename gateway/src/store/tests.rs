@@ -212,3 +212,66 @@ fn integrity_is_clean_for_a_sound_database_and_names_a_dangling_reference() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn the_checkpointer_copies_the_log_into_the_database_while_the_store_is_open() {
+    let (dir, store) = temp_store();
+    let file = dir.path().join("t.db");
+    let before = std::fs::metadata(&file).unwrap().len();
+    // About 1,500 pages of log, in commits of their own: past the checkpointer's threshold,
+    // below the writer's own.
+    for i in 0..1500 {
+        store
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO artifacts (hash, media_type, size, body, created_at)
+                     VALUES (?1, 'application/octet-stream', 4000, zeroblob(4000), 't')",
+                    [format!("blob-{i}")],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut after = before;
+    while std::time::Instant::now() < deadline {
+        after = std::fs::metadata(&file).unwrap().len();
+        if after >= before + 4_000_000 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        after >= before + 4_000_000,
+        "the database file grew from {before} to {after} bytes only: nothing was checkpointed"
+    );
+}
+
+/// The WAL hook runs inside COMMIT: a failed checkpoint there once made SQLite report
+/// committed writes as failed (the load bench's 500s). Writes past the writer's own
+/// checkpoint bound must all succeed, and the log must restart rather than grow.
+#[test]
+fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
+    let (dir, store) = temp_store();
+    let wal = dir.path().join("t.db-wal");
+    let mut largest = 0;
+    // About 3 × the bound in pages, four pages a commit.
+    for i in 0..(3 * writer::CHECKPOINT_PAGES_MAX / 4) {
+        store
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO artifacts (hash, media_type, size, body, created_at)
+                     VALUES (?1, 'application/octet-stream', 16000, zeroblob(16000), 't')",
+                    [format!("blob-{i}")],
+                )?;
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("write {i} failed: {e}"));
+        largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+    }
+    let bound = (writer::CHECKPOINT_PAGES_MAX as u64 + 64) * 4120;
+    assert!(
+        largest <= bound,
+        "the log grew to {largest} bytes (bound {bound}): it never restarted"
+    );
+}

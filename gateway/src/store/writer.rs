@@ -1,11 +1,18 @@
 //! The single writer: one thread owns the read-write connection and commits the writes it is
 //! given in batches (group commit). A caller's `write` returns only after the transaction
 //! holding its work has committed, so an acknowledged write survives a crash.
+//!
+//! Checkpoints (copying the write-ahead log back into the database file, with an fsync of
+//! each) run on a thread of their own: left to SQLite, every thousandth page a commit would
+//! checkpoint before it returns, and the answers waiting on that commit would wait for the
+//! copy and both fsyncs (the tail of every recorded call's latency, `benches/load`).
 
+use std::path::Path;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
+use rusqlite::wal::CheckpointMode;
 
 use super::StoreError;
 
@@ -13,6 +20,11 @@ use super::StoreError;
 const MAX_BATCH: usize = 512;
 /// Pending writes before `submit` blocks (back-pressure).
 const QUEUE: usize = 4096;
+/// Pages in the write-ahead log at which the checkpointer is woken (SQLite's own default).
+pub(super) const CHECKPOINT_PAGES: i32 = 1000;
+/// Pages at which the writer checkpoints itself, so the log restarts and stays under about
+/// 32 MB: by then the checkpointer has copied most of it, so what is left is short.
+pub(super) const CHECKPOINT_PAGES_MAX: i32 = 8 * CHECKPOINT_PAGES;
 
 /// Runs one write inside the open transaction and returns what to do once the transaction's
 /// fate is known (deliver the result, or the commit error).
@@ -22,21 +34,55 @@ type Completion = Box<dyn FnOnce(Result<(), &StoreError>) + Send>;
 pub(super) struct Writer {
     jobs: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<()>>,
+    checkpointer: Option<JoinHandle<()>>,
 }
 
 impl Writer {
-    pub(super) fn start(conn: Connection) -> Result<Writer, StoreError> {
+    /// Starts the writer on `conn` and the checkpointer on a connection of its own to `path`.
+    pub(super) fn start(mut conn: Connection, path: &Path) -> Result<Writer, StoreError> {
+        let spawn_error = |e: std::io::Error| StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        };
+        let checkpoint_conn = super::open_connection(path, false)?;
+        let (wake, woken) = mpsc::sync_channel::<()>(1);
+        let checkpointer = std::thread::Builder::new()
+            .name("tollgate-store-checkpoint".into())
+            .spawn(move || checkpoint(checkpoint_conn, woken))
+            .map_err(spawn_error)?;
+        // Replaces SQLite's automatic checkpoint (itself a WAL hook) on this connection. The
+        // hook runs inside COMMIT after the transaction is durable: an error from it would make
+        // SQLite report a committed write as failed, so it never returns one.
+        // The checkpointer is woken once per CHECKPOINT_PAGES new pages, not after every
+        // commit: a checkpoint running all the time would hold the lock the writer's own
+        // checkpoint needs, and the log would never restart.
+        let mut woken_at = 0;
+        conn.wal_hook(Some(
+            move |wal: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                let at = pages / CHECKPOINT_PAGES;
+                let wake_now = at > woken_at;
+                woken_at = at;
+                if pages >= CHECKPOINT_PAGES_MAX {
+                    // The log restarts from its beginning only once a checkpoint has copied
+                    // all of it before the next write begins, which the checkpointer, racing
+                    // the writer under steady load, may never manage: this one does.
+                    let _ = wal.checkpoint_v2(CheckpointMode::PASSIVE);
+                } else if wake_now {
+                    // Already woken and not yet done: nothing to add.
+                    let _ = wake.try_send(());
+                }
+                Ok(())
+            },
+        ))?;
         let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
         let thread = std::thread::Builder::new()
             .name("tollgate-store-writer".into())
             .spawn(move || run(conn, queue))
-            .map_err(|e| StoreError::Open {
-                path: Default::default(),
-                source: Box::new(e),
-            })?;
+            .map_err(spawn_error)?;
         Ok(Writer {
             jobs: Some(jobs),
             thread: Some(thread),
+            checkpointer: Some(checkpointer),
         })
     }
 
@@ -72,6 +118,11 @@ impl Drop for Writer {
         // Closing the queue lets the thread finish the writes already queued, then exit.
         self.jobs.take();
         if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // The writer's connection (and its hook, the checkpointer's only waker) is closed:
+        // the checkpointer's queue is closed too.
+        if let Some(thread) = self.checkpointer.take() {
             let _ = thread.join();
         }
     }
@@ -122,5 +173,16 @@ fn run(conn: Connection, queue: Receiver<Job>) {
         for done in completions {
             done(committed.as_ref().map(|_| ()));
         }
+    }
+}
+
+/// Checkpoints each time the writer says the log has grown past [`CHECKPOINT_PAGES`]. A
+/// passive checkpoint copies what no reader still needs and never blocks the writer; what it
+/// could not copy waits for the next.
+fn checkpoint(conn: Connection, woken: Receiver<()>) {
+    while woken.recv().is_ok() {
+        // A failure (a reader holding an old snapshot, a full disk) leaves the log as it is:
+        // the next wake tries again, and the writer checkpoints itself past the bound.
+        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
     }
 }

@@ -158,11 +158,21 @@ async fn connection(
         sender.ready().await?;
         let answered = match sender.send_request(req).await {
             Ok(resp) => {
-                let ok = resp.status().is_success();
-                let read = resp.into_body().collect().await.is_ok();
-                ok && read
+                let status = resp.status();
+                let body = resp.into_body().collect().await.map(|b| b.to_bytes());
+                if !status.is_success() && tally.errors == 0 {
+                    // The first failure of each connection, so an error count can be explained.
+                    let text = body.as_ref().map(|b| b.to_vec()).unwrap_or_default();
+                    eprintln!("error: {status}: {}", String::from_utf8_lossy(&text));
+                }
+                status.is_success() && body.is_ok()
             }
-            Err(_) => false,
+            Err(e) => {
+                if tally.errors == 0 {
+                    eprintln!("error: {e}");
+                }
+                false
+            }
         };
         let done = Instant::now();
         if due < warm_until {
