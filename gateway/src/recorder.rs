@@ -17,6 +17,7 @@ mod promote;
 mod timeline;
 pub(crate) mod write;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -31,7 +32,10 @@ pub use promote::{PromotedRecord, Provenance};
 pub use timeline::{clip, handoff_line, render_timeline};
 pub use write::ImportSummary;
 
-/// Payloads larger than this (canonical JSON bytes) are stored once as artifacts.
+/// Payloads larger than this (canonical JSON bytes) are stored compressed (LZ4, a BLOB) in the
+/// event's `payload` column.
+pub const COMPRESS_PAYLOAD_OVER: usize = 1024;
+/// Payloads still larger than this once compressed are stored once as artifacts.
 pub const INLINE_PAYLOAD_LIMIT: usize = 4096;
 
 /// What can go wrong recording.
@@ -380,7 +384,11 @@ fn load_events_in(
             r.get::<_, u32>(1)?,
             r.get::<_, String>(2)?,
             r.get::<_, String>(3)?,
-            r.get::<_, Option<String>>(4)?,
+            match r.get_ref(4)? {
+                ValueRef::Text(t) => Stored::Text(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(z) => Stored::Compressed(z.to_vec()),
+                _ => Stored::Elsewhere,
+            },
             r.get::<_, String>(5)?,
             r.get::<_, String>(6)?,
             r.get::<_, String>(7)?,
@@ -389,11 +397,14 @@ fn load_events_in(
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (seq, step, kind, at, inline, payload_hash, prev, hash, artifact) = row?;
-        let (text, missing_artifact) = match (inline, artifact) {
-            (Some(text), _) => (text, false),
-            (None, Some(body)) => (String::from_utf8_lossy(&body).into_owned(), false),
-            (None, None) => ("null".to_string(), true),
+        let (seq, step, kind, at, stored, payload_hash, prev, hash, artifact) = row?;
+        let (text, missing_artifact) = match (stored, artifact) {
+            (Stored::Text(text), _) => (text, false),
+            // A payload that does not decompress reads as empty text: verification reports
+            // it as edited (its hash no longer matches).
+            (Stored::Compressed(z), _) => (decompress_payload(&z).unwrap_or_default(), false),
+            (Stored::Elsewhere, Some(body)) => (String::from_utf8_lossy(&body).into_owned(), false),
+            (Stored::Elsewhere, None) => ("null".to_string(), true),
         };
         let payload = serde_json::from_str(&text).unwrap_or(Value::String(text));
         out.push(StoredEvent {
@@ -411,6 +422,24 @@ fn load_events_in(
         });
     }
     Ok(out)
+}
+
+/// Where an event's payload is: its text in the row, compressed in the row, or an artifact.
+enum Stored {
+    Text(String),
+    Compressed(Vec<u8>),
+    Elsewhere,
+}
+
+/// A payload's canonical text compressed for its row (LZ4 block, size prepended).
+fn compress_payload(text: &str) -> Vec<u8> {
+    lz4_flex::compress_prepend_size(text.as_bytes())
+}
+
+/// The canonical text of a compressed payload; `None` when the bytes are not one.
+fn decompress_payload(z: &[u8]) -> Option<String> {
+    let bytes = lz4_flex::decompress_size_prepended(z).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 fn verify_chain(

@@ -163,6 +163,16 @@ fn populate(store: &Store) {
         .unwrap();
 }
 
+/// Migrations whose down step rewrites rows of an older table into the layout the builds before
+/// them read: the rows change, what they hold does not. For these, the table is compared as the
+/// recorder reads it (the run exported, its chain verified), not row by row.
+const RELAYOUT: &[(u32, &str)] = &[(14, "events")];
+
+/// Whether going below `v` (which reverts every migration from `v` up) relays `table`.
+fn relaid(v: u32, table: &str) -> bool {
+    RELAYOUT.iter().any(|&(m, t)| m >= v && t == table)
+}
+
 #[test]
 fn every_migration_round_trips_on_a_populated_database() {
     let dir = std::env::temp_dir().join(format!("tollgate-migrations-{}", std::process::id()));
@@ -178,12 +188,21 @@ fn every_migration_round_trips_on_a_populated_database() {
         populate(&store);
         let full_schema = store.read(schema).unwrap();
         let full_data = store.read(data).unwrap();
+        let recorder = Recorder::new(store.clone());
+        let full_run = recorder.export("run-m").unwrap();
         store.downgrade(Some(v - 1)).unwrap();
+        // Below 1 there are no runs to read.
+        if v > 1 {
+            let down_run = recorder.export("run-m").unwrap();
+            assert_eq!(down_run, full_run, "going down to {}", v - 1);
+            assert!(recorder.verify("run-m").unwrap().is_intact());
+        }
         assert_eq!(store.migration_status().unwrap().current, v - 1);
         let down_data = store.read(data).unwrap();
         for (table, rows) in &full_data {
             match owner.get(table) {
                 // A table older than `v` keeps its rows, in the columns it had before `v`.
+                Some(&o) if o < v && relaid(v, table) => {}
                 Some(&o) if o < v => {
                     let down = down_data.get(table).expect("the table survives");
                     assert_eq!(
@@ -206,9 +225,13 @@ fn every_migration_round_trips_on_a_populated_database() {
             full_schema,
             "schema differs after {v} down and up"
         );
+        if v > 1 {
+            let up_run = recorder.export("run-m").unwrap();
+            assert_eq!(up_run, full_run, "after {v} down and up");
+        }
         let up_data = store.read(data).unwrap();
         for (table, rows) in &full_data {
-            if owner.get(table).is_some_and(|&o| o < v) {
+            if owner.get(table).is_some_and(|&o| o < v) && !relaid(v, table) {
                 assert_eq!(
                     up_data.get(table),
                     Some(rows),

@@ -27,6 +27,18 @@ fn header(id: &str) -> RunHeader {
     }
 }
 
+/// `len` characters of hex from a hash chain: LZ4 finds nothing to repeat in them.
+fn incompressible(len: usize) -> String {
+    let mut out = String::new();
+    let mut h = blake3::hash(b"seed");
+    while out.len() < len {
+        h = blake3::hash(h.as_bytes());
+        out.push_str(&h.to_hex());
+    }
+    out.truncate(len);
+    out
+}
+
 fn sample(id: &str, events: usize) -> RunFile {
     RunFile {
         format: RUN_FORMAT.into(),
@@ -49,11 +61,12 @@ fn sample(id: &str, events: usize) -> RunFile {
                 step: (i * 2 / events.max(1)) as u32,
                 kind: "note".into(),
                 at: format!("2026-11-02T09:00:{:02}Z", i % 60),
-                payload: if i == 1 {
-                    // Large enough to be stored as an artifact.
-                    json!({"text": "x".repeat(INLINE_PAYLOAD_LIMIT + 10)})
-                } else {
-                    json!({"text": format!("note {i}")})
+                payload: match i {
+                    // Large, and too random to compress below the limit: an artifact.
+                    1 => json!({"text": incompressible(INLINE_PAYLOAD_LIMIT * 2)}),
+                    // Large and repetitive: compressed in its row.
+                    2 => json!({"text": "x".repeat(INLINE_PAYLOAD_LIMIT + 10)}),
+                    _ => json!({"text": format!("note {i}")}),
                 },
                 prev: None,
                 hash: None,
@@ -179,6 +192,59 @@ fn verify_names_an_edited_artifact_payload() {
         r#"UPDATE artifacts SET body = CAST('{"text":"y"}' AS BLOB)"#,
     );
     assert_eq!(problems(&rec), [(Some(1), "edited".to_string())]);
+}
+
+#[test]
+fn large_payloads_are_compressed_in_their_row_or_else_artifacts_and_read_back_alike() {
+    let (_d, rec) = recorder();
+    let run = sample("run-1", 6);
+    rec.import(&run).unwrap();
+    let stored: Vec<(u64, bool, bool)> = rec
+        .store()
+        .read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT seq, payload IS NULL, typeof(payload) = 'blob' FROM events ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+        .unwrap();
+    // seq 1: an artifact (payload NULL); seq 2: compressed (a BLOB); the others text.
+    assert_eq!(stored[1], (1, true, false));
+    assert_eq!(stored[2], (2, false, true));
+    assert!(stored[3..].iter().all(|&(_, null, z)| !null && !z));
+    let read = rec.export("run-1").unwrap();
+    for (a, b) in run.events.iter().zip(&read.events) {
+        assert_eq!(a.payload, b.payload, "event {}", a.seq);
+    }
+    assert!(rec.verify("run-1").unwrap().is_intact());
+}
+
+#[test]
+fn verify_names_an_edited_compressed_payload() {
+    let (_d, rec) = recorder();
+    rec.import(&sample("run-1", 6)).unwrap();
+    let forged = lz4_flex::compress_prepend_size(
+        format!(r#"{{"text":"{}"}}"#, "y".repeat(INLINE_PAYLOAD_LIMIT + 10)).as_bytes(),
+    );
+    rec.store()
+        .write(move |c| {
+            c.execute(
+                "UPDATE events SET payload = ?1 WHERE run_id = 'run-1' AND seq = 2",
+                [forged],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(problems(&rec), [(Some(2), "edited".to_string())]);
+    // Bytes that are not LZ4 at all read as an edit too, not as an error.
+    tamper(
+        &rec,
+        "UPDATE events SET payload = X'00FF00FF' WHERE run_id = 'run-1' AND seq = 2",
+    );
+    assert_eq!(problems(&rec), [(Some(2), "edited".to_string())]);
 }
 
 #[test]

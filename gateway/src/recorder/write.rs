@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
@@ -13,7 +14,8 @@ use super::counts::{self, DecisionCounts, decided_in};
 use super::events::EventPayload;
 use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use super::{
-    INLINE_PAYLOAD_LIMIT, Recorder, RecorderError, event_hash, genesis_hash, load_header, short,
+    COMPRESS_PAYLOAD_OVER, INLINE_PAYLOAD_LIMIT, Recorder, RecorderError, event_hash, genesis_hash,
+    load_header, short,
 };
 use crate::clock::now_rfc3339;
 use crate::store::StoreError;
@@ -486,18 +488,26 @@ fn insert_event(
     prev: &str,
 ) -> Result<String, StoreError> {
     let payload_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
-    let inline = if text.len() > INLINE_PAYLOAD_LIMIT {
-        crate::store::artifacts::store(c, &payload_hash, "application/json", text.as_bytes())?;
-        None
+    // Inline text; or compressed in the row; or, still too large, an artifact.
+    let compressed: Vec<u8>;
+    let stored = if text.len() <= COMPRESS_PAYLOAD_OVER {
+        ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes()))
     } else {
-        Some(text)
+        let z = super::compress_payload(text);
+        if z.len() <= INLINE_PAYLOAD_LIMIT {
+            compressed = z;
+            ToSqlOutput::Borrowed(ValueRef::Blob(&compressed))
+        } else {
+            crate::store::artifacts::store(c, &payload_hash, "application/json", text.as_bytes())?;
+            ToSqlOutput::Borrowed(ValueRef::Null)
+        }
     };
     let hash = event_hash(run, seq, step, kind, at, &payload_hash, prev);
     c.prepare_cached(
         "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_hash, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
-    .execute(params![run, seq as i64, step, kind, at, inline, payload_hash, prev, hash])?;
+    .execute(params![run, seq as i64, step, kind, at, stored, payload_hash, prev, hash])?;
     Ok(hash)
 }
 

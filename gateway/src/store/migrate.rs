@@ -170,6 +170,7 @@ pub(super) fn downgrade(conn: &Connection, to: Option<u32>) -> Result<Vec<u32>, 
                 "migration {v} is not known to this build, so it cannot be reverted"
             ))
         })?;
+        before_down(conn, v)?;
         conn.execute_batch(m.down).map_err(|e| {
             StoreError::Migration(format!("reverting migration {v} `{}` failed: {e}", m.name))
         })?;
@@ -177,4 +178,44 @@ pub(super) fn downgrade(conn: &Connection, to: Option<u32>) -> Result<Vec<u32>, 
         done.push(v);
     }
     Ok(done)
+}
+
+/// What a migration's down SQL cannot do alone, done first. Reverting 14 (compressed payloads)
+/// puts every compressed payload back as the canonical JSON text it holds, inline (the builds
+/// before 14 read an inline payload of any size).
+fn before_down(conn: &Connection, version: u32) -> Result<(), StoreError> {
+    if version != 14 {
+        return Ok(());
+    }
+    let mut after = 0i64;
+    loop {
+        let batch: Vec<(i64, String, i64, Vec<u8>)> = {
+            let mut stmt = conn.prepare(
+                "SELECT rowid, run_id, seq, payload FROM events
+                 WHERE typeof(payload) = 'blob' AND rowid > ?1 ORDER BY rowid LIMIT 1000",
+            )?;
+            let rows = stmt.query_map([after], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        after = last.0;
+        for (rowid, run, seq, z) in batch {
+            let text = lz4_flex::decompress_size_prepended(&z)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "event {seq} of run `{run}`: its compressed payload does not decompress"
+                    ))
+                })?;
+            conn.execute(
+                "UPDATE events SET payload = ?1 WHERE rowid = ?2",
+                params![text, rowid],
+            )?;
+        }
+    }
 }
