@@ -270,6 +270,14 @@ impl Runtime {
         Ok(appended)
     }
 
+    /// Whether a run's engine is built and cached (its next decision needs no store read).
+    pub fn engine_cached(&self, run: &str) -> bool {
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(run)
+    }
+
     /// A running run's header and engine. A run whose engine is cached is not read at all: its
     /// subject cannot change, and the write recording what is decided checks that the run is
     /// still running (`recorder::write::running_step_in`), so a run finished meanwhile (by

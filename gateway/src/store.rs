@@ -235,6 +235,17 @@ impl Store {
         self.inner.writer.submit(f)
     }
 
+    /// [`Store::transact`] for async callers: the future resolves once the transaction holding
+    /// the write has committed (an `Ok` is durable), without holding a thread meanwhile.
+    pub async fn transact_async<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        self.inner.writer.submit_async(f).await
+    }
+
     /// The migration status: current version and pending migrations.
     pub fn migration_status(&self) -> Result<MigrationStatus, StoreError> {
         self.read(migrate::status)

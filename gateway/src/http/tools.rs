@@ -47,7 +47,16 @@ async fn tool_call(
     Path(run): Path<String>,
     ApiJson(body): ApiJson<ToolCallRequest>,
 ) -> Result<Json<ToolCallAnswer>, ApiError> {
-    let answer = blocking(&state, move |rt| rt.tool_call(&run, body)).await?;
+    // A run whose engine is cached is decided on this thread (tens of microseconds of CPU, a
+    // read only for a rate limit or an approval) and its write awaited: two thread switches a
+    // call instead of four (`benches/load`). The first call of a run builds its engine, which
+    // takes milliseconds, on the blocking pool.
+    let runtime = state.runtime.clone();
+    let answer = if runtime.engine_cached(&run) {
+        runtime.tool_call_async(&run, body).await?
+    } else {
+        blocking(&state, move |rt| rt.tool_call(&run, body)).await?
+    };
     Ok(Json(answer))
 }
 

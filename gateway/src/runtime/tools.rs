@@ -500,6 +500,29 @@ impl Runtime {
         &self,
         outcome: ToolCallOutcome,
     ) -> Result<ToolCallAnswer, RuntimeError> {
+        let (write, pending) = self.tool_call_write(outcome)?;
+        pending.answer(self.store().transact(write))
+    }
+
+    /// Decides a tool call and records it, for async callers (the HTTP handler): the decision
+    /// is made on the caller's thread, and the write is awaited without holding one, so the
+    /// writer's commit wakes the handler directly.
+    pub async fn tool_call_async(
+        &self,
+        run: &str,
+        req: ToolCallRequest,
+    ) -> Result<ToolCallAnswer, RuntimeError> {
+        let outcome = self.decide_tool_call(run, req)?;
+        let (write, pending) = self.tool_call_write(outcome)?;
+        pending.answer(self.store().transact_async(write).await)
+    }
+
+    /// The one write that records a decided tool call, and what its answer needs once the write
+    /// has committed.
+    fn tool_call_write(
+        &self,
+        outcome: ToolCallOutcome,
+    ) -> Result<(ToolCallWrite, PendingAnswer), RuntimeError> {
         let execute = outcome.executes();
         let ToolCallOutcome {
             header,
@@ -542,7 +565,7 @@ impl Runtime {
         let hash = event.call_hash.unwrap_or_default();
         let (key, id) = (run.clone(), call_id.clone());
         // The write owns what it needs; the approval to show comes back with the result.
-        let written = self.store().transact(move |c| {
+        let write: ToolCallWrite = Box::new(move |c: &rusqlite::Connection| {
             let step = running_step_in(c, &key, &header.agent, step)?;
             for e in &mut events {
                 e.set_step(step);
@@ -561,33 +584,22 @@ impl Runtime {
             };
             ratelimit::record_in(c, &header, &counted, &id, now)?;
             let appended = append_in(c, &key, events)?;
-            Ok::<_, RecordError>((appended, shown))
+            Ok::<_, RecordError>(Written { appended, shown })
         });
-        let (appended, shown) = written?;
-        engine.mark_linked();
-        let last = appended
-            .last()
-            .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
-        Ok(ToolCallAnswer {
+        let pending = PendingAnswer {
+            engine,
+            run,
             call_id,
             effect,
             execute,
             tool,
-            arguments: if execute { arguments } else { Value::Null },
+            arguments,
             reason,
-            rules: decision.rules.clone(),
             retry_after,
-            approval: shown.as_ref().map(ApprovalView::from),
-            receipt: Receipt {
-                run,
-                seq: last.seq,
-                hash: last.hash.clone(),
-                input_hash: decision.input_hash.clone(),
-                envelopes: decision.envelope_versions.clone(),
-            },
             decision,
             data_decision,
-        })
+        };
+        Ok((write, pending))
     }
 
     /// The data rules over a call's arguments that hold a detected secret: the arguments are a
@@ -613,6 +625,67 @@ impl Runtime {
             decision,
             arguments,
         }
+    }
+}
+
+/// The write recording a decided tool call.
+type ToolCallWrite =
+    Box<dyn FnOnce(&rusqlite::Connection) -> Result<Written, RecordError> + Send + 'static>;
+
+/// What a tool call's write gives back: the appended events, and the approval to show.
+struct Written {
+    appended: Vec<crate::recorder::write::Appended>,
+    shown: Option<Approval>,
+}
+
+/// What a tool call's answer needs besides its write's result.
+struct PendingAnswer {
+    engine: std::sync::Arc<RunPolicy>,
+    run: String,
+    call_id: String,
+    effect: DecisionEffect,
+    execute: bool,
+    tool: String,
+    arguments: Value,
+    reason: String,
+    retry_after: Option<u64>,
+    decision: Rendered,
+    data_decision: Option<Rendered>,
+}
+
+impl PendingAnswer {
+    /// The answer, once the write has committed (or its error).
+    fn answer(self, written: Result<Written, RecordError>) -> Result<ToolCallAnswer, RuntimeError> {
+        let Written { appended, shown } = written?;
+        self.engine.mark_linked();
+        let last = appended
+            .last()
+            .ok_or_else(|| RuntimeError::Evaluation("nothing was recorded".into()))?;
+        let decision = self.decision;
+        Ok(ToolCallAnswer {
+            call_id: self.call_id,
+            effect: self.effect,
+            execute: self.execute,
+            tool: self.tool,
+            arguments: if self.execute {
+                self.arguments
+            } else {
+                Value::Null
+            },
+            reason: self.reason,
+            rules: decision.rules.clone(),
+            retry_after: self.retry_after,
+            approval: shown.as_ref().map(ApprovalView::from),
+            receipt: Receipt {
+                run: self.run,
+                seq: last.seq,
+                hash: last.hash.clone(),
+                input_hash: decision.input_hash.clone(),
+                envelopes: decision.envelope_versions.clone(),
+            },
+            decision,
+            data_decision: self.data_decision,
+        })
     }
 }
 

@@ -275,3 +275,37 @@ fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
         "the log grew to {largest} bytes (bound {bound}): it never restarted"
     );
 }
+
+#[test]
+fn an_async_write_resolves_after_its_commit_and_a_failed_one_changes_nothing() {
+    let (_dir, store) = temp_store();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let insert = |id: &'static str| {
+        move |c: &Connection| -> Result<(), StoreError> {
+            c.execute(
+                "INSERT INTO artifacts (hash, media_type, size, body, created_at)
+                 VALUES (?1, 'text/plain', 1, x'00', 't')",
+                [id],
+            )?;
+            Ok(())
+        }
+    };
+    rt.block_on(store.transact_async(insert("a"))).unwrap();
+    // Resolved means committed: a read on another connection sees it.
+    let count = |store: &Store| {
+        store
+            .read(
+                |c| Ok(c.query_row("SELECT COUNT(*) FROM artifacts", [], |r| r.get::<_, i64>(0))?),
+            )
+            .unwrap()
+    };
+    assert_eq!(count(&store), 1);
+    let failed: Result<(), StoreError> = rt.block_on(store.transact_async(move |c| {
+        insert("b")(c)?;
+        Err(StoreError::Invalid("refused".into()))
+    }));
+    assert!(matches!(failed, Err(StoreError::Invalid(_))));
+    assert_eq!(count(&store), 1);
+}

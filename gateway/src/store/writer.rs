@@ -86,6 +86,7 @@ impl Writer {
         })
     }
 
+    /// Queues `f` and blocks until its transaction's fate is known.
     pub(super) fn submit<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
@@ -93,6 +94,41 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
         let (reply, answer) = mpsc::sync_channel::<Result<T, E>>(1);
+        self.queue(f, move |delivered| {
+            let _ = reply.send(delivered);
+        })?;
+        answer.recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Queues `f`; the future resolves once its transaction's fate is known. The caller's
+    /// thread is free meanwhile: an async handler awaiting its write is woken by the writer
+    /// itself, with no blocking thread in between.
+    pub(super) async fn submit_async<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        self.queue(f, move |delivered| {
+            let _ = reply.send(delivered);
+        })?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Queues `f` (in its own savepoint of the writer's next transaction); `deliver` gets its
+    /// result once the transaction committed, or the commit's error. Blocks only while the
+    /// queue is full (back-pressure).
+    fn queue<T, E, F>(
+        &self,
+        f: F,
+        deliver: impl FnOnce(Result<T, E>) + Send + 'static,
+    ) -> Result<(), StoreError>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
         let job: Job = Box::new(move |conn: Result<&Connection, &StoreError>| {
             // Without a transaction the work is not run at all.
             let result = match conn {
@@ -100,16 +136,14 @@ impl Writer {
                 Err(e) => Err(StoreError::Commit(e.to_string()).into()),
             };
             Box::new(move |committed: Result<(), &StoreError>| {
-                let delivered = match committed {
+                deliver(match committed {
                     Ok(()) => result,
                     Err(e) => Err(StoreError::Commit(e.to_string()).into()),
-                };
-                let _ = reply.send(delivered);
+                });
             })
         });
         let jobs = self.jobs.as_ref().ok_or(StoreError::WriterGone)?;
-        jobs.send(job).map_err(|_| StoreError::WriterGone)?;
-        answer.recv().map_err(|_| StoreError::WriterGone)?
+        jobs.send(job).map_err(|_| StoreError::WriterGone)
     }
 }
 
