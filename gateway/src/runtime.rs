@@ -32,7 +32,7 @@ use crate::policy::{PolicyStoreError, current_set};
 use crate::providers::Provider;
 use crate::recorder::format::RunHeader;
 use crate::recorder::write::{
-    Appended, NewEvent, append_in, into_recorder, link_envelope_versions,
+    Appended, NewEvent, append_in, into_recorder, link_envelope_versions, running_in,
 };
 use crate::recorder::{Recorder, RecorderError};
 use crate::run_policy::{RunPolicy, RunPolicyError};
@@ -255,17 +255,21 @@ impl Runtime {
         F: FnOnce(&rusqlite::Connection, &[Appended]) -> Result<(), StoreError> + Send + 'static,
     {
         let (key, links) = (run.to_string(), policy.unlinked());
-        let appended = self
-            .store
-            .write(move |c| {
-                if let Some(links) = &links {
-                    link_envelope_versions(c, &key, links)?;
-                }
-                let appended = append_in(c, &key, events)?;
-                then(c, &appended)?;
-                Ok(appended)
-            })
-            .map_err(into_recorder)?;
+        let appended = self.store.transact(move |c| {
+            // Decisions made under a cached engine read nothing before: the run may have
+            // finished meanwhile, in this process or another.
+            running_in(c, &key).map_err(|e| match e {
+                StoreError::Invalid(m) => RuntimeError::Conflict(m),
+                other => RuntimeError::from(into_recorder(other)),
+            })?;
+            let recorded = |e: StoreError| RuntimeError::from(into_recorder(e));
+            if let Some(links) = &links {
+                link_envelope_versions(c, &key, links).map_err(recorded)?;
+            }
+            let appended = append_in(c, &key, events).map_err(recorded)?;
+            then(c, &appended).map_err(recorded)?;
+            Ok::<_, RuntimeError>(appended)
+        })?;
         policy.mark_linked();
         Ok(appended)
     }

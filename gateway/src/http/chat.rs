@@ -67,7 +67,14 @@ async fn chat_completions(
         // An unmodified OpenAI client: its calls go to its implicit run of the day.
         None => {
             let client = crate::runtime::client_of(body.extra.get("user").and_then(Value::as_str));
-            blocking(&state, move |rt| rt.implicit_run(&client)).await?
+            // A run with a cached engine is open: no store read, no thread switch. The write
+            // recording the call checks that it still runs.
+            let id = state.runtime.implicit_run_id(&client);
+            if state.runtime.engine_cached(&id) {
+                id
+            } else {
+                blocking(&state, move |rt| rt.implicit_run(&client)).await?
+            }
         }
     };
     let stream = body.extra.get("stream").and_then(Value::as_bool) == Some(true);

@@ -399,6 +399,26 @@ pub(crate) fn append_in(
     Ok(out)
 }
 
+/// Inside a write: checks that `run` is still running (`Invalid` when it is finished).
+pub(crate) fn running_in(c: &Connection, run: &str) -> Result<(), StoreError> {
+    let status: String = c
+        .prepare_cached("SELECT status FROM runs WHERE id = ?1")?
+        .query_row([run], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
+    if status != "running" {
+        return Err(finished(run, &status));
+    }
+    Ok(())
+}
+
+/// The refusal of a write to a finished run.
+fn finished(run: &str, status: &str) -> StoreError {
+    StoreError::Invalid(format!(
+        "run `{run}` is {status}; a finished run takes no more steps, calls or events"
+    ))
+}
+
 /// Inside a write: checks that `run` is still running, and gives the step a call is recorded
 /// at — `step` when the caller named one (`append_in` checks it exists), else the run's last,
 /// adding a first step `main` by `agent` to a run that has none.
@@ -416,9 +436,7 @@ pub(crate) fn running_step_in(
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("no run `{run}`")))?;
     if status != "running" {
-        return Err(StoreError::Invalid(format!(
-            "run `{run}` is {status}; a finished run takes no more steps, calls or events"
-        )));
+        return Err(finished(run, &status));
     }
     match (step, steps) {
         (Some(s), _) => Ok(s),

@@ -138,8 +138,7 @@ impl Runtime {
         for field in GATEWAY_FIELDS {
             request.extra.remove(field);
         }
-        let header = self.running(run)?;
-        let engine = self.engine_for(run)?;
+        let (header, engine) = self.running_engine(run)?;
         let step = self.current_step(run, &header)?;
         let model_call = requested_model_call(&request);
         let model_decision = engine.decide_model(run, &model_call);

@@ -47,8 +47,7 @@ impl Runtime {
                 "`subject` is not accepted here: the run is the subject\n  help: leave `subject` out".into(),
             ));
         }
-        let header = self.running(run)?;
-        let engine = self.engine_for(run)?;
+        let (header, engine) = self.running_engine(run)?;
         // Memories: a context source, eligibility decided by policy before any is read. What
         // the compile is about is what its items say.
         let query: Vec<&str> = input

@@ -37,15 +37,21 @@ pub fn client_of(user: Option<&str>) -> String {
 }
 
 impl Runtime {
-    /// The implicit run of `client` today (opened on its first call of the day).
-    pub fn implicit_run(&self, client: &str) -> Result<String, RuntimeError> {
+    /// The id of `client`'s implicit run today, `implicit-CLIENT-YYYYMMDD` (whether or not it
+    /// is open yet).
+    pub fn implicit_run_id(&self, client: &str) -> String {
         let secs = u64::try_from(self.now_ms() / 1000).unwrap_or(0);
         let day: String = crate::clock::rfc3339(secs)
             .chars()
             .take(10)
             .filter(char::is_ascii_digit)
             .collect();
-        let id = format!("implicit-{client}-{day}");
+        format!("implicit-{client}-{day}")
+    }
+
+    /// The implicit run of `client` today (opened on its first call of the day).
+    pub fn implicit_run(&self, client: &str) -> Result<String, RuntimeError> {
+        let id = self.implicit_run_id(client);
         match self.recorder().header(&id) {
             Ok(_) => return Ok(id),
             Err(RecorderError::UnknownRun(_)) => {}

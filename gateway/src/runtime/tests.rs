@@ -428,7 +428,7 @@ fn a_finished_run_takes_no_more_calls() {
 /// it decides: the write must still refuse a run another process finished meanwhile, and
 /// record nothing.
 #[test]
-fn a_tool_call_on_a_run_finished_by_another_process_is_refused_by_its_write() {
+fn calls_on_a_run_finished_by_another_process_are_refused_by_their_writes() {
     let dir = Dir::new("runtime");
     let clock = ManualClock::new(START_MS);
     let rt = runtime(&dir, &clock);
@@ -446,6 +446,25 @@ fn a_tool_call_on_a_run_finished_by_another_process_is_refused_by_its_write() {
         matches!(&err, RuntimeError::Conflict(m) if m.contains("is succeeded")),
         "{err}"
     );
+    // A chat call and a compile under the same cached engine are refused by their writes too,
+    // before anything is forwarded.
+    let err = rt
+        .chat(
+            "r1",
+            ChatRequest {
+                model: "gpt-4.1-mini".into(),
+                messages: vec![ChatMessage::new("user", "hello")],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(&err, RuntimeError::Conflict(_)), "{err}");
+    let mut item = CandidateItem::new("f1", ItemKind::File, "fn main() {}");
+    item.scope = "org:acme/repo:api".into();
+    let err = rt
+        .compile("r1", CompileInput::new(vec![item]), None)
+        .unwrap_err();
+    assert!(matches!(&err, RuntimeError::Conflict(_)), "{err}");
     assert_eq!(rt.recorder().events("r1", None).unwrap().len(), events);
 }
 

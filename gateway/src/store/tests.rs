@@ -255,8 +255,8 @@ fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
     let (dir, store) = temp_store();
     let wal = dir.path().join("t.db-wal");
     let mut largest = 0;
-    // About 3 × the bound in pages, four pages a commit.
-    for i in 0..(3 * writer::CHECKPOINT_PAGES_MAX / 4) {
+    // About 1.5 × the hard bound in pages, four pages a commit.
+    for i in 0..(3 * writer::CHECKPOINT_PAGES_HARD / 8) {
         store
             .write(move |c| {
                 c.execute(
@@ -269,7 +269,7 @@ fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
             .unwrap_or_else(|e| panic!("write {i} failed: {e}"));
         largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
     }
-    let bound = (writer::CHECKPOINT_PAGES_MAX as u64 + 64) * 4120;
+    let bound = (writer::CHECKPOINT_PAGES_HARD as u64 + 64) * 4120;
     assert!(
         largest <= bound,
         "the log grew to {largest} bytes (bound {bound}): it never restarted"

@@ -22,9 +22,13 @@ const MAX_BATCH: usize = 512;
 const QUEUE: usize = 4096;
 /// Pages in the write-ahead log at which the checkpointer is woken (SQLite's own default).
 pub(super) const CHECKPOINT_PAGES: i32 = 1000;
-/// Pages at which the writer checkpoints itself, so the log restarts and stays under about
-/// 32 MB: by then the checkpointer has copied most of it, so what is left is short.
+/// Pages at which the writer checkpoints itself (passive: it gives up at once if the
+/// checkpointer holds the lock, and tries again after the next commit), so the log restarts
+/// near 32 MB: by then the checkpointer has copied most of it, so what is left is short.
 pub(super) const CHECKPOINT_PAGES_MAX: i32 = 8 * CHECKPOINT_PAGES;
+/// Pages at which the writer's checkpoint waits for the lock and for readers (SQLite's FULL
+/// mode), so the log is bounded even when a slow checkpointer kept taking the lock first.
+pub(super) const CHECKPOINT_PAGES_HARD: i32 = 2 * CHECKPOINT_PAGES_MAX;
 
 /// Runs one write inside the open transaction and returns what to do once the transaction's
 /// fate is known (deliver the result, or the commit error).
@@ -62,7 +66,9 @@ impl Writer {
                 let at = pages / CHECKPOINT_PAGES;
                 let wake_now = at > woken_at;
                 woken_at = at;
-                if pages >= CHECKPOINT_PAGES_MAX {
+                if pages >= CHECKPOINT_PAGES_HARD {
+                    let _ = wal.checkpoint_v2(CheckpointMode::FULL);
+                } else if pages >= CHECKPOINT_PAGES_MAX {
                     // The log restarts from its beginning only once a checkpoint has copied
                     // all of it before the next write begins, which the checkpointer, racing
                     // the writer under steady load, may never manage: this one does.
