@@ -163,16 +163,7 @@ impl Recorder {
         self.store
             .write(move |c| {
                 require_run(c, &run)?;
-                let next: u32 = c.query_row(
-                    "SELECT COUNT(*) FROM steps WHERE run_id = ?1",
-                    [&run],
-                    |r| r.get(0),
-                )?;
-                c.execute(
-                    "INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, ?2, ?3, ?4)",
-                    params![run, next, name, agent],
-                )?;
-                Ok(next)
+                add_step_in(c, &run, &name, &agent)
             })
             .map_err(into_recorder)
     }
@@ -399,6 +390,22 @@ pub(crate) fn append_in(
     Ok(out)
 }
 
+/// Adds the next step of a run inside the caller's write; returns its index.
+fn add_step_in(c: &Connection, run: &str, name: &str, agent: &str) -> Result<u32, StoreError> {
+    let next: u32 = c
+        .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
+        .query_row([run], |r| r.get(0))?;
+    c.prepare_cached("INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![run, next, name, agent])?;
+    Ok(next)
+}
+
+/// Why a finished run takes nothing more (a write refused inside the store, or a request
+/// refused before it decides).
+pub(crate) fn finished_run(run: &str, status: &str) -> String {
+    format!("run `{run}` is {status}; a finished run takes no more steps, calls or events")
+}
+
 /// Inside a write: checks that `run` is still running (`Invalid` when it is finished).
 pub(crate) fn running_in(c: &Connection, run: &str) -> Result<(), StoreError> {
     let status: String = c
@@ -407,16 +414,9 @@ pub(crate) fn running_in(c: &Connection, run: &str) -> Result<(), StoreError> {
         .optional()?
         .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
     if status != "running" {
-        return Err(finished(run, &status));
+        return Err(StoreError::Invalid(finished_run(run, &status)));
     }
     Ok(())
-}
-
-/// The refusal of a write to a finished run.
-fn finished(run: &str, status: &str) -> StoreError {
-    StoreError::Invalid(format!(
-        "run `{run}` is {status}; a finished run takes no more steps, calls or events"
-    ))
 }
 
 /// Inside a write: checks that `run` is still running, and gives the step a call is recorded
@@ -428,26 +428,16 @@ pub(crate) fn running_step_in(
     agent: &str,
     step: Option<u32>,
 ) -> Result<u32, StoreError> {
-    let (status, steps): (String, u32) = c
-        .prepare_cached(
-            "SELECT status, (SELECT COUNT(*) FROM steps WHERE run_id = ?1) FROM runs WHERE id = ?1",
-        )?
-        .query_row([run], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound(format!("no run `{run}`")))?;
-    if status != "running" {
-        return Err(finished(run, &status));
+    running_in(c, run)?;
+    if let Some(s) = step {
+        return Ok(s);
     }
-    match (step, steps) {
-        (Some(s), _) => Ok(s),
-        (None, 0) => {
-            c.prepare_cached(
-                "INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, 0, 'main', ?2)",
-            )?
-            .execute(params![run, agent])?;
-            Ok(0)
-        }
-        (None, n) => Ok(n - 1),
+    let steps: u32 = c
+        .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
+        .query_row([run], |r| r.get(0))?;
+    match steps {
+        0 => add_step_in(c, run, "main", agent),
+        n => Ok(n - 1),
     }
 }
 

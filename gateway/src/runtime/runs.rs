@@ -8,7 +8,7 @@ use tollgate_rules::envelope::Level;
 use super::handoffs::HANDOFF_KEY;
 use super::{Runtime, RuntimeError};
 use crate::recorder::format::{EventKind, RunHeader};
-use crate::recorder::write::Appended;
+use crate::recorder::write::{Appended, finished_run};
 use crate::recorder::{RecorderError, RunSummary};
 use crate::run_policy::ATTACHED_ENVELOPES;
 
@@ -306,10 +306,7 @@ impl Runtime {
             other => other.into(),
         })?;
         if header.status != "running" {
-            return Err(RuntimeError::Conflict(format!(
-                "run `{run}` is {}; a finished run takes no more steps, calls or events",
-                header.status
-            )));
+            return Err(RuntimeError::Conflict(finished_run(run, &header.status)));
         }
         Ok(header)
     }

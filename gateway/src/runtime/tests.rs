@@ -16,6 +16,15 @@ use crate::store::{Store, StoreLocation};
 
 const START_MS: i64 = 1_795_000_000_000;
 
+/// A chat request to `model` with one user message.
+fn user_says(model: &str, text: &str) -> ChatRequest {
+    ChatRequest {
+        model: model.into(),
+        messages: vec![ChatMessage::new("user", text)],
+        ..Default::default()
+    }
+}
+
 fn fixture_sources() -> Vec<(String, String)> {
     ["org-baseline", "coding-agent"]
         .iter()
@@ -89,15 +98,7 @@ fn a_run_records_the_governing_envelope_versions_and_replays_without_drift() {
     );
     rt.tool_call("r1", call("fs.read_file", json!({"path": "a"})))
         .unwrap();
-    rt.chat(
-        "r1",
-        ChatRequest {
-            model: "gpt-4.1-mini".into(),
-            messages: vec![ChatMessage::new("user", "hello")],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    rt.chat("r1", user_says("gpt-4.1-mini", "hello")).unwrap();
     assert!(rt.recorder().verify("r1").unwrap().is_intact());
     let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
     assert!(!report.drifted(), "{}", report.to_text());
@@ -376,14 +377,7 @@ fn a_denied_model_is_refused_before_anything_leaves_and_recorded() {
     let rt = runtime(&dir, &clock);
     open(&rt, "r1");
     let err = rt
-        .chat(
-            "r1",
-            ChatRequest {
-                model: "anthropic/claude".into(),
-                messages: vec![ChatMessage::new("user", "hi")],
-                ..Default::default()
-            },
-        )
+        .chat("r1", user_says("anthropic/claude", "hi"))
         .unwrap_err();
     let RuntimeError::Denied { decision, .. } = err else {
         panic!("expected a denial, got {err}");
@@ -449,14 +443,7 @@ fn calls_on_a_run_finished_by_another_process_are_refused_by_their_writes() {
     // A chat call and a compile under the same cached engine are refused by their writes too,
     // before anything is forwarded.
     let err = rt
-        .chat(
-            "r1",
-            ChatRequest {
-                model: "gpt-4.1-mini".into(),
-                messages: vec![ChatMessage::new("user", "hello")],
-                ..Default::default()
-            },
-        )
+        .chat("r1", user_says("gpt-4.1-mini", "hello"))
         .unwrap_err();
     assert!(matches!(&err, RuntimeError::Conflict(_)), "{err}");
     let mut item = CandidateItem::new("f1", ItemKind::File, "fn main() {}");
@@ -542,14 +529,7 @@ fn refused_model_calls_are_simulated() {
     let clock = ManualClock::new(START_MS);
     let rt = runtime(&dir, &clock);
     open(&rt, "r1");
-    let refused = rt.chat(
-        "r1",
-        ChatRequest {
-            model: "gpt-5".into(),
-            messages: vec![ChatMessage::new("user", "hello")],
-            ..Default::default()
-        },
-    );
+    let refused = rt.chat("r1", user_says("gpt-5", "hello"));
     assert!(matches!(refused, Err(RuntimeError::Denied { .. })));
     let coding = fixture_sources()
         .into_iter()

@@ -213,6 +213,18 @@ fn integrity_is_clean_for_a_sound_database_and_names_a_dangling_reference() {
     );
 }
 
+/// Commits one artifact of `size` zero bytes, `blob-I`, in a write of its own.
+fn write_blob(store: &Store, i: i32, size: i64) -> Result<(), StoreError> {
+    store.write(move |c| {
+        c.execute(
+            "INSERT INTO artifacts (hash, media_type, size, body, created_at)
+             VALUES (?1, 'application/octet-stream', ?2, zeroblob(?2), 't')",
+            rusqlite::params![format!("blob-{i}"), size],
+        )?;
+        Ok(())
+    })
+}
+
 #[test]
 fn the_checkpointer_copies_the_log_into_the_database_while_the_store_is_open() {
     let (dir, store) = temp_store();
@@ -221,16 +233,7 @@ fn the_checkpointer_copies_the_log_into_the_database_while_the_store_is_open() {
     // About 1,500 pages of log, in commits of their own: past the checkpointer's threshold,
     // below the writer's own.
     for i in 0..1500 {
-        store
-            .write(move |c| {
-                c.execute(
-                    "INSERT INTO artifacts (hash, media_type, size, body, created_at)
-                     VALUES (?1, 'application/octet-stream', 4000, zeroblob(4000), 't')",
-                    [format!("blob-{i}")],
-                )?;
-                Ok(())
-            })
-            .unwrap();
+        write_blob(&store, i, 4000).unwrap();
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut after = before;
@@ -257,16 +260,7 @@ fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
     let mut largest = 0;
     // About 1.5 × the hard bound in pages, four pages a commit.
     for i in 0..(3 * writer::CHECKPOINT_PAGES_HARD / 8) {
-        store
-            .write(move |c| {
-                c.execute(
-                    "INSERT INTO artifacts (hash, media_type, size, body, created_at)
-                     VALUES (?1, 'application/octet-stream', 16000, zeroblob(16000), 't')",
-                    [format!("blob-{i}")],
-                )?;
-                Ok(())
-            })
-            .unwrap_or_else(|e| panic!("write {i} failed: {e}"));
+        write_blob(&store, i, 16000).unwrap_or_else(|e| panic!("write {i} failed: {e}"));
         largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
     }
     let bound = (writer::CHECKPOINT_PAGES_HARD as u64 + 64) * 4120;
