@@ -8,11 +8,12 @@
 //! copy and both fsyncs (the tail of every recorded call's latency, `benches/load`).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
-use rusqlite::wal::CheckpointMode;
 
 use super::StoreError;
 
@@ -22,13 +23,17 @@ const MAX_BATCH: usize = 512;
 const QUEUE: usize = 4096;
 /// Pages in the write-ahead log at which the checkpointer is woken (SQLite's own default).
 pub(super) const CHECKPOINT_PAGES: i32 = 1000;
-/// Pages at which the writer checkpoints itself (passive: it gives up at once if the
-/// checkpointer holds the lock, and tries again after the next commit), so the log restarts
-/// near 32 MB: by then the checkpointer has copied most of it, so what is left is short.
+/// Pages at which the writer checkpoints itself between two batches (passive, and only when
+/// the checkpointer is idle), so the log restarts near 32 MB: by then the checkpointer has
+/// copied most of it, so what is left is short.
 pub(super) const CHECKPOINT_PAGES_MAX: i32 = 8 * CHECKPOINT_PAGES;
-/// Pages at which the writer's checkpoint waits for the lock and for readers (SQLite's FULL
-/// mode), so the log is bounded even when a slow checkpointer kept taking the lock first.
+/// Pages at which the writer stops taking writes until the log has been copied and restarted
+/// (it waits for the checkpointer, then checkpoints in SQLite's RESTART mode): the bound on
+/// the log however slow the disk, at the cost of a pause in writes when it is reached.
 pub(super) const CHECKPOINT_PAGES_HARD: i32 = 2 * CHECKPOINT_PAGES_MAX;
+/// Longest the writer retries a hard-bound checkpoint that another process's checkpoint keeps
+/// out (SQLite gives the checkpoint lock to one connection and does not wait for it).
+const CHECKPOINT_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Runs one write inside the open transaction and returns what to do once the transaction's
 /// fate is known (deliver the result, or the commit error).
@@ -49,41 +54,45 @@ impl Writer {
             source: Box::new(e),
         };
         let checkpoint_conn = super::open_connection(path, false)?;
+        // One checkpoint at a time in this process: SQLite refuses a second one at once (no
+        // busy wait), so the writer, past the hard bound, waits on this lock instead.
+        let checkpointing = Arc::new(Mutex::new(()));
         let (wake, woken) = mpsc::sync_channel::<()>(1);
-        let checkpointer = std::thread::Builder::new()
-            .name("tollgate-store-checkpoint".into())
-            .spawn(move || checkpoint(checkpoint_conn, woken))
-            .map_err(spawn_error)?;
+        let checkpointer = {
+            let checkpointing = Arc::clone(&checkpointing);
+            std::thread::Builder::new()
+                .name("tollgate-store-checkpoint".into())
+                .spawn(move || checkpoint(checkpoint_conn, woken, &checkpointing))
+                .map_err(spawn_error)?
+        };
         // Replaces SQLite's automatic checkpoint (itself a WAL hook) on this connection. The
-        // hook runs inside COMMIT after the transaction is durable: an error from it would make
-        // SQLite report a committed write as failed, so it never returns one.
-        // The checkpointer is woken once per CHECKPOINT_PAGES new pages, not after every
-        // commit: a checkpoint running all the time would hold the lock the writer's own
-        // checkpoint needs, and the log would never restart.
+        // hook runs inside COMMIT, after the transaction is durable and before the answers
+        // waiting on it are sent: it only notes the log's length and wakes the checkpointer.
+        // It never fails: an error from it would make SQLite report a committed write as
+        // failed. The checkpointer is woken once per CHECKPOINT_PAGES new pages, not after
+        // every commit: a checkpoint running all the time would hold the lock the writer's
+        // own checkpoint needs, and the log would never restart.
+        let log_pages = Arc::new(AtomicI32::new(0));
         let mut woken_at = 0;
-        conn.wal_hook(Some(
-            move |wal: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
-                let at = pages / CHECKPOINT_PAGES;
-                let wake_now = at > woken_at;
-                woken_at = at;
-                if pages >= CHECKPOINT_PAGES_HARD {
-                    let _ = wal.checkpoint_v2(CheckpointMode::FULL);
-                } else if pages >= CHECKPOINT_PAGES_MAX {
-                    // The log restarts from its beginning only once a checkpoint has copied
-                    // all of it before the next write begins, which the checkpointer, racing
-                    // the writer under steady load, may never manage: this one does.
-                    let _ = wal.checkpoint_v2(CheckpointMode::PASSIVE);
-                } else if wake_now {
-                    // Already woken and not yet done: nothing to add.
-                    let _ = wake.try_send(());
-                }
-                Ok(())
-            },
-        ))?;
+        {
+            let log_pages = Arc::clone(&log_pages);
+            conn.wal_hook(Some(
+                move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                    log_pages.store(pages, Ordering::Relaxed);
+                    let at = pages / CHECKPOINT_PAGES;
+                    if at > woken_at && pages < CHECKPOINT_PAGES_MAX {
+                        // Already woken and not yet done: nothing to add.
+                        let _ = wake.try_send(());
+                    }
+                    woken_at = at;
+                    Ok(())
+                },
+            ))?;
+        }
         let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
         let thread = std::thread::Builder::new()
             .name("tollgate-store-writer".into())
-            .spawn(move || run(conn, queue))
+            .spawn(move || run(conn, queue, &log_pages, &checkpointing))
             .map_err(spawn_error)?;
         Ok(Writer {
             jobs: Some(jobs),
@@ -187,7 +196,7 @@ fn in_savepoint<T, E: From<StoreError>>(
     }
 }
 
-fn run(conn: Connection, queue: Receiver<Job>) {
+fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpointing: &Mutex<()>) {
     while let Ok(first) = queue.recv() {
         let mut completions = Vec::new();
         // IMMEDIATE takes the write lock up front, so writers of other processes queue on
@@ -213,16 +222,69 @@ fn run(conn: Connection, queue: Receiver<Job>) {
         for done in completions {
             done(committed.as_ref().map(|_| ()));
         }
+        // Between batches, with every answer sent: the log restarts from its beginning only
+        // once a checkpoint has copied all of it before the next write begins, which the
+        // checkpointer, racing the writer under steady load, may never manage. This one does.
+        let pages = log_pages.load(Ordering::Relaxed);
+        if pages >= CHECKPOINT_PAGES_HARD {
+            let _held = lock(checkpointing);
+            if restart_log(&conn) {
+                log_pages.store(0, Ordering::Relaxed);
+            }
+        } else if pages >= CHECKPOINT_PAGES_MAX
+            && let Ok(_held) = checkpointing.try_lock()
+            && wal_checkpoint(&conn, "PASSIVE") == Some(true)
+        {
+            log_pages.store(0, Ordering::Relaxed);
+        }
     }
+}
+
+/// Copies the whole log into the database and waits for readers to leave it, so the next write
+/// starts the log over (SQLite's RESTART mode, which waits on the busy timeout for writers of
+/// other processes and for readers). Retries while another process's checkpoint holds the lock.
+fn restart_log(conn: &Connection) -> bool {
+    let deadline = std::time::Instant::now() + CHECKPOINT_RETRY;
+    loop {
+        match wal_checkpoint(conn, "RESTART") {
+            Some(true) => return true,
+            Some(false) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            // A full disk, a reader that outlived the busy timeout: the log grows for now,
+            // and the next batch tries again.
+            _ => return false,
+        }
+    }
+}
+
+/// Runs `PRAGMA wal_checkpoint(MODE)`: `Some(true)` when the whole log was copied, `Some(false)`
+/// when a lock kept part of it out, `None` on an error.
+fn wal_checkpoint(conn: &Connection, mode: &str) -> Option<bool> {
+    conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
+        let busy: i64 = row.get(0)?;
+        let log: i64 = row.get(1)?;
+        let copied: i64 = row.get(2)?;
+        Ok(busy == 0 && log == copied)
+    })
+    .ok()
+}
+
+fn lock(mutex: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
+    // The lock guards no data: a panic while holding it leaves nothing half-done.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Checkpoints each time the writer says the log has grown past [`CHECKPOINT_PAGES`]. A
 /// passive checkpoint copies what no reader still needs and never blocks the writer; what it
 /// could not copy waits for the next.
-fn checkpoint(conn: Connection, woken: Receiver<()>) {
+fn checkpoint(conn: Connection, woken: Receiver<()>, checkpointing: &Mutex<()>) {
     while woken.recv().is_ok() {
+        let _held = lock(checkpointing);
         // A failure (a reader holding an old snapshot, a full disk) leaves the log as it is:
         // the next wake tries again, and the writer checkpoints itself past the bound.
-        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        let _ = wal_checkpoint(&conn, "PASSIVE");
     }
 }
