@@ -12,6 +12,7 @@ pub mod dashboard;
 mod error;
 mod handoffs;
 mod memory;
+mod openapi;
 mod policies;
 mod regressions;
 mod replays;
@@ -28,10 +29,11 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::get;
 use serde_json::json;
 
-pub use error::{ApiError, ApiJson};
+pub use error::{ApiError, ApiJson, ApiPath, ApiQuery};
+pub use openapi::{ErrorBody, ErrorDetail};
 pub use security::{resolve_token, write_private};
 
-use utoipa::{OpenApi, ToSchema};
+use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -114,13 +116,19 @@ impl AppState {
 
 /// The whole API. Layers run outside in: Host/Origin, body size, token.
 pub fn router(state: AppState) -> Router {
-    let (api, openapi) = api_routes().split_for_parts();
-    let openapi = Arc::new(openapi);
+    let (api, doc) = api_routes().split_for_parts();
+    // Rendered once: the document does not change while the gateway runs.
+    let openapi = axum::body::Bytes::from(openapi::finish(doc).to_string());
     api.route(
         "/openapi.json",
         get(move || {
             let doc = openapi.clone();
-            async move { axum::Json(doc.as_ref().clone()) }
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    doc,
+                )
+            }
         }),
     )
     .merge(dashboard::routes())
@@ -134,7 +142,7 @@ pub fn router(state: AppState) -> Router {
 
 /// Every documented route, with its OpenAPI description.
 fn api_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(health))
         .merge(runs::routes())
         .merge(tools::routes())
@@ -148,65 +156,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes().into_openapi()
-}
-
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Tollgate",
-        description = "A policy gateway with a Datalog core for LLM agents: runs, compiles, tool-call decisions with approvals and rate limits, an OpenAI-compatible model proxy, and the /v2/policies module. Every route but /health needs `Authorization: Bearer TOKEN`.",
-    ),
-    modifiers(&BearerAuth),
-    security(("bearer" = [])),
-    components(schemas(ErrorBody, ErrorDetail)),
-    tags(
-        (name = "runs", description = "Runs, steps, events and compiles"),
-        (name = "tools", description = "Tool-call decisions and approvals"),
-        (name = "models", description = "The OpenAI-compatible model proxy"),
-        (name = "policies", description = "Policy envelopes, simulation, decisions and approvals"),
-        (name = "memory", description = "Memories distilled from finished runs: distill, read, promote, expire"),
-        (name = "replays", description = "Counterfactual replay: scenarios of mutations on recorded runs, batches, results compared with the baseline"),
-        (name = "regressions", description = "Regression cases from runs and replays, their versions, history and suites"),
-        (name = "handoffs", description = "Handoff contracts: validated, answered, their deliveries checked; handoff graphs; A2A messages"),
-        (name = "cases", description = "The case-workflow service: cases as append-only events with projections; proposal, preview, policy, approval and commit through the engine host; inspection, timeline, graph and replay health"),
-        (name = "packs", description = "The packs registered at startup (TOLLGATE_PACK_ROOTS) and their demo cases"),
-        (name = "health", description = "Liveness"),
-    )
-)]
-struct ApiDoc;
-
-struct BearerAuth;
-
-impl utoipa::Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
-    }
-}
-
-/// The body of every error.
-#[derive(Debug, serde::Serialize, ToSchema)]
-pub struct ErrorBody {
-    /// The error.
-    error: ErrorDetail,
-}
-
-/// What went wrong.
-#[derive(Debug, serde::Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// Machine-readable (`unauthorized`, `malformed_json`, `policy_denied`, ...).
-    code: String,
-    /// What is wrong and how to fix it.
-    message: String,
-    /// Structured detail (diagnostics, the denying decision), or null.
-    #[schema(value_type = Object)]
-    details: serde_json::Value,
+pub fn openapi() -> serde_json::Value {
+    openapi::finish(api_routes().into_openapi())
 }
 
 /// A query parameter naming one value of a snake_case enum (`effect=deny`), or a 422 saying
@@ -226,6 +177,19 @@ pub(crate) fn query_enum<T: serde::de::DeserializeOwned>(
             })
         })
         .transpose()
+}
+
+/// A page size from the query: `default` when absent, else from 1 to `max`, or a 422 saying
+/// the range (the document states the same range, so a generated client never sends more).
+pub(crate) fn page_limit(value: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::invalid(
+            "invalid_query",
+            format!("`limit` is {n}; it runs from 1 to {max}"),
+        )),
+    }
 }
 
 /// Runs blocking runtime work (store writes wait for their commit; providers block) off the

@@ -26,6 +26,7 @@ pub mod regress;
 pub mod replay;
 pub mod run_policy;
 pub mod runtime;
+pub mod schemas;
 pub mod secrets;
 pub mod simulate;
 pub mod store;

@@ -121,11 +121,12 @@ pub fn store_envelopes(
 /// The ids of the YAML documents in a text (empty when it does not parse).
 fn document_ids(text: &str) -> Vec<String> {
     use serde::Deserialize as _;
+    // `map_while`: after a syntax error the deserializer yields the same error forever.
     serde_yaml::Deserializer::from_str(text)
-        .map(|doc| {
-            serde_yaml::Value::deserialize(doc)
-                .ok()
-                .and_then(|v| v.get("id").and_then(|i| i.as_str().map(str::to_string)))
+        .map_while(|doc| serde_yaml::Value::deserialize(doc).ok())
+        .map(|v| {
+            v.get("id")
+                .and_then(|i| i.as_str().map(str::to_string))
                 .unwrap_or_default()
         })
         .collect()

@@ -59,9 +59,12 @@ pub enum StoreError {
     /// The caller asked for something that does not exist.
     #[error("{0}")]
     NotFound(String),
-    /// The caller's record breaks a rule of the store (missing provenance, a duplicate id).
+    /// The caller's record breaks a rule of the store (missing provenance).
     #[error("{0}")]
     Invalid(String),
+    /// A record with that id is stored already.
+    #[error("{0}")]
+    Duplicate(String),
     /// The database was migrated by a newer build, or a migration step failed.
     #[error("{0}")]
     Migration(String),

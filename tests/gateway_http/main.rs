@@ -148,6 +148,36 @@ fn open_run(gw: &Gateway, id: &str) {
     );
 }
 
+/// Schemathesis found a taken run id answered 422 `invalid_record`, where the document says 409.
+#[test]
+fn opening_a_run_whose_id_is_taken_is_a_conflict() {
+    let gw = Gateway::with_fixture_envelopes();
+    open_run(&gw, "taken-1");
+    let (status, body) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"id": "taken-1", "agent": "coder", "task": "T-13", "scope": "org:acme"})),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "conflict", "{body}");
+}
+
+/// Schemathesis found `[null, null]` accepted as a case request: serde reads a struct from an
+/// array, field by field. A body that is an array is refused and opens nothing.
+#[test]
+fn a_body_that_is_an_array_is_refused_not_read_field_by_field() {
+    let gw = Gateway::with_fixture_envelopes();
+    let (status, body) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!(["array-1", "coder", "T-1", "org:acme"])),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_body", "{body}");
+    let (status, _) = gw.call("GET", "/v1/runs/array-1", None);
+    assert_eq!(status, 404);
+}
+
 fn tool(gw: &Gateway, run: &str, body: serde_json::Value) -> serde_json::Value {
     let (status, answer) = gw.call("POST", &format!("/v1/runs/{run}/tool-calls"), Some(&body));
     assert_eq!(status, 200, "{answer}");

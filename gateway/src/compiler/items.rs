@@ -81,10 +81,11 @@ impl fmt::Display for ItemKind {
 ///
 /// An item renders its `content`; an item without content renders its `reference` (a path or
 /// URL) instead. An item with neither can only appear as its `summary`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CandidateItem {
     /// Unique among the candidates of one compile.
+    #[schema(min_length = 1)]
     pub id: String,
     /// What it is.
     pub kind: ItemKind,
@@ -101,6 +102,7 @@ pub struct CandidateItem {
     pub tokens: Option<u32>,
     /// Importance: with [`Ordering::Weight`], heavier items are chosen first. Finite, `>= 0`.
     #[serde(default = "default_weight")]
+    #[schema(minimum = 0)]
     pub weight: f64,
     /// Scope path (`org:acme/repo:api`). Empty when not given, which no scoped data rule
     /// matches (fail closed).
@@ -108,6 +110,7 @@ pub struct CandidateItem {
     pub scope: String,
     /// Sensitivity; `secret` when not given (fail closed).
     #[serde(default = "highest_level")]
+    #[schema(schema_with = item_sensitivity)]
     pub sensitivity: Level,
     /// Labels policy reads (`secret`, `pii`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -118,6 +121,10 @@ pub struct CandidateItem {
     /// For messages: `system`, `user`, `assistant`, `tool`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+}
+
+fn item_sensitivity() -> utoipa::openapi::Object {
+    crate::schemas::level("Sensitivity; `secret` when not given (fail closed).")
 }
 
 fn default_weight() -> f64 {
@@ -177,7 +184,7 @@ pub enum Ordering {
 }
 
 /// How to compile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompileSettings {
     /// Tokens the whole compiled text may take, delimiters included.
@@ -189,7 +196,15 @@ pub struct CompileSettings {
     pub order: Ordering,
     /// `o200k_base` (default), `cl100k_base`, or `bytes4` (the fallback: a quarter of the
     /// UTF-8 bytes, rounded up).
+    #[schema(schema_with = tokenizers)]
     pub tokenizer: String,
+}
+
+fn tokenizers() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "`o200k_base` (default), `cl100k_base`, or `bytes4` (a quarter of the UTF-8 bytes, rounded up).",
+        &["o200k_base", "cl100k_base", "bytes4"],
+    )
 }
 
 impl Default for CompileSettings {

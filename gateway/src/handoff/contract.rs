@@ -66,6 +66,7 @@ fn schema_v1() -> String {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[schema(as = HandoffTemplate)]
 pub enum Template {
     /// Only a goal is required.
     Lightweight,

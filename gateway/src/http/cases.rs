@@ -4,7 +4,7 @@
 //! a case of another pack answers 403 `case_read_only` with how to register it.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState};
 use crate::approvals::ApprovalAnswer;
 use crate::cases::host::{EngineHost, Moved};
 use crate::cases::inspect::{self, CaseGraph, Inspection};
@@ -140,7 +140,8 @@ struct ListQuery {
     /// Only this pack's cases.
     pack: Option<String>,
     /// At most this many (default 50, at most 500).
-    limit: Option<u64>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
 }
 
 /// Cases, most recently updated first.
@@ -148,9 +149,9 @@ struct ListQuery {
     responses((status = 200, description = "`{\"cases\": [case rows]}`", body = Object)))]
 async fn list_cases(
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = u64::from(super::page_limit(q.limit, 50, 500)?);
     let cases = hosting(&state, move |_, rt, _| {
         Ok(inspect::list(rt.store(), q.pack.as_deref(), limit)?)
     })
@@ -209,7 +210,7 @@ async fn open_case(
     ))]
 async fn get_case(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     hosting(&state, move |_, rt, packs| {
         let (case, pack) = inspect::header(rt.store(), packs, &case_id)?;
@@ -222,8 +223,9 @@ async fn get_case(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct InspectionQuery {
-    /// Recent timeline events to include (default 20, at most 500).
-    timeline_limit: Option<u64>,
+    /// Recent timeline events to include (default 20).
+    #[param(minimum = 1, maximum = 500)]
+    timeline_limit: Option<u32>,
 }
 
 /// The compact inspection report: worker evidence, proposal actions, preview diffs, policy
@@ -236,11 +238,15 @@ struct InspectionQuery {
     ))]
 async fn inspection(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
-    Query(q): Query<InspectionQuery>,
+    ApiPath(case_id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<InspectionQuery>,
 ) -> Result<Json<Inspection>, ApiError> {
+    let timeline_limit = match q.timeline_limit {
+        None => None,
+        limit => Some(u64::from(super::page_limit(limit, 20, 500)?)),
+    };
     hosting(&state, move |_, rt, packs| {
-        inspect::inspect(rt.store(), packs, &case_id, q.timeline_limit).map(Json)
+        inspect::inspect(rt.store(), packs, &case_id, timeline_limit).map(Json)
     })
     .await
 }
@@ -251,8 +257,9 @@ async fn inspection(
 struct TimelineQuery {
     /// Events after this version (default 0: from the start).
     after: Option<i64>,
-    /// At most this many (default 100, at most 500).
-    limit: Option<u64>,
+    /// At most this many (default 100).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
 }
 
 /// A case's events, oldest first, with their hashes.
@@ -264,16 +271,12 @@ struct TimelineQuery {
     ))]
 async fn timeline(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
-    Query(q): Query<TimelineQuery>,
+    ApiPath(case_id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<TimelineQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let limit = u64::from(super::page_limit(q.limit, 100, 500)?);
     let events: Vec<CaseEvent> = hosting(&state, move |_, rt, _| {
-        inspect::timeline(
-            rt.store(),
-            &case_id,
-            q.after.unwrap_or(0),
-            q.limit.unwrap_or(100),
-        )
+        inspect::timeline(rt.store(), &case_id, q.after.unwrap_or(0), limit)
     })
     .await?;
     let next = events.last().map(|e| e.version);
@@ -289,7 +292,7 @@ async fn timeline(
     ))]
 async fn graph(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<Json<CaseGraph>, ApiError> {
     hosting(&state, move |_, rt, _| {
         inspect::graph(rt.store(), &case_id).map(Json)
@@ -328,7 +331,7 @@ struct EvidenceAppend {
     ))]
 async fn record_evidence(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
     ApiJson(body): ApiJson<EvidenceAppend>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let m = hosting(&state, move |host, _, _| {
@@ -354,7 +357,7 @@ async fn record_evidence(
     ))]
 async fn runtime_status(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     hosting(&state, move |_, rt, packs| {
         let (case, status) = inspect::header(rt.store(), packs, &case_id)?;
@@ -382,7 +385,7 @@ async fn runtime_status(
     ))]
 async fn collect(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let m = hosting(&state, move |host, _, _| host.collect(&case_id, "api")).await?;
     Ok(created(m))
@@ -410,7 +413,7 @@ struct ProposeBody {
     ))]
 async fn propose(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
     ApiJson(body): ApiJson<ProposeBody>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let m = hosting(&state, move |host, _, _| {
@@ -429,7 +432,7 @@ async fn propose(
     ))]
 async fn proposals(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     hosting(&state, move |_, rt, _| {
         let id = case_id.clone();
@@ -456,7 +459,7 @@ async fn proposals(
     ))]
 async fn preview(
     State(state): State<AppState>,
-    Path((case_id, proposal_id)): Path<(String, String)>,
+    ApiPath((case_id, proposal_id)): ApiPath<(String, String)>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let m = hosting(&state, move |host, _, _| {
         host.preview(&case_id, &proposal_id, "api")
@@ -477,7 +480,7 @@ async fn preview(
     ))]
 async fn policy(
     State(state): State<AppState>,
-    Path((case_id, proposal_id)): Path<(String, String)>,
+    ApiPath((case_id, proposal_id)): ApiPath<(String, String)>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let m = hosting(&state, move |host, _, _| {
         host.decide(&case_id, &proposal_id, "api")
@@ -489,10 +492,12 @@ async fn policy(
 /// A person's answer.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = CaseApprovalBody)]
 struct ApprovalBody {
     /// Approve (`true`) or reject.
     approve: bool,
     /// Who answers.
+    #[schema(pattern = r"\S")]
     by: String,
     /// Why.
     #[serde(default)]
@@ -514,7 +519,7 @@ struct ApprovalBody {
     ))]
 async fn approval(
     State(state): State<AppState>,
-    Path((case_id, proposal_id)): Path<(String, String)>,
+    ApiPath((case_id, proposal_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let answer = ApprovalAnswer {
@@ -556,7 +561,7 @@ struct CommitBody {
     ))]
 async fn commit(
     State(state): State<AppState>,
-    Path((case_id, proposal_id)): Path<(String, String)>,
+    ApiPath((case_id, proposal_id)): ApiPath<(String, String)>,
     body: Option<ApiJson<CommitBody>>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let body = body.map(|ApiJson(b)| b).unwrap_or_default();
@@ -592,7 +597,7 @@ struct ModelRunBody {
     ))]
 async fn model_run(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
     body: Option<ApiJson<ModelRunBody>>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let purpose = body
@@ -614,7 +619,7 @@ async fn model_run(
     ))]
 async fn replay_health(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<Json<ReplayHealth>, ApiError> {
     hosting(&state, move |_, rt, _| {
         let id = case_id.clone();
@@ -641,7 +646,7 @@ async fn replay_health(
     ))]
 async fn replay_rebuild(
     State(state): State<AppState>,
-    Path(case_id): Path<String>,
+    ApiPath(case_id): ApiPath<String>,
 ) -> Result<Json<ReplayHealth>, ApiError> {
     hosting(&state, move |_, rt, _| {
         let id = case_id.clone();
@@ -694,7 +699,7 @@ async fn list_packs(State(state): State<AppState>) -> Json<Value> {
     ))]
 async fn demo_case(
     State(state): State<AppState>,
-    Path((engine_id, engine_version)): Path<(String, String)>,
+    ApiPath((engine_id, engine_version)): ApiPath<(String, String)>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
     let m = hosting(&state, move |host, _, _| {
         host.demo(&engine_id, &engine_version, "api")

@@ -41,14 +41,78 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(chat_completions))
 }
 
+/// The body's schema: OpenAI's chat-completions request as [`ChatRequest`] reads it. The fields
+/// the gateway reads are typed; every other field is passed on to the provider as it came.
+struct ChatCompletionRequest;
+
+impl utoipa::PartialSchema for ChatCompletionRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        serde_json::from_value(chat_request_schema())
+            .unwrap_or_else(|_| utoipa::openapi::ObjectBuilder::new().into())
+    }
+}
+
+impl utoipa::ToSchema for ChatCompletionRequest {}
+
+/// The JSON Schema of [`ChatCompletionRequest`] (keywords utoipa's model can hold: it drops the
+/// others silently, which the test below would catch).
+fn chat_request_schema() -> Value {
+    let text_part = json!({
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+    });
+    let tool_call = json!({
+        "type": "object", "required": ["id", "function"],
+        "properties": {
+            "id": {"type": "string"},
+            "type": {"type": "string", "description": "`function` (the default)"},
+            "function": {
+                "type": "object", "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "string", "description": "JSON text, kept verbatim"},
+                },
+            },
+        },
+    });
+    let message = json!({
+        "type": "object", "required": ["role"],
+        "description": "One message; fields other than these are dropped.",
+        "properties": {
+            "role": {"type": "string", "description": "`system`, `user`, `assistant`, `tool`, …"},
+            "content": {
+                "description": "Text, null, or text parts (joined with newlines); other parts are refused",
+                "oneOf": [{"type": "string"}, {"type": "null"}, {"type": "array", "items": text_part}],
+            },
+            "name": {"type": ["string", "null"]},
+            "tool_calls": {"type": "array", "items": tool_call},
+            "tool_call_id": {"type": ["string", "null"]},
+        },
+    });
+    let request = json!({
+        "type": "object", "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string", "pattern": "\\S", "description": "The model; `PROVIDER/MODEL` names its provider"},
+            "messages": {"type": "array", "minItems": 1, "items": message},
+            "temperature": {"type": ["number", "null"]},
+            "max_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX},
+        },
+        "additionalProperties": true,
+    });
+    request
+}
+
 /// An OpenAI-compatible chat completion, decided by the run's envelopes and recorded.
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "models",
     params(("X-Tollgate-Run" = Option<String>, Header, description = "The run the call belongs to. Without it the call goes to the client's implicit run of the day, `implicit-CLIENT-YYYYMMDD` (CLIENT: the request's `user` when it is a plain id, else `openai-client`; agent CLIENT, task `implicit`), governed by the envelopes attached to that agent")),
-    request_body(content = Object, description = "OpenAI's chat-completions request (`model`, `messages`, `tools`, `stream`, ...; messages may carry `tool_calls` and `tool_call_id`). `model` may name its provider: `openai/gpt-4.1-mini`."),
+    request_body(content = ChatCompletionRequest, description = "OpenAI's chat-completions request (`model`, `messages`, `tools`, `stream`, ...; messages may carry `tool_calls` and `tool_call_id`). `model` may name its provider: `openai/gpt-4.1-mini`."),
     responses(
         (status = 200, description = "A `chat.completion` (the model's `tool_calls` in `message.tool_calls`) with a `tollgate` member (run, receipt, what policy did to each message); when `stream` is true, a `text/event-stream` of `chat.completion.chunk` (text and `tool_calls` pieces) forwarded as the provider streams, the finish chunk carrying the `tollgate` member, ended by `[DONE]` (or by a `{\"error\": ...}` event if the provider fails mid-stream)", body = Object),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 403, description = "The model, or a message, is denied by policy (the decision is in `details`)", body = super::ErrorBody),
+        (status = 404, description = "No run of the id `X-Tollgate-Run` names", body = super::ErrorBody),
+        (status = 409, description = "The run is finished", body = super::ErrorBody),
+        (status = 429, description = "The provider is rate limiting (`Retry-After` says when to try again)", body = super::ErrorBody),
         (status = 502, description = "The provider failed", body = super::ErrorBody),
     ))]
 async fn chat_completions(
@@ -260,4 +324,16 @@ fn data_event(value: &Value) -> Event {
 /// OpenAI's clients raise an error for a chunk with an `error` member.
 fn error_event(error: ApiError) -> Event {
     data_event(&error.into_body())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chat_request_schema_keeps_every_keyword_it_is_written_with() {
+        let rendered =
+            serde_json::to_value(<ChatCompletionRequest as utoipa::PartialSchema>::schema());
+        assert_eq!(rendered.ok(), Some(chat_request_schema()));
+    }
 }

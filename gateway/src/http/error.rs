@@ -3,8 +3,9 @@
 //! something failed; the detail goes to the log (stderr).
 
 use axum::Json;
-use axum::extract::FromRequest;
 use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -211,6 +212,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(m) => ApiError::NotFound(m),
             StoreError::Invalid(m) => ApiError::invalid("invalid", m),
+            StoreError::Duplicate(m) => ApiError::Conflict(m),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -326,24 +328,41 @@ pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
-    axum::Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    T: serde::de::DeserializeOwned,
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with `Content-Type: application/json`".into(),
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| json_rejection(JsonRejection::BytesRejection(e)))?;
+        // Every body the gateway takes is an object: serde would read a struct from an array
+        // too, field by field in order (`[null, null]` was a case request), so arrays are
+        // refused before they reach it.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(ApiError::invalid(
+                "invalid_body",
+                "the body is a JSON array: send an object with the documented fields",
+            ));
+        }
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }
 }
 
-/// An optional body: none when the request has no JSON content type (an empty POST), else
-/// read as [`ApiJson`] reads it.
+/// An optional body: none when the request has no content type (an empty POST), else read as
+/// [`ApiJson`] reads it.
 impl<S, T> axum::extract::OptionalFromRequest<S> for ApiJson<T>
 where
-    axum::Json<T>: axum::extract::OptionalFromRequest<S, Rejection = JsonRejection>,
+    T: serde::de::DeserializeOwned,
     S: Send + Sync,
 {
     type Rejection = ApiError;
@@ -352,13 +371,31 @@ where
         req: axum::extract::Request,
         state: &S,
     ) -> Result<Option<Self>, Self::Rejection> {
-        match <axum::Json<T> as axum::extract::OptionalFromRequest<S>>::from_request(req, state)
-            .await
-        {
-            Ok(value) => Ok(value.map(|axum::Json(v)| ApiJson(v))),
-            Err(rejection) => Err(json_rejection(rejection)),
+        if !req.headers().contains_key(header::CONTENT_TYPE) {
+            return Ok(None);
         }
+        <ApiJson<T> as FromRequest<S>>::from_request(req, state)
+            .await
+            .map(Some)
     }
+}
+
+/// `application/json`, or another `application/…+json`, with any parameters.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
@@ -381,6 +418,60 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
             }
         }
         other => ApiError::bad_request("unreadable_body", other.body_text()),
+    }
+}
+
+/// `Query<T>` whose rejection is an [`ApiError`]: a query string that does not read as the
+/// parameters (a number that is not one, a repeated value) is a 422 `invalid_query` saying which.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::invalid(
+                "invalid_query",
+                format!(
+                    "the query string cannot be read: {}",
+                    rejection
+                        .body_text()
+                        .trim_start_matches("Failed to deserialize query string: ")
+                ),
+            )),
+        }
+    }
+}
+
+/// `Path<T>` whose rejection is an [`ApiError`]: a path segment that does not read as its
+/// parameter (a version that is not a number) is a 422 `invalid_path`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::rejection::PathRejection;
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(ApiPath(value)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => Err(ApiError::invalid(
+                "invalid_path",
+                format!("the path cannot be read: {}", e.body_text()),
+            )),
+            // The route and its handler disagree: the gateway's fault, not the client's.
+            Err(other) => Err(ApiError::Internal(other.body_text())),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! and imported from A2A messages, and the handoff graph of a run as JSON, DOT or SVG.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -13,7 +13,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::handoff::contract::{self, JSON_SCHEMA};
 use crate::handoff::store;
 use crate::handoff::submit::Submitted;
@@ -66,7 +66,7 @@ where
 
 /// The contract's JSON Schema (`tollgate.handoff/v1`, draft 2020-12).
 #[utoipa::path(get, path = "/v2/handoffs/schema", tag = "handoffs",
-    responses((status = 200, description = "The JSON Schema every posted contract is read against", body = Object)))]
+    responses((status = 200, description = "The JSON Schema every posted contract is read against", body = Object, content_type = "application/schema+json")))]
 async fn schema() -> Response {
     (
         [(header::CONTENT_TYPE, "application/schema+json")],
@@ -83,7 +83,7 @@ async fn schema() -> Response {
         (status = 200, description = "The starter contract, as YAML", body = String, content_type = "application/yaml"),
         (status = 404, description = "No such template", body = super::ErrorBody),
     ))]
-async fn template(Path(name): Path<String>) -> Result<Response, ApiError> {
+async fn template(ApiPath(name): ApiPath<String>) -> Result<Response, ApiError> {
     let t = Template::parse(&name).ok_or_else(|| {
         ApiError::NotFound(format!(
             "no template `{name}`: the templates are lightweight, code_patch_review, research_to_implementation, planner_to_executor"
@@ -161,7 +161,8 @@ async fn create(
 #[into_params(parameter_in = Query)]
 struct ListQuery {
     /// At most this many (default 50, at most 500).
-    limit: Option<usize>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
 }
 
 /// The latest version of every contract, most recently changed first.
@@ -170,9 +171,9 @@ struct ListQuery {
     responses((status = 200, description = "`{\"contracts\": [...]}`", body = Object)))]
 async fn list(
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = super::page_limit(q.limit, 50, 500)? as usize;
     let contracts = handing(&state, move |rt| Ok(store::list(rt.store(), limit)?)).await?;
     Ok(Json(json!({ "contracts": contracts })))
 }
@@ -195,8 +196,8 @@ struct VersionQuery {
     ))]
 async fn get_contract(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<VersionQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<VersionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let answer = handing(&state, move |rt| {
         let s = rt.store();
@@ -233,7 +234,7 @@ async fn get_contract(
     ))]
 async fn ack(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(ack): ApiJson<ConsumerAck>,
 ) -> Result<Json<Value>, ApiError> {
     let contract = handing(&state, move |rt| rt.ack_contract(&id, ack)).await?;
@@ -253,7 +254,7 @@ async fn ack(
     ))]
 async fn check(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let report = handing(&state, move |rt| rt.check_delivery(&id)).await?;
     Ok((StatusCode::CREATED, Json(json!(report))))
@@ -271,7 +272,7 @@ async fn check(
     ))]
 async fn export_a2a(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let message = handing(&state, move |rt| {
         let stored = store::get(rt.store(), &id, None)?
@@ -320,7 +321,12 @@ async fn import_a2a(
 #[into_params(parameter_in = Query)]
 struct GraphQuery {
     /// `json` (default), `dot` or `svg`.
+    #[param(schema_with = graph_formats)]
     format: Option<String>,
+}
+
+fn graph_formats() -> utoipa::openapi::Object {
+    crate::schemas::one_of("`json` (default), `dot` or `svg`.", &["json", "dot", "svg"])
 }
 
 /// The handoff graph of a run: parties (`RUN#AGENT`) and the contracts between them, across
@@ -330,14 +336,15 @@ struct GraphQuery {
 #[utoipa::path(get, path = "/v2/handoffs/graphs/{run_id}", tag = "handoffs",
     params(("run_id" = String, Path, description = "A run"), GraphQuery),
     responses(
-        (status = 200, description = "`{run, runs, nodes, edges, cycles}`; `text/vnd.graphviz` for `dot`, `image/svg+xml` for `svg`", body = Object),
+        (status = 200, description = "`{run, runs, nodes, edges, cycles}`; `text/vnd.graphviz` for `dot`, `image/svg+xml` for `svg`",
+            content((Object = "application/json"), (String = "text/vnd.graphviz"), (String = "image/svg+xml"))),
         (status = 404, description = "No such run", body = super::ErrorBody),
         (status = 422, description = "An unknown format", body = super::ErrorBody),
     ))]
 async fn graph_of(
     State(state): State<AppState>,
-    Path(run_id): Path<String>,
-    Query(q): Query<GraphQuery>,
+    ApiPath(run_id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<GraphQuery>,
 ) -> Result<Response, ApiError> {
     let format = q.format.unwrap_or_else(|| "json".into());
     if !matches!(format.as_str(), "json" | "dot" | "svg") {

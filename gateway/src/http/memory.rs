@@ -3,7 +3,7 @@
 //! and usage, promote (or pin) and expire one, and take feedback from those who used one.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::jobs::{EnqueueOptions, JobQueue};
 use crate::memory::{
     self, DISTILL_JOB, Decision, FeedbackVerdict, MemoryClass, MemoryFeedback, MemoryStatus,
@@ -44,7 +44,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     ))]
 async fn distill(
     State(state): State<AppState>,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let job = blocking(&state, move |rt| {
         let header = rt.recorder().header(&run_id)?;
@@ -74,8 +74,10 @@ async fn distill(
 #[into_params(parameter_in = Query)]
 struct SearchParams {
     /// Where the searcher stands (`org:acme/repo:api`): the memories visible from there.
+    #[param(required = true, pattern = r"\S")]
     scope: Option<String>,
     /// The searcher's clearance (default `internal`).
+    #[param(schema_with = search_clearance)]
     clearance: Option<String>,
     /// As this agent (its envelopes' memory rules apply), and only memories from its runs.
     agent: Option<String>,
@@ -85,12 +87,25 @@ struct SearchParams {
     user: Option<String>,
     /// Only memories scoped to this repository.
     repo: Option<String>,
-    /// Only this class: fact, procedure, preference, warning, summary.
+    /// Only this class.
+    #[param(schema_with = memory_classes)]
     class: Option<String>,
     /// Text to rank by.
     q: Option<String>,
-    /// At most this many hits (default 20, at most 200).
-    limit: Option<usize>,
+    /// At most this many hits (default 20).
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+}
+
+fn search_clearance() -> utoipa::openapi::Object {
+    crate::schemas::level("The searcher's clearance (default `internal`).")
+}
+
+fn memory_classes() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "Only this class.",
+        &["fact", "procedure", "preference", "warning", "summary"],
+    )
 }
 
 /// Searches the memories a run at `scope` (as `agent`, with `clearance`) could retrieve: the
@@ -104,7 +119,7 @@ struct SearchParams {
     ))]
 async fn search_memories(
     State(state): State<AppState>,
-    Query(p): Query<SearchParams>,
+    ApiQuery(p): ApiQuery<SearchParams>,
 ) -> Result<Json<Value>, ApiError> {
     let clearance: Level = match p.clearance.as_deref() {
         None => Level::Internal,
@@ -135,7 +150,7 @@ async fn search_memories(
         repo: p.repo,
         class,
         text: p.q.unwrap_or_default(),
-        limit: p.limit.unwrap_or(20),
+        limit: super::page_limit(p.limit, 20, 200)? as usize,
     };
     let answer = blocking(&state, move |rt| {
         let now = rt.now_ms().div_euclid(1000);
@@ -155,7 +170,7 @@ async fn search_memories(
     ))]
 async fn get_memory(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let m = blocking(&state, move |rt| Ok(memory::get(rt.store(), &id)?)).await?;
     Ok(Json(serde_json::to_value(m).unwrap_or(Value::Null)))
@@ -171,7 +186,7 @@ async fn get_memory(
     ))]
 async fn get_usage(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let key = id.clone();
     let links = blocking(&state, move |rt| Ok(memory::usage(rt.store(), &key)?)).await?;
@@ -183,12 +198,26 @@ async fn get_usage(
 #[serde(deny_unknown_fields)]
 struct ReviewBody {
     /// Who decides.
+    #[schema(pattern = r"\S")]
     by: String,
     /// Why.
+    #[schema(pattern = r"\S")]
     reason: String,
-    /// Also pin it, so it never decays (promote only).
+    /// Also pin it, so it never decays.
     #[serde(default)]
     pin: bool,
+}
+
+/// Who expires a memory, and why.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ExpireBody {
+    /// Who decides.
+    #[schema(pattern = r"\S")]
+    by: String,
+    /// Why.
+    #[schema(pattern = r"\S")]
+    reason: String,
 }
 
 /// Promotes a candidate (or a quarantined memory) to approved, recording who and why; with
@@ -204,7 +233,7 @@ struct ReviewBody {
     ))]
 async fn promote(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ReviewBody>,
 ) -> Result<Json<Value>, ApiError> {
     let m = blocking(&state, move |rt| {
@@ -234,7 +263,7 @@ async fn promote(
 /// Expires a memory now, recording who and why: it is never retrieved again.
 #[utoipa::path(post, path = "/v2/memory/{id}/expire", tag = "memory",
     params(("id" = String, Path, description = "A memory id (`mem-…`)")),
-    request_body = ReviewBody,
+    request_body = ExpireBody,
     responses(
         (status = 200, description = "The memory, expired", body = Object),
         (status = 404, description = "No such memory", body = super::ErrorBody),
@@ -243,15 +272,9 @@ async fn promote(
     ))]
 async fn expire(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<ReviewBody>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<ExpireBody>,
 ) -> Result<Json<Value>, ApiError> {
-    if body.pin {
-        return Err(ApiError::invalid(
-            "invalid",
-            "`pin` belongs to promote: an expired memory is never retrieved",
-        ));
-    }
     let m = blocking(&state, move |rt| {
         let at = rt.now_rfc3339();
         Ok(memory::record_decision(
@@ -272,8 +295,10 @@ async fn expire(
 #[serde(deny_unknown_fields)]
 struct FeedbackBody {
     /// `helpful`, `unhelpful` or `wrong` (which quarantines it).
+    #[schema(schema_with = verdicts)]
     verdict: String,
     /// Who (a person or an agent).
+    #[schema(pattern = r"\S")]
     by: String,
     /// Why (required for `wrong`: it becomes the quarantine's reason).
     #[serde(default)]
@@ -281,6 +306,13 @@ struct FeedbackBody {
     /// The run it was used in.
     #[serde(default)]
     run: Option<String>,
+}
+
+fn verdicts() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "`helpful`, `unhelpful` or `wrong` (which quarantines it).",
+        &["helpful", "unhelpful", "wrong"],
+    )
 }
 
 /// Records feedback on a memory: `helpful` and `unhelpful` move its rank a little; `wrong`
@@ -296,7 +328,7 @@ struct FeedbackBody {
     ))]
 async fn feedback(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<FeedbackBody>,
 ) -> Result<Json<Value>, ApiError> {
     let verdict = FeedbackVerdict::parse(&body.verdict).ok_or_else(|| {

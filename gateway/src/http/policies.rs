@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking, query_enum};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalAnswer};
 use crate::policy::{list_versions, store_envelopes, version_source};
 use crate::runtime::DecisionFilter;
@@ -103,8 +103,8 @@ async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     ))]
 async fn get_envelope(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<VersionQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<VersionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let doc = blocking(&state, move |rt| {
         let versions = list_versions(rt.store(), Some(&id))?;
@@ -153,8 +153,8 @@ pub(super) struct DiffQuery {
     ))]
 async fn diff(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<DiffQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<DiffQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let doc = blocking(&state, move |rt| {
         let (from, to, changes) = rt.envelope_diff(&id, q.from, q.to)?;
@@ -189,7 +189,7 @@ pub(super) struct SimulateBody {
     ))]
 async fn simulate_on_run(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<SimulateBody>,
 ) -> Result<Json<Value>, ApiError> {
     let report = blocking(&state, move |rt| {
@@ -208,10 +208,32 @@ async fn simulate_on_run(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(super) struct DecisionsQuery {
-    /// Only with this effect: `allow`, `deny`, `redact`, `require_approval`, `rate_limited`.
+    /// Only with this effect.
+    #[param(schema_with = effects)]
     effect: Option<String>,
-    /// Only of this kind: `tool`, `context`, `model`.
+    /// Only of this kind.
+    #[param(schema_with = decision_kinds)]
     kind: Option<String>,
+}
+
+fn effects() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "Only with this effect.",
+        &[
+            "allow",
+            "deny",
+            "redact",
+            "require_approval",
+            "rate_limited",
+        ],
+    )
+}
+
+fn decision_kinds() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "Only of this kind.",
+        &["tool", "context", "model", "memory", "handoff"],
+    )
 }
 
 /// Every decision of a run with its receipt: rule ids, proof (or why-not), envelope versions,
@@ -225,8 +247,8 @@ pub(super) struct DecisionsQuery {
     ))]
 async fn decisions(
     State(state): State<AppState>,
-    Path(run): Path<String>,
-    Query(q): Query<DecisionsQuery>,
+    ApiPath(run): ApiPath<String>,
+    ApiQuery(q): ApiQuery<DecisionsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let effect = query_enum(
         q.effect,
@@ -244,13 +266,22 @@ async fn decisions(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApprovalBody {
-    /// `approve` or `reject`.
+    /// `approve` or `reject` (`approved` and `rejected` are read alike).
+    #[schema(schema_with = approval_decisions)]
     decision: String,
     /// Who answers (must be one of the rule's approvers when it names any).
+    #[schema(pattern = r"\S")]
     by: String,
     /// Why.
     #[serde(default)]
     reason: String,
+}
+
+fn approval_decisions() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "`approve` or `reject` (`approved` and `rejected` are read alike).",
+        &["approve", "reject", "approved", "rejected"],
+    )
 }
 
 /// Approves or rejects a gated action; recorded as an `approval` event of its run.
@@ -266,7 +297,7 @@ pub(super) struct ApprovalBody {
     ))]
 async fn decide_approval(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<Json<Value>, ApiError> {
     let approve = match body.decision.as_str() {

@@ -3,7 +3,7 @@
 //! or as a suite (a `regress.suite` job), with each case's history.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::clock::now_rfc3339;
 use crate::regress::bundle::FixtureBundle;
 use crate::regress::case::{RegressionCase, version_diff};
@@ -60,6 +60,7 @@ pub struct CaseRequest {
     pub step: Option<u32>,
     /// The case id (default: from the run and step, or the replay).
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")]
     pub id: Option<String>,
     /// A name for people.
     #[serde(default)]
@@ -98,8 +99,9 @@ fn made(case: &RegressionCase, bundle: &FixtureBundle) -> Value {
 }
 
 /// An optional body: absent or empty means the defaults.
-fn body_or_default(body: Option<ApiJson<CaseRequest>>) -> CaseRequest {
-    body.map(|ApiJson(b)| b).unwrap_or_default()
+/// An optional body: none, or `null`, is the default request.
+fn body_or_default(body: Option<ApiJson<Option<CaseRequest>>>) -> CaseRequest {
+    body.and_then(|ApiJson(b)| b).unwrap_or_default()
 }
 
 /// Makes a case from a stored run (or one step of it): its fixture bundle — the run cut at
@@ -107,7 +109,7 @@ fn body_or_default(body: Option<ApiJson<CaseRequest>>) -> CaseRequest {
 /// assertions (structural, behavioural, output, policy) that hold on it. Stored as version 1.
 #[utoipa::path(post, path = "/v2/regressions/from-run/{run_id}", tag = "regressions",
     params(("run_id" = String, Path, description = "A stored run")),
-    request_body(content = CaseRequest, description = "Optional: step, id, name, task_type, templates"),
+    request_body(content = Option<CaseRequest>, description = "Optional: step, id, name, task_type, templates"),
     responses(
         (status = 201, description = "`{\"case\", \"yaml\", \"bundle\": {hash, steps, events, redactions}}`", body = Object),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
@@ -117,8 +119,8 @@ fn body_or_default(body: Option<ApiJson<CaseRequest>>) -> CaseRequest {
     ))]
 async fn from_run(
     State(state): State<AppState>,
-    Path(run_id): Path<String>,
-    body: Option<ApiJson<CaseRequest>>,
+    ApiPath(run_id): ApiPath<String>,
+    body: Option<ApiJson<Option<CaseRequest>>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let options = body_or_default(body).options();
     let answer = regressing(&state, move |rt| {
@@ -133,7 +135,7 @@ async fn from_run(
 /// lead to. Stored as version 1.
 #[utoipa::path(post, path = "/v2/regressions/from-replay/{replay_id}", tag = "regressions",
     params(("replay_id" = String, Path, description = "A replay result (`rpl-…`)")),
-    request_body(content = CaseRequest, description = "Optional: id, name, task_type, templates"),
+    request_body(content = Option<CaseRequest>, description = "Optional: id, name, task_type, templates"),
     responses(
         (status = 201, description = "`{\"case\", \"yaml\", \"bundle\"}`", body = Object),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
@@ -143,8 +145,8 @@ async fn from_run(
     ))]
 async fn from_replay(
     State(state): State<AppState>,
-    Path(replay_id): Path<String>,
-    body: Option<ApiJson<CaseRequest>>,
+    ApiPath(replay_id): ApiPath<String>,
+    body: Option<ApiJson<Option<CaseRequest>>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let options = body_or_default(body).options();
     let answer = regressing(&state, move |rt| {
@@ -181,8 +183,8 @@ pub struct VersionQuery {
     ))]
 async fn get_case(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<VersionQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<VersionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let answer = regressing(&state, move |rt| {
         let store = rt.store();
@@ -215,6 +217,7 @@ pub struct ExecuteQuery {
     /// A version (default the latest).
     pub version: Option<u32>,
     /// Runs (1 to 100, default 1); mixed results make the case flaky.
+    #[param(minimum = 1, maximum = 100)]
     pub repeat: Option<u32>,
 }
 
@@ -255,8 +258,8 @@ pub struct EnvelopeFile {
     ))]
 async fn execute(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<ExecuteQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ExecuteQuery>,
     body: Option<ApiJson<ExecuteRequest>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let req = body.map(|ApiJson(b)| b).unwrap_or_default();
@@ -290,6 +293,7 @@ async fn execute(
 #[serde(deny_unknown_fields)]
 pub struct VersionRequest {
     /// Why the expectations change.
+    #[schema(pattern = r"\S")]
     pub reason: String,
     /// Write every assertion again from the case's templates (default: keep the passing
     /// ones, rewrite the failing ones to the current outcome).
@@ -310,7 +314,7 @@ pub struct VersionRequest {
     ))]
 async fn versions(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<VersionRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let u = regressing(&state, move |rt| {
@@ -342,8 +346,8 @@ async fn versions(
     ))]
 async fn bundle(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<VersionQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<VersionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let bundle = regressing(&state, move |rt| {
         let (_, bundle) = crate::regress::jobs::load_stored(rt.store(), &id, q.version)?;
@@ -359,6 +363,7 @@ async fn bundle(
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
     /// Runs per page (1 to 200, default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
     /// Only runs older than this run id (the last `id` of the previous page).
     pub before: Option<i64>,
@@ -374,10 +379,10 @@ pub struct HistoryQuery {
     ))]
 async fn history(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<HistoryQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 200);
+    let limit = super::page_limit(q.limit, 50, 200)?;
     let answer = regressing(&state, move |rt| {
         if cases::case(rt.store(), &id, None)?.is_none() {
             return Err(RegressError::NotFound(format!("no case `{id}`")));
@@ -400,8 +405,8 @@ async fn history(
     responses(
         (status = 202, description = "`{\"suite\": {id, selection, job}, \"job\": {id, kind, state}}`: follow it at `GET /v2/regressions/suites/{id}`", body = Object),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
-        (status = 404, description = "A named case does not exist", body = super::ErrorBody),
-        (status = 422, description = "The selection is empty, or `repeat` is out of range", body = super::ErrorBody),
+        (status = 404, description = "A named case does not exist, or no case matches the selection", body = super::ErrorBody),
+        (status = 422, description = "`repeat` is out of range", body = super::ErrorBody),
     ))]
 async fn suites(
     State(state): State<AppState>,
@@ -426,7 +431,7 @@ async fn suites(
     ))]
 async fn get_suite(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let answer = regressing(&state, move |rt| {
         let suite = cases::suite(rt.store(), &id)?

@@ -3,7 +3,7 @@
 //! their metrics, label and side-by-side comparison.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::clock::now_rfc3339;
 use crate::replay::ReplayError;
 use crate::replay::batch::BatchSpec;
@@ -86,7 +86,7 @@ async fn create(
     ))]
 async fn get_scenario(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let answer = replaying(&state, move |rt| {
         let scenario = store::scenario(rt.store(), &id)?
@@ -118,7 +118,7 @@ async fn get_scenario(
     ))]
 async fn execute(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let result = replaying(&state, move |rt| {
         execute_scenario(rt.store(), &id, &now_rfc3339())
@@ -161,7 +161,8 @@ struct ListParams {
     /// Only of this run.
     run: Option<String>,
     /// At most this many (default 50, at most 500).
-    limit: Option<usize>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
 }
 
 /// Replay results, newest first.
@@ -172,14 +173,15 @@ struct ListParams {
     ))]
 async fn list(
     State(state): State<AppState>,
-    Query(p): Query<ListParams>,
+    ApiQuery(p): ApiQuery<ListParams>,
 ) -> Result<Json<Value>, ApiError> {
+    let limit = super::page_limit(p.limit, 50, 500)? as usize;
     let results = replaying(&state, move |rt| {
         Ok(store::results(
             rt.store(),
             &ResultFilter {
                 run: p.run,
-                limit: p.limit.unwrap_or(50).min(500),
+                limit,
                 ..ResultFilter::default()
             },
         )?)
@@ -199,7 +201,7 @@ async fn list(
     ))]
 async fn get_replay(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let answer = replaying(&state, move |rt| {
         if id.starts_with("bat-") {
@@ -230,7 +232,7 @@ async fn get_replay(
     ))]
 async fn export(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let draft = replaying(&state, move |rt| {
         let result = store::result(rt.store(), &id)?

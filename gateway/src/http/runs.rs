@@ -1,15 +1,15 @@
 //! `/v1/runs`: open a run, add steps, append events, compile context, finish, read it back.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking};
-use crate::compiler::CompileInput;
+use super::{ApiError, ApiJson, ApiPath, AppState, blocking};
+use crate::compiler::{CandidateItem, CompileInput, CompileSettings};
 use crate::runtime::{EventInput, OpenRun};
 
 /// The routes of this resource.
@@ -28,7 +28,8 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     request_body(content = OpenRun, description = "Who runs, what, where, under which envelopes"),
     responses(
         (status = 201, description = "The run, its summary and the envelope versions governing it", body = Object),
-        (status = 422, description = "Invalid request (an unknown envelope, an empty field)", body = super::ErrorBody),
+        (status = 422, description = "Invalid request (an empty field, a bad id)", body = super::ErrorBody),
+        (status = 404, description = "An envelope or the handoff contract named is not stored", body = super::ErrorBody),
         (status = 409, description = "A run with that id exists", body = super::ErrorBody),
     ))]
 async fn open_run(
@@ -48,7 +49,7 @@ async fn open_run(
     ))]
 async fn get_run(
     State(state): State<AppState>,
-    Path(run): Path<String>,
+    ApiPath(run): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let view = blocking(&state, move |rt| rt.run_view(&run)).await?;
     Ok(Json(json!(view)))
@@ -76,7 +77,7 @@ pub(super) struct StepBody {
     ))]
 async fn add_step(
     State(state): State<AppState>,
-    Path(run): Path<String>,
+    ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<StepBody>,
 ) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
     let step = blocking(&state, move |rt| {
@@ -94,7 +95,6 @@ async fn add_step(
 #[serde(deny_unknown_fields)]
 pub(super) struct EventsBody {
     /// Events in order (`note`, `tool_result`, `output`, `error`, `handoff`, `context_offered`).
-    #[schema(value_type = Vec<Object>)]
     events: Vec<EventInput>,
 }
 
@@ -109,7 +109,7 @@ pub(super) struct EventsBody {
     ))]
 async fn append_events(
     State(state): State<AppState>,
-    Path(run): Path<String>,
+    ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<EventsBody>,
 ) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
     let appended = blocking(&state, move |rt| rt.append_events(&run, body.events)).await?;
@@ -119,13 +119,16 @@ async fn append_events(
     ))
 }
 
-/// A compile request.
+/// A compile request: `tollgate compile --items`'s format without `subject` (the run is the
+/// subject), and the step.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(super) struct CompileBody {
-    /// The candidate items and settings (`tollgate compile --items` format, without `subject`).
-    #[serde(flatten)]
-    #[schema(value_type = Object)]
-    input: CompileInput,
+    /// The candidates; each needs `content`, a `reference` or its `tokens`, and an id of its own.
+    items: Vec<CandidateItem>,
+    /// How to compile.
+    #[serde(default)]
+    settings: CompileSettings,
     /// The step (default: the run's last).
     #[serde(default)]
     step: Option<u32>,
@@ -134,17 +137,23 @@ pub(super) struct CompileBody {
 /// Compiles context for a run: policy decides every item before render; recorded.
 #[utoipa::path(post, path = "/v1/runs/{run_id}/compile", tag = "runs",
     params(("run_id" = String, Path, description = "Run id")),
-    request_body(content = Object, description = "`{\"items\": [...], \"settings\": {...}, \"step\": N}`"),
+    request_body = CompileBody,
     responses(
         (status = 200, description = "The compiled context, every item's outcome with its receipt, and the explanation", body = Object),
-        (status = 422, description = "Invalid items or settings", body = super::ErrorBody),
+        (status = 409, description = "The run is finished", body = super::ErrorBody),
+        (status = 422, description = "Invalid items or settings, or a step the run does not have", body = super::ErrorBody),
     ))]
 async fn compile(
     State(state): State<AppState>,
-    Path(run): Path<String>,
+    ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<CompileBody>,
 ) -> Result<Json<crate::runtime::CompileAnswer>, ApiError> {
-    let answer = blocking(&state, move |rt| rt.compile(&run, body.input, body.step)).await?;
+    let input = CompileInput {
+        items: body.items,
+        settings: body.settings,
+        subject: None,
+    };
+    let answer = blocking(&state, move |rt| rt.compile(&run, input, body.step)).await?;
     Ok(Json(answer))
 }
 
@@ -152,8 +161,13 @@ async fn compile(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FinishBody {
-    /// `succeeded`, `failed` or `cancelled`.
+    /// How it ended.
+    #[schema(schema_with = run_endings)]
     status: String,
+}
+
+fn run_endings() -> utoipa::openapi::Object {
+    crate::schemas::one_of("How it ended.", &["succeeded", "failed", "cancelled"])
 }
 
 /// Finishes a run.
@@ -166,7 +180,7 @@ pub(super) struct FinishBody {
     ))]
 async fn finish_run(
     State(state): State<AppState>,
-    Path(run): Path<String>,
+    ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<FinishBody>,
 ) -> Result<Json<Value>, ApiError> {
     let view = blocking(&state, move |rt| rt.finish_run(&run, &body.status)).await?;

@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiError, ApiJson, AppState, blocking, query_enum};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalFilter, ApprovalState};
 use crate::runtime::{ToolCallAnswer, ToolCallRequest};
 
@@ -44,7 +44,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     ))]
 async fn tool_call(
     State(state): State<AppState>,
-    Path(run): Path<String>,
+    ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<ToolCallRequest>,
 ) -> Result<Json<ToolCallAnswer>, ApiError> {
     // A run whose engine is cached is decided on this thread (tens of microseconds of CPU, a
@@ -66,8 +66,16 @@ async fn tool_call(
 pub(super) struct ApprovalQuery {
     /// Only this run's.
     run: Option<String>,
-    /// Only in this state: `pending`, `approved`, `rejected`, `used`, `expired`.
+    /// Only in this state.
+    #[param(schema_with = approval_states)]
     state: Option<String>,
+}
+
+fn approval_states() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "Only in this state.",
+        &["pending", "approved", "rejected", "used", "expired"],
+    )
 }
 
 /// Lists approvals, oldest first.
@@ -79,7 +87,7 @@ pub(super) struct ApprovalQuery {
     ))]
 async fn list_approvals(
     State(state): State<AppState>,
-    Query(q): Query<ApprovalQuery>,
+    ApiQuery(q): ApiQuery<ApprovalQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let wanted = query_enum(
         q.state,
@@ -116,8 +124,8 @@ pub(super) struct WaitQuery {
     ))]
 async fn get_approval(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<WaitQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_WAIT_SECONDS));
     let deadline = tokio::time::Instant::now() + wait;

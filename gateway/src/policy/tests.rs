@@ -153,3 +153,12 @@ fn an_envelope_may_extend_one_already_stored() {
     ));
     assert_eq!(list_versions(&store, None).unwrap().len(), 2);
 }
+
+/// The same endless syntax error as `simulate::candidate_ids` (Schemathesis): the ids of a
+/// text that stops parsing end at the error.
+#[test]
+fn document_ids_end_at_a_syntax_error() {
+    assert_eq!(document_ids("id: a\n---\nid: b\n"), ["a", "b"]);
+    assert!(document_ids("\u{1b}").is_empty());
+    assert!(document_ids("id: a\n---\n\u{1b}: [").len() <= 1);
+}

@@ -475,7 +475,7 @@ fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
         rusqlite::Error::SqliteFailure(f, _)
             if f.code == rusqlite::ErrorCode::ConstraintViolation =>
         {
-            StoreError::Invalid(format!("run `{}` is already recorded", h.id))
+            StoreError::Duplicate(format!("run `{}` is already recorded", h.id))
         }
         other => other.into(),
     })?;

@@ -115,6 +115,7 @@ impl fmt::Display for AssertionClass {
     utoipa::ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[schema(as = AssertionTemplate)]
 pub enum Template {
     /// Structural: blocked and redacted items, intact steps, compiles that succeed.
     CompileShape,

@@ -169,6 +169,7 @@ pub struct SuiteSelection {
     pub task_type: Option<String>,
     /// Runs per case (1 to 100; default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 100)]
     pub repeat: Option<u32>,
 }
 
@@ -203,7 +204,7 @@ impl SuiteSelection {
             ids.dedup();
         }
         if ids.is_empty() {
-            return Err(RegressError::Invalid(
+            return Err(RegressError::NotFound(
                 "the selection has no case\n  help: make cases with `POST /v2/regressions/from-run/{run_id}`, or widen `agent` and `task_type`".into(),
             ));
         }

@@ -18,17 +18,20 @@ use crate::run_policy::ATTACHED_ENVELOPES;
 pub struct OpenRun {
     /// Run id; generated (`run-…`) when absent.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     pub id: Option<String>,
     /// The agent.
+    #[schema(pattern = r"\S")]
     pub agent: String,
     /// The task.
+    #[schema(pattern = r"\S")]
     pub task: String,
     /// Scope path (`org:acme/repo:api/task:T-12`).
+    #[schema(pattern = r"\S")]
     pub scope: String,
-    /// The highest sensitivity the run may see: `public` (default), `internal`,
-    /// `confidential`, `secret`.
+    /// The highest sensitivity the run may see (default `public`).
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = run_clearance)]
     pub clearance: Option<Level>,
     /// Ids of stored envelopes to attach to this run (besides those attached to its agent or
     /// task by the envelopes themselves).
@@ -60,17 +63,39 @@ pub struct RunView {
 }
 
 /// One event to append.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventInput {
     /// The step (default: the run's last; a first step is added when it has none).
     #[serde(default)]
     pub step: Option<u32>,
-    /// The kind (`note`, `tool_result`, `output`, …).
+    /// The kind: one an agent reports (the gateway records its own decisions).
+    #[schema(schema_with = agent_event_kinds)]
     pub kind: String,
     /// A JSON object.
     #[serde(default = "empty")]
+    #[schema(value_type = Object)]
     pub payload: Value,
+}
+
+fn run_clearance() -> utoipa::openapi::Object {
+    crate::schemas::or_null(crate::schemas::level(
+        "The highest sensitivity the run may see (default `public`).",
+    ))
+}
+
+fn agent_event_kinds() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "The kind: one an agent reports (the gateway records its own decisions).",
+        &[
+            "note",
+            "tool_result",
+            "output",
+            "error",
+            "handoff",
+            "context_offered",
+        ],
+    )
 }
 
 fn empty() -> Value {
@@ -111,7 +136,7 @@ impl Runtime {
             match set.get(env) {
                 Some(_) => {}
                 None => {
-                    return Err(RuntimeError::Invalid(format!(
+                    return Err(RuntimeError::NotFound(format!(
                         "no stored envelope `{env}`\n  help: store it first (POST /v2/policies/envelopes or `tollgate policy store`)"
                     )));
                 }

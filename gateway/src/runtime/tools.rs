@@ -40,6 +40,7 @@ pub const DEFAULT_APPROVAL_TTL_SECONDS: i64 = 3600;
 #[serde(deny_unknown_fields)]
 pub struct ToolCallRequest {
     /// The tool (`fs.read_file`).
+    #[schema(pattern = r"\S")]
     pub tool: String,
     /// Its arguments, a JSON object.
     #[serde(default = "empty_object")]
