@@ -7,6 +7,7 @@ mod support;
 
 mod replay;
 mod streaming;
+mod tokens;
 
 use serde_json::json;
 use support::Gateway;
