@@ -50,9 +50,10 @@ pub enum StoreError {
         /// The cause.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// SQLite refused a statement.
-    #[error("database error: {0}{help}", help = missing_table_help(.0))]
-    Sqlite(#[from] rusqlite::Error),
+    /// SQLite refused a statement. Its message is this error's own text, not a source of it,
+    /// so a printed chain does not say it twice.
+    #[error("database error: {0}{help}", help = sqlite_help(.0))]
+    Sqlite(rusqlite::Error),
     /// A stored value could not be decoded.
     #[error("stored data is not valid: {0}")]
     Corrupt(String),
@@ -77,11 +78,26 @@ pub enum StoreError {
 }
 
 /// A help line for a statement that met a table the schema lacks.
-fn missing_table_help(e: &rusqlite::Error) -> &'static str {
-    if e.to_string().contains("no such table") {
-        "\n  help: the database's schema is behind this build: run `tollgate db upgrade` (`tollgate db check` shows what is pending)"
-    } else {
-        ""
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// How to fix what SQLite refused, where there is something to say.
+fn sqlite_help(e: &rusqlite::Error) -> &'static str {
+    use rusqlite::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly) => {
+            "\n  help: the database cannot be written (the file, or its folder, where SQLite keeps the `-wal` and `-shm` files beside it, is read-only): nothing was written; make them writable, or point TOLLGATE_DATABASE_URL at a writable copy"
+        }
+        Some(ErrorCode::DiskFull) => {
+            "\n  help: the disk holding the database is full: nothing of this write was stored; free some space and try again"
+        }
+        _ if e.to_string().contains("no such table") => {
+            "\n  help: the database's schema is behind this build: run `tollgate db upgrade` (`tollgate db check` shows what is pending)"
+        }
+        _ => "",
     }
 }
 

@@ -343,3 +343,118 @@ fn an_async_write_resolves_after_its_commit_and_a_failed_one_changes_nothing() {
     assert!(matches!(failed, Err(StoreError::Invalid(_))));
     assert_eq!(count(&store), 1);
 }
+
+/// A full disk (SQLite's page limit stands in for it): the write fails saying so and how to
+/// fix it, nothing of it is stored, the writes around it are, and the store takes writes
+/// again once there is room (issue 19).
+#[test]
+fn a_full_disk_fails_the_write_with_help_and_stores_none_of_it() {
+    let (_dir, store) = temp_store();
+    write_blob(&store, 0, 1000).unwrap();
+    let count = |store: &Store| {
+        store
+            .read(
+                |c| Ok(c.query_row("SELECT COUNT(*) FROM artifacts", [], |r| r.get::<_, i64>(0))?),
+            )
+            .unwrap()
+    };
+    let limit = |pages: &'static str| {
+        move |c: &Connection| -> Result<(), StoreError> {
+            let sql = format!("PRAGMA max_page_count = {pages}");
+            c.query_row(&sql, [], |_| Ok(()))?;
+            Ok(())
+        }
+    };
+    let pages: i64 = store
+        .read(|c| Ok(c.query_row("PRAGMA page_count", [], |r| r.get(0))?))
+        .unwrap();
+    let cap: &'static str = Box::leak((pages + 4).to_string().into_boxed_str());
+    store.write(limit(cap)).unwrap();
+    // About a hundred pages: past the cap.
+    let err = write_blob(&store, 1, 400_000).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("full") && text.contains("help: the disk holding the database is full"),
+        "{text}"
+    );
+    assert_eq!(count(&store), 1);
+    write_blob(&store, 2, 100).unwrap();
+    assert_eq!(count(&store), 2);
+    store.write(limit("1073741823")).unwrap();
+    write_blob(&store, 1, 400_000).unwrap();
+    assert_eq!(count(&store), 3);
+}
+
+/// A database that cannot be written says so, with what to do.
+#[test]
+fn a_read_only_database_names_the_cause_and_the_fix() {
+    let (_dir, store) = temp_store();
+    store
+        .write(|c| {
+            c.execute_batch("PRAGMA query_only = ON")?;
+            Ok(())
+        })
+        .unwrap();
+    let err = write_blob(&store, 0, 10).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("readonly") && text.contains("help: the database cannot be written"),
+        "{text}"
+    );
+}
+
+/// A full disk in one write of a batch made SQLite roll back the whole transaction; the writes
+/// queued after it then ran outside any transaction (each committed on its own) and were told
+/// they had failed. Whatever the batch, a write told `Ok` is stored and a write told `Err` is
+/// not.
+#[test]
+fn writes_batched_with_one_that_fills_the_disk_are_stored_exactly_when_acknowledged() {
+    let (_dir, store) = temp_store();
+    write_blob(&store, 0, 1000).unwrap();
+    let pages: i64 = store
+        .read(|c| Ok(c.query_row("PRAGMA page_count", [], |r| r.get(0))?))
+        .unwrap();
+    store
+        .write(move |c| {
+            c.query_row(
+                &format!("PRAGMA max_page_count = {}", pages + 40),
+                [],
+                |_| Ok(()),
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    let store = std::sync::Arc::new(store);
+    let results: Vec<(i32, bool)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..=24)
+            .map(|i| {
+                let store = store.clone();
+                s.spawn(move || {
+                    // Every sixth write is far past the cap.
+                    let size = if i % 6 == 0 { 400_000 } else { 200 };
+                    (i, write_blob(&store, i, size).is_ok())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, acknowledged) in results {
+        let stored: i64 = store
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM artifacts WHERE hash = ?1",
+                    [format!("blob-{i}")],
+                    |r| r.get(0),
+                )?)
+            })
+            .unwrap();
+        assert_eq!(
+            stored == 1,
+            acknowledged,
+            "write {i}: told ok = {acknowledged}"
+        );
+        if i % 6 == 0 {
+            assert!(!acknowledged, "write {i} fits past the cap");
+        }
+    }
+}

@@ -151,9 +151,11 @@ impl Writer {
                 Err(e) => Err(StoreError::Commit(e.to_string()).into()),
             };
             Box::new(move |committed: Result<(), &StoreError>| {
-                deliver(match committed {
-                    Ok(()) => result,
-                    Err(e) => Err(StoreError::Commit(e.to_string()).into()),
+                deliver(match (committed, result) {
+                    (Ok(()), result) => result,
+                    // Its own failure says more than the transaction's.
+                    (Err(_), Err(own)) => Err(own),
+                    (Err(e), Ok(_)) => Err(StoreError::Commit(e.to_string()).into()),
                 });
             })
         });
@@ -189,11 +191,23 @@ fn in_savepoint<T, E: From<StoreError>>(
             sql("RELEASE tollgate_write")?;
             Ok(value)
         }
+        // SQLite rolled the whole transaction back (a full disk, an I/O error): there is no
+        // savepoint left to undo, and the error is the write's own.
+        Err(e) if conn.is_autocommit() => Err(e),
         Err(e) => {
             sql("ROLLBACK TO tollgate_write; RELEASE tollgate_write")?;
             Err(e)
         }
     }
+}
+
+/// What the writes of a batch are told when SQLite rolled its transaction back under them.
+fn rolled_back() -> StoreError {
+    StoreError::Commit(
+        "SQLite rolled the transaction back (a full disk or an I/O error in one of its writes): \
+         none of its writes was stored"
+            .into(),
+    )
 }
 
 fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpointing: &Mutex<()>) {
@@ -209,14 +223,25 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
             continue;
         }
         completions.push(first(Ok(&conn)));
-        while completions.len() < MAX_BATCH {
+        // A write whose failure made SQLite roll the whole transaction back ends the batch:
+        // the writes after it would otherwise run outside any transaction, each committed on
+        // its own, and then be told they failed.
+        let mut lost = conn.is_autocommit();
+        while !lost && completions.len() < MAX_BATCH {
             match queue.try_recv() {
-                Ok(job) => completions.push(job(Ok(&conn))),
+                Ok(job) => {
+                    completions.push(job(Ok(&conn)));
+                    lost = conn.is_autocommit();
+                }
                 Err(_) => break,
             }
         }
-        let committed = conn.execute_batch("COMMIT").map_err(StoreError::from);
-        if committed.is_err() {
+        let committed = if lost {
+            Err(rolled_back())
+        } else {
+            conn.execute_batch("COMMIT").map_err(StoreError::from)
+        };
+        if committed.is_err() && !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
         for done in completions {
