@@ -165,7 +165,11 @@ fn a_job_of_a_killed_worker_is_finished_by_the_next_one() {
     );
     // The killed worker left the database sound.
     let check = run(&dir, &["db", "check"]);
-    assert!(stdout(&check).contains("integrity ok"), "{}", stdout(&check));
+    assert!(
+        stdout(&check).contains("integrity ok"),
+        "{}",
+        stdout(&check)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

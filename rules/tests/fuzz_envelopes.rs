@@ -1,0 +1,173 @@
+//! Envelopes from generated text (issue 19): token soups in YAML's and the envelope language's
+//! vocabulary, byte-level mutations of the fixture envelopes, and any string. Whatever the
+//! text, `load_envelopes` returns within a bound, never panics, and fails with at least one
+//! diagnostic whose span lies in the text. CI runs `PROPTEST_CASES` (1,000) per property;
+//! RELIABILITY.md has the offline figures.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use tollgate_rules::envelope::load_envelopes;
+
+const BOUND: Duration = Duration::from_secs(5);
+
+fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(BOUND).map_err(|e| match e {
+        mpsc::RecvTimeoutError::Timeout => format!("no answer within {BOUND:?}"),
+        mpsc::RecvTimeoutError::Disconnected => "panicked".to_string(),
+    })
+}
+
+const TOKENS: &[&str] = &[
+    "id:",
+    "version:",
+    "extends:",
+    "attach:",
+    "agents:",
+    "tasks:",
+    "tools:",
+    "data:",
+    "models:",
+    "memory:",
+    "approvals:",
+    "tool_levels:",
+    "effect:",
+    "allow",
+    "deny",
+    "redact",
+    "require_approval",
+    "args:",
+    "limit:",
+    "rate_limit:",
+    "level:",
+    "secret",
+    "public",
+    "scope:",
+    "labels:",
+    "ttl_seconds:",
+    "coder",
+    "fs.*",
+    "shell.exec",
+    "\"*\"",
+    "-",
+    "- ",
+    ":",
+    ": ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "  ",
+    "\t",
+    "'",
+    "\"",
+    "&a",
+    "*a",
+    "<<:",
+    "!!str",
+    "!tag",
+    "---",
+    "...",
+    "#",
+    "|",
+    ">",
+    "?",
+    "%YAML 1.2",
+    "1",
+    "-1",
+    "2.5",
+    "1e400",
+    "null",
+    "~",
+    "true",
+    "é",
+    "\u{0}",
+    "\u{1b}",
+    "\u{feff}",
+    "\\",
+];
+
+fn token_soup() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(TOKENS), 0..80).prop_map(|t| t.concat())
+}
+
+fn mutated_fixture() -> impl Strategy<Value = String> {
+    let fixtures: Vec<&'static str> = vec![
+        include_str!("../../fixtures/envelopes/coding-agent.yaml"),
+        include_str!("../../fixtures/envelopes/org-baseline.yaml"),
+    ];
+    (
+        prop::sample::select(fixtures),
+        prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<char>()), 1..6),
+    )
+        .prop_map(|(text, edits)| {
+            let mut chars: Vec<char> = text.chars().collect();
+            for (at, kind, c) in edits {
+                if chars.is_empty() {
+                    break;
+                }
+                let i = at.index(chars.len());
+                match kind {
+                    0 => chars[i] = c,
+                    1 => chars.insert(i, c),
+                    _ => {
+                        chars.remove(i);
+                    }
+                }
+            }
+            chars.into_iter().collect()
+        })
+}
+
+fn check(text: String) -> Result<(), TestCaseError> {
+    let outcome = within(
+        move || match load_envelopes(&[("fuzz.yaml", text.as_str())]) {
+            Ok(_) => Ok(()),
+            Err(errors) => {
+                let len = errors.source.text.len() as u32;
+                if errors.diagnostics.is_empty() {
+                    return Err("an error without a diagnostic".to_string());
+                }
+                for d in &errors.diagnostics {
+                    if d.span.start > d.span.end || d.span.end > len {
+                        return Err(format!("span {:?} outside the text: {d:?}", d.span));
+                    }
+                }
+                let _ = errors.render();
+                let _ = errors.located();
+                Ok(())
+            }
+        },
+    );
+    match outcome {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) | Err(e) => Err(TestCaseError::fail(e)),
+    }
+}
+
+proptest! {
+    #[test]
+    fn any_token_soup_loads_or_fails_with_spans_in_the_text(text in token_soup()) {
+        check(text)?;
+    }
+
+    #[test]
+    fn a_mutated_fixture_loads_or_fails_with_spans_in_the_text(text in mutated_fixture()) {
+        check(text)?;
+    }
+
+    #[test]
+    fn any_string_loads_or_fails_with_spans_in_the_text(text in ".{0,200}") {
+        check(text)?;
+    }
+}
