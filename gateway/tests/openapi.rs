@@ -139,3 +139,40 @@ fn every_operation_documents_the_errors_it_can_give() {
         }
     }
 }
+
+/// An unsigned integer is documented with its real maximum, not as a signed `int32`/`int64`
+/// (Schemathesis sent 2^31 to a `u32` the document said could not take it, and it was taken).
+#[test]
+fn unsigned_integers_carry_their_maximum() {
+    fn walk(v: &serde_json::Value, at: &str, bad: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                let integer = map.get("type").is_some_and(|t| {
+                    t == "integer"
+                        || t.as_array()
+                            .is_some_and(|a| a.iter().any(|t| t == "integer"))
+                });
+                let unsigned = map
+                    .get("minimum")
+                    .and_then(serde_json::Value::as_f64)
+                    .is_some_and(|m| m >= 0.0);
+                if integer && unsigned && !map.contains_key("maximum") {
+                    bad.push(at.to_string());
+                }
+                for (k, child) in map {
+                    walk(child, &format!("{at}/{k}"), bad);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(child, &format!("{at}/{i}"), bad);
+                }
+            }
+            _ => {}
+        }
+    }
+    let doc = tollgate_gateway::http::openapi();
+    let mut bad = Vec::new();
+    walk(&doc, "", &mut bad);
+    assert!(bad.is_empty(), "unsigned without a maximum: {bad:#?}");
+}
