@@ -5,24 +5,15 @@
 //! `PROPTEST_CASES` (1,000) per property; RELIABILITY.md has the offline figures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::mpsc;
+#[path = "../../tests/fuzz_support/mod.rs"]
+mod fuzz_support;
+
 use std::time::Duration;
 
 use proptest::prelude::*;
 use tollgate_gateway::handoff::contract::parse;
 
 const BOUND: Duration = Duration::from_secs(5);
-
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(BOUND).map_err(|e| match e {
-        mpsc::RecvTimeoutError::Timeout => format!("no answer within {BOUND:?}"),
-        mpsc::RecvTimeoutError::Disconnected => "panicked".to_string(),
-    })
-}
 
 const TEMPLATES: &[&str] = &[
     include_str!("../src/handoff/templates/research_to_implementation.yaml"),
@@ -75,33 +66,9 @@ const TOKENS: &[&str] = &[
     ",",
 ];
 
-fn mutated_template() -> impl Strategy<Value = String> {
-    (
-        prop::sample::select(TEMPLATES),
-        prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<char>()), 1..6),
-    )
-        .prop_map(|(text, edits)| {
-            let mut chars: Vec<char> = text.chars().collect();
-            for (at, kind, c) in edits {
-                if chars.is_empty() {
-                    break;
-                }
-                let i = at.index(chars.len());
-                match kind {
-                    0 => chars[i] = c,
-                    1 => chars.insert(i, c),
-                    _ => {
-                        chars.remove(i);
-                    }
-                }
-            }
-            chars.into_iter().collect()
-        })
-}
-
 fn check(text: String) -> Result<(), TestCaseError> {
     let lines = text.lines().count().max(1);
-    let outcome = within(move || match parse(&text) {
+    fuzz_support::checked(BOUND, move || match parse(&text) {
         Ok(_) => Ok(()),
         Err(faults) => {
             if faults.0.is_empty() {
@@ -117,16 +84,12 @@ fn check(text: String) -> Result<(), TestCaseError> {
             }
             Ok(())
         }
-    });
-    match outcome {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) | Err(e) => Err(TestCaseError::fail(e)),
-    }
+    })
 }
 
 proptest! {
     #[test]
-    fn a_mutated_template_parses_or_names_its_faults(text in mutated_template()) {
+    fn a_mutated_template_parses_or_names_its_faults(text in fuzz_support::mutated(TEMPLATES.to_vec())) {
         check(text)?;
     }
 

@@ -5,7 +5,10 @@
 //! property; RELIABILITY.md has the offline figures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, OnceLock, mpsc};
+#[path = "../../tests/fuzz_support/mod.rs"]
+mod fuzz_support;
+
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -15,17 +18,6 @@ use tollgate_gateway::recorder::otel::{OtlpImportOptions, runs_from_otlp_str};
 use tollgate_gateway::store::{Store, StoreLocation};
 
 const BOUND: Duration = Duration::from_secs(10);
-
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(BOUND).map_err(|e| match e {
-        mpsc::RecvTimeoutError::Timeout => format!("no answer within {BOUND:?}"),
-        mpsc::RecvTimeoutError::Disconnected => "panicked".to_string(),
-    })
-}
 
 /// One store for the whole test binary: imports of mutated runs accumulate in it.
 fn recorder() -> Arc<Recorder> {
@@ -42,30 +34,6 @@ fn recorder() -> Arc<Recorder> {
         .clone()
 }
 
-fn mutated(texts: &'static [&'static str]) -> impl Strategy<Value = String> {
-    (
-        prop::sample::select(texts),
-        prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<char>()), 1..6),
-    )
-        .prop_map(|(text, edits)| {
-            let mut chars: Vec<char> = text.chars().collect();
-            for (at, kind, c) in edits {
-                if chars.is_empty() {
-                    break;
-                }
-                let i = at.index(chars.len());
-                match kind {
-                    0 => chars[i] = c,
-                    1 => chars.insert(i, c),
-                    _ => {
-                        chars.remove(i);
-                    }
-                }
-            }
-            chars.into_iter().collect()
-        })
-}
-
 const RUN_FILES: &[&str] = &[
     include_str!("../../fixtures/runs/01-bugfix-users-404.json"),
     include_str!("../../fixtures/runs/03-flaky-webhook-retry.json"),
@@ -75,7 +43,7 @@ const TRACES: &[&str] = &[include_str!("../../fixtures/otel/coding-agent-trace.j
 /// Reads `text` as a run file and imports it: all or nothing, and what is stored verifies.
 fn import(text: String) -> Result<(), TestCaseError> {
     let recorder = recorder();
-    let outcome = within(move || {
+    fuzz_support::checked(BOUND, move || {
         let Ok(file) = serde_json::from_str::<RunFile>(&text) else {
             return Ok(());
         };
@@ -96,28 +64,24 @@ fn import(text: String) -> Result<(), TestCaseError> {
             }
             Err(_) => Ok(()),
         }
-    });
-    match outcome {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) | Err(e) => Err(TestCaseError::fail(e)),
-    }
+    })
 }
 
 fn read_trace(text: String) -> Result<(), TestCaseError> {
-    let outcome = within(move || {
+    fuzz_support::checked(BOUND, move || {
         let options = OtlpImportOptions {
             scope: "org:acme/repo:api".into(),
             clearance: "internal".into(),
             task: None,
         };
         let _ = runs_from_otlp_str(&text, &options);
-    });
-    outcome.map_err(TestCaseError::fail)
+        Ok(())
+    })
 }
 
 proptest! {
     #[test]
-    fn a_mutated_run_file_is_imported_whole_or_not_at_all(text in mutated(RUN_FILES)) {
+    fn a_mutated_run_file_is_imported_whole_or_not_at_all(text in fuzz_support::mutated(RUN_FILES.to_vec())) {
         import(text)?;
     }
 
@@ -127,7 +91,7 @@ proptest! {
     }
 
     #[test]
-    fn a_mutated_trace_reads_or_fails(text in mutated(TRACES)) {
+    fn a_mutated_trace_reads_or_fails(text in fuzz_support::mutated(TRACES.to_vec())) {
         read_trace(text)?;
     }
 

@@ -5,24 +5,15 @@
 //! RELIABILITY.md has the offline figures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::mpsc;
+#[path = "../../tests/fuzz_support/mod.rs"]
+mod fuzz_support;
+
 use std::time::Duration;
 
 use proptest::prelude::*;
 use tollgate_rules::envelope::load_envelopes;
 
 const BOUND: Duration = Duration::from_secs(5);
-
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(BOUND).map_err(|e| match e {
-        mpsc::RecvTimeoutError::Timeout => format!("no answer within {BOUND:?}"),
-        mpsc::RecvTimeoutError::Disconnected => "panicked".to_string(),
-    })
-}
 
 const TOKENS: &[&str] = &[
     "id:",
@@ -101,37 +92,17 @@ fn token_soup() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(TOKENS), 0..80).prop_map(|t| t.concat())
 }
 
-fn mutated_fixture() -> impl Strategy<Value = String> {
-    let fixtures: Vec<&'static str> = vec![
+/// The fixture envelopes, for mutations.
+fn fixtures() -> Vec<&'static str> {
+    vec![
         include_str!("../../fixtures/envelopes/coding-agent.yaml"),
         include_str!("../../fixtures/envelopes/org-baseline.yaml"),
-    ];
-    (
-        prop::sample::select(fixtures),
-        prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<char>()), 1..6),
-    )
-        .prop_map(|(text, edits)| {
-            let mut chars: Vec<char> = text.chars().collect();
-            for (at, kind, c) in edits {
-                if chars.is_empty() {
-                    break;
-                }
-                let i = at.index(chars.len());
-                match kind {
-                    0 => chars[i] = c,
-                    1 => chars.insert(i, c),
-                    _ => {
-                        chars.remove(i);
-                    }
-                }
-            }
-            chars.into_iter().collect()
-        })
+    ]
 }
 
 fn check(text: String) -> Result<(), TestCaseError> {
-    let outcome = within(
-        move || match load_envelopes(&[("fuzz.yaml", text.as_str())]) {
+    fuzz_support::checked(BOUND, move || {
+        match load_envelopes(&[("fuzz.yaml", text.as_str())]) {
             Ok(_) => Ok(()),
             Err(errors) => {
                 let len = errors.source.text.len() as u32;
@@ -147,12 +118,8 @@ fn check(text: String) -> Result<(), TestCaseError> {
                 let _ = errors.located();
                 Ok(())
             }
-        },
-    );
-    match outcome {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) | Err(e) => Err(TestCaseError::fail(e)),
-    }
+        }
+    })
 }
 
 proptest! {
@@ -162,7 +129,7 @@ proptest! {
     }
 
     #[test]
-    fn a_mutated_fixture_loads_or_fails_with_spans_in_the_text(text in mutated_fixture()) {
+    fn a_mutated_fixture_loads_or_fails_with_spans_in_the_text(text in fuzz_support::mutated(fixtures())) {
         check(text)?;
     }
 
