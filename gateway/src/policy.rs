@@ -118,10 +118,13 @@ pub fn store_envelopes(
         })
 }
 
-/// The ids of the YAML documents in a text (empty when it does not parse).
-fn document_ids(text: &str) -> Vec<String> {
+/// The ids of the YAML documents in a text, one per document read (empty for a document
+/// without one), up to the first that does not parse.
+pub(crate) fn document_ids(text: &str) -> Vec<String> {
     use serde::Deserialize as _;
-    // `map_while`: after a syntax error the deserializer yields the same error forever.
+    // `map_while`: after a syntax error the deserializer yields the same error forever (a
+    // simulate request whose envelope held a control character once spun a core until the
+    // process ended).
     serde_yaml::Deserializer::from_str(text)
         .map_while(|doc| serde_yaml::Value::deserialize(doc).ok())
         .map(|v| {

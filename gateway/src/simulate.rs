@@ -371,22 +371,11 @@ struct Policies {
 /// The `id` of every document in the candidate sources (YAML or JSON; unreadable documents are
 /// left to the loader to report).
 pub fn candidate_ids(candidates: &[(String, String)]) -> Vec<String> {
-    use serde::Deserialize as _;
-    let mut ids = Vec::new();
-    for (_, text) in candidates {
-        for doc in serde_yaml::Deserializer::from_str(text) {
-            // After a syntax error the deserializer yields the same error forever: stop at
-            // the first (a request whose envelope held a control character once spun a
-            // core until the process ended).
-            let Ok(v) = serde_yaml::Value::deserialize(doc) else {
-                break;
-            };
-            if let Some(id) = v.get("id").and_then(|i| i.as_str()) {
-                ids.push(id.to_string());
-            }
-        }
-    }
-    ids
+    candidates
+        .iter()
+        .flat_map(|(_, text)| crate::policy::document_ids(text))
+        .filter(|id| !id.is_empty())
+        .collect()
 }
 
 fn point(
