@@ -11,6 +11,7 @@
 //! scores (the clock enters only as the time of the decisions), and distilling a run twice
 //! adds nothing.
 
+mod columns;
 mod dedupe;
 mod distill;
 mod episodes;

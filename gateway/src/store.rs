@@ -10,6 +10,8 @@ pub(crate) mod artifacts;
 mod migrate;
 mod writer;
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -162,6 +164,8 @@ struct Inner {
     path: PathBuf,
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
+    /// What modules derive from the store and keep beside it (caches), one per type.
+    derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -204,6 +208,7 @@ impl Store {
                 path,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                derived: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -211,6 +216,24 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The `T` this store keeps for a module (a cache of what it derives from the stored data),
+    /// made with `T::default()` on first use and shared by every clone of the store. What it
+    /// holds must stay correct when another process writes the same file: it is kept for
+    /// speed, the database stays the truth.
+    pub fn derived<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
+        let mut derived = self.inner.derived.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = derived
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        drop(derived);
+        match kept.downcast::<T>() {
+            Ok(t) => t,
+            // Entries are made only under their own type's id just above.
+            Err(_) => unreachable!("a derived value kept under another type's id"),
+        }
     }
 
     /// Runs `f` on a read-only connection. Reads see the last committed state and never
@@ -339,11 +362,13 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
     // otherwise a cached statement with a parameter in an indexed range is prepared again
     // each time it is bound, a tenth of a memory search's time (`benches/memory_search.rs`).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    // Reads through a memory map (no copy per page) and a larger page cache: a search over a
-    // million memories touches pages all over the file.
+    // Reads through a memory map of the whole file, up to SQLite's ceiling of 2 GiB (no copy
+    // per page; a map of the first 256 MiB left a million memories' index to `pread`), and a
+    // larger page cache: a search over a million memories touches pages all over the file.
+    // The map is address space, not memory: pages are the kernel's page cache, shared.
     conn.execute_batch(
         "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
-         PRAGMA mmap_size = 268435456; PRAGMA cache_size = -16384;",
+         PRAGMA mmap_size = 2147418112; PRAGMA cache_size = -16384;",
     )?;
     Ok(conn)
 }

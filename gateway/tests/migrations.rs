@@ -164,9 +164,31 @@ fn populate(store: &Store) {
 }
 
 /// Migrations whose down step rewrites rows of an older table into the layout the builds before
-/// them read: the rows change, what they hold does not. For these, the table is compared as the
-/// recorder reads it (the run exported, its chain verified), not row by row.
-const RELAYOUT: &[(u32, &str)] = &[(14, "events")];
+/// them read: the rows change, what they hold does not. For these, the table is compared as its
+/// reader reads it (the run exported and its chain verified; the memory index searched), not
+/// row by row.
+const RELAYOUT: &[(u32, &str)] = &[(14, "events"), (15, "memories_fts")];
+
+/// The memories the full-text index finds saying `force` at scope `org:acme`, in the layout of
+/// the store's version: before 15 a word and a scope token, from 15 one term for both.
+fn indexed_saying_force(store: &Store) -> Vec<String> {
+    let version = store.migration_status().unwrap().current;
+    let expr = if version >= 15 {
+        "\"s6f72673a61636d65wforce\"".to_string()
+    } else {
+        "norm: force AND scope_token: s6f72673a61636d65".to_string()
+    };
+    store
+        .read(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT m.id FROM memories_fts JOIN memories m ON m.fts_rowid = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1 ORDER BY m.id",
+            )?;
+            let found = stmt.query_map([&expr], |r| r.get(0))?;
+            Ok(found.collect::<Result<Vec<String>, _>>()?)
+        })
+        .unwrap()
+}
 
 /// Whether going below `v` (which reverts every migration from `v` up) relays `table`.
 fn relaid(v: u32, table: &str) -> bool {
@@ -191,6 +213,14 @@ fn every_migration_round_trips_on_a_populated_database() {
         let recorder = Recorder::new(store.clone());
         let full_run = recorder.export("run-m").unwrap();
         store.downgrade(Some(v - 1)).unwrap();
+        if v > 9 {
+            assert_eq!(
+                indexed_saying_force(&store),
+                ["mem-b"],
+                "going down to {}",
+                v - 1
+            );
+        }
         // Below 1 there are no runs to read.
         if v > 1 {
             let down_run = recorder.export("run-m").unwrap();
@@ -220,6 +250,14 @@ fn every_migration_round_trips_on_a_populated_database() {
         }
         store.upgrade().unwrap();
         assert!(store.migration_status().unwrap().is_current());
+        // Going below 8 drops the memories with their table.
+        if v > 8 {
+            assert_eq!(
+                indexed_saying_force(&store),
+                ["mem-b"],
+                "after {v} down and up"
+            );
+        }
         assert_eq!(
             store.read(schema).unwrap(),
             full_schema,

@@ -7,13 +7,14 @@
 //! kind `memory`; the compile decides and budgets them like any other item, and a `MemoryLink`
 //! records each one it included.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
-use super::groups::{Eligibility, Group};
+use super::columns::{self, base_relevance, fixed_relevance, relevance};
+use super::groups::{Eligibility, Group, Window};
 use super::store::stored_level;
 use super::{MemoryClass, MemoryError, ScoreParts, dedupe};
 use crate::compiler::{CandidateItem, ItemKind};
@@ -52,8 +53,17 @@ pub fn retrieve(
 ) -> Result<Retrieval, MemoryError> {
     let eligibility = Eligibility::decide(store, set, header, now)?;
     let query = query.to_string();
+    let kept = columns::of(store);
     let (ranked, withheld) = store.read(move |c| {
-        let ranked = ranked(c, &eligibility, &|_| true, &Narrow::default(), &query, POOL)?;
+        let ranked = ranked(
+            c,
+            &eligibility,
+            &|_| true,
+            &Narrow::default(),
+            &kept,
+            &query,
+            POOL,
+        )?;
         Ok((ranked, eligibility.withheld(c, true)?))
     })?;
     let mut items = Vec::new();
@@ -140,12 +150,13 @@ pub(crate) fn ranked(
     eligibility: &Eligibility,
     keep: &dyn Fn(&Group) -> bool,
     narrow: &Narrow,
+    kept: &columns::Kept,
     query: &str,
     limit: usize,
 ) -> Result<Vec<Ranked>, StoreError> {
-    let Some(filter) = eligibility.filter(keep) else {
+    if eligibility.filter(keep).is_none() {
         return Ok(Vec::new());
-    };
+    }
     let rules_of = |group: i64| {
         eligibility
             .parts
@@ -169,11 +180,11 @@ pub(crate) fn ranked(
             let mut stmt = c.prepare_cached(&sql)?;
             let mut found = stmt.query(params_from_iter(values))?;
             while let Some(r) = found.next()? {
-                rows.push(row(r, 0.0)?);
+                rows.push(row(r)?);
             }
         }
     } else {
-        rows = matching(c, eligibility, keep, narrow, &filter, &words, limit)?;
+        rows = matching(c, eligibility, keep, narrow, kept, &words, limit)?;
     }
     // Ranked and cut first: the eligibility rule is looked up only for what is kept (a match
     // set runs to thousands of rows, the parts to hundreds).
@@ -188,28 +199,28 @@ pub(crate) fn ranked(
         .collect())
 }
 
-/// The columns `row` reads.
+/// The columns `row` reads (and the expiry, to check a match is still eligible).
 const COLUMNS: &str = "m.id, m.class, m.text, m.scope, m.sensitivity, m.strength, m.usage_count, \
-                       m.score, m.group_id, m.norm, m.helpful, m.unhelpful";
+                       m.score, m.group_id, m.norm, m.helpful, m.unhelpful, m.expires_at";
 
-/// The eligible memories (`filter`) that say any of `words`, with their BM25 relevance, best
-/// first, at most `limit` (ties by id): the words looked up among the memories of the scopes
-/// with eligible members (the index touches nothing else), the eligibility filter applied
-/// before any row is read.
+/// The eligible memories that say any of `words`, with their BM25 relevance, best first, at
+/// most `limit` (ties by id). The index holds each word of a memory with its scope, so only
+/// the terms of the scopes with eligible members are looked up, one word at a time (which
+/// words a memory says is then known), and the index touches nothing else.
 ///
-/// In two passes, so a match costs what ranking it needs and no more: the first reads of every
-/// match only its length, word counts and the numeric parts of its relevance (no text, no
-/// allocation); BM25 is computed over them; everything but recency (at most
-/// [`RECENCY_WEIGHT`]) is then known, which bounds each match's relevance from below and
-/// above. The second reads whole rows only for the matches whose upper bound reaches the
-/// `limit`-th best lower bound — the only ones that can be among the best — and ranks them
-/// exactly as reading every match would.
+/// In two passes, so a match costs what ranking it needs and no more. The first looks each
+/// match up in the ranking columns kept in memory (`columns`): the eligibility filter, its
+/// length, how often it says each query word and the rest of its relevance. BM25 is computed
+/// over the eligible matches, which ranks every one of them exactly, no row read. The second
+/// reads whole rows only for the best `limit` (and any tied with the last), checks they are
+/// still eligible (a write may have come since the columns were read) and ranks them from the
+/// rows, exactly as reading every match would.
 fn matching(
     c: &Connection,
     eligibility: &Eligibility,
     keep: &dyn Fn(&Group) -> bool,
     narrow: &Narrow,
-    filter: &str,
+    kept: &columns::Kept,
     words: &[Term],
     limit: usize,
 ) -> Result<Vec<(Ranked, i64)>, StoreError> {
@@ -217,93 +228,120 @@ fn matching(
         .eligible(keep)
         .map(|p| p.group.scope.as_str())
         .collect();
-    let expr = format!(
-        "{{norm}}: ({}) AND {{scope_token}}: ({})",
-        words
-            .iter()
-            .map(|t| format!("\"{}\"", t.word.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-        scopes
-            .iter()
-            .map(|s| scope_token(s))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    );
-    let (narrowing, mut values) = narrow.condition(2);
-    values.insert(0, rusqlite::types::Value::Text(expr));
-    let sql = format!(
-        "SELECT m.rowid, m.norm, m.class, m.strength, m.usage_count, m.helpful, m.unhelpful
-         FROM memories_fts JOIN memories m ON m.fts_rowid = memories_fts.rowid
-         WHERE memories_fts MATCH ?1 AND {filter}{narrowing}"
-    );
-    let mut stmt = c.prepare_cached(&sql)?;
-    let mut found = stmt.query(params_from_iter(values))?;
-    let mut matched: Vec<Match> = Vec::new();
-    while let Some(r) = found.next()? {
-        let norm = r.get_ref(1)?.as_str().map_err(StoreError::corrupt)?;
-        let class = r.get_ref(2)?.as_str().map_err(StoreError::corrupt)?;
-        let class = MemoryClass::parse(class)
-            .ok_or_else(|| StoreError::Corrupt(format!("memory class `{class}`")))?;
-        let mut counts = [0u16; QUERY_TERMS];
-        let mut length = 0u32;
-        for w in norm.split(' ') {
-            length += 1;
-            if let Some(i) = words.iter().position(|t| t.word == w) {
-                counts[i] = counts[i].saturating_add(1);
-            }
-        }
-        matched.push(Match {
-            rowid: r.get(0)?,
-            length,
-            counts,
-            base: base_relevance(
-                class,
-                r.get(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, i64>(5)?,
-                r.get::<_, i64>(6)?,
-            ),
-        });
+    // The windows of each group policy lets through.
+    let mut allowed: HashMap<i64, [bool; 3]> = HashMap::new();
+    for p in eligibility.eligible(keep) {
+        allowed.entry(p.group.id).or_default()[p.window as usize] = true;
     }
-    let lexical = bm25(words, &matched, eligibility.total);
-    // Bounds of each match's relevance, rounded as `row` rounds (twice, to 0.001): recency
-    // adds between 0 and RECENCY_WEIGHT; rounding moves a value by at most 0.001 in all.
-    const SLACK: f64 = 0.002;
-    let mut bounds: Vec<(f64, f64, usize)> = matched
+    let now = eligibility.now;
+    let admits = |group: i64, expires_at: i64| {
+        let window = if expires_at == 0 {
+            Window::None
+        } else if expires_at > now {
+            Window::NotYet
+        } else {
+            Window::Passed
+        };
+        allowed.get(&group).is_some_and(|w| w[window as usize])
+    };
+    // Every posting of a visible scope's term for each word: (rowid, word).
+    let mut postings: Vec<(i64, u32)> = Vec::new();
+    let mut lookup =
+        c.prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1")?;
+    for (i, t) in words.iter().enumerate() {
+        let word = t.word.replace('"', "\"\"");
+        let expr = scopes
+            .iter()
+            .map(|s| format!("\"{}w{word}\"", scope_token(s)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut found = lookup.query([expr])?;
+        while let Some(r) = found.next()? {
+            postings.push((r.get(0)?, i as u32));
+        }
+    }
+    postings.sort_unstable();
+    let (narrowing, values) = narrow.condition(2);
+    let mut narrowed = (!narrowing.is_empty())
+        .then(|| {
+            c.prepare_cached(&format!(
+                "SELECT 1 FROM memories m WHERE m.fts_rowid = ?1{narrowing}"
+            ))
+        })
+        .transpose()?;
+    let mut matched: Vec<Match> = Vec::new();
+    {
+        let columns = columns::current(kept, c)?;
+        for run in postings.chunk_by(|a, b| a.0 == b.0) {
+            let rowid = run[0].0;
+            let Some(r) = columns.get(rowid) else {
+                continue;
+            };
+            if !admits(r.group, r.expires_at) {
+                continue;
+            }
+            if let Some(stmt) = narrowed.as_mut() {
+                let mut args = vec![rusqlite::types::Value::Integer(rowid)];
+                args.extend(values.iter().cloned());
+                if !stmt.exists(params_from_iter(args))? {
+                    continue;
+                }
+            }
+            let mut counts = [0u16; QUERY_TERMS];
+            for &(_, i) in run {
+                counts[i as usize] = r.count(&words[i as usize].word);
+            }
+            matched.push(Match {
+                rowid,
+                length: r.length,
+                counts,
+                fixed: r.fixed,
+            });
+        }
+    }
+    let weights = Bm25::over(words, &matched, eligibility.total);
+    let mut ranked: Vec<(f64, usize)> = matched
         .iter()
-        .zip(&lexical)
         .enumerate()
-        .map(|(i, (m, l))| (m.base + l - SLACK, m.base + l + RECENCY_WEIGHT + SLACK, i))
+        .map(|(i, m)| (relevance(m.fixed, weights.score(m.length, &m.counts)), i))
         .collect();
-    let floor = if bounds.len() > limit {
-        bounds.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
-        bounds[limit - 1].0
+    // The `limit`-th best relevance: the rows of every match reaching it (ties included, less
+    // a rounding step for a memory written since its columns were read) are read whole.
+    const SLACK: f64 = 0.001;
+    let floor = if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
+        ranked[limit - 1].0 - SLACK
     } else {
         f64::NEG_INFINITY
     };
     let mut whole = c.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM memories m WHERE m.rowid = ?1"
+        "SELECT {COLUMNS} FROM memories m WHERE m.fts_rowid = ?1"
     ))?;
     let mut out = Vec::new();
-    for &(_, upper, i) in bounds.iter().filter(|b| b.1 >= floor) {
+    for &(_, i) in ranked.iter().filter(|b| b.0 >= floor) {
         let mut rows = whole.query([matched[i].rowid])?;
         if let Some(r) = rows.next()? {
-            let (mut ranked, group) = row(r, 0.0)?;
-            ranked.relevance = ((ranked.relevance + lexical[i]) * 1000.0).round() / 1000.0;
-            debug_assert!(
-                ranked.relevance <= upper,
-                "{} above its bound {upper}",
-                ranked.id
-            );
+            // Written since the columns were read: policy's filter again, on the row.
+            if !admits(r.get(8)?, r.get(12)?) {
+                continue;
+            }
+            let mut counts = [0u16; QUERY_TERMS];
+            let mut length = 0u32;
+            let norm = r.get_ref(9)?.as_str().map_err(StoreError::corrupt)?;
+            for w in norm.split(' ') {
+                length += 1;
+                if let Some(i) = words.iter().position(|t| t.word == w) {
+                    counts[i] = counts[i].saturating_add(1);
+                }
+            }
+            let lexical = weights.score(length, &counts);
+            let (mut ranked, group) = row(r)?;
+            ranked.relevance = relevance(ranked.relevance, lexical);
             out.push((ranked, group));
         }
     }
     Ok(out)
 }
-
-/// The most recency adds to a memory's relevance (its score's recency is 0 to 1).
-const RECENCY_WEIGHT: f64 = 0.05;
 
 /// What the first pass of [`matching`] keeps of a match.
 #[derive(Debug, Clone, Copy)]
@@ -313,8 +351,8 @@ struct Match {
     length: u32,
     /// How often it says each query word.
     counts: [u16; QUERY_TERMS],
-    /// Its relevance but for the lexical and recency parts.
-    base: f64,
+    /// Its relevance but for the lexical part.
+    fixed: f64,
 }
 
 /// A query word and how many memories say it.
@@ -353,7 +391,8 @@ fn query_terms(c: &Connection, query: &str) -> Result<Vec<Term>, StoreError> {
     Ok(found)
 }
 
-/// The FTS token of a scope (as the migration's triggers write it).
+/// The prefix of a scope's terms in `memories_fts` (as migration 0015's triggers write them):
+/// `s` and the scope's bytes in lowercase hex.
 fn scope_token(scope: &str) -> String {
     let mut out = String::with_capacity(1 + 2 * scope.len());
     out.push('s');
@@ -363,44 +402,57 @@ fn scope_token(scope: &str) -> String {
     out
 }
 
-/// Okapi BM25 (k1 1.2, b 0.75) of each matched memory for `words`, from its length and word
-/// counts, as a share of the most a memory could score (every word, often): 0 to 1. Document
-/// frequencies are over every stored memory (`total`); the average length over the matched
-/// ones.
-fn bm25(words: &[Term], matched: &[Match], total: u64) -> Vec<f64> {
+/// Okapi BM25 (k1 1.2, b 0.75) of matched memories, as a share of the most a memory could
+/// score (every word, often): 0 to 1. Document frequencies are over every stored memory
+/// (`total`); the average length over the matched ones.
+struct Bm25 {
+    idf: Vec<f64>,
+    most: f64,
+    average: f64,
+}
+
+impl Bm25 {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
-    let n = total.max(1) as f64;
-    let idf: Vec<f64> = words
-        .iter()
-        .map(|t| {
-            let df = t.documents as f64;
-            ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
-        })
-        .collect();
-    let most: f64 = idf.iter().sum::<f64>() * (K1 + 1.0);
-    let average = (matched.iter().map(|m| f64::from(m.length)).sum::<f64>()
-        / matched.len().max(1) as f64)
-        .max(1.0);
-    matched
-        .iter()
-        .map(|m| {
-            let length = f64::from(m.length);
-            let mut score = 0.0;
-            for (count, idf) in m.counts.iter().zip(&idf) {
-                let tf = f64::from(*count);
-                if tf > 0.0 {
-                    score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average));
-                }
+
+    fn over(words: &[Term], matched: &[Match], total: u64) -> Bm25 {
+        let n = total.max(1) as f64;
+        let idf: Vec<f64> = words
+            .iter()
+            .map(|t| {
+                let df = t.documents as f64;
+                ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+            })
+            .collect();
+        let most = idf.iter().sum::<f64>() * (Bm25::K1 + 1.0);
+        let average = (matched.iter().map(|m| f64::from(m.length)).sum::<f64>()
+            / matched.len().max(1) as f64)
+            .max(1.0);
+        Bm25 { idf, most, average }
+    }
+
+    /// The score of a memory of `length` words saying each query word `counts` times.
+    fn score(&self, length: u32, counts: &[u16; QUERY_TERMS]) -> f64 {
+        let (k1, b) = (Bm25::K1, Bm25::B);
+        let length = f64::from(length);
+        let mut score = 0.0;
+        for (count, idf) in counts.iter().zip(&self.idf) {
+            let tf = f64::from(*count);
+            if tf > 0.0 {
+                score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length / self.average));
             }
-            if most > 0.0 { score / most } else { 0.0 }
-        })
-        .collect()
+        }
+        if self.most > 0.0 {
+            score / self.most
+        } else {
+            0.0
+        }
+    }
 }
 
 /// A ranked memory from a row of `ranked`'s columns (its group id beside it): its relevance
 /// the class, strength, use, recency and feedback parts plus `lexical`.
-fn row(r: &rusqlite::Row<'_>, lexical: f64) -> Result<(Ranked, i64), StoreError> {
+fn row(r: &rusqlite::Row<'_>) -> Result<(Ranked, i64), StoreError> {
     let id: String = r.get(0)?;
     let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
     let class = MemoryClass::parse(&r.get::<_, String>(1)?).ok_or_else(|| corrupt("class"))?;
@@ -410,8 +462,7 @@ fn row(r: &rusqlite::Row<'_>, lexical: f64) -> Result<(Ranked, i64), StoreError>
     let helpful = r.get::<_, i64>(10)?;
     let unhelpful = r.get::<_, i64>(11)?;
     let base = base_relevance(class, strength, r.get::<_, i64>(6)?, helpful, unhelpful);
-    let recency = RECENCY_WEIGHT * score.recency.clamp(0.0, 1.0);
-    let relevance = ((lexical + base + recency) * 1000.0).round() / 1000.0;
+    let relevance = fixed_relevance(base, score.recency);
     Ok((
         Ranked {
             class,
@@ -424,29 +475,6 @@ fn row(r: &rusqlite::Row<'_>, lexical: f64) -> Result<(Ranked, i64), StoreError>
         },
         r.get(8)?,
     ))
-}
-
-/// A memory's relevance but for the lexical and recency parts: its class, its support
-/// (strength, use) and the feedback of those who used it (helpful raises it, unhelpful lowers
-/// it, a little).
-fn base_relevance(
-    class: MemoryClass,
-    strength: u32,
-    usage: i64,
-    helpful: i64,
-    unhelpful: i64,
-) -> f64 {
-    let class_weight = match class {
-        MemoryClass::Preference => 0.3,
-        MemoryClass::Warning => 0.2,
-        MemoryClass::Procedure => 0.15,
-        MemoryClass::Fact => 0.1,
-        MemoryClass::Summary => 0.0,
-    };
-    let support = 0.05 * f64::from(strength).ln_1p() + 0.02 * (usage.max(0) as f64).ln_1p();
-    let feedback =
-        0.05 * (helpful.max(0) as f64).ln_1p() - 0.05 * (unhelpful.max(0) as f64).ln_1p();
-    class_weight + support + feedback
 }
 
 /// Words worth matching: lowercase, three letters or more, not the commonest English words.
@@ -503,3 +531,6 @@ pub(crate) fn link_in(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
+use super::columns;
 use super::groups::{Eligibility, Group};
 use super::retrieve::{Narrow, ranked};
 use super::{MemoryArtifact, MemoryClass, MemoryError, store};
@@ -107,8 +108,9 @@ pub fn search(
     };
     let limit = query.limit.clamp(1, MAX_HITS);
     let text = query.text.clone();
+    let kept = columns::of(store);
     let (found, eligible, withheld) = store.read(move |c| {
-        let found = ranked(c, &eligibility, &keep, &narrow, &text, limit)?;
+        let found = ranked(c, &eligibility, &keep, &narrow, &kept, &text, limit)?;
         let mut eligible = 0;
         for p in eligibility.eligible(&keep) {
             eligible += eligibility.members(p);

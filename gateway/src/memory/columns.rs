@@ -1,0 +1,262 @@
+//! What ranking reads of each memory, kept in memory beside the store: its group and expiry
+//! (for the eligibility filter), its length and the numeric parts of its relevance. A search
+//! looks its matches up here instead of probing `memories` once per match, which cost about a
+//! microsecond each and was most of a search from a large organisation (BENCHMARKS.md, memory
+//! search).
+//!
+//! The store stays the truth. The triggers of migration 0015 log every change to what is kept
+//! here in `memory_changes`; each search first reads the log past the last change it applied
+//! and reloads those memories (or every memory, when the log no longer reaches back that far or
+//! the database is not the one it was). So a search sees at least the state of the store when
+//! it began, whichever process wrote it.
+
+use std::collections::HashMap;
+use std::sync::{RwLock, RwLockReadGuard};
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::MemoryClass;
+use crate::store::{Store, StoreError};
+
+/// One memory as ranking sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ranking {
+    pub(crate) group: i64,
+    pub(crate) expires_at: i64,
+    /// Words in its normalised text.
+    pub(crate) length: u32,
+    /// The words its text says more than once, and how often (most say each word once).
+    pub(crate) repeated: Box<[(Box<str>, u16)]>,
+    /// Its relevance but for the lexical part: class, support, feedback and recency, rounded
+    /// ([`fixed_relevance`]).
+    pub(crate) fixed: f64,
+}
+
+impl Ranking {
+    /// How often its text says `word`, knowing it says it.
+    pub(crate) fn count(&self, word: &str) -> u16 {
+        self.repeated
+            .iter()
+            .find(|(w, _)| &**w == word)
+            .map_or(1, |(_, n)| *n)
+    }
+}
+
+/// Every memory's [`Ranking`], by its full-text rowid, as of change `seen` of the log.
+#[derive(Debug, Default)]
+pub(crate) struct Columns {
+    loaded: bool,
+    seen: i64,
+    by_rowid: HashMap<i64, Ranking>,
+}
+
+impl Columns {
+    /// A memory's ranking columns.
+    pub(crate) fn get(&self, rowid: i64) -> Option<&Ranking> {
+        self.by_rowid.get(&rowid)
+    }
+}
+
+/// The columns a store keeps (one per store, shared by its clones).
+#[derive(Debug, Default)]
+pub(crate) struct Kept(RwLock<Columns>);
+
+/// The columns of `store`, brought up to what `c` sees.
+pub(crate) fn current<'a>(
+    kept: &'a Kept,
+    c: &Connection,
+) -> Result<RwLockReadGuard<'a, Columns>, StoreError> {
+    let (first, last): (Option<i64>, Option<i64>) =
+        c.query_row(LOG_ENDS, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let last = last.unwrap_or(0);
+    {
+        let columns = kept.0.read().unwrap_or_else(|e| e.into_inner());
+        if columns.loaded && columns.seen == last {
+            return Ok(columns);
+        }
+    }
+    {
+        let mut columns = kept.0.write().unwrap_or_else(|e| e.into_inner());
+        // Another search may have caught up (or gone further) meanwhile: never go back.
+        if !(columns.loaded && columns.seen >= last) {
+            // The log restarted (another database at this path, or one restored) or no longer
+            // reaches back to the last change applied: load everything.
+            let reaches = first.is_none_or(|f| f <= columns.seen + 1);
+            if !columns.loaded || columns.seen > last || !reaches {
+                *columns = load_all(c, last)?;
+            } else {
+                apply_changes(&mut columns, c, last)?;
+            }
+        }
+    }
+    Ok(kept.0.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The first and last change of the log. Two subqueries: SQLite reads a lone MIN or MAX from
+/// the end of the key, but scans the whole log for the two in one query (5 ms for 100,000
+/// changes, on every search).
+const LOG_ENDS: &str =
+    "SELECT (SELECT MIN(seq) FROM memory_changes), (SELECT MAX(seq) FROM memory_changes)";
+
+/// The columns a store keeps, made on first use.
+pub(crate) fn of(store: &Store) -> std::sync::Arc<Kept> {
+    store.derived::<Kept>()
+}
+
+const COLUMNS: &str = "fts_rowid, group_id, expires_at, norm, class, strength, usage_count, \
+                       helpful, unhelpful, score";
+
+fn load_all(c: &Connection, last: i64) -> Result<Columns, StoreError> {
+    let mut stmt = c.prepare(&format!(
+        "SELECT {COLUMNS} FROM memories WHERE fts_rowid IS NOT NULL"
+    ))?;
+    let mut rows = stmt.query([])?;
+    let mut by_rowid = HashMap::new();
+    while let Some(r) = rows.next()? {
+        let (rowid, ranking) = ranking(r)?;
+        by_rowid.insert(rowid, ranking);
+    }
+    Ok(Columns {
+        loaded: true,
+        seen: last,
+        by_rowid,
+    })
+}
+
+fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<(), StoreError> {
+    let changed: Vec<i64> = {
+        let mut stmt = c.prepare_cached(
+            "SELECT DISTINCT fts_rowid FROM memory_changes WHERE seq > ?1 AND seq <= ?2",
+        )?;
+        let rows = stmt.query_map([columns.seen, last], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM memories WHERE fts_rowid = ?1"
+    ))?;
+    for rowid in changed {
+        match stmt.query_row([rowid], |r| Ok(ranking(r))).optional()? {
+            Some(found) => {
+                let (rowid, ranking) = found?;
+                columns.by_rowid.insert(rowid, ranking);
+            }
+            None => {
+                columns.by_rowid.remove(&rowid);
+            }
+        }
+    }
+    columns.seen = last;
+    Ok(())
+}
+
+/// A row of [`COLUMNS`] as ranking sees it.
+fn ranking(r: &rusqlite::Row<'_>) -> Result<(i64, Ranking), StoreError> {
+    let rowid: i64 = r.get(0)?;
+    let norm = r.get_ref(3)?.as_str().map_err(StoreError::corrupt)?;
+    let mut length = 0u32;
+    let mut words: Vec<(&str, u16)> = Vec::new();
+    for w in norm.split(' ') {
+        length += 1;
+        match words.iter_mut().find(|(seen, _)| *seen == w) {
+            Some((_, n)) => *n = n.saturating_add(1),
+            None => words.push((w, 1)),
+        }
+    }
+    let repeated = words
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(w, n)| (Box::from(w), n))
+        .collect();
+    let class = r.get_ref(4)?.as_str().map_err(StoreError::corrupt)?;
+    let class = MemoryClass::parse(class)
+        .ok_or_else(|| StoreError::Corrupt(format!("memory class `{class}`")))?;
+    // A score that does not parse ranks as if not recent; reading the row (the second pass of
+    // ranking, for the best matches only) reports it as corrupt, as before these columns.
+    let recency = r
+        .get_ref(9)?
+        .as_str()
+        .ok()
+        .and_then(|s| serde_json::from_str::<Recency>(s).ok())
+        .map_or(0.0, |s| s.recency);
+    let base = base_relevance(class, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?);
+    Ok((
+        rowid,
+        Ranking {
+            group: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+            expires_at: r.get(2)?,
+            length,
+            repeated,
+            fixed: fixed_relevance(base, recency),
+        },
+    ))
+}
+
+/// The part of a memory's score ranking reads.
+#[derive(serde::Deserialize)]
+struct Recency {
+    recency: f64,
+}
+
+/// The most recency adds to a memory's relevance (its score's recency is 0 to 1).
+pub(crate) const RECENCY_WEIGHT: f64 = 0.05;
+
+/// A memory's relevance but for the lexical part, to 0.001: its [`base_relevance`] and its
+/// score's recency (0 to 1) weighed by [`RECENCY_WEIGHT`].
+pub(crate) fn fixed_relevance(base: f64, recency: f64) -> f64 {
+    ((base + RECENCY_WEIGHT * recency.clamp(0.0, 1.0)) * 1000.0).round() / 1000.0
+}
+
+/// A memory's relevance from its fixed part and the lexical one, to 0.001.
+pub(crate) fn relevance(fixed: f64, lexical: f64) -> f64 {
+    ((fixed + lexical) * 1000.0).round() / 1000.0
+}
+
+/// A memory's relevance but for the lexical and recency parts: its class, its support
+/// (strength, use) and the feedback of those who used it (helpful raises it, unhelpful lowers
+/// it, a little).
+pub(crate) fn base_relevance(
+    class: MemoryClass,
+    strength: u32,
+    usage: i64,
+    helpful: i64,
+    unhelpful: i64,
+) -> f64 {
+    let class_weight = match class {
+        MemoryClass::Preference => 0.3,
+        MemoryClass::Warning => 0.2,
+        MemoryClass::Procedure => 0.15,
+        MemoryClass::Fact => 0.1,
+        MemoryClass::Summary => 0.0,
+    };
+    let support = 0.05 * f64::from(strength).ln_1p() + 0.02 * (usage.max(0) as f64).ln_1p();
+    let feedback =
+        0.05 * (helpful.max(0) as f64).ln_1p() - 0.05 * (unhelpful.max(0) as f64).ln_1p();
+    class_weight + support + feedback
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::store::StoreLocation;
+    use crate::store::tests::tempdir::Dir;
+
+    #[test]
+    fn the_change_log_is_read_at_its_ends_not_scanned() {
+        let dir = Dir::new("columns");
+        let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+        let plan: Vec<String> = store
+            .read(|c| {
+                let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {LOG_ENDS}"))?;
+                let rows = stmt.query_map([], |r| r.get(3))?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .unwrap();
+        assert!(
+            plan.iter()
+                .all(|step| !step.starts_with("SCAN memory_changes")),
+            "{plan:?}"
+        );
+    }
+}
