@@ -84,6 +84,13 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             tollgate_gateway::packs::render(&u.faults)
         );
     }
+    // The memory ranking columns load in the background, not on the first compile.
+    let warming = store.clone();
+    std::thread::spawn(move || {
+        if let Err(e) = tollgate_gateway::memory::warm(&warming) {
+            eprintln!("tollgate: the memory index did not load ahead of searches: {e}");
+        }
+    });
     let jobs = JobQueue::new(store.clone());
     let runtime = Runtime::new(store, Arc::from(provider))?;
     // The gateway runs the jobs its routes enqueue (a distillation, a replay) on a thread of

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use tollgate_rules::envelope::Level;
 
 pub use crate::recorder::events::{RetrievalExclusion, RetrievalVerdict};
+pub use columns::warm;
 pub use dedupe::{normalise, similarity};
 pub use distill::{DISTILL_JOB, DistillOutcome, DistillReport, distill_job, distill_run};
 pub use episodes::{EpisodeOutcome, ToolPhase, TraceEpisode, episodes};

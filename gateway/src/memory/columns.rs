@@ -98,6 +98,13 @@ pub(crate) fn current<'a>(
 const LOG_ENDS: &str =
     "SELECT (SELECT MIN(seq) FROM memory_changes), (SELECT MAX(seq) FROM memory_changes)";
 
+/// Loads the ranking columns of `store` now (a server calls it at start, on a thread of its
+/// own, so the first search does not pay the load: about a second at a million memories).
+pub fn warm(store: &Store) -> Result<(), StoreError> {
+    let kept = of(store);
+    store.read(move |c| current(&kept, c).map(drop))
+}
+
 /// The columns a store keeps, made on first use.
 pub(crate) fn of(store: &Store) -> std::sync::Arc<Kept> {
     store.derived::<Kept>()

@@ -115,10 +115,11 @@ impl Window {
 pub(crate) struct Part {
     pub(crate) group: Group,
     pub(crate) window: Window,
-    pub(crate) verdict: MemoryVerdict,
+    /// Shared with the cached decision (a search builds its parts on every call).
+    pub(crate) verdict: Arc<MemoryVerdict>,
     /// The rule whose proof decided this kind of verdict (`memory.eligible`,
     /// `memory.out-of-scope`): the pack proves one part of each kind.
-    pub(crate) rules: Vec<String>,
+    pub(crate) rules: Arc<[String]>,
 }
 
 impl Part {
@@ -133,7 +134,7 @@ impl Part {
 
     /// The rule whose proof decided this kind of verdict.
     pub(crate) fn rules(&self) -> Vec<String> {
-        self.rules.clone()
+        self.rules.to_vec()
     }
 }
 
@@ -318,9 +319,12 @@ impl Eligibility {
 /// its proof that a memory off the run's scope chain is out of scope.
 #[derive(Debug)]
 struct DecidedGroups {
-    verdicts: Vec<(i64, Window, MemoryVerdict, Vec<String>)>,
+    verdicts: Vec<DecidedPart>,
     elsewhere: Option<Proof>,
 }
+
+/// A group's id, a window, the pack's verdict and the rule of its kind.
+type DecidedPart = (i64, Window, Arc<MemoryVerdict>, Arc<[String]>);
 
 type Decided = Arc<DecidedGroups>;
 
@@ -438,11 +442,12 @@ fn decided(
             .into_iter()
             .filter_map(|verdict| {
                 let (id, window) = *by_key.get(&verdict.memory)?;
-                let rules = rules
+                let rules: Arc<[String]> = rules
                     .get(&(verdict.eligible, verdict.reasons.clone()))
                     .cloned()
-                    .unwrap_or_default();
-                Some((id, window, verdict, rules))
+                    .unwrap_or_default()
+                    .into();
+                Some((id, window, Arc::new(verdict), rules))
             })
             .collect(),
         elsewhere,
