@@ -1,7 +1,9 @@
 //! What the parser fuzzers share (issue 19): a watchdog that turns a panic or a hang into a
-//! failed case, and text mutated a few characters at a time. Included by path from each
-//! crate's fuzz test (`engine/tests/fuzz_parse.rs`, `rules/tests/fuzz_envelopes.rs`,
-//! `gateway/tests/fuzz_{contracts,imports}.rs`).
+//! failed case, text mutated a few characters at a time, and token soups of YAML with a
+//! format's own words. Included by path from each crate's fuzz test
+//! (`engine/tests/fuzz_parse.rs`, `rules/tests/fuzz_envelopes.rs`,
+//! `gateway/tests/fuzz_{contracts,imports,packs}.rs`); not every one uses every part.
+#![allow(dead_code)]
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -25,6 +27,61 @@ pub fn checked(
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => Err(TestCaseError::fail("panicked")),
     }
+}
+
+/// YAML's punctuation, indentation, anchors, tags, scalars that parse as numbers or null, and
+/// characters a reader must cope with: the part of every YAML token soup that is not a
+/// format's own vocabulary.
+pub const YAML_TOKENS: &[&str] = &[
+    "-",
+    "- ",
+    ":",
+    ": ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "  ",
+    "\t",
+    "'",
+    "\"",
+    "&a",
+    "*a",
+    "<<:",
+    "!!str",
+    "!tag",
+    "---",
+    "...",
+    "#",
+    "|",
+    ">",
+    "?",
+    "%YAML 1.2",
+    "1",
+    "-1",
+    "2.5",
+    "1e400",
+    "null",
+    "~",
+    "true",
+    "é",
+    "\u{0}",
+    "\u{1b}",
+    "\u{feff}",
+    "\\",
+];
+
+/// Up to `most` tokens, drawn from a format's `vocabulary` and [`YAML_TOKENS`], end to end.
+pub fn yaml_soup(
+    vocabulary: &'static [&'static str],
+    most: usize,
+) -> impl Strategy<Value = String> {
+    let tokens: Vec<&'static str> = vocabulary.iter().chain(YAML_TOKENS).copied().collect();
+    prop::collection::vec(prop::sample::select(tokens), 0..most).prop_map(|t| t.concat())
 }
 
 /// One of `texts` with one to five characters replaced, inserted or removed.
