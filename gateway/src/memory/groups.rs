@@ -21,7 +21,6 @@
 //! same ones are withheld for the same reasons (those off the chain for `out_of_scope`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
@@ -219,8 +218,11 @@ impl Eligibility {
     }
 
     /// The SQL condition selecting every eligible memory whose group `keep` accepts (`m` the
-    /// memories table), or `None` when there is none.
+    /// memories table), or `None` when there is none. Ranking filters from the kept columns
+    /// (`columns`); tests select with this to check it against the pack's decisions.
+    #[cfg(test)]
     pub(crate) fn filter(&self, keep: &dyn Fn(&Group) -> bool) -> Option<String> {
+        use std::fmt::Write as _;
         let mut whole = Vec::new();
         let mut out = String::new();
         let mut by_group: BTreeMap<i64, Vec<&Part>> = BTreeMap::new();

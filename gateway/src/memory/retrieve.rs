@@ -154,7 +154,7 @@ pub(crate) fn ranked(
     query: &str,
     limit: usize,
 ) -> Result<Vec<Ranked>, StoreError> {
-    if eligibility.filter(keep).is_none() {
+    if eligibility.eligible(keep).next().is_none() {
         return Ok(Vec::new());
     }
     let rules_of = |group: i64| {
