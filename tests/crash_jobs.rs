@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Gateway, root, stderr, stdout};
+use support::{Gateway, Seeded, root, stderr, stdout};
 
 const RUN: &str = "run-feature-users-pagination";
 /// Kills: each is an attempt lost, and a job gets five (`jobs::EnqueueOptions::max_attempts`),
@@ -104,27 +104,10 @@ fn worker(gw: &Gateway, id: &str, idle_exit: bool) -> Child {
         .unwrap()
 }
 
-/// splitmix64.
-fn next(seed: &mut u64) -> u64 {
-    *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *seed;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 #[test]
 fn a_replay_batch_whose_workers_are_killed_at_random_ends_as_if_run_once() {
-    let seed: u64 = std::env::var("TOLLGATE_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    let mut rng = seed;
+    let mut rng = Seeded::from_env();
+    let seed = rng.seed;
 
     // The same batch, run once in the foreground on another store.
     let reference = gateway();
@@ -149,8 +132,8 @@ fn a_replay_batch_whose_workers_are_killed_at_random_ends_as_if_run_once() {
         // Mostly: once the worker has stored something more (it first waits out the dead one's
         // lease), a random moment more, short beside the batch (39 scenarios take about 300
         // ms). Sometimes: a random moment after it started, stored or not.
-        let wait = if next(&mut rng).is_multiple_of(4) {
-            next(&mut rng) % 1500
+        let wait = if rng.next().is_multiple_of(4) {
+            rng.next() % 1500
         } else {
             let start = Instant::now();
             while result_ids(&gw, &batch).len() == before.len() {
@@ -160,7 +143,7 @@ fn a_replay_batch_whose_workers_are_killed_at_random_ends_as_if_run_once() {
                 );
                 std::thread::sleep(Duration::from_millis(10));
             }
-            next(&mut rng) % 60
+            rng.next() % 60
         };
         std::thread::sleep(Duration::from_millis(wait));
         child.kill().unwrap();

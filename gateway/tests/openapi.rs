@@ -176,3 +176,67 @@ fn unsigned_integers_carry_their_maximum() {
     walk(&doc, "", &mut bad);
     assert!(bad.is_empty(), "unsigned without a maximum: {bad:#?}");
 }
+
+#[test]
+fn operation_ids_are_unique() {
+    // OpenAPI requires it; a generated client names its methods by them. Four handlers were
+    // `list`, two `create`, two `execute`, two `get_case`.
+    let doc = tollgate_gateway::http::openapi();
+    let mut seen = BTreeSet::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let id = operation["operationId"].as_str().unwrap();
+            assert!(
+                seen.insert(id.to_string()),
+                "operationId `{id}` is used twice"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_link_fills_each_path_parameter_of_an_operation_that_exists() {
+    let doc = tollgate_gateway::http::openapi();
+    let mut operations = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for operation in item.as_object().unwrap().values() {
+            operations.insert(operation["operationId"].as_str().unwrap(), path.clone());
+        }
+    }
+    let mut count = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let own: BTreeSet<&str> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        for operation in item.as_object().unwrap().values() {
+            for response in operation["responses"].as_object().unwrap().values() {
+                let Some(links) = response.get("links").and_then(|l| l.as_object()) else {
+                    continue;
+                };
+                for (name, link) in links {
+                    count += 1;
+                    let target = link["operationId"].as_str().unwrap();
+                    let target_path = operations
+                        .get(target)
+                        .unwrap_or_else(|| panic!("{path}: link `{name}` to no operation"));
+                    let wanted: BTreeSet<&str> = target_path
+                        .split('/')
+                        .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+                        .collect();
+                    let parameters = link["parameters"].as_object().unwrap();
+                    let given: BTreeSet<&str> = parameters.keys().map(String::as_str).collect();
+                    assert_eq!(given, wanted, "{path}: link `{name}` to {target_path}");
+                    for expression in parameters.values() {
+                        let e = expression.as_str().unwrap();
+                        let ok = e.starts_with("$response.body#/")
+                            || e.strip_prefix("$request.path.")
+                                .is_some_and(|p| own.contains(p));
+                        assert!(ok, "{path}: link `{name}`: `{e}`");
+                    }
+                }
+            }
+        }
+    }
+    assert!(count >= 40, "only {count} links");
+}

@@ -5,6 +5,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod limits;
+mod links;
 mod replay;
 mod streaming;
 mod tokens;
@@ -54,33 +56,6 @@ fn foreign_origins_and_hosts_are_refused() {
     assert_eq!(status, 200);
 }
 
-/// Sends only the head of a request declaring a `length`-byte body and reads the answer: an
-/// oversized body is refused before any of it is sent.
-fn head_only(gw: &Gateway, length: usize) -> String {
-    use std::io::{Read as _, Write as _};
-    let addr = gw.base.strip_prefix("http://").unwrap();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST /v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
-         Content-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n",
-        gw.token
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    answer
-}
-
-#[test]
-fn an_oversized_body_is_refused_before_it_is_read() {
-    let gw = Gateway::start_with(&[]);
-    let answer = head_only(&gw, 3 * 1024 * 1024);
-    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
-    assert!(answer.contains("payload_too_large"), "{answer}");
-    assert_eq!(gw.count("runs"), 0);
-}
-
 #[test]
 fn refused_requests_write_nothing() {
     let gw = Gateway::with_fixture_envelopes();
@@ -114,7 +89,7 @@ fn refused_requests_write_nothing() {
     );
     assert_eq!(status, 422, "{text}");
     assert!(text.contains("task"), "{text}");
-    assert!(head_only(&gw, 3 << 20).starts_with("HTTP/1.1 413"));
+    assert!(limits::head_only(&gw, 3 << 20).starts_with("HTTP/1.1 413"));
     assert_eq!(gw.count("runs"), 0);
     assert_eq!(gw.count("events"), 0);
     // An invalid envelope is refused whole, with its line and column, and stores nothing.

@@ -328,3 +328,39 @@ impl Drop for Gateway {
         let _ = self.child.wait();
     }
 }
+
+/// Random choices a crash test replays from a seed: `TOLLGATE_CRASH_SEED` when set, else the
+/// clock (the test prints the seed so that a failure can be replayed). splitmix64.
+pub struct Seeded {
+    /// The seed the choices come from.
+    pub seed: u64,
+    state: u64,
+}
+
+impl Seeded {
+    pub fn from_env() -> Seeded {
+        let seed = std::env::var("TOLLGATE_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("a clock after 1970")
+                    .as_nanos() as u64
+            });
+        Seeded { seed, state: seed }
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `lo..hi`.
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo)
+    }
+}

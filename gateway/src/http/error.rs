@@ -339,9 +339,15 @@ where
                 "send the body as JSON with `Content-Type: application/json`".into(),
             ));
         }
+        // The limit the gateway was started with (`--body-limit`), which `check_body_size`
+        // hands on; without that layer (a router built alone), axum's default applies.
+        let limit = req
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(super::DEFAULT_BODY_LIMIT, |l| l.0);
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
-            .map_err(|e| json_rejection(JsonRejection::BytesRejection(e)))?;
+            .map_err(|e| json_rejection(JsonRejection::BytesRejection(e), limit))?;
         // Every body the gateway takes is an object: serde would read a struct from an array
         // too, field by field in order (`[null, null]` was a case request), so arrays are
         // refused before they reach it.
@@ -353,7 +359,7 @@ where
         }
         match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
+            Err(rejection) => Err(json_rejection(rejection, limit)),
         }
     }
 }
@@ -398,7 +404,12 @@ fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-fn json_rejection(rejection: JsonRejection) -> ApiError {
+/// The body limit in force for a request, in bytes: put in its extensions by
+/// `security::check_body_size`, so that a 413 names the limit the gateway was started with.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
     match rejection {
         JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(
             "malformed_json",
@@ -410,9 +421,7 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
         ),
         JsonRejection::BytesRejection(e) => {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge {
-                    limit: super::DEFAULT_BODY_LIMIT,
-                }
+                ApiError::PayloadTooLarge { limit }
             } else {
                 ApiError::bad_request("unreadable_body", e.body_text())
             }

@@ -26,7 +26,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(schema))
         .routes(routes!(template))
-        .routes(routes!(create, list))
+        .routes(routes!(create_contract, list_contracts))
         .routes(routes!(get_contract))
         .routes(routes!(ack))
         .routes(routes!(check))
@@ -145,7 +145,7 @@ fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
         (status = 409, description = "The id belongs to another producer (run or agent), or the contracts in force changed while it was judged (post it again)", body = super::ErrorBody),
         (status = 422, description = "The contract breaks its schema (`invalid_contract`, `details.faults`: path, message, help each) or names an agent or run wrongly (`invalid_handoff`)", body = super::ErrorBody),
     ))]
-async fn create(
+async fn create_contract(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -169,7 +169,7 @@ struct ListQuery {
 #[utoipa::path(get, path = "/v2/handoffs/contracts", tag = "handoffs",
     params(ListQuery),
     responses((status = 200, description = "`{\"contracts\": [...]}`", body = Object)))]
-async fn list(
+async fn list_contracts(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {

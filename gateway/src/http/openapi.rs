@@ -1,7 +1,10 @@
 //! The gateway's OpenAPI document: its header (title, security, tags), the error body every
 //! route answers with, and the error responses every route can give whatever its handler
 //! documents — added here once, from what the route takes, so `/openapi.json` lists every
-//! status a client can meet (a client generated from it, or Schemathesis, can trust it).
+//! status a client can meet (a client generated from it, or Schemathesis, can trust it) — and
+//! the links between operations ([`links`]).
+
+mod links;
 
 use utoipa::ToSchema;
 use utoipa::openapi::path::{Operation, ParameterIn};
@@ -65,13 +68,14 @@ pub struct ErrorDetail {
     details: serde_json::Value,
 }
 
-/// Completes the generated document: the error responses every route can give, and the true
-/// bounds of unsigned integers (in the JSON: utoipa's model cannot read back every schema it
-/// writes, so the document is not turned back into it).
+/// Completes the generated document: the error responses every route can give, the true
+/// bounds of unsigned integers, and the links between operations (in the JSON: utoipa's model
+/// cannot read back every schema it writes, so the document is not turned back into it).
 pub(super) fn finish(mut doc: OpenApi) -> serde_json::Value {
     document_errors(&mut doc);
     let mut value = serde_json::to_value(&doc).unwrap_or_default();
     bound_unsigned(&mut value);
+    links::add(&mut value);
     value
 }
 

@@ -21,7 +21,7 @@ use crate::runtime::DecisionFilter;
 /// The routes of this resource.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(store, list))
+        .routes(routes!(store, list_envelopes))
         .routes(routes!(get_envelope))
         .routes(routes!(diff))
         .routes(routes!(simulate_on_run))
@@ -89,7 +89,7 @@ async fn store(
 /// Every stored envelope version, by id then version.
 #[utoipa::path(get, path = "/v2/policies/envelopes", tag = "policies",
     responses((status = 200, description = "`{\"versions\": [{id, version, content_hash, created_at}]}`", body = Object)))]
-async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn list_envelopes(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let versions = blocking(&state, |rt| Ok(list_versions(rt.store(), None)?)).await?;
     Ok(Json(json!({ "versions": versions })))
 }

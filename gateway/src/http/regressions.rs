@@ -30,9 +30,9 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(from_run))
         .routes(routes!(from_replay))
-        .routes(routes!(list))
-        .routes(routes!(get_case))
-        .routes(routes!(execute))
+        .routes(routes!(list_regressions))
+        .routes(routes!(get_regression))
+        .routes(routes!(execute_regression))
         .routes(routes!(versions))
         .routes(routes!(history))
         .routes(routes!(bundle))
@@ -160,7 +160,7 @@ async fn from_replay(
 /// Every case at its latest version, with how it last ran.
 #[utoipa::path(get, path = "/v2/regressions", tag = "regressions",
     responses((status = 200, description = "`{\"cases\": [{id, version, name, agent, task_type, run, last_status, last_signature, last_run_at}]}`", body = Object)))]
-async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn list_regressions(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let cases = regressing(&state, |rt| Ok(cases::cases(rt.store())?)).await?;
     Ok(Json(json!({ "cases": cases })))
 }
@@ -181,7 +181,7 @@ pub struct VersionQuery {
         (status = 200, description = "`{\"case\", \"yaml\", \"versions\": [{version, reason, created_at}], \"diff\"}`", body = Object),
         (status = 404, description = "No such case or version", body = super::ErrorBody),
     ))]
-async fn get_case(
+async fn get_regression(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<VersionQuery>,
@@ -256,7 +256,7 @@ pub struct EnvelopeFile {
         (status = 404, description = "No such case or version", body = super::ErrorBody),
         (status = 422, description = "`repeat` out of range, or envelopes that do not load", body = super::ErrorBody),
     ))]
-async fn execute(
+async fn execute_regression(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<ExecuteQuery>,

@@ -27,7 +27,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get_scenario))
         .routes(routes!(execute))
         .routes(routes!(batches))
-        .routes(routes!(list))
+        .routes(routes!(list_replays))
         .routes(routes!(get_replay))
         .routes(routes!(export))
 }
@@ -49,7 +49,7 @@ where
 /// `stubbed_tool`), the `model` (`recorded`; `live` opts in to the configured provider), the
 /// `metrics` and a `rubric` of assertions. Checked against the run: a mutation naming what the
 /// run does not have is a 422 listing what it has. The same spec twice is one scenario.
-#[utoipa::path(post, path = "/v2/replays/scenarios", tag = "replays",
+#[utoipa::path(post, path = "/v2/replays/scenarios", tag = "replays", operation_id = "create_scenario",
     request_body = ScenarioSpec,
     responses(
         (status = 201, description = "`{\"scenario\": {id, spec, created_by, created_at}, \"created\": true}`", body = Object),
@@ -108,7 +108,7 @@ async fn get_scenario(
 /// Executes a scenario against its run's baseline (the recording, which must replay without
 /// drift) and stores the result: metrics with deltas, a win / loss / neutral label, and per
 /// step the items, tokens, answers and tool calls that differ. Nothing of the run changes.
-#[utoipa::path(post, path = "/v2/replays/scenarios/{id}/execute", tag = "replays",
+#[utoipa::path(post, path = "/v2/replays/scenarios/{id}/execute", tag = "replays", operation_id = "execute_scenario",
     params(("id" = String, Path, description = "A scenario id (`scn-…`)")),
     responses(
         (status = 201, description = "The result (`rpl-…`): `{id, scenario, label, metrics, first_change, steps, notes, baseline, replay}`", body = Object),
@@ -171,7 +171,7 @@ struct ListParams {
     responses(
         (status = 200, description = "`{\"results\": [{id, scenario, run, label, first_change, deltas, executed_at}]}`", body = Object),
     ))]
-async fn list(
+async fn list_replays(
     State(state): State<AppState>,
     ApiQuery(p): ApiQuery<ListParams>,
 ) -> Result<Json<Value>, ApiError> {

@@ -11,6 +11,7 @@ use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::error::BodyLimit;
 use super::{ApiError, AppState};
 
 /// Host and Origin must name this loopback listener.
@@ -55,8 +56,13 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
     next.run(req).await
 }
 
-/// Refuses a declared body larger than the limit before reading it.
-pub async fn check_body_size(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// Refuses a declared body larger than the limit before reading it, and tells the extractors
+/// the limit ([`BodyLimit`]) for a body that turns out larger than it declared (or is chunked).
+pub async fn check_body_size(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -68,6 +74,8 @@ pub async fn check_body_size(State(state): State<AppState>, req: Request, next: 
         }
         .into_response();
     }
+    req.extensions_mut()
+        .insert(BodyLimit(state.config.body_limit));
     next.run(req).await
 }
 
