@@ -9,6 +9,7 @@
 mod cases;
 mod chat;
 pub mod dashboard;
+mod duplicate_keys;
 mod error;
 mod handoffs;
 mod memory;

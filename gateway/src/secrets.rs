@@ -75,8 +75,22 @@ pub(crate) const SLACK_TOKEN: &str = r"\bxox[abposr]-[A-Za-z0-9-]{10,}";
 /// The token of an `Authorization: Bearer` header, group 1. (Shared with [`scrub`].)
 pub(crate) const BEARER_TOKEN: &str = r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)";
 
-/// `(name, pattern, group)`; earlier detectors name a span when two overlap.
-const PATTERNS: [(&str, &str, usize); 7] = [
+/// A Google API key. (Shared with [`scrub`].)
+pub(crate) const GCP_API_KEY: &str = r"\bAIza[0-9A-Za-z_-]{35}";
+/// A GitLab personal access token. (Shared with [`scrub`].)
+pub(crate) const GITLAB_TOKEN: &str = r"\bglpat-[A-Za-z0-9_-]{20,}";
+/// An npm access token. (Shared with [`scrub`].)
+pub(crate) const NPM_TOKEN: &str = r"\bnpm_[A-Za-z0-9]{36}\b";
+/// A JSON Web Token (header and claims are base64url JSON objects). (Shared with [`scrub`].)
+pub(crate) const JWT: &str = r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}";
+/// The password of a URL's user information (`postgres://user:PASSWORD@host`), group 1.
+/// (Shared with [`scrub`].)
+pub(crate) const URL_PASSWORD: &str = r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@";
+
+/// `(name, pattern, group)`; earlier detectors name a span when two overlap. The last six
+/// before `bearer_token` came with issue 19's injection corpus: a tool result carrying any of
+/// them reached the model whole.
+const PATTERNS: [(&str, &str, usize); 13] = [
     ("private_key", PRIVATE_KEY, 0),
     ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
     ("api_key", r"\bsk-[A-Za-z0-9_-]{16,}", 0),
@@ -86,6 +100,16 @@ const PATTERNS: [(&str, &str, usize); 7] = [
         0,
     ),
     ("slack_token", SLACK_TOKEN, 0),
+    (
+        "stripe_key",
+        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        0,
+    ),
+    ("gcp_api_key", GCP_API_KEY, 0),
+    ("gitlab_token", GITLAB_TOKEN, 0),
+    ("npm_token", NPM_TOKEN, 0),
+    ("jwt", JWT, 0),
+    ("url_password", URL_PASSWORD, 1),
     ("bearer_token", BEARER_TOKEN, 1),
     // `password=...`, `db_password: ...`, `"api_key": "..."`: the value, quotes included.
     (

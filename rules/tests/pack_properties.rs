@@ -36,7 +36,8 @@ const TOOLS: [&str; 4] = ["fs.read", "fs.write", "shell.exec", "net.fetch"];
 const TOOL_PATTERNS: [&str; 6] = ["fs.*", "fs.read", "shell.*", "**", "net.fetch", "*.write"];
 const TOOL_EFFECTS: [&str; 4] = ["allow", "deny", "require_approval", "rate_limit"];
 const ARG_PATTERNS: [&str; 3] = ["src/**", "*.md", "**"];
-const ARG_VALUES: [&str; 3] = ["src/a.rs", "README.md", "etc/passwd"];
+/// `src/../etc/passwd` climbs out of `src/`: no wildcard matches a `..` segment.
+const ARG_VALUES: [&str; 4] = ["src/a.rs", "README.md", "etc/passwd", "src/../etc/passwd"];
 const SCOPES: [&str; 3] = ["org:acme", "org:acme/repo:api", "org:globex"];
 const SCOPE_PATTERNS: [&str; 3] = ["org:acme/**", "**", "org:globex"];
 const LEVELS: [&str; 4] = ["public", "internal", "confidential", "secret"];
@@ -342,7 +343,9 @@ impl World {
     /// Whether tool rule `r` applies to tool request `q`, computed without the packs.
     fn tool_rule_applies(&self, r: &ToolRule, q: usize) -> bool {
         let (tool, arg, _) = self.tool_requests[q];
-        let glob = |p: &str, v: &str| compile_glob(p).unwrap().is_match(v);
+        let glob = |p: &str, v: &str| {
+            !v.split('/').any(|segment| segment == "..") && compile_glob(p).unwrap().is_match(v)
+        };
         self.governing().contains(&r.env)
             && glob(TOOL_PATTERNS[r.pattern], TOOLS[tool])
             && r.arg

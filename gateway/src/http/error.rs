@@ -357,6 +357,15 @@ where
                 "the body is a JSON array: send an object with the documented fields",
             ));
         }
+        if let Some(at) = super::duplicate_keys::first_duplicate(&bytes) {
+            return Err(ApiError::invalid(
+                "duplicate_key",
+                format!(
+                    "the body gives the key at `{at}` twice: send each key once (JSON parsers \
+                     disagree on which of the two counts)"
+                ),
+            ));
+        }
         match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(json_rejection(rejection, limit)),

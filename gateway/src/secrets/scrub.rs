@@ -32,7 +32,7 @@ const RULES: [(&str, &str, usize); 23] = [
         r#"(?i)aws[a-z0-9_.-]{0,20}(?:secret|key)[a-z0-9_.-]{0,20}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
         1,
     ),
-    ("gcp_api_key", r"\bAIza[0-9A-Za-z_-]{35}", 0),
+    ("gcp_api_key", super::GCP_API_KEY, 0),
     (
         "gcp_service_account_key",
         r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#,
@@ -48,7 +48,7 @@ const RULES: [(&str, &str, usize); 23] = [
         r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
         0,
     ),
-    ("gitlab_token", r"\bglpat-[A-Za-z0-9_-]{20,}", 0),
+    ("gitlab_token", super::GITLAB_TOKEN, 0),
     ("slack_token", super::SLACK_TOKEN, 0),
     (
         "slack_webhook",
@@ -66,18 +66,10 @@ const RULES: [(&str, &str, usize); 23] = [
         r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}",
         0,
     ),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    (
-        "jwt",
-        r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",
-        0,
-    ),
+    ("npm_token", super::NPM_TOKEN, 0),
+    ("jwt", super::JWT, 0),
     // `postgres://user:PASSWORD@host`: the password.
-    (
-        "connection_string",
-        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@",
-        1,
-    ),
+    ("connection_string", super::URL_PASSWORD, 1),
     (
         "basic_auth",
         r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})",
