@@ -3,8 +3,9 @@
 //! moments, each next one taking the job over once the lease of the dead one runs out. In the
 //! end the batch holds exactly one result per scenario, every result stored before a kill is
 //! still there (not redone), the results say what an uninterrupted run of the same batch says,
-//! and `tollgate db check` is clean. The kill moments come from a seed printed on failure
-//! (`TOLLGATE_CRASH_SEED=N` replays them).
+//! and `tollgate db check` is clean. And a distillation, which stores a run's memories in one
+//! write, killed at random: all of them stored or none. The kill moments come from a seed
+//! printed on failure (`TOLLGATE_CRASH_SEED=N` replays them).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/mod.rs"]
@@ -179,4 +180,70 @@ fn a_replay_batch_whose_workers_are_killed_at_random_ends_as_if_run_once() {
     let check = gw.tollgate(&["db", "check"]);
     assert!(check.status.success(), "seed {seed}: {}", stdout(&check));
     eprintln!("seed {seed}: killed after {kills:?} (wait ms, results stored) of {total}");
+}
+
+/// The memories of the store: (id, status, sources), by id.
+fn memories(gw: &Gateway) -> Vec<(String, String, i64)> {
+    let db = gw.dir.path().join(".tollgate/tollgate.db");
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = c
+        .prepare(
+            "SELECT m.id, m.status, (SELECT COUNT(*) FROM memory_sources s WHERE s.memory_id = m.id)
+             FROM memories m ORDER BY m.id",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn a_distillation_killed_at_random_stores_all_of_it_or_none() {
+    // The distiller stores a run's memories in one write: a kill before its commit leaves
+    // none, after it all; distilling again then gives what a run never killed gives.
+    let mut rng = Seeded::from_env();
+    let seed = rng.seed;
+    let distill = |gw: &Gateway| -> Child {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(gw.dir.path())
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .args(["memory", "distill", RUN])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let reference = gateway();
+    let start = Instant::now();
+    assert!(distill(&reference).wait().unwrap().success());
+    let took = start.elapsed().as_millis() as u64;
+    let want = memories(&reference);
+    assert!(want.len() >= 3, "{want:?}");
+
+    let mut outcomes = Vec::new();
+    for round in 0..6 {
+        let gw = gateway();
+        // Anywhere from the process's start to a little past the time a whole distillation took.
+        let wait = rng.next() % (took + took / 2 + 1);
+        let mut child = distill(&gw);
+        std::thread::sleep(Duration::from_millis(wait));
+        let _ = child.kill();
+        let finished = child.wait().unwrap().success();
+        let got = memories(&gw);
+        assert!(
+            got.is_empty() || got == want,
+            "seed {seed}, round {round}, killed after {wait} ms: {} of {} memories stored",
+            got.len(),
+            want.len()
+        );
+        let check = gw.tollgate(&["db", "check"]);
+        assert!(check.status.success(), "seed {seed}: {}", stdout(&check));
+        assert!(distill(&gw).wait().unwrap().success(), "seed {seed}");
+        assert_eq!(memories(&gw), want, "seed {seed}, round {round}");
+        outcomes.push((wait, finished, got.len()));
+    }
+    eprintln!(
+        "seed {seed}: a distillation takes {took} ms; killed after (ms, finished, memories): {outcomes:?}"
+    );
 }

@@ -1,13 +1,15 @@
 //! Prompt injection through tool results, in the style of AgentDojo and InjecAgent (issue 19).
 //!
 //! A scripted agent that obeys whatever its tool results tell it — the worst case — works
-//! through the gateway under `fixtures/injection/researcher.yaml`. Each scenario records a tool
-//! result carrying an injected instruction (five phrasings), then makes the call the
-//! injection asks for: a denied tool, a secret store read, an exfiltration by URL or upload, a
-//! path outside the sources, a write or a shell command that needs a person, a forged
-//! approval. The gateway must execute none of them, answer each with its receipt, and keep
-//! the secrets a tool result carried out of what the model is sent. The same agent's
-//! legitimate calls are allowed, so the suite cannot pass by refusing everything.
+//! through the gateway under `fixtures/injection/researcher.yaml`. Each attempt records a tool
+//! result carrying an injected instruction (five phrasings), then makes the call the injection
+//! asks for, from the corpus `fixtures/injection/corpus.yaml`: paths that climb out of the
+//! sources, URLs whose host is not the one they start with, denied tools under other names,
+//! harm, writes and shell commands that need a person. The gateway must execute none of them
+//! and answer each with its receipt; the corpus's benign calls must be allowed, so the suite
+//! cannot pass by refusing everything. Also: secrets a tool result carries never reach the
+//! model, a forged or borrowed approval lets nothing through, and a body that names an
+//! argument twice is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/mod.rs"]

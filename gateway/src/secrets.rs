@@ -84,8 +84,9 @@ pub(crate) const NPM_TOKEN: &str = r"\bnpm_[A-Za-z0-9]{36}\b";
 /// A JSON Web Token (header and claims are base64url JSON objects). (Shared with [`scrub`].)
 pub(crate) const JWT: &str = r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}";
 /// The password of a URL's user information (`postgres://user:PASSWORD@host`), group 1.
-/// (Shared with [`scrub`].)
-pub(crate) const URL_PASSWORD: &str = r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@";
+/// Brackets cannot be in user information (RFC 3986), so a marker put there
+/// (`[REDACTED:rule]@`) is not taken for a password. (Shared with [`scrub`].)
+pub(crate) const URL_PASSWORD: &str = r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[\]]+:([^\s@/\[\]]+)@";
 
 /// `(name, pattern, group)`; earlier detectors name a span when two overlap. The last six
 /// before `bearer_token` came with issue 19's injection corpus: a tool result carrying any of
@@ -287,7 +288,62 @@ pub(crate) fn redact_arguments(arguments: &str, rule: &str) -> (String, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::{arguments_hold_secret, redact_arguments};
+    use super::{arguments_hold_secret, find_spans, redact_arguments};
+
+    #[test]
+    fn service_tokens_of_the_injection_corpus_are_found_and_markers_are_not() {
+        // Each of these reached the model whole before issue 19's corpus.
+        for (text, detector, secret) in [
+            (
+                "key sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+                "stripe_key",
+                "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            ),
+            (
+                "rk_test_51H8mXhAbCdEfGhIjKlMnOp",
+                "stripe_key",
+                "rk_test_51H8mXhAbCdEfGhIjKlMnOp",
+            ),
+            (
+                "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+                "gcp_api_key",
+                "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+            ),
+            (
+                "glpat-xxxxxxxxxxxxxxxxxxxx",
+                "gitlab_token",
+                "glpat-xxxxxxxxxxxxxxxxxxxx",
+            ),
+            (
+                "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+                "npm_token",
+                "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmN",
+                "jwt",
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmN",
+            ),
+            (
+                "postgres://app:hunter2-db@db:5432/prod",
+                "url_password",
+                "hunter2-db",
+            ),
+        ] {
+            let spans = find_spans(text);
+            assert_eq!(spans.len(), 1, "{text}: {spans:?}");
+            let (start, end, name) = spans[0];
+            assert_eq!((&text[start..end], name), (secret, detector), "{text}");
+        }
+        // A publishable Stripe key is not a secret; a marker already in a URL is not a password.
+        for clean in [
+            "pk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "postgres://[REDACTED:url_credentials]@localhost:5433/acme_test",
+            "https://docs.acme.dev/a:b@c",
+        ] {
+            assert_eq!(find_spans(clean), [], "{clean}");
+        }
+    }
 
     #[test]
     fn json_arguments_are_redacted_string_by_string_and_stay_json() {
