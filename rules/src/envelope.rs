@@ -11,6 +11,7 @@
 //! tools:
 //!   - {id: read-only, effect: allow, tools: ["fs.read*", "fs.list", "search.*"]}
 //!   - {id: writes, effect: require_approval, tools: ["fs.write*"], args: {/path: "src/**"}}
+//!   - {id: docs, effect: allow, tools: [http.get], args: {/url: "https://docs.acme.dev/**"}, only_named_args: true}
 //!   - {id: api, effect: rate_limit, tools: ["http.*"], limit: {count: 10, window_seconds: 60}}
 //! data:
 //!   - {id: secrets, effect: redact, labels: [secret]}

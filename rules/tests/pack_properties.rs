@@ -52,6 +52,8 @@ struct ToolRule {
     pattern: usize,
     effect: usize,
     arg: Option<usize>,
+    /// `only_named_args`: the rule names `/path` at most, so a request with `/mode` fails it.
+    closed: bool,
     limit: i32,
 }
 
@@ -63,7 +65,8 @@ struct World {
     approvals: Vec<(usize, usize)>,
     /// `tool_level`s: envelope, tool pattern, level.
     tool_levels: Vec<(usize, usize, usize)>,
-    tool_requests: Vec<(usize, Option<usize>, i32)>,
+    /// Tool, `/path` value, usage, whether a `/mode` argument rides along.
+    tool_requests: Vec<(usize, Option<usize>, i32, bool)>,
     clearance: usize,
     data_rules: Vec<(usize, usize, usize, usize, Option<usize>, bool)>,
     context_requests: Vec<(usize, usize, usize, bool)>,
@@ -77,13 +80,15 @@ fn tool_rule(envs: usize) -> impl Strategy<Value = ToolRule> {
         0..TOOL_PATTERNS.len(),
         0..TOOL_EFFECTS.len(),
         prop::option::weighted(0.3, 0..ARG_PATTERNS.len()),
+        prop::bool::weighted(0.3),
         0..3i32,
     )
-        .prop_map(|(env, pattern, effect, arg, limit)| ToolRule {
+        .prop_map(|(env, pattern, effect, arg, closed, limit)| ToolRule {
             env,
             pattern,
             effect,
             arg,
+            closed,
             limit,
         })
 }
@@ -99,6 +104,7 @@ fn world() -> impl Strategy<Value = World> {
                 0..TOOLS.len(),
                 prop::option::of(0..ARG_VALUES.len()),
                 0..3i32,
+                prop::bool::weighted(0.3),
             ),
             1..5,
         ),
@@ -205,6 +211,9 @@ impl World {
                     vec![s(&env(r.env)), s(&id), s("/path"), s(ARG_PATTERNS[a])],
                 ));
             }
+            if r.closed {
+                out.push(fact("tool_rule_closed", vec![s(&env(r.env)), s(&id)]));
+            }
             if TOOL_EFFECTS[r.effect] == "rate_limit" {
                 out.push(fact(
                     "tool_rule_limit",
@@ -241,7 +250,7 @@ impl World {
                 ],
             ));
         }
-        for (q, &(t, arg, used)) in self.tool_requests.iter().enumerate() {
+        for (q, &(t, arg, used, extra)) in self.tool_requests.iter().enumerate() {
             let req = format!("q{q}");
             out.push(fact("tool_request", vec![s(&req), s("r1"), s(TOOLS[t])]));
             if let Some(a) = arg {
@@ -249,6 +258,9 @@ impl World {
                     "tool_arg",
                     vec![s(&req), s("/path"), s(ARG_VALUES[a])],
                 ));
+            }
+            if extra {
+                out.push(fact("tool_arg", vec![s(&req), s("/mode"), s("fast")]));
             }
             for (i, r) in self.tool_rules.iter().enumerate() {
                 if TOOL_EFFECTS[r.effect] == "rate_limit" {
@@ -342,7 +354,7 @@ impl World {
 
     /// Whether tool rule `r` applies to tool request `q`, computed without the packs.
     fn tool_rule_applies(&self, r: &ToolRule, q: usize) -> bool {
-        let (tool, arg, _) = self.tool_requests[q];
+        let (tool, arg, _, extra) = self.tool_requests[q];
         let glob = |p: &str, v: &str| {
             !v.split('/').any(|segment| segment == "..") && compile_glob(p).unwrap().is_match(v)
         };
@@ -350,6 +362,7 @@ impl World {
             && glob(TOOL_PATTERNS[r.pattern], TOOLS[tool])
             && r.arg
                 .is_none_or(|a| arg.is_some_and(|v| glob(ARG_PATTERNS[a], ARG_VALUES[v])))
+            && !(r.closed && (extra || (arg.is_some() && r.arg.is_none())))
     }
 }
 
@@ -357,7 +370,7 @@ impl World {
     /// Whether a governing envelope puts tool request `q`'s tool above r1's clearance,
     /// computed without the packs.
     fn tool_above_clearance(&self, q: usize) -> bool {
-        let (tool, _, _) = self.tool_requests[q];
+        let (tool, _, _, _) = self.tool_requests[q];
         let governing = self.governing();
         self.tool_levels.iter().any(|&(e, p, l)| {
             governing.contains(&e)
@@ -449,6 +462,21 @@ proptest! {
     }
 
     #[test]
+    fn an_allow_is_always_by_an_allow_rule_that_applies(w in world()) {
+        // Applies: tool pattern, the `/path` condition, and a closed rule's `/path`-only.
+        let model = evaluate(&w.facts());
+        let got = effects(&model, "tool_decision");
+        for q in 0..w.tool_requests.len() {
+            if got[&format!("q{q}")].contains("allow") {
+                let by = w.tool_rules.iter().any(|r| {
+                    TOOL_EFFECTS[r.effect] == "allow" && w.tool_rule_applies(r, q)
+                });
+                prop_assert!(by, "q{} allowed by no rule that applies", q);
+            }
+        }
+    }
+
+    #[test]
     fn a_tool_level_only_forbids_calls_above_the_clearance(w in world()) {
         let with = decisions(&evaluate(&w.facts()), "tool_decision");
         let mut bare = w.clone();
@@ -488,7 +516,7 @@ proptest! {
         let governing = w.governing();
         if !w.tool_rules.iter().any(|r| governing.contains(&r.env)) {
             w.attached.push((0, 1));
-            w.tool_rules.push(ToolRule { env: 0, pattern: 3, effect: 0, arg: None, limit: 0 });
+            w.tool_rules.push(ToolRule { env: 0, pattern: 3, effect: 0, arg: None, closed: false, limit: 0 });
         }
         let before = effects(&evaluate(&w.facts()), "tool_decision");
         let mut facts = w.facts();

@@ -494,3 +494,61 @@ fn why_not_names_only_rules_of_envelopes_governing_the_run() {
     assert_eq!(d.rules, ["other-team/uploads"]);
     assert_eq!(d.envelope_versions, ["other-team@1"]);
 }
+
+#[test]
+fn a_closed_rule_does_not_apply_to_a_call_with_an_argument_it_does_not_name() {
+    // `only_named_args`: the URL is checked, and nothing may ride beside it (a `proxy`, a
+    // nested option); the injection corpus's `proxy` beside a docs URL was allowed before.
+    let set = load_envelopes(&[(
+        "e.yaml",
+        "id: docs\nversion: 1\nattach: {agents: [coder]}\ntools:\n  \
+         - {id: get, effect: allow, tools: [http.get], args: {/url: \"https://docs.acme.dev/**\"}, only_named_args: true}\n  \
+         - {id: list, effect: allow, tools: [fs.list], only_named_args: true}\n  \
+         - {id: open, effect: allow, tools: [http.head], args: {/url: \"https://docs.acme.dev/**\"}}\n",
+    )])
+    .unwrap();
+    let subjects = subject_facts(&[coder()], &[]);
+    let e = PolicyEngine::new(&set, &subjects).unwrap();
+    let decide = |t: &str, args: serde_json::Value| e.decide_tool("run-42", t, &args).effect;
+    let docs = "https://docs.acme.dev/guide";
+    assert_eq!(
+        decide("http.get", serde_json::json!({"url": docs})),
+        DecisionEffect::Allow
+    );
+    for args in [
+        serde_json::json!({"url": docs, "proxy": "https://evil.example"}),
+        serde_json::json!({"url": docs, "opts": {"follow": true}}),
+        serde_json::json!({"url": [docs]}),
+    ] {
+        assert_eq!(
+            decide("http.get", args.clone()),
+            DecisionEffect::Deny,
+            "{args}"
+        );
+    }
+    // Closed with no `args`: no argument at all.
+    assert_eq!(
+        decide("fs.list", serde_json::json!({})),
+        DecisionEffect::Allow
+    );
+    assert_eq!(
+        decide("fs.list", serde_json::json!({"path": "/"})),
+        DecisionEffect::Deny
+    );
+    // An open rule still lets other arguments ride along.
+    let extra = serde_json::json!({"url": docs, "proxy": "https://evil.example"});
+    assert_eq!(decide("http.head", extra), DecisionEffect::Allow);
+    // The denial's proof re-checks without the evaluator.
+    let args = serde_json::json!({"url": docs, "proxy": "https://evil.example"});
+    let d = e.decide_tool("run-42", "http.get", &args);
+    let mut inputs = set.facts();
+    inputs.extend_from(&subjects);
+    let call = ToolCall {
+        name: "http.get".into(),
+        args,
+        usage: Default::default(),
+    };
+    inputs.extend_from(&tool_request_facts(&d.request, "run-42", &call));
+    let program = crate::packs::builtin_program().unwrap();
+    proof_check::check_proof(&program, &inputs, d.proof.as_ref().unwrap()).unwrap();
+}

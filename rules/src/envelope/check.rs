@@ -70,7 +70,15 @@ const ATTACH: Shape = Shape {
 
 const TOOL_RULE: Shape = Shape {
     what: "a tool rule",
-    keys: &["id", "effect", "tools", "args", "limit", "description"],
+    keys: &[
+        "id",
+        "effect",
+        "tools",
+        "args",
+        "only_named_args",
+        "limit",
+        "description",
+    ],
     example: "- {id: read-only, effect: allow, tools: [\"fs.read*\"]}",
 };
 
@@ -319,6 +327,11 @@ impl Checker<'_> {
             && let Some(args) = self.args(n)
         {
             out.insert("args".into(), args);
+        }
+        if let Some(n) = fields.get("only_named_args")
+            && let Some(closed) = self.boolean(n, "`only_named_args`", "only_named_args: true")
+        {
+            out.insert("only_named_args".into(), Json::Bool(closed));
         }
         let limit = fields.get("limit");
         if let Some(n) = limit

@@ -10,7 +10,8 @@ use super::format::{PolicyEnvelope, Section};
 
 impl EnvelopeSet {
     /// The facts of every envelope: `envelope`, `envelope_extends`, `envelope_attached`,
-    /// `tool_rule`, `tool_rule_arg`, `tool_rule_limit`, `data_rule`, `data_rule_kind`,
+    /// `tool_rule`, `tool_rule_arg`, `tool_rule_closed`, `tool_rule_limit`, `data_rule`,
+    /// `data_rule_kind`,
     /// `data_rule_label`, `model_rule`, `memory_rule`, `approval_rule`, `tool_level` and
     /// `envelope_extension`. Rule ids are `ENVELOPE/RULE`.
     pub fn facts(&self) -> FactSet {
@@ -65,6 +66,9 @@ pub(crate) fn envelope_facts(env: &PolicyEnvelope, facts: &mut FactSet) {
                 "tool_rule_arg",
                 vec![e.clone(), id.clone(), sym(arg), sym(pattern)],
             );
+        }
+        if r.only_named_args {
+            add("tool_rule_closed", vec![e.clone(), id.clone()]);
         }
         if let Some(l) = &r.limit {
             add(

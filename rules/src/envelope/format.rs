@@ -123,6 +123,10 @@ pub struct ToolRule {
     /// as text. All must match.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub args: BTreeMap<String, String>,
+    /// The call may carry no argument but those `args` names: any other (a `proxy` beside a
+    /// checked `url`) and the rule does not apply.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub only_named_args: bool,
     /// The limit of a `rate_limit` rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<RateLimit>,

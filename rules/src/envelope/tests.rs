@@ -803,7 +803,7 @@ fn the_module_doc_example_loads() {
         ("base.yaml", "id: org-baseline\nversion: 1\n"),
     ])
     .unwrap();
-    assert_eq!(set.get("coding-agent").unwrap().rules().len(), 8);
+    assert_eq!(set.get("coding-agent").unwrap().rules().len(), 9);
 }
 
 #[test]
@@ -855,4 +855,27 @@ fn taking_out_a_rule_keeps_every_other_rules_id() {
     assert!(set.without_rule("e/nothing").is_none());
     assert!(set.without_rule("other/tools.0").is_none());
     assert!(set.without_rule("no-slash").is_none());
+}
+
+#[test]
+fn only_named_args_is_true_or_false() {
+    check_error(
+        "id: e\nversion: 1\ntools:\n  - {effect: allow, tools: [x], only_named_args: \"true\"}\n",
+        "E-envelope-type",
+        "`only_named_args` must be true or false, found text",
+        (4, 50),
+        "remove the quotes: `only_named_args: true`",
+    );
+    check_error(
+        "id: e\nversion: 1\ntools:\n  - {effect: allow, tools: [x], only_named_args: 1}\n",
+        "E-envelope-type",
+        "`only_named_args` must be true or false, found an integer",
+        (4, 50),
+        "write `only_named_args: true`",
+    );
+    let set = load_one(
+        "id: e\nversion: 1\ntools:\n  - {effect: allow, tools: [x], only_named_args: true}\n",
+    )
+    .unwrap();
+    assert!(set.get("e").unwrap().tools[0].only_named_args);
 }

@@ -215,6 +215,21 @@ impl Checker<'_> {
         Some(n)
     }
 
+    pub(super) fn boolean(&mut self, node: &Node, what: &str, example: &str) -> Option<bool> {
+        match &node.value {
+            Value::Bool(b) => Some(*b),
+            Value::Str(s) if matches!(s.as_str(), "true" | "false") => {
+                let help = format!("remove the quotes: `{example}`");
+                self.wrong_type(node, what, "true or false", &help);
+                None
+            }
+            _ => {
+                self.wrong_type(node, what, "true or false", &format!("write `{example}`"));
+                None
+            }
+        }
+    }
+
     pub(super) fn list<'n>(
         &mut self,
         node: &'n Node,
