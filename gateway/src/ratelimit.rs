@@ -72,13 +72,10 @@ pub fn applicable(
                 continue;
             }
             let flat = flat.get_or_insert_with(|| flatten_arguments(args).into_iter().collect());
-            // As `envelopes.dl` applies a rule: every named argument matches, and a closed rule
-            // (`only_named_args`) sees no other.
             let args_match = rule.args.iter().all(|(pointer, pattern)| {
                 flat.get(pointer)
                     .is_some_and(|value| patterns.test(TestFn::Glob, pattern, value))
-            }) && (!rule.only_named_args
-                || flat.keys().all(|k| rule.args.contains_key(k)));
+            });
             if args_match {
                 let local = rule.id.clone().unwrap_or_else(|| {
                     tollgate_rules::envelope::local_rule_id(
@@ -223,21 +220,6 @@ tools:
         assert_eq!(got.len(), 1);
         assert!(applicable(&set, &gov, "http.post", &json!({}), &p).is_empty());
         assert!(applicable(&set, &[], "http.get", &json!({}), &p).is_empty());
-    }
-
-    #[test]
-    fn a_closed_rule_counts_only_calls_without_other_arguments() {
-        let set = load_envelopes(&[(
-            "e.yaml",
-            "id: e\nversion: 1\ntools:\n  - {id: budget, effect: rate_limit, tools: [http.get], \
-             args: {/host: \"*.example\"}, only_named_args: true, limit: {count: 5, window_seconds: 10}}\n",
-        )])
-        .unwrap();
-        let gov = vec!["e@1".to_string()];
-        let p = PatternCache::default();
-        let counted = |args| applicable(&set, &gov, "http.get", &args, &p).len();
-        assert_eq!(counted(json!({"host": "a.example"})), 1);
-        assert_eq!(counted(json!({"host": "a.example", "proxy": "b"})), 0);
     }
 
     #[test]

@@ -83,10 +83,12 @@ pub(crate) const GITLAB_TOKEN: &str = r"\bglpat-[A-Za-z0-9_-]{20,}";
 pub(crate) const NPM_TOKEN: &str = r"\bnpm_[A-Za-z0-9]{36}\b";
 /// A JSON Web Token (header and claims are base64url JSON objects). (Shared with [`scrub`].)
 pub(crate) const JWT: &str = r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}";
-/// The password of a URL's user information (`postgres://user:PASSWORD@host`), group 1.
-/// Brackets cannot be in user information (RFC 3986), so a marker put there
-/// (`[REDACTED:rule]@`) is not taken for a password. (Shared with [`scrub`].)
-pub(crate) const URL_PASSWORD: &str = r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[\]]+:([^\s@/\[\]]+)@";
+/// The password of a URL's user information (`postgres://user:PASSWORD@host`, or with no user
+/// name), group 1. Brackets, `?`, `#` and quotes cannot be in user information (RFC 3986), so
+/// a marker put there (`[REDACTED:rule]@`), a port before a query (`host:8080?to=a@b`) or two
+/// URLs of one JSON text are not taken for one. (Shared with [`scrub`].)
+pub(crate) const URL_PASSWORD: &str =
+    r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[\]?#"]*:([^\s@/\[\]?#"]+)@"#;
 
 /// `(name, pattern, group)`; earlier detectors name a span when two overlap. The last six
 /// before `bearer_token` came with issue 19's injection corpus: a tool result carrying any of
@@ -329,6 +331,7 @@ mod tests {
                 "url_password",
                 "hunter2-db",
             ),
+            ("redis://:s3cret@cache:6379", "url_password", "s3cret"),
         ] {
             let spans = find_spans(text);
             assert_eq!(spans.len(), 1, "{text}: {spans:?}");
@@ -340,6 +343,8 @@ mod tests {
             "pk_live_4eC39HqLyjWDarjtT1zdp7dc",
             "postgres://[REDACTED:url_credentials]@localhost:5433/acme_test",
             "https://docs.acme.dev/a:b@c",
+            r#"{"homepage":"https://acme.dev","email":"ops@acme.dev"}"#,
+            "http://localhost:8080?to=a@b",
         ] {
             assert_eq!(find_spans(clean), [], "{clean}");
         }

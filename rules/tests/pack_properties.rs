@@ -36,7 +36,8 @@ const TOOLS: [&str; 4] = ["fs.read", "fs.write", "shell.exec", "net.fetch"];
 const TOOL_PATTERNS: [&str; 6] = ["fs.*", "fs.read", "shell.*", "**", "net.fetch", "*.write"];
 const TOOL_EFFECTS: [&str; 4] = ["allow", "deny", "require_approval", "rate_limit"];
 const ARG_PATTERNS: [&str; 3] = ["src/**", "*.md", "**"];
-/// `src/../etc/passwd` climbs out of `src/`: no wildcard matches a `..` segment.
+/// `src/../etc/passwd` climbs out of `src/`: it matches `src/**` as a glob, but no permitting
+/// rule's condition holds on it (a deny's still does).
 const ARG_VALUES: [&str; 4] = ["src/a.rs", "README.md", "etc/passwd", "src/../etc/passwd"];
 const SCOPES: [&str; 3] = ["org:acme", "org:acme/repo:api", "org:globex"];
 const SCOPE_PATTERNS: [&str; 3] = ["org:acme/**", "**", "org:globex"];
@@ -355,13 +356,16 @@ impl World {
     /// Whether tool rule `r` applies to tool request `q`, computed without the packs.
     fn tool_rule_applies(&self, r: &ToolRule, q: usize) -> bool {
         let (tool, arg, _, extra) = self.tool_requests[q];
-        let glob = |p: &str, v: &str| {
-            !v.split('/').any(|segment| segment == "..") && compile_glob(p).unwrap().is_match(v)
+        let glob = |p: &str, v: &str| compile_glob(p).unwrap().is_match(v);
+        // A permitting rule's argument condition never holds on a value that climbs.
+        let permitting = matches!(TOOL_EFFECTS[r.effect], "allow" | "require_approval");
+        let holds = |p: &str, v: &str| {
+            glob(p, v) && !(permitting && v.split('/').any(|segment| segment == ".."))
         };
         self.governing().contains(&r.env)
             && glob(TOOL_PATTERNS[r.pattern], TOOLS[tool])
             && r.arg
-                .is_none_or(|a| arg.is_some_and(|v| glob(ARG_PATTERNS[a], ARG_VALUES[v])))
+                .is_none_or(|a| arg.is_some_and(|v| holds(ARG_PATTERNS[a], ARG_VALUES[v])))
             && !(r.closed && (extra || (arg.is_some() && r.arg.is_none())))
     }
 }

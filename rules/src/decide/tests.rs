@@ -552,3 +552,80 @@ fn a_closed_rule_does_not_apply_to_a_call_with_an_argument_it_does_not_name() {
     let program = crate::packs::builtin_program().unwrap();
     proof_check::check_proof(&program, &inputs, d.proof.as_ref().unwrap()).unwrap();
 }
+
+#[test]
+fn an_argument_that_climbs_is_permitted_by_no_pattern_but_still_denied() {
+    // `src/**` matches `src/../../.ssh/id_ed25519` as a glob: an allow (or an approval) must not
+    // reach past the prefix it names. A deny must still catch what climbs: `**/.env` denies
+    // `../.env` though the read-only rule allows any path.
+    let set = load_envelopes(&[(
+        "e.yaml",
+        "id: e\nversion: 1\nattach: {agents: [coder]}\ntools:\n  \
+         - {id: src, effect: allow, tools: [fs.read_file], args: {/path: \"src/**\"}}\n  \
+         - {id: any, effect: allow, tools: [fs.list]}\n  \
+         - {id: env, effect: deny, tools: [fs.list], args: {/path: \"**/.env\"}}\n  \
+         - {id: docs, effect: require_approval, tools: [http.get], args: {/url: \"https://docs.acme.dev/public/**\"}}\n  \
+         - {id: up, effect: allow, tools: [fs.stat], args: {/path: \"../shared/**\"}}\n",
+    )])
+    .unwrap();
+    let e = PolicyEngine::new(&set, &subject_facts(&[coder()], &[])).unwrap();
+    let decide = |t: &str, args: serde_json::Value| e.decide_tool("run-42", t, &args).effect;
+    let path = |p: &str| serde_json::json!({ "path": p });
+    let url = |u: &str| serde_json::json!({ "url": u });
+    assert_eq!(
+        decide("fs.read_file", path("src/a/b.rs")),
+        DecisionEffect::Allow
+    );
+    for (climbing, why) in [
+        ("src/../../home/dev/.ssh/id_ed25519", "plain"),
+        ("src/a/../../../etc/shadow", "from a subfolder"),
+        ("src/..\\..\\secrets.txt", "Windows separators"),
+        ("src/%2e%2e/%2E%2E/etc/passwd", "percent-encoded"),
+        ("src/.%2e/.env", "half-encoded"),
+        ("src/..", "the parent itself"),
+        ("src/.\t./x", "a tab a URL parser drops"),
+    ] {
+        assert_eq!(
+            decide("fs.read_file", path(climbing)),
+            DecisionEffect::Deny,
+            "{why}"
+        );
+    }
+    for name in ["src/.../x", "src/..hidden/x", "src/a../b", "src/./main.rs"] {
+        assert_eq!(
+            decide("fs.read_file", path(name)),
+            DecisionEffect::Allow,
+            "{name}"
+        );
+    }
+    let docs = "https://docs.acme.dev/public/guide";
+    assert_eq!(
+        decide("http.get", url(docs)),
+        DecisionEffect::RequireApproval
+    );
+    for climbing in [
+        "https://docs.acme.dev/public/..?x",
+        "https://docs.acme.dev/public/..#x",
+        "https://docs.acme.dev/public/a/../../admin",
+    ] {
+        assert_eq!(
+            decide("http.get", url(climbing)),
+            DecisionEffect::Deny,
+            "{climbing}"
+        );
+    }
+    // The deny still applies to what climbs.
+    assert_eq!(decide("fs.list", path("src")), DecisionEffect::Allow);
+    for denied in ["../.env", "src/../.env", "a/.env"] {
+        assert_eq!(
+            decide("fs.list", path(denied)),
+            DecisionEffect::Deny,
+            "{denied}"
+        );
+    }
+    // A pattern that spells `..` opts out.
+    assert_eq!(
+        decide("fs.stat", path("../shared/DESIGN.md")),
+        DecisionEffect::Allow
+    );
+}

@@ -332,6 +332,23 @@ impl Checker<'_> {
             && let Some(closed) = self.boolean(n, "`only_named_args`", "only_named_args: true")
         {
             out.insert("only_named_args".into(), Json::Bool(closed));
+            // Closing narrows a rule: a `deny` or `rate_limit` one would let a call escape it by
+            // carrying one more argument.
+            if let (true, Some(e @ ("deny" | "rate_limit"))) = (closed, effect) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E-envelope-closed-denial",
+                        format!(
+                            "`only_named_args` narrows `allow` and `require_approval` rules, not `{e}`"
+                        ),
+                        n.span,
+                    )
+                    .with_label("a call would escape this rule by carrying one more argument")
+                    .with_help(format!(
+                        "remove `only_named_args`: a `{e}` rule applies whatever else the call carries"
+                    )),
+                );
+            }
         }
         let limit = fields.get("limit");
         if let Some(n) = limit

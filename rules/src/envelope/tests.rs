@@ -878,4 +878,12 @@ fn only_named_args_is_true_or_false() {
     )
     .unwrap();
     assert!(set.get("e").unwrap().tools[0].only_named_args);
+    // On a deny, a call would escape the rule by carrying one more argument.
+    check_error(
+        "id: e\nversion: 1\ntools:\n  - {effect: deny, tools: [x], only_named_args: true}\n",
+        "E-envelope-closed-denial",
+        "`only_named_args` narrows `allow` and `require_approval` rules, not `deny`",
+        (4, 49),
+        "remove `only_named_args`",
+    );
 }
