@@ -4,22 +4,28 @@
 
 use super::support::Gateway;
 
-/// Sends only the head of a request declaring a `length`-byte body and reads the answer: an
-/// oversized body is refused before any of it is sent.
-pub fn head_only(gw: &Gateway, length: usize) -> String {
+/// Sends `POST /v1/runs` with the token, these further headers and `rest` (what follows the
+/// head: a body, or nothing), on a connection of its own; returns the whole answer.
+fn post_raw(gw: &Gateway, headers: &str, rest: &str) -> String {
     use std::io::{Read as _, Write as _};
     let addr = gw.base.strip_prefix("http://").unwrap();
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     write!(
         s,
         "POST /v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
-         Content-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n",
+         Content-Type: application/json\r\n{headers}Connection: close\r\n\r\n{rest}",
         gw.token
     )
     .unwrap();
     let mut answer = String::new();
     let _ = s.read_to_string(&mut answer);
     answer
+}
+
+/// Sends only the head of a request declaring a `length`-byte body and reads the answer: an
+/// oversized body is refused before any of it is sent.
+pub fn head_only(gw: &Gateway, length: usize) -> String {
+    post_raw(gw, &format!("Content-Length: {length}\r\n"), "")
 }
 
 #[test]
@@ -34,21 +40,8 @@ fn an_oversized_body_is_refused_before_it_is_read() {
 /// Sends `body` chunked (no `Content-Length`, so nothing can be refused before reading) and
 /// returns the whole answer.
 fn chunked(gw: &Gateway, body: &str) -> String {
-    use std::io::{Read as _, Write as _};
-    let addr = gw.base.strip_prefix("http://").unwrap();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST /v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
-         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
-         Connection: close\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
-        gw.token,
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    answer
+    let rest = format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    post_raw(gw, "Transfer-Encoding: chunked\r\n", &rest)
 }
 
 #[test]
