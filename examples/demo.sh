@@ -25,11 +25,17 @@ trap 'kill "$GATEWAY" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q "listening on" "$LOG" && break; sleep 0.1; done
 grep "listening on" "$LOG" | head -1
 
+# The agent gets a credential of its own: agent `coder`, within org:acme, cleared no higher
+# than confidential. It can open and drive its runs, and approve nothing.
+AGENT_TOKEN=$("$BIN" tokens create --kind agent --agent coder --max-scope org:acme \
+  --max-clearance confidential --expires 1d 2>/dev/null)
+
 AGENT_OUT=.tollgate/demo-agent.out
 # Emptied first: the loop below may read it before the agent's shell truncates it, and a
 # second demo would otherwise find the first one's approval.
 : >"$AGENT_OUT"
-.tollgate/venv/bin/python examples/agent/agent.py --url "http://127.0.0.1:$PORT" >"$AGENT_OUT" 2>&1 &
+TOLLGATE_TOKEN="$AGENT_TOKEN" .tollgate/venv/bin/python examples/agent/agent.py \
+  --url "http://127.0.0.1:$PORT" >"$AGENT_OUT" 2>&1 &
 AGENT=$!
 APPROVED=""
 while kill -0 "$AGENT" 2>/dev/null; do

@@ -546,10 +546,13 @@ fn a_registered_pack_runs_over_http_from_demo_case_to_commit() {
     assert_eq!(status, 409, "{r}");
     assert_eq!(r["error"]["code"], "approval_required");
     assert_eq!(r["error"]["details"]["recorded"], true);
-    let (status, r) = gw.call(
+    // The approver is the credential's principal (issue 32): `alice`'s own token.
+    let alice = gw.create_token(&["--kind", "approver", "--name", "alice"]);
+    let (status, r) = gw.call_as(
+        &alice,
         "POST",
         &format!("{base}/approval"),
-        Some(&json!({"approve": true, "by": "alice"})),
+        Some(&json!({"approve": true})),
     );
     assert_eq!(status, 201, "{r}");
     assert_eq!(r["state"], "approved");

@@ -81,6 +81,14 @@ fn login(gw: &Gateway) -> String {
     cookie_of(&headers)
 }
 
+/// Logs in with a token through the login form; returns the `Cookie` header to send.
+fn login_with(gw: &Gateway, token: &str) -> String {
+    let form = format!("token={token}");
+    let (status, headers, body) = send(gw, "POST", "/ui/login", Some(&form), &[]);
+    assert_eq!(status, 303, "{body}");
+    cookie_of(&headers)
+}
+
 fn cookie_of(headers: &[(String, String)]) -> String {
     let set = header(headers, "set-cookie").expect("a session cookie");
     set.split(';').next().unwrap().to_string()
@@ -139,6 +147,38 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
     let (status, _, page) = send(&gw, "POST", "/ui/login", Some("token=wrong"), &[]);
     assert_eq!(status, 401);
     assert!(page.contains("not valid"), "{page}");
+    // An agent's token opens no session; an approver's opens one acting as the approver,
+    // who may read but not do what only an admin may (issue 32).
+    let agent = gw.create_token(&["--kind", "agent", "--agent", "coder"]);
+    let (status, _, page) = send(
+        &gw,
+        "POST",
+        "/ui/login",
+        Some(&format!("token={agent}")),
+        &[],
+    );
+    assert_eq!(status, 401);
+    assert!(page.contains("agent"), "{page}");
+    let approver = login_with(
+        &gw,
+        &gw.create_token(&["--kind", "approver", "--name", "ann"]),
+    );
+    let (status, page) = get_page(&gw, &approver, "/ui/runs");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("ann"),
+        "the page says who is logged in: {page}"
+    );
+    let demo = format!("csrf={}", csrf_of(&page));
+    let (status, _, page) = send(
+        &gw,
+        "POST",
+        "/ui/packs/intake_review/1/demo-case",
+        Some(&demo),
+        &[("Cookie", &approver)],
+    );
+    assert_eq!(status, 403, "{page}");
+    assert!(page.contains("only an admin"), "{page}");
 
     // A made-up session is no session.
     let (status, _, _) = send(
@@ -447,10 +487,19 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
         (approval, started.elapsed())
     });
 
-    let cookie = login(&gw);
+    // Each person decides in a session of their own credential (issue 32).
+    let intern = login_with(
+        &gw,
+        &gw.create_token(&["--kind", "approver", "--name", "intern"]),
+    );
+    let cookie = login_with(
+        &gw,
+        &gw.create_token(&["--kind", "approver", "--name", "team-lead"]),
+    );
     let (status, page) = get_page(&gw, &cookie, "/ui/approvals");
     assert_eq!(status, 200);
     assert!(page.contains(&id) && page.contains("shell.exec") && page.contains("make test"));
+    assert!(page.contains("Deciding as"), "{page}");
     assert!(
         !page.contains(secret),
         "a secret in the arguments is hidden"
@@ -458,20 +507,27 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
     assert!(page.contains("[REDACTED:secret]"), "{page}");
     let csrf = csrf_of(&page);
 
-    // Refused: no CSRF token, or someone the rule does not name; nothing changes.
-    let form = "decision=approve&by=team-lead&reason=ok";
+    // Refused: no CSRF token, someone the rule does not name, or the owner's session on a
+    // run the owner's token opened; a `by` field names no one. Nothing changes.
+    let form = "decision=approve&reason=ok";
     let action = format!("/ui/approvals/{id}");
     let (status, _, _) = send(&gw, "POST", &action, Some(form), &[("Cookie", &cookie)]);
     assert_eq!(status, 403);
-    let intern = format!("csrf={csrf}&decision=approve&by=intern");
-    let (status, _, body) = send(&gw, "POST", &action, Some(&intern), &[("Cookie", &cookie)]);
+    let (_, page) = get_page(&gw, &intern, "/ui/approvals");
+    let form = format!("csrf={}&decision=approve&by=team-lead", csrf_of(&page));
+    let (status, _, body) = send(&gw, "POST", &action, Some(&form), &[("Cookie", &intern)]);
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("intern"), "the page says who may not approve");
+    let owner = login(&gw);
+    let (_, page) = get_page(&gw, &owner, "/ui/approvals");
+    let form = format!("csrf={}&decision=approve", csrf_of(&page));
+    let (status, _, body) = send(&gw, "POST", &action, Some(&form), &[("Cookie", &owner)]);
+    assert_eq!(status, 403, "{body}");
     let (_, approval) = gw.call("GET", &format!("/v1/approvals/{id}"), None);
     assert_eq!(approval["state"], "pending");
 
     // Approved in the dashboard: the waiting agent hears at once and its call goes ahead.
-    let approve = format!("csrf={csrf}&decision=approve&by=team-lead&reason=tests+only");
+    let approve = format!("csrf={csrf}&decision=approve&reason=tests+only");
     let (status, headers, _) = send(&gw, "POST", &action, Some(&approve), &[("Cookie", &cookie)]);
     assert_eq!(status, 303);
     assert!(

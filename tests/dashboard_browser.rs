@@ -182,6 +182,23 @@ async fn log_in(gw: &Gateway, client: &Client) {
     );
 }
 
+/// Logs in on the login page with a person's own token (an approver's or an admin's), as
+/// they would paste it; the session acts as them (issue 32).
+async fn log_in_with(gw: &Gateway, client: &Client, token: &str) {
+    open(gw, client, "/ui/login").await;
+    let field = client
+        .find(Locator::Css("input[name=token]"))
+        .await
+        .unwrap();
+    field.send_keys(token).await.unwrap();
+    click_to(
+        client,
+        Locator::Css("main form button[type=submit]"),
+        "/ui/runs",
+    )
+    .await;
+}
+
 /// The visible text of the page.
 async fn text(client: &Client) -> String {
     client
@@ -549,7 +566,9 @@ fn an_approval_clicked_in_the_browser_releases_the_waiting_tool_call() {
         assert_eq!(gated["effect"], "require_approval", "{gated}");
         let id = gated["approval"]["id"].as_str().unwrap().to_string();
 
-        log_in(gw, client).await;
+        // The approver the rule names decides in a session of their own token.
+        let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
+        log_in_with(gw, client, &lead).await;
         click_to(client, Locator::LinkText("Approvals"), "/ui/approvals").await;
         let card = client
             .find(Locator::Css(&format!(
@@ -586,13 +605,12 @@ fn an_approval_clicked_in_the_browser_releases_the_waiting_tool_call() {
         // Let the long poll start waiting before the click.
         tokio::time::sleep(Duration::from_millis(300)).await;
 
-        // A person picks who they are, gives a reason and clicks Approve.
-        let by = card.find(Locator::Css("[name=by]")).await.unwrap();
-        if by.tag_name().await.unwrap() == "select" {
-            by.select_by_value("team-lead").await.unwrap();
-        } else {
-            by.send_keys("team-lead").await.unwrap();
-        }
+        // The page says who decides; the person gives a reason and clicks Approve.
+        assert!(
+            card.text().await.unwrap().contains("Deciding as team-lead"),
+            "{}",
+            card.text().await.unwrap()
+        );
         card.find(Locator::Css("input[name=reason]"))
             .await
             .unwrap()
@@ -747,7 +765,8 @@ fn the_memory_screen_reviews_a_candidate_pins_it_and_raises_its_sensitivity() {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
         let out = gw.tollgate(&["memory", "distill", "run-bugfix-users-404", "--json"]);
         assert!(out.status.success(), "{}", support::stderr(&out));
-        log_in(gw, client).await;
+        let lead = gw.create_token(&["--kind", "admin", "--name", "lead"]);
+        log_in_with(gw, client, &lead).await;
         click_to(client, Locator::LinkText("Memories"), "/ui/memories").await;
         // The review queue: the candidates distillation left below the thresholds.
         let queue = text(client).await;
@@ -776,12 +795,6 @@ fn the_memory_screen_reviews_a_candidate_pins_it_and_raises_its_sensitivity() {
         // A control without a reason is refused by the browser itself (required fields);
         // with one, pinning a candidate accepts and pins it.
         let form = client.find(Locator::Css("form.decide")).await.unwrap();
-        form.find(Locator::Css("input[name=by]"))
-            .await
-            .unwrap()
-            .send_keys("lead")
-            .await
-            .unwrap();
         form.find(Locator::Css("input[name=reason]"))
             .await
             .unwrap()
@@ -801,12 +814,6 @@ fn the_memory_screen_reviews_a_candidate_pins_it_and_raises_its_sensitivity() {
         // Raise its sensitivity: recorded with who and why, shown in the history.
         let forms = client.find_all(Locator::Css("form.decide")).await.unwrap();
         let edit = forms.into_iter().last().unwrap();
-        edit.find(Locator::Css("input[name=by]"))
-            .await
-            .unwrap()
-            .send_keys("lead")
-            .await
-            .unwrap();
         edit.find(Locator::Css("input[name=reason]"))
             .await
             .unwrap()
@@ -1100,7 +1107,8 @@ fn the_cases_screen_opens_a_demo_case_approves_and_commits_it() {
     with_browser_on(
         || Gateway::start_with(&[("TOLLGATE_PACK_ROOTS", root.as_str())]),
         async |gw, client| {
-            log_in(gw, client).await;
+            let lead = gw.create_token(&["--kind", "admin", "--name", "lead"]);
+            log_in_with(gw, client, &lead).await;
             click_to(client, Locator::LinkText("Cases"), "/ui/cases").await;
             let list = text(client).await;
             assert!(
@@ -1136,12 +1144,6 @@ fn the_cases_screen_opens_a_demo_case_approves_and_commits_it() {
             }
             screen(client, "cases-case").await;
             let form = client.find(Locator::Css("form.decide")).await.unwrap();
-            form.find(Locator::Css("input[name=by]"))
-                .await
-                .unwrap()
-                .send_keys("lead")
-                .await
-                .unwrap();
             let approve = form
                 .find(Locator::Css("button[value=approve]"))
                 .await

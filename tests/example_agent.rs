@@ -44,6 +44,18 @@ fn the_openai_client_agent_is_governed_and_recorded() {
         return;
     };
     let gw = Gateway::with_fixture_envelopes();
+    // The agent holds an agent's credential, as the README sets it up: it cannot approve
+    // its own gated call; a person does, from the command line.
+    let agent_token = gw.create_token(&[
+        "--kind",
+        "agent",
+        "--agent",
+        "coder",
+        "--max-scope",
+        "org:acme",
+        "--max-clearance",
+        "confidential",
+    ]);
     let mut agent = Command::new(&python)
         .arg(support::root().join("examples/agent/agent.py"))
         .args([
@@ -54,7 +66,7 @@ fn the_openai_client_agent_is_governed_and_recorded() {
             "--approval-wait",
             "30",
         ])
-        .env("TOLLGATE_TOKEN", &gw.token)
+        .env("TOLLGATE_TOKEN", &agent_token)
         .current_dir(gw.dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

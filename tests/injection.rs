@@ -280,10 +280,12 @@ fn an_approval_given_for_one_call_does_not_let_another_through() {
     let (status, held) = post(&gw, "/v1/runs/inj-4/tool-calls", asked.clone());
     assert_eq!(status, 200, "{held}");
     let id = held["approval"]["id"].as_str().unwrap().to_string();
-    let (status, decided) = post(
-        &gw,
+    let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
+    let (status, decided) = gw.call_as(
+        &lead,
+        "POST",
         &format!("/v2/policies/approvals/{id}"),
-        json!({"decision": "approve", "by": "team-lead", "reason": "listing is fine"}),
+        Some(&json!({"decision": "approve", "reason": "listing is fine"})),
     );
     assert_eq!(status, 200, "{decided}");
     // The injection asks for another command under the approval just given.

@@ -152,17 +152,27 @@ fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() 
     );
     assert!(m["score"]["confidence"].as_f64().unwrap() >= 0.8);
 
-    // Promote with a pin; a missing reason is refused and changes nothing.
+    // Promote with a pin; a missing reason is refused and changes nothing. Who reviews is the
+    // admin's credential (issue 32), never a field of the body.
+    let lead = gw.create_token(&["--kind", "admin", "--name", "lead"]);
     let path = format!("/v2/memory/{candidate}/promote");
-    let (status, err) = gw.call("POST", &path, Some(&json!({"by": "lead"})));
+    let (status, err) = gw.call_as(&lead, "POST", &path, Some(&json!({})));
     assert_eq!(status, 422, "{err}");
-    let (status, err) = gw.call("POST", &path, Some(&json!({"by": "lead", "reason": " "})));
+    let (status, err) = gw.call_as(&lead, "POST", &path, Some(&json!({"reason": " "})));
     assert_eq!(status, 422, "{err}");
     assert_eq!(err["error"]["code"], "invalid");
-    let (status, m) = gw.call(
+    let (status, err) = gw.call_as(
+        &lead,
         "POST",
         &path,
-        Some(&json!({"by": "lead", "reason": "true for the repo", "pin": true})),
+        Some(&json!({"by": "someone", "reason": "r"})),
+    );
+    assert_eq!(status, 422, "`by` is not taken from the body: {err}");
+    let (status, m) = gw.call_as(
+        &lead,
+        "POST",
+        &path,
+        Some(&json!({"reason": "true for the repo", "pin": true})),
     );
     assert_eq!(status, 200, "{m}");
     assert_eq!(
@@ -176,10 +186,10 @@ fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() 
 
     // Expire it; expiring again is a conflict; an unknown memory is a 404.
     let expire = format!("/v2/memory/{candidate}/expire");
-    let body = json!({"by": "lead", "reason": "superseded"});
-    let (status, m) = gw.call("POST", &expire, Some(&body));
+    let body = json!({"reason": "superseded"});
+    let (status, m) = gw.call_as(&lead, "POST", &expire, Some(&body));
     assert_eq!((status, m["status"].clone()), (200, json!("expired")));
-    let (status, err) = gw.call("POST", &expire, Some(&body));
+    let (status, err) = gw.call_as(&lead, "POST", &expire, Some(&body));
     assert_eq!(status, 409, "{err}");
     let (status, _) = gw.call("GET", "/v2/memory/mem-nothing", None);
     assert_eq!(status, 404);
@@ -192,17 +202,16 @@ fn the_gateway_distills_a_run_as_a_job_and_promotes_pins_and_expires_memories() 
     // Feedback: helpful is counted; `wrong` without a note, or an unknown verdict, is a 422
     // that records nothing; `wrong` with one quarantines the memory.
     let feedback = format!("/v2/memory/{approved}/feedback");
-    let (status, m) = gw.call(
+    let (status, m) = gw.call_as(
+        &lead,
         "POST",
         &feedback,
-        Some(&json!({"verdict": "helpful", "by": "coder", "run": "run-feature-users-pagination"})),
+        Some(&json!({"verdict": "helpful", "run": "run-feature-users-pagination"})),
     );
     assert_eq!(status, 200, "{m}");
     assert_eq!(m["feedback"][0]["verdict"], "helpful");
-    for bad in [
-        json!({"verdict": "wrong", "by": "lead"}),
-        json!({"verdict": "meh", "by": "lead"}),
-    ] {
+    assert_eq!(m["feedback"][0]["by"], "lead");
+    for bad in [json!({"verdict": "wrong"}), json!({"verdict": "meh"})] {
         let (status, err) = gw.call("POST", &feedback, Some(&bad));
         assert_eq!(status, 422, "{err}");
         assert_eq!(err["error"]["code"], "invalid");

@@ -79,6 +79,7 @@ fn list(args: ListArgs) -> Result<ExitCode> {
         &ApprovalFilter {
             run: args.run,
             state,
+            agent: None,
         },
         now,
     )?;
@@ -117,6 +118,7 @@ fn decide(args: DecideArgs, approve: bool) -> Result<ExitCode> {
         approve,
         by: args.by,
         reason: args.reason,
+        principal: None,
     };
     match approvals::decide(&store, &args.id, &answer, now, &at) {
         Ok(a) => {

@@ -495,6 +495,7 @@ fn answer(rt: &Runtime, a: AnswerArgs, approve: bool) -> Result<ExitCode> {
         approve,
         by: a.by.clone(),
         reason: a.reason.clone(),
+        principal: None,
     };
     let r = EngineHost::new(rt, &registry, &env).answer(&c.case_id, &pid, &answer);
     finish(r, c.json, &|m| {
@@ -711,6 +712,7 @@ pub fn seed(json: bool) -> Result<ExitCode> {
             approve: true,
             by: "demo-reviewer".into(),
             reason: "routine".into(),
+            principal: None,
         },
     )?;
     host.commit(&b, &pid, Mode::DryRun, None, who)?;
@@ -745,6 +747,7 @@ pub fn seed(json: bool) -> Result<ExitCode> {
                 approve: false,
                 by: "demo-reviewer".into(),
                 reason: "needs a second quote".into(),
+                principal: None,
             },
         )?;
     }

@@ -31,6 +31,7 @@ mod runs_cmd;
 mod serve_cmd;
 mod simulate_cmd;
 mod store_arg;
+mod tokens_cmd;
 
 use std::process::ExitCode;
 
@@ -98,6 +99,11 @@ enum Command {
     /// propose, preview, decide, approve, commit.
     #[command(subcommand)]
     Cases(cases_cmd::CasesCommand),
+    /// Credentials for agents, approvers and admins: create, list, revoke.
+    #[command(subcommand)]
+    Tokens(tokens_cmd::TokensCommand),
+    /// What approvers and admins did, newest first.
+    Audit(tokens_cmd::AuditArgs),
     /// Demo data: `tollgate demo seed` opens demo cases of the intake_review pack.
     #[command(subcommand)]
     Demo(DemoCommand),
@@ -132,6 +138,8 @@ fn main() -> ExitCode {
         Command::Init(args) => packs_cmd::init(args),
         Command::Packs(cmd) => packs_cmd::run(cmd),
         Command::Cases(cmd) => cases_cmd::run(cmd),
+        Command::Tokens(cmd) => tokens_cmd::run(cmd),
+        Command::Audit(args) => tokens_cmd::audit_log(args),
         Command::Demo(DemoCommand::Seed { json }) => cases_cmd::seed(json),
     };
     match result {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use tollgate_gateway::auth::tokens::TokenKey;
 use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve, write_private};
 use tollgate_gateway::job_kinds::builtin_registry;
 use tollgate_gateway::jobs::{JobQueue, Worker, WorkerConfig};
@@ -63,6 +64,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .unwrap_or_default();
     let token = resolve_token(std::env::var("TOLLGATE_TOKEN").ok(), &token_dir)
         .context("cannot create the token file")?;
+    let token_key = TokenKey::resolve(std::env::var("TOLLGATE_TOKEN_KEY").ok(), &token_dir)
+        .context("cannot read or create the token key")?;
     let provider = provider_from_env()?;
     if provider.name() == "fake" {
         eprintln!(
@@ -132,7 +135,9 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             body_limit: args.body_limit,
             extra_hosts: Vec::new(),
         };
-        let state = AppState::new(Arc::new(runtime), &token, config).with_packs(packs);
+        let state = AppState::new(Arc::new(runtime), &token, config)
+            .with_packs(packs)
+            .with_token_key(token_key);
         eprintln!(
             "tollgate: listening on http://{local} (bearer token in {}, or TOLLGATE_TOKEN)",
             token_dir.join("token").display()

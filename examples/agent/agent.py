@@ -8,7 +8,8 @@ tool that runs once a human approves it (`tollgate approvals approve ID --by tea
 
     python3 examples/agent/agent.py [--url http://127.0.0.1:8000] [--run RUN_ID]
 
-The token is TOLLGATE_TOKEN, else the gateway's `.tollgate/token`.
+The token is TOLLGATE_TOKEN (an agent's own, from `tollgate tokens create --kind agent
+--agent coder`), else the gateway's owner token in `.tollgate/token`.
 """
 
 import argparse

@@ -135,6 +135,17 @@ pub struct ApprovalRequest {
     pub ttl_seconds: i64,
 }
 
+impl ApprovalRequest {
+    /// The id the approval it asks for gets.
+    pub fn id(&self) -> String {
+        approval_id(
+            &self.run,
+            &self.call_id,
+            &call_hash(&self.run, &self.tool, &self.arguments),
+        )
+    }
+}
+
 /// Why an approval cannot be decided or used.
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {
@@ -175,6 +186,9 @@ pub enum ApprovalError {
     /// Not decided yet.
     #[error("approval `{0}` is still pending")]
     Pending(String),
+    /// The approver's credential may not decide it (its own call).
+    #[error(transparent)]
+    Refused(#[from] crate::auth::Refusal),
     /// The request is not valid.
     #[error("{0}")]
     Invalid(String),
@@ -188,9 +202,12 @@ pub fn call_hash(run: &str, tool: &str, arguments: &Value) -> String {
         .to_string()
 }
 
-/// The id of the approval of `call_id` in `run`: one approval per call.
-pub fn approval_id(run: &str, call_id: &str) -> String {
-    let h = blake3::hash(format!("{run}\u{0}{call_id}").as_bytes()).to_hex();
+/// The id of the approval of call `call_id` of `run` with the arguments hashed in
+/// `call_hash`: one approval per call and arguments, so a call asked again under the same id
+/// with other arguments gets an approval of its own, never the earlier one's state (issue 32,
+/// hole 9).
+pub fn approval_id(run: &str, call_id: &str, call_hash: &str) -> String {
+    let h = blake3::hash(format!("{run}\u{0}{call_id}\u{0}{call_hash}").as_bytes()).to_hex();
     format!("apr-{}", &h[..16])
 }
 
@@ -262,11 +279,11 @@ pub(crate) fn insert_pending(
     req: &ApprovalRequest,
     now_ms: i64,
 ) -> Result<Approval, StoreError> {
-    let id = approval_id(&req.run, &req.call_id);
+    let hash = call_hash(&req.run, &req.tool, &req.arguments);
+    let id = approval_id(&req.run, &req.call_id, &hash);
     if let Some(existing) = load(c, &id, now_ms)? {
         return Ok(existing);
     }
-    let hash = call_hash(&req.run, &req.tool, &req.arguments);
     let expires_at = now_ms.saturating_add(req.ttl_seconds.max(1).saturating_mul(1000));
     c.execute(
         &format!(
@@ -297,6 +314,8 @@ pub struct ApprovalFilter {
     pub run: Option<String>,
     /// Only in this state (as read now: expiry applied).
     pub state: Option<ApprovalState>,
+    /// Only of this agent's runs.
+    pub agent: Option<String>,
 }
 
 /// Approvals, oldest first.
@@ -305,13 +324,14 @@ pub fn list(
     filter: &ApprovalFilter,
     now_ms: i64,
 ) -> Result<Vec<Approval>, StoreError> {
-    let run = filter.run.clone();
+    let (run, agent) = (filter.run.clone(), filter.agent.clone());
     let all = store.read(move |c| {
         let mut stmt = c.prepare(&format!(
             "SELECT {COLUMNS} FROM approvals WHERE (?1 IS NULL OR run_id = ?1)
+               AND (?2 IS NULL OR run_id IN (SELECT id FROM runs WHERE agent = ?2))
              ORDER BY requested_at, id"
         ))?;
-        let rows = stmt.query_map(params![run], |r| from_row(r, now_ms))?;
+        let rows = stmt.query_map(params![run, agent], |r| from_row(r, now_ms))?;
         let mut out = Vec::new();
         for row in rows {
             out.push(row??);
@@ -410,11 +430,14 @@ pub fn get(store: &Store, id: &str, now_ms: i64) -> Result<Approval, ApprovalErr
 pub struct ApprovalAnswer {
     /// Approve (`true`) or reject.
     pub approve: bool,
-    /// Who answers.
+    /// Who answers: the authenticated principal's name over HTTP and in the dashboard.
     pub by: String,
     /// Why.
     #[serde(default)]
     pub reason: String,
+    /// The credential answering (`tok_…`, `owner`); a run's opener may not answer its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// Approves or rejects a pending approval, appending the `approval` event to its run in the
@@ -451,6 +474,7 @@ pub(crate) fn decide_in(
             help: "an approval is decided once; ask the agent to call again for a new one",
         });
     }
+    check_not_own_call(c, &current, answer)?;
     if !current.approvers.is_empty() && !current.approvers.iter().any(|a| a == &answer.by) {
         return Err(ApprovalError::NotAnApprover {
             id: id.to_string(),
@@ -492,6 +516,37 @@ pub(crate) fn decide_in(
         vec![new_event(step, at.to_string(), &event)?],
     )?;
     Ok(approval)
+}
+
+/// The agent whose call it is can never approve it: refused when the answer comes from the
+/// credential that opened the run, or names the run's agent.
+fn check_not_own_call(
+    c: &Connection,
+    approval: &Approval,
+    answer: &ApprovalAnswer,
+) -> Result<(), ApprovalError> {
+    let (agent, metadata): (String, String) = c
+        .query_row(
+            "SELECT agent, metadata FROM runs WHERE id = ?1",
+            [&approval.run],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(StoreError::from)?;
+    let opened_by = serde_json::from_str::<Value>(&metadata).ok().and_then(|m| {
+        m.get(crate::runtime::OPENED_BY)?
+            .as_str()
+            .map(str::to_string)
+    });
+    let own_credential = answer.principal.is_some() && answer.principal == opened_by;
+    if own_credential || answer.by == agent {
+        return Err(crate::auth::Refusal::OwnCall {
+            approval: approval.id.clone(),
+            agent,
+            by: answer.by.clone(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// The step the run is in now (its last), for events that do not name one.

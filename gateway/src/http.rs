@@ -6,6 +6,7 @@
 //! A write the gateway acknowledges has committed (the store answers only after commit), so
 //! stopping the server — gracefully, or not — loses no acknowledged write.
 
+mod access;
 mod cases;
 mod chat;
 pub mod dashboard;
@@ -19,6 +20,7 @@ mod regressions;
 mod replays;
 mod runs;
 mod security;
+mod tokens;
 mod tools;
 
 use std::net::IpAddr;
@@ -30,14 +32,17 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::get;
 use serde_json::json;
 
+pub use crate::auth::write_private;
 pub use error::{ApiError, ApiJson, ApiPath, ApiQuery};
 pub use openapi::{ErrorBody, ErrorDetail};
-pub use security::{resolve_token, write_private};
+pub use security::resolve_token;
 
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::auth::Principal;
+use crate::auth::tokens::{self as token_store, TokenKey};
 use crate::runtime::{Runtime, RuntimeError};
 
 /// Request bodies above this are refused with 413 (unless configured otherwise).
@@ -80,6 +85,8 @@ pub struct AppState {
     pub dashboard: Arc<dashboard::sessions::Sessions>,
     /// The packs registered at startup (`TOLLGATE_PACK_ROOTS`): only their cases can run here.
     pub packs: Arc<crate::packs::PackRegistry>,
+    /// The key token secrets are hashed under; without one, only the owner's token works.
+    pub token_key: Option<Arc<TokenKey>>,
 }
 
 impl AppState {
@@ -92,6 +99,28 @@ impl AppState {
             config: Arc::new(config),
             dashboard: Arc::new(dashboard::sessions::Sessions::new()),
             packs: Arc::new(crate::packs::PackRegistry::default()),
+            token_key: None,
+        }
+    }
+
+    /// The same state accepting the tokens of the store (`tollgate tokens create`), whose
+    /// secrets are hashed under `key`.
+    pub fn with_token_key(mut self, key: TokenKey) -> AppState {
+        self.token_key = Some(Arc::new(key));
+        self
+    }
+
+    /// The principal a presented bearer token stands for, if any: the owner's token, else a
+    /// live token of the store. Both comparisons take the same time whatever the text.
+    pub fn authenticate(&self, given: &str) -> Result<Option<Principal>, crate::store::StoreError> {
+        if security::constant_time_eq(given.as_bytes(), self.token.as_bytes()) {
+            return Ok(Some(Principal::owner()));
+        }
+        match &self.token_key {
+            Some(key) => {
+                token_store::verify(self.runtime.store(), key, given, self.runtime.now_ms())
+            }
+            None => Ok(None),
         }
     }
 
@@ -132,6 +161,7 @@ pub fn router(state: AppState) -> Router {
             }
         }),
     )
+    .route_layer(from_fn_with_state(state.clone(), access::authorize))
     .merge(dashboard::routes())
     .fallback(not_found)
     .layer(DefaultBodyLimit::max(state.config.body_limit))
@@ -154,6 +184,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(regressions::routes())
         .merge(handoffs::routes())
         .merge(cases::routes())
+        .merge(tokens::routes())
 }
 
 /// The OpenAPI document of the gateway (`GET /openapi.json`), generated from the handlers.

@@ -7,6 +7,7 @@
 //! Dependency direction: `gateway → rules → engine`. Nothing here is called by the engine.
 
 pub mod approvals;
+pub mod auth;
 pub mod cases;
 pub mod clock;
 pub mod compiler;

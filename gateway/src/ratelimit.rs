@@ -6,7 +6,11 @@
 //! rate-limited rule in its current (sliding) window and hands the counts to the policy as
 //! `tool_usage` facts; the packs decide `rate_limited` when a count reached its limit. A call
 //! that then goes ahead is counted against every applicable rule, in the same transaction that
-//! records its decision. Time is the gateway's clock (the engine never reads one).
+//! records its decision, and that write checks the limit again: calls decided at once on the
+//! same stale count cannot all go ahead (issue 32, hole 2) — the write refuses
+//! ([`LimitReached`]) and the runtime decides the call again on the new count. Every decision
+//! that goes ahead is one row, whatever `call_id` the caller gave (hole 1). Time is the
+//! gateway's clock (the engine never reads one).
 
 use std::collections::BTreeMap;
 
@@ -159,19 +163,36 @@ pub fn retry_after(
         .max(1)
 }
 
-/// Counts a call that goes ahead against every applicable rule (inside the caller's write).
+/// A call decided on a count that another call's write has since raised to its limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitReached {
+    /// The rule whose limit was reached meanwhile.
+    pub rule: String,
+}
+
+/// Counts a call that goes ahead against every applicable rule (inside the caller's write),
+/// after counting again inside the same write: when a rule's window is already full (calls
+/// recorded since this one was decided), nothing is counted and the write must fail.
 pub(crate) fn record_in(
     c: &Connection,
     run: &RunHeader,
     rules: &[LimitedRule],
     call_id: &str,
     now_ms: i64,
-) -> Result<(), StoreError> {
+) -> Result<Result<(), LimitReached>, StoreError> {
+    let usage = usage(c, run, rules, now_ms)?;
+    if let Some(full) = rules
+        .iter()
+        .find(|r| usage.get(&r.rule).is_some_and(|u| u.used >= r.count))
+    {
+        return Ok(Err(LimitReached {
+            rule: full.rule.clone(),
+        }));
+    }
     for r in rules {
         c.prepare_cached(
             "INSERT INTO tool_usage (rule_id, per_kind, per_id, run_id, call_id, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT DO NOTHING",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
             r.rule,
@@ -182,7 +203,7 @@ pub(crate) fn record_in(
             now_ms
         ])?;
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 #[cfg(test)]

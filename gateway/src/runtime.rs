@@ -73,6 +73,10 @@ pub enum RuntimeError {
     /// The caller may not do this (an approver the rule does not name).
     #[error("{0}")]
     Forbidden(String),
+    /// The caller's credential does not reach this (another agent's run, a scope or a
+    /// clearance beyond it).
+    #[error(transparent)]
+    Refused(#[from] crate::auth::Refusal),
     /// The model provider failed.
     #[error(transparent)]
     Upstream(#[from] crate::providers::ProviderError),
@@ -217,7 +221,7 @@ pub use chat::{AllowedChat, ChatOutcome};
 pub use compile::CompileAnswer;
 pub use decisions::{DecisionFilter, RecordedDecision};
 pub(crate) use runs::random_hex;
-pub use runs::{EventInput, OpenRun, RunView};
+pub use runs::{EventInput, OPENED_BY, OpenRun, RunView};
 pub use tools::{ApprovalView, Receipt, ToolCallAnswer, ToolCallRequest};
 
 impl Runtime {
@@ -290,19 +294,36 @@ impl Runtime {
         &self,
         run: &str,
     ) -> Result<(RunHeader, Arc<RunPolicy>), RuntimeError> {
-        let cached = self
-            .engines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(run)
-            .cloned();
-        if let Some(engine) = cached {
+        if let Some(engine) = self.cached_engine(run) {
             return Ok((engine.header().clone(), engine));
         }
         let header = self.running(run)?;
         let engine = Arc::new(self.build_engine(&header)?);
         self.keep_engine(run, engine.clone());
         Ok((header, engine))
+    }
+
+    /// The agent and scope of a run, for deciding whether a credential reaches it: from the
+    /// engine cache when the run is cached (no store read), else from its header.
+    pub fn run_owner(&self, run: &str) -> Result<(String, String), RuntimeError> {
+        if let Some(engine) = self.cached_engine(run) {
+            let h = engine.header();
+            return Ok((h.agent.clone(), h.scope.clone()));
+        }
+        let header = self.recorder.header(run).map_err(|e| match e {
+            RecorderError::UnknownRun(r) => RuntimeError::NotFound(format!("no run `{r}`")),
+            other => other.into(),
+        })?;
+        Ok((header.agent, header.scope))
+    }
+
+    /// A run's cached engine, if it is cached.
+    fn cached_engine(&self, run: &str) -> Option<Arc<RunPolicy>> {
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run)
+            .cloned()
     }
 
     /// Drops a run's cached engine (a finished run needs it no more).

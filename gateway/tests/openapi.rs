@@ -103,6 +103,10 @@ fn every_route_is_documented_with_its_method() {
         "GET /v2/handoffs/contracts/{id}/a2a",
         "POST /v2/handoffs/a2a",
         "GET /v2/handoffs/graphs/{run_id}",
+        "POST /v1/tokens",
+        "GET /v1/tokens",
+        "POST /v1/tokens/{id}/revoke",
+        "GET /v1/audit",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -5,8 +5,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod enforcement;
 mod limits;
 mod links;
+mod principals;
 mod replay;
 mod streaming;
 mod tokens;
@@ -208,23 +210,29 @@ fn a_denied_tool_a_redacted_secret_and_an_approved_call_are_in_the_decisions() {
     );
     assert_eq!(gated["effect"], "require_approval");
     let id = gated["approval"]["id"].as_str().unwrap().to_string();
-    let (status, body) = gw.call(
+    // Who approves is the approver's credential: an approver the rule does not name is refused.
+    let intern = gw.create_token(&["--kind", "approver", "--name", "intern"]);
+    let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
+    let (status, body) = gw.call_as(
+        &intern,
         "POST",
         &format!("/v2/policies/approvals/{id}"),
-        Some(&json!({"decision": "approve", "by": "intern"})),
+        Some(&json!({"decision": "approve"})),
     );
     assert_eq!(status, 403, "{body}");
-    let (status, body) = gw.call(
+    let (status, body) = gw.call_as(
+        &lead,
         "POST",
         &format!("/v2/policies/approvals/{id}"),
-        Some(&json!({"decision": "approve", "by": "team-lead", "reason": "tests only"})),
+        Some(&json!({"decision": "approve", "reason": "tests only"})),
     );
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["state"], "approved");
-    let (status, body) = gw.call(
+    let (status, body) = gw.call_as(
+        &lead,
         "POST",
         &format!("/v2/policies/approvals/{id}"),
-        Some(&json!({"decision": "reject", "by": "team-lead"})),
+        Some(&json!({"decision": "reject"})),
     );
     assert_eq!(status, 409, "{body}");
     let mismatch = gw.call(

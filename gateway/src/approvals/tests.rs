@@ -51,6 +51,7 @@ fn answer(approve: bool, by: &str) -> ApprovalAnswer {
         approve,
         by: by.into(),
         reason: "looked at it".into(),
+        principal: None,
     }
 }
 
@@ -59,7 +60,7 @@ fn an_approval_is_decided_once_and_recorded_in_the_run() {
     let (_d, store) = store_with_run();
     let a = pending(&store, request(&[]), 1_000);
     assert_eq!(a.state, ApprovalState::Pending);
-    assert_eq!(a.id, approval_id("r1", "c1"));
+    assert_eq!(a.id, request(&[]).id());
     assert_eq!(a.expires_at, 61_000);
     let decided = decide(&store, &a.id, &answer(true, "lead"), 2_000, "t").unwrap();
     assert_eq!(decided.state, ApprovalState::Approved);
@@ -190,7 +191,16 @@ fn pages_of_approvals_walk_every_state_newest_first_as_the_full_list_reads_them(
         Some(ApprovalState::Expired),
     ];
     for state in states {
-        let mut expected = list(&store, &ApprovalFilter { run: None, state }, now).unwrap();
+        let mut expected = list(
+            &store,
+            &ApprovalFilter {
+                run: None,
+                state,
+                agent: None,
+            },
+            now,
+        )
+        .unwrap();
         expected.reverse();
         let mut walked = Vec::new();
         let mut after = None;

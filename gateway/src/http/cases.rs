@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState};
 use crate::approvals::ApprovalAnswer;
 use crate::cases::host::{EngineHost, Moved};
@@ -496,9 +497,6 @@ async fn policy(
 struct ApprovalBody {
     /// Approve (`true`) or reject.
     approve: bool,
-    /// Who answers.
-    #[schema(pattern = r"\S")]
-    by: String,
     /// Why.
     #[serde(default)]
     reason: String,
@@ -515,17 +513,19 @@ struct ApprovalBody {
         (status = 403, description = "The case's pack is not registered here", body = super::ErrorBody),
         (status = 404, description = "No such case or proposal", body = super::ErrorBody),
         (status = 409, description = "No approval is waiting, the preview is stale, or the case moved", body = super::ErrorBody),
-        (status = 422, description = "`by` is empty", body = super::ErrorBody),
     ))]
 async fn approval(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiPath((case_id, proposal_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<(StatusCode, Json<Moved>), ApiError> {
+    // Who answers is the credential's principal, never a field of the body.
     let answer = ApprovalAnswer {
         approve: body.approve,
-        by: body.by,
+        by: who.name,
         reason: body.reason,
+        principal: Some(who.id),
     };
     let m = hosting(&state, move |host, _, _| {
         host.answer(&case_id, &proposal_id, &answer)

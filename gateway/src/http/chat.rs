@@ -29,6 +29,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, AppState, blocking};
 use crate::providers::{ChatDelta, ChatRequest, ToolCallDelta};
 use crate::runtime::{ChatOutcome, RuntimeError};
@@ -117,6 +118,7 @@ fn chat_request_schema() -> Value {
     ))]
 async fn chat_completions(
     State(state): State<AppState>,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ChatRequest>,
 ) -> Result<Response, ApiError> {
@@ -127,18 +129,30 @@ async fn chat_completions(
         .filter(|v| !v.is_empty())
         .map(str::to_string);
     let run = match named {
-        Some(run) => run,
-        // An unmodified OpenAI client: its calls go to its implicit run of the day.
+        Some(run) => {
+            caller.reach_run(&state.runtime, &run)?;
+            run
+        }
+        // An unmodified OpenAI client: its calls go to its implicit run of the day. An
+        // agent's credential names the client itself (the body's `user` cannot).
         None => {
-            let client = crate::runtime::client_of(body.extra.get("user").and_then(Value::as_str));
+            let client = if caller.0.is_agent() {
+                crate::runtime::client_of(Some(&caller.0.name))
+            } else {
+                crate::runtime::client_of(body.extra.get("user").and_then(Value::as_str))
+            };
             // A run with a cached engine is open: no store read, no thread switch. The write
             // recording the call checks that it still runs.
             let id = state.runtime.implicit_run_id(&client);
-            if state.runtime.engine_cached(&id) {
+            let id = if state.runtime.engine_cached(&id) {
                 id
             } else {
-                blocking(&state, move |rt| rt.implicit_run(&client)).await?
-            }
+                let who = caller.0.clone();
+                blocking(&state, move |rt| rt.implicit_run_as(&client, Some(&who))).await?
+            };
+            // An agent whose name is not a plain id gets `openai-client`'s run: refused.
+            caller.reach_run(&state.runtime, &id)?;
+            id
         }
     };
     let stream = body.extra.get("stream").and_then(Value::as_bool) == Some(true);

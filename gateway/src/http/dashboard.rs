@@ -38,6 +38,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::AppState;
+use crate::auth::Principal;
 use crate::runtime::{Runtime, RuntimeError};
 use sessions::{COOKIE, SESSION_TTL_MS, Session, csrf_ok};
 
@@ -182,8 +183,14 @@ async fn login_form(State(state): State<AppState>, Form(form): Form<LoginForm>) 
 
 fn login(state: &AppState, token: &str) -> Response {
     let now = state.runtime.now_ms();
-    match state.dashboard.login(token, &state.token, now) {
-        Some(session) => {
+    let principal = if state.dashboard.spend_login(token) {
+        Ok(Some(Principal::owner()))
+    } else {
+        state.authenticate(token)
+    };
+    let problem = match principal {
+        Ok(Some(p)) if !p.is_agent() => {
+            let session = state.dashboard.open(p, now);
             let cookie = format!(
                 "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/ui; Max-Age={}",
                 session.id,
@@ -193,16 +200,18 @@ fn login(state: &AppState, token: &str) -> Response {
             if let Ok(value) = HeaderValue::from_str(&cookie) {
                 response.headers_mut().insert(header::SET_COOKIE, value);
             }
-            response
+            return response;
         }
-        None => {
-            let mut response = login_form_page(Some(
-                "That token is not valid, or it was a one-time token already used.",
-            ));
-            *response.status_mut() = StatusCode::UNAUTHORIZED;
-            response
+        Ok(Some(_)) => "That is an agent's token: the dashboard is for approvers and admins.",
+        Ok(None) => "That token is not valid, or it was a one-time token already used.",
+        Err(e) => {
+            eprintln!("tollgate: a dashboard login could not be checked: {e}");
+            "The gateway could not check that token; its log says why."
         }
-    }
+    };
+    let mut response = login_form_page(Some(problem));
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response
 }
 
 fn login_form_page(problem: Option<&str>) -> Response {
@@ -212,7 +221,8 @@ fn login_form_page(problem: Option<&str>) -> Response {
             h1 { "Tollgate" }
             p {
                 "Open the one-time login URL " code { "tollgate serve" } " printed in its terminal or "
-                "wrote to " code { ".tollgate/dashboard-url" } ", or paste the gateway's token (in "
+                "wrote to " code { ".tollgate/dashboard-url" } ", or paste your approver or admin token ("
+                code { "tollgate tokens create --kind approver" } "), or the owner's token (in "
                 code { ".tollgate/token" } ", or " code { "TOLLGATE_TOKEN" } ")."
             }
             @if let Some(problem) = problem { div.error role="alert" { (problem) } }
@@ -248,6 +258,27 @@ async fn logout(
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
+}
+
+/// A form only an admin's session may send (a commit, a demo case, memory review): `None` for
+/// an admin, else the refusal, nothing changed.
+pub(crate) fn admin_only(viewer: &Viewer) -> Option<Response> {
+    if viewer.0.principal.kind == crate::auth::PrincipalKind::Admin {
+        return None;
+    }
+    let mut response = layout::bare_page(
+        "Refused",
+        html! {
+            h1 { "Refused" }
+            div.error role="alert" {
+                "This session is approver " code { (viewer.0.principal.name) }
+                "'s; only an admin may do this. Approvers decide approvals and read what was decided."
+            }
+            p { a href="/ui/runs" { "Back to the runs" } }
+        },
+    );
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    Some(response)
 }
 
 /// A form without its session's CSRF token: refused, nothing changed.

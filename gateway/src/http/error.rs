@@ -307,6 +307,11 @@ impl From<RuntimeError> for ApiError {
                 message,
                 details: Value::Null,
             },
+            RuntimeError::Refused(refusal) => ApiError::Forbidden {
+                code: refusal.code(),
+                message: refusal.to_string(),
+                details: Value::Null,
+            },
             RuntimeError::Upstream(e) => match e {
                 crate::providers::ProviderError::RateLimited { retry_after } => {
                     ApiError::TooManyRequests {

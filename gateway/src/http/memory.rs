@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::jobs::{EnqueueOptions, JobQueue};
 use crate::memory::{
@@ -197,9 +198,6 @@ async fn get_usage(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ReviewBody {
-    /// Who decides.
-    #[schema(pattern = r"\S")]
-    by: String,
     /// Why.
     #[schema(pattern = r"\S")]
     reason: String,
@@ -212,9 +210,6 @@ struct ReviewBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ExpireBody {
-    /// Who decides.
-    #[schema(pattern = r"\S")]
-    by: String,
     /// Why.
     #[schema(pattern = r"\S")]
     reason: String,
@@ -229,10 +224,11 @@ struct ExpireBody {
         (status = 200, description = "The memory, approved", body = Object),
         (status = 404, description = "No such memory", body = super::ErrorBody),
         (status = 409, description = "The memory is rejected or expired (final)", body = super::ErrorBody),
-        (status = 422, description = "No reviewer or reason", body = super::ErrorBody),
+        (status = 422, description = "No reason", body = super::ErrorBody),
     ))]
 async fn promote(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ReviewBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -246,7 +242,7 @@ async fn promote(
                 rt.store(),
                 &id,
                 Decision::Accept,
-                &body.by,
+                &who.name,
                 &body.reason,
                 &at,
             )?
@@ -268,10 +264,11 @@ async fn promote(
         (status = 200, description = "The memory, expired", body = Object),
         (status = 404, description = "No such memory", body = super::ErrorBody),
         (status = 409, description = "The memory is rejected or expired already", body = super::ErrorBody),
-        (status = 422, description = "No reviewer or reason", body = super::ErrorBody),
+        (status = 422, description = "No reason", body = super::ErrorBody),
     ))]
 async fn expire(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ExpireBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -281,7 +278,7 @@ async fn expire(
             rt.store(),
             &id,
             Decision::Expire,
-            &body.by,
+            &who.name,
             &body.reason,
             &at,
         )?)
@@ -297,9 +294,6 @@ struct FeedbackBody {
     /// `helpful`, `unhelpful` or `wrong` (which quarantines it).
     #[schema(schema_with = verdicts)]
     verdict: String,
-    /// Who (a person or an agent).
-    #[schema(pattern = r"\S")]
-    by: String,
     /// Why (required for `wrong`: it becomes the quarantine's reason).
     #[serde(default)]
     note: String,
@@ -324,10 +318,11 @@ fn verdicts() -> utoipa::openapi::Object {
         (status = 200, description = "The memory, with its feedback", body = Object),
         (status = 404, description = "No such memory", body = super::ErrorBody),
         (status = 409, description = "The memory is rejected or expired", body = super::ErrorBody),
-        (status = 422, description = "No verdict, no one giving it, or `wrong` without a note", body = super::ErrorBody),
+        (status = 422, description = "No verdict, or `wrong` without a note", body = super::ErrorBody),
     ))]
 async fn feedback(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<FeedbackBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -346,7 +341,7 @@ async fn feedback(
             &id,
             MemoryFeedback {
                 verdict,
-                by: body.by,
+                by: who.name,
                 note: body.note,
                 run: body.run,
                 at: rt.now_rfc3339(),

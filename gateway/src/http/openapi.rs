@@ -15,7 +15,7 @@ use utoipa::openapi::{OpenApi, Ref, RefOr, Response};
 #[openapi(
     info(
         title = "Tollgate",
-        description = "A policy gateway with a Datalog core for LLM agents: runs, compiles, tool-call decisions with approvals and rate limits, an OpenAI-compatible model proxy, and the /v2/policies module. Every route but /health needs `Authorization: Bearer TOKEN`.",
+        description = "A policy gateway with a Datalog core for LLM agents: runs, compiles, tool-call decisions with approvals and rate limits, an OpenAI-compatible model proxy, and the /v2/policies module. Every route but /health needs `Authorization: Bearer TOKEN`; each operation admits the kinds of principal its `x-tollgate-kinds` names (agent, approver, admin), and answers 403 `kind_not_admitted` to others.",
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
@@ -31,6 +31,7 @@ use utoipa::openapi::{OpenApi, Ref, RefOr, Response};
         (name = "handoffs", description = "Handoff contracts: validated, answered, their deliveries checked; handoff graphs; A2A messages"),
         (name = "cases", description = "The case-workflow service: cases as append-only events with projections; proposal, preview, policy, approval and commit through the engine host; inspection, timeline, graph and replay health"),
         (name = "packs", description = "The packs registered at startup (TOLLGATE_PACK_ROOTS) and their demo cases"),
+        (name = "tokens", description = "Credentials by kind of principal (agent, approver, admin) and the log of what approvers and admins did"),
         (name = "health", description = "Liveness"),
     )
 )]
@@ -76,7 +77,34 @@ pub(super) fn finish(mut doc: OpenApi) -> serde_json::Value {
     let mut value = serde_json::to_value(&doc).unwrap_or_default();
     bound_unsigned(&mut value);
     links::add(&mut value);
+    state_kinds(&mut value);
     value
+}
+
+/// States on every operation the kinds of principal it admits (`x-tollgate-kinds`, from
+/// `access::ACCESS`, the table the gateway enforces), and says so in its description.
+fn state_kinds(value: &mut serde_json::Value) {
+    let Some(paths) = value.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        for method in ["get", "put", "post", "delete", "patch"] {
+            let Some(operation) = item.get_mut(method).and_then(|o| o.as_object_mut()) else {
+                continue;
+            };
+            let kinds: Vec<&str> = super::access::kinds(&method.to_uppercase(), path)
+                .into_iter()
+                .map(crate::auth::PrincipalKind::as_str)
+                .collect();
+            let admits = format!("Admits: {}.", kinds.join(", "));
+            let description = match operation.get("description").and_then(|d| d.as_str()) {
+                Some(d) if !d.is_empty() => format!("{d}\n\n{admits}"),
+                _ => admits,
+            };
+            operation.insert("description".into(), description.into());
+            operation.insert("x-tollgate-kinds".into(), serde_json::json!(kinds));
+        }
+    }
 }
 
 /// utoipa writes a `u32` as `{"type": "integer", "format": "int32", "minimum": 0}`, which reads
@@ -170,7 +198,7 @@ fn errors_of(operation: &Operation) -> Vec<(u16, &'static str)> {
     let mut errors = vec![
         (
             403,
-            "A foreign Host or Origin header (a page of another site)",
+            "A foreign Host or Origin header (a page of another site), or a credential of a kind the operation does not admit (`kind_not_admitted`; see `x-tollgate-kinds`)",
         ),
         (500, "The gateway failed; the detail is in its log"),
     ];

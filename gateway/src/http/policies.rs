@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalAnswer};
 use crate::policy::{list_versions, store_envelopes, version_source};
@@ -247,9 +248,11 @@ fn decision_kinds() -> utoipa::openapi::Object {
     ))]
 async fn decisions(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiQuery(q): ApiQuery<DecisionsQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     let effect = query_enum(
         q.effect,
         "an effect",
@@ -269,9 +272,6 @@ pub(super) struct ApprovalBody {
     /// `approve` or `reject` (`approved` and `rejected` are read alike).
     #[schema(schema_with = approval_decisions)]
     decision: String,
-    /// Who answers (must be one of the rule's approvers when it names any).
-    #[schema(pattern = r"\S")]
-    by: String,
     /// Why.
     #[serde(default)]
     reason: String,
@@ -290,13 +290,14 @@ fn approval_decisions() -> utoipa::openapi::Object {
     request_body = ApprovalBody,
     responses(
         (status = 200, description = "The approval, decided", body = Object),
-        (status = 403, description = "`by` is not an approver the rule names", body = super::ErrorBody),
+        (status = 403, description = "The credential's principal is not an approver the rule names, or opened the run whose call it is (`self_approval`)", body = super::ErrorBody),
         (status = 404, description = "No such approval", body = super::ErrorBody),
         (status = 409, description = "Already decided, used or expired", body = super::ErrorBody),
-        (status = 422, description = "`decision` is not approve or reject, or `by` is empty", body = super::ErrorBody),
+        (status = 422, description = "`decision` is not approve or reject", body = super::ErrorBody),
     ))]
 async fn decide_approval(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -310,10 +311,12 @@ async fn decide_approval(
             ));
         }
     };
+    // Who answers is the credential's principal, never a field of the body.
     let answer = ApprovalAnswer {
         approve,
-        by: body.by,
+        by: who.name,
         reason: body.reason,
+        principal: Some(who.id),
     };
     let approval = blocking(&state, move |rt| {
         Ok(approvals::decide(

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, ApiPath, AppState, blocking};
 use crate::compiler::{CandidateItem, CompileInput, CompileSettings};
 use crate::runtime::{EventInput, OpenRun};
@@ -30,13 +31,15 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         (status = 201, description = "The run, its summary and the envelope versions governing it", body = Object),
         (status = 422, description = "Invalid request (an empty field, a bad id)", body = super::ErrorBody),
         (status = 404, description = "An envelope or the handoff contract named is not stored", body = super::ErrorBody),
+        (status = 403, description = "An agent's credential opening a run as another agent (`other_agent`), outside its scope (`outside_scope`) or above its clearance (`above_clearance`)", body = super::ErrorBody),
         (status = 409, description = "A run with that id exists", body = super::ErrorBody),
     ))]
 async fn open_run(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiJson(body): ApiJson<OpenRun>,
 ) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
-    let view = blocking(&state, move |rt| rt.open_run(body)).await?;
+    let view = blocking(&state, move |rt| rt.open_run_as(body, Some(&who))).await?;
     Ok((axum::http::StatusCode::CREATED, Json(json!(view))))
 }
 
@@ -49,8 +52,10 @@ async fn open_run(
     ))]
 async fn get_run(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     let view = blocking(&state, move |rt| rt.run_view(&run)).await?;
     Ok(Json(json!(view)))
 }
@@ -77,9 +82,11 @@ pub(super) struct StepBody {
     ))]
 async fn add_step(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<StepBody>,
 ) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     let step = blocking(&state, move |rt| {
         rt.add_step(&run, &body.name, body.agent.as_deref())
     })
@@ -109,9 +116,11 @@ pub(super) struct EventsBody {
     ))]
 async fn append_events(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<EventsBody>,
 ) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     let appended = blocking(&state, move |rt| rt.append_events(&run, body.events)).await?;
     Ok((
         axum::http::StatusCode::CREATED,
@@ -145,9 +154,11 @@ pub(super) struct CompileBody {
     ))]
 async fn compile(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<CompileBody>,
 ) -> Result<Json<crate::runtime::CompileAnswer>, ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     let input = CompileInput {
         items: body.items,
         settings: body.settings,
@@ -180,9 +191,11 @@ fn run_endings() -> utoipa::openapi::Object {
     ))]
 async fn finish_run(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<FinishBody>,
 ) -> Result<Json<Value>, ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     let view = blocking(&state, move |rt| rt.finish_run(&run, &body.status)).await?;
     Ok(Json(json!(view)))
 }

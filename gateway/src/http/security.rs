@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::BodyLimit;
 use super::{ApiError, AppState};
+use crate::auth::write_private;
 
 /// Host and Origin must name this loopback listener.
 pub async fn check_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -80,8 +81,15 @@ pub async fn check_body_size(
 }
 
 /// Requires `Authorization: Bearer TOKEN` except on `GET /health` and the dashboard's pages
-/// (`/ui`), which a browser session guards instead (`dashboard::Viewer`).
-pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// (`/ui`), which a browser session guards instead (`dashboard::Viewer`), and puts the
+/// [`Principal`](crate::auth::Principal) the token stands for in the request's extensions: the owner's token is the
+/// admin `owner`; a `tg_…` token is looked up in the store (revoked and expired ones fail).
+/// What the principal may do is decided after routing (`access::authorize`).
+pub async fn require_token(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let path = req.uri().path();
     let dashboard = path == "/ui" || path.starts_with("/ui/");
     if (req.method() == Method::GET && path == "/health") || dashboard {
@@ -93,10 +101,14 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if !constant_time_eq(given.as_bytes(), state.token.as_bytes()) {
-        return refuse(req, ApiError::Unauthorized).await;
+    match state.authenticate(given) {
+        Ok(Some(principal)) => {
+            req.extensions_mut().insert(principal);
+            next.run(req).await
+        }
+        Ok(None) => refuse(req, ApiError::Unauthorized).await,
+        Err(e) => refuse(req, ApiError::from(e)).await,
     }
-    next.run(req).await
 }
 
 /// A refusal that first reads a small request body: closing a connection with unread bytes
@@ -118,7 +130,7 @@ async fn refuse(req: Request, error: ApiError) -> Response {
 const DRAIN_LIMIT: usize = 64 * 1024;
 
 /// Compares without an early exit on the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -143,25 +155,4 @@ pub fn resolve_token(env_token: Option<String>, dir: &Path) -> std::io::Result<S
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     write_private(&path, &token)?;
     Ok(token)
-}
-
-/// Writes `text` and a newline to `path`, readable and writable by its owner only (on Unix).
-#[cfg(unix)]
-pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(text.as_bytes())?;
-    file.write_all(b"\n")
-}
-
-/// Writes `text` and a newline to `path`.
-#[cfg(not(unix))]
-pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    std::fs::write(path, format!("{text}\n"))
 }

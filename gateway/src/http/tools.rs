@@ -12,6 +12,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalFilter, ApprovalState};
 use crate::runtime::{ToolCallAnswer, ToolCallRequest};
@@ -44,9 +45,11 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     ))]
 async fn tool_call(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<ToolCallRequest>,
 ) -> Result<Json<ToolCallAnswer>, ApiError> {
+    caller.reach_run(&state.runtime, &run)?;
     // A run whose engine is cached is decided on this thread (tens of microseconds of CPU, a
     // read only for a rate limit or an approval) and its write awaited: two thread switches a
     // call instead of four (`benches/load`). The first call of a run builds its engine, which
@@ -87,8 +90,12 @@ fn approval_states() -> utoipa::openapi::Object {
     ))]
 async fn list_approvals(
     State(state): State<AppState>,
+    caller: Caller,
     ApiQuery(q): ApiQuery<ApprovalQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(run) = &q.run {
+        caller.reach_run(&state.runtime, run)?;
+    }
     let wanted = query_enum(
         q.state,
         "an approval state",
@@ -98,9 +105,20 @@ async fn list_approvals(
     let filter = ApprovalFilter {
         run: q.run,
         state: wanted,
+        // An agent lists only its own runs' approvals.
+        agent: caller.0.is_agent().then(|| caller.0.name.clone()),
     };
     let list = blocking(&state, move |rt| {
-        Ok(approvals::list(rt.store(), &filter, now)?)
+        let mut list = approvals::list(rt.store(), &filter, now)?;
+        if caller.0.is_agent() {
+            let mut reached = std::collections::HashMap::new();
+            list.retain(|a| {
+                *reached
+                    .entry(a.run.clone())
+                    .or_insert_with(|| caller.reach_run(rt, &a.run).is_ok())
+            });
+        }
+        Ok(list)
     })
     .await?;
     Ok(Json(json!({ "approvals": list })))
@@ -124,9 +142,11 @@ pub(super) struct WaitQuery {
     ))]
 async fn get_approval(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let mut reached = !caller.0.is_agent();
     let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_WAIT_SECONDS));
     let deadline = tokio::time::Instant::now() + wait;
     loop {
@@ -137,6 +157,13 @@ async fn get_approval(
         let key = id.clone();
         let approval =
             blocking(&state, move |rt| Ok(approvals::get(rt.store(), &key, now)?)).await?;
+        if !reached {
+            // Another agent's approval is answered as if it did not exist.
+            caller
+                .reach_run(&state.runtime, &approval.run)
+                .map_err(|_| ApiError::NotFound(format!("no approval `{id}`")))?;
+            reached = true;
+        }
         if approval.state != ApprovalState::Pending || tokio::time::Instant::now() >= deadline {
             return Ok(Json(json!(approval)));
         }

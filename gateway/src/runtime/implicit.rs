@@ -11,8 +11,11 @@
 //! - **Ended** by `POST /v1/runs/{id}/finish`, or left open: the next UTC day's calls open the
 //!   next day's run.
 
+use tollgate_rules::envelope::Level;
+
 use super::runs::OpenRun;
 use super::{Runtime, RuntimeError};
+use crate::auth::Principal;
 use crate::recorder::RecorderError;
 
 /// The client an implicit run belongs to when the request names none.
@@ -51,27 +54,47 @@ impl Runtime {
 
     /// The implicit run of `client` today (opened on its first call of the day).
     pub fn implicit_run(&self, client: &str) -> Result<String, RuntimeError> {
+        self.implicit_run_as(client, None)
+    }
+
+    /// [`Runtime::implicit_run`] for `principal`: an agent's credential names the client (its
+    /// agent), and its run lies at the credential's scope, cleared no higher than it.
+    pub fn implicit_run_as(
+        &self,
+        client: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, RuntimeError> {
         let id = self.implicit_run_id(client);
         match self.recorder().header(&id) {
             Ok(_) => return Ok(id),
             Err(RecorderError::UnknownRun(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        let opened = self.open_run(OpenRun {
-            id: Some(id.clone()),
-            agent: client.to_string(),
-            task: IMPLICIT_TASK.to_string(),
-            scope: format!("client:{client}"),
-            // Messages go out as `internal` context: the run may send its own.
-            clearance: Some(tollgate_rules::envelope::Level::Internal),
-            envelopes: Vec::new(),
-            parent_run: None,
-            handoff: None,
-            metadata: serde_json::Map::from_iter([(
-                "implicit".to_string(),
-                serde_json::Value::Bool(true),
-            )]),
-        });
+        let agent_bounds = principal.filter(|p| p.is_agent());
+        let scope = agent_bounds
+            .and_then(|p| p.max_scope.clone())
+            .unwrap_or_else(|| format!("client:{client}"));
+        // Messages go out as `internal` context: the run may send its own.
+        let clearance = agent_bounds
+            .and_then(|p| p.max_clearance)
+            .map_or(Level::Internal, |max| max.min(Level::Internal));
+        let opened = self.open_run_as(
+            OpenRun {
+                id: Some(id.clone()),
+                agent: client.to_string(),
+                task: IMPLICIT_TASK.to_string(),
+                scope,
+                clearance: Some(clearance),
+                envelopes: Vec::new(),
+                parent_run: None,
+                handoff: None,
+                metadata: serde_json::Map::from_iter([(
+                    "implicit".to_string(),
+                    serde_json::Value::Bool(true),
+                )]),
+            },
+            principal,
+        );
         match opened {
             Ok(_) => Ok(id),
             // Two first calls at once: the other opened it.

@@ -7,6 +7,7 @@ use tollgate_rules::envelope::Level;
 
 use super::handoffs::HANDOFF_KEY;
 use super::{Runtime, RuntimeError};
+use crate::auth::Principal;
 use crate::recorder::format::{EventKind, RunHeader};
 use crate::recorder::write::{Appended, finished_run};
 use crate::recorder::{RecorderError, RunSummary};
@@ -110,9 +111,43 @@ fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
+/// The metadata key naming the credential that opened a run (`tok_…`, `owner`).
+pub const OPENED_BY: &str = "opened_by";
+
+/// Metadata keys the gateway writes itself; a run's opener may not give them (they attach
+/// envelopes, bind a contract, name who opened the run).
+pub const RESERVED_METADATA: [&str; 3] = [ATTACHED_ENVELOPES, HANDOFF_KEY, OPENED_BY];
+
 impl Runtime {
     /// Opens a run. Envelope ids must name stored envelopes; the run records their versions.
     pub fn open_run(&self, req: OpenRun) -> Result<RunView, RuntimeError> {
+        self.open_run_as(req, None)
+    }
+
+    /// Opens a run for `principal` (the credential asking, over HTTP): an agent's credential
+    /// fixes the agent and bounds the scope and the clearance (refused beyond them; a
+    /// clearance a contract gives is lowered to the credential's), and the run's metadata
+    /// records the credential that opened it (`opened_by`).
+    pub fn open_run_as(
+        &self,
+        req: OpenRun,
+        principal: Option<&Principal>,
+    ) -> Result<RunView, RuntimeError> {
+        if let Some(key) = RESERVED_METADATA
+            .iter()
+            .find(|k| req.metadata.contains_key(**k))
+        {
+            return Err(RuntimeError::Invalid(format!(
+                "`metadata.{key}` is written by the gateway itself\n  help: attach envelopes with `envelopes`, take on a contract with `handoff`, and leave `{key}` out of `metadata`"
+            )));
+        }
+        if let Some(p) = principal {
+            p.open_limits(
+                &req.agent,
+                &req.scope,
+                req.clearance.unwrap_or(Level::Public),
+            )?;
+        }
         let id = match req.id {
             Some(id) if !valid_id(&id) => {
                 return Err(RuntimeError::Invalid(format!(
@@ -169,6 +204,12 @@ impl Runtime {
             parent_run = Some(u.parent.clone());
             metadata.insert(HANDOFF_KEY.into(), Value::String(contract.clone()));
             under = Some(u);
+        }
+        if let Some(p) = principal {
+            if let (Some(max), Some(c)) = (p.max_clearance, clearance) {
+                clearance = Some(c.min(max));
+            }
+            metadata.insert(OPENED_BY.into(), Value::String(p.id.clone()));
         }
         if !attached.is_empty() {
             metadata.insert(

@@ -197,6 +197,7 @@ fn an_approval_binds_the_call_expires_and_is_used_once() {
         approve: true,
         by: by.into(),
         reason: String::new(),
+        principal: None,
     };
     approvals::decide(rt.store(), &id, &answer("team-lead"), rt.now_ms(), "t").unwrap();
 
@@ -253,6 +254,7 @@ fn a_rejected_approval_denies_the_call() {
         approve: false,
         by: "team-lead".into(),
         reason: "not today".into(),
+        principal: None,
     };
     approvals::decide(rt.store(), &id, &no, rt.now_ms(), "t").unwrap();
     let denied = rt

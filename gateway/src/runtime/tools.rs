@@ -213,10 +213,10 @@ pub(crate) enum ApprovalStep {
 
 impl ApprovalStep {
     /// The approval a `decision` event names: the one presented, or the one requested.
-    fn gate(&self, presented: Option<&str>, run: &str) -> Option<String> {
+    fn gate(&self, presented: Option<&str>) -> Option<String> {
         match (presented, self) {
             (Some(id), _) => Some(id.to_string()),
-            (None, ApprovalStep::Request(r)) => Some(approval_id(run, &r.call_id)),
+            (None, ApprovalStep::Request(r)) => Some(r.id()),
             (None, _) => None,
         }
     }
@@ -269,6 +269,8 @@ impl ToolCallOutcome {
 enum RecordError {
     Store(StoreError),
     Approval(ApprovalError),
+    /// A rate limit filled between the decision and its write: decide again.
+    LimitReached(ratelimit::LimitReached),
 }
 
 impl From<StoreError> for RecordError {
@@ -286,6 +288,10 @@ impl From<RecordError> for RuntimeError {
                 other => RuntimeError::Store(other),
             },
             RecordError::Approval(e) => RuntimeError::Conflict(e.to_string()),
+            RecordError::LimitReached(r) => RuntimeError::Conflict(format!(
+                "rate limit `{}` filled while this call was decided, again and again; nothing was recorded\n  help: retry the call",
+                r.rule
+            )),
         }
     }
 }
@@ -297,6 +303,15 @@ impl Runtime {
         run: &str,
         req: ToolCallRequest,
     ) -> Result<ToolCallAnswer, RuntimeError> {
+        for _ in 1..DECIDE_ATTEMPTS {
+            let outcome = self.decide_tool_call(run, req.clone())?;
+            let (write, pending) = self.tool_call_write(outcome)?;
+            match self.store().transact(write) {
+                // Decided on a count that filled meanwhile: decide again on the new count.
+                Err(RecordError::LimitReached(_)) => continue,
+                written => return pending.answer(written),
+            }
+        }
         let outcome = self.decide_tool_call(run, req)?;
         self.record_tool_call(outcome)
     }
@@ -407,7 +422,7 @@ impl Runtime {
                     let (approvers, ttl) = approval_terms(&set, &decision.rules);
                     let reason = format!(
                         "needs approval {} (required by {rules})",
-                        approval_id(run, &call_id)
+                        approval_id(run, &call_id, &hash)
                     );
                     let request = ApprovalRequest {
                         run: run.to_string(),
@@ -513,6 +528,14 @@ impl Runtime {
         run: &str,
         req: ToolCallRequest,
     ) -> Result<ToolCallAnswer, RuntimeError> {
+        for _ in 1..DECIDE_ATTEMPTS {
+            let outcome = self.decide_tool_call(run, req.clone())?;
+            let (write, pending) = self.tool_call_write(outcome)?;
+            match self.store().transact_async(write).await {
+                Err(RecordError::LimitReached(_)) => continue,
+                written => return pending.answer(written),
+            }
+        }
         let outcome = self.decide_tool_call(run, req)?;
         let (write, pending) = self.tool_call_write(outcome)?;
         pending.answer(self.store().transact_async(write).await)
@@ -552,7 +575,7 @@ impl Runtime {
         let run = header.id.clone();
         let decision_event = DecisionEvent {
             call_id: Some(call_id.clone()),
-            approval_id: Some(approval.gate(presented.as_deref(), &run)),
+            approval_id: Some(approval.gate(presented.as_deref())),
             data_decision: Some(data_decision.as_ref()),
             reason: Some(reason.clone()),
             ..DecisionEvent::new(&decision, effect)
@@ -583,7 +606,8 @@ impl Runtime {
                 ApprovalStep::Show(a) => Some(a),
                 ApprovalStep::None => None,
             };
-            ratelimit::record_in(c, &header, &counted, &id, now)?;
+            ratelimit::record_in(c, &header, &counted, &id, now)?
+                .map_err(RecordError::LimitReached)?;
             let appended = append_in(c, &key, events)?;
             Ok::<_, RecordError>(Written { appended, shown })
         });
@@ -628,6 +652,11 @@ impl Runtime {
         }
     }
 }
+
+/// How often a call is decided when rate limits keep filling between its decision and its
+/// write. A second decision reads the filled count and is `rate_limited` (not counted, so its
+/// write cannot race), so more than two happen only when the window also moves meanwhile.
+const DECIDE_ATTEMPTS: usize = 4;
 
 /// The write recording a decided tool call.
 type ToolCallWrite =
@@ -733,6 +762,7 @@ impl From<ApprovalError> for RuntimeError {
             ApprovalError::NotFound(id) => RuntimeError::NotFound(format!("no approval `{id}`")),
             ApprovalError::Invalid(m) => RuntimeError::Invalid(m),
             e @ ApprovalError::NotAnApprover { .. } => RuntimeError::Forbidden(e.to_string()),
+            ApprovalError::Refused(r) => RuntimeError::Refused(r),
             other @ (ApprovalError::Final { .. }
             | ApprovalError::Mismatch { .. }
             | ApprovalError::Pending(_)) => RuntimeError::Conflict(other.to_string()),

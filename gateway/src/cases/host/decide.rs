@@ -158,7 +158,7 @@ impl EngineHost<'_> {
             events.push(NewEvent::new(
                 EventBody::ApprovalRequested(ApprovalRequested {
                     proposal_id: proposal_id.into(),
-                    approval_id: approvals::approval_id(&req.run, &req.call_id),
+                    approval_id: req.id(),
                     preview_hash: preview.preview_hash.clone(),
                 }),
                 actor,

@@ -48,6 +48,7 @@ pub async fn list(
 ) -> Response {
     let wanted = query.state.clone().unwrap_or_else(|| "pending".into());
     let csrf = viewer.0.csrf.clone();
+    let me = viewer.0.principal.name.clone();
     blocking_page(&state, &viewer, "Approvals", "/ui/approvals", move |rt| {
         let filter_state = match wanted.as_str() {
             "all" => None,
@@ -76,7 +77,7 @@ pub async fn list(
             &wanted,
             &page,
             after.is_some(),
-            &csrf,
+            (&csrf, &me),
             query.decided.as_deref(),
             None,
         ))
@@ -88,7 +89,7 @@ fn content(
     wanted: &str,
     page: &ApprovalPage,
     paged: bool,
-    csrf: &str,
+    (csrf, me): (&str, &str),
     decided: Option<&str>,
     problem: Option<&str>,
 ) -> Markup {
@@ -118,7 +119,7 @@ fn content(
                 (empty("No approval in this state.", html! { a href="/ui/approvals" { "Show the pending ones" } }))
             }
         }
-        @for a in &page.approvals { (card(a, csrf)) }
+        @for a in &page.approvals { (card(a, csrf, me)) }
         @if let Some(next) = &page.next {
             nav.pager aria-label="Pages" {
                 a rel="next" href=(format!(
@@ -131,7 +132,7 @@ fn content(
     }
 }
 
-fn card(a: &Approval, csrf: &str) -> Markup {
+fn card(a: &Approval, csrf: &str, me: &str) -> Markup {
     let (arguments, _) = redact_secrets(&a.arguments, "secret");
     let ms = |t: i64| rfc3339(u64::try_from(t / 1000).unwrap_or(0));
     html! {
@@ -157,14 +158,10 @@ fn card(a: &Approval, csrf: &str) -> Markup {
             @if a.state == ApprovalState::Pending {
                 form.decide method="post" action=(format!("/ui/approvals/{}", encode(&a.id))) {
                     input type="hidden" name="csrf" value=(csrf);
-                    label {
-                        "Your name "
-                        @if a.approvers.is_empty() {
-                            input type="text" name="by" required autocomplete="name";
-                        } @else {
-                            select name="by" required {
-                                @for who in &a.approvers { option value=(who) { (who) } }
-                            }
+                    p.deciding {
+                        "Deciding as " strong { (me) }
+                        @if !a.approvers.is_empty() && !a.approvers.iter().any(|who| who == me) {
+                            " — not one of its approvers, so the gateway will refuse"
                         }
                     }
                     label { "Reason " input type="text" name="reason" maxlength="500"; }
@@ -183,8 +180,6 @@ pub struct DecideForm {
     csrf: String,
     #[serde(default)]
     decision: String,
-    #[serde(default)]
-    by: String,
     #[serde(default)]
     reason: String,
 }
@@ -212,10 +207,12 @@ pub async fn decide(
             .await;
         }
     };
+    // The answer is the session's principal's: no form field names who decides.
     let answer = ApprovalAnswer {
         approve,
-        by: form.by.trim().to_string(),
+        by: viewer.0.principal.name.clone(),
         reason: form.reason.trim().to_string(),
+        principal: Some(viewer.0.principal.id.clone()),
     };
     let runtime = state.runtime.clone();
     let key = id.clone();
@@ -261,6 +258,7 @@ async fn problem_page(
     status: StatusCode,
 ) -> Response {
     let csrf = viewer.0.csrf.clone();
+    let me = viewer.0.principal.name.clone();
     let problem = problem.to_string();
     let mut response = blocking_page(state, viewer, "Approvals", "/ui/approvals", move |rt| {
         let page = approvals::page(
@@ -274,7 +272,7 @@ async fn problem_page(
             "pending",
             &page,
             false,
-            &csrf,
+            (&csrf, &me),
             None,
             Some(&problem),
         ))

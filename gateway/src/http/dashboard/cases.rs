@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::layout::{empty, encode, facts, hash, rules};
 use super::sessions::csrf_ok;
-use super::{Viewer, blocking_page, csrf_refused};
+use super::{Viewer, admin_only, blocking_page, csrf_refused};
 use crate::approvals::ApprovalAnswer;
 use crate::cases::host::EngineHost;
 use crate::cases::inspect::{self, Inspection};
@@ -144,10 +144,16 @@ async fn case_page(
 ) -> Response {
     let packs = state_.packs.clone();
     let csrf = viewer.0.csrf.clone();
+    let me = viewer.0.principal.name.clone();
     let mut response = blocking_page(state_, viewer, "Case", "/ui/cases", move |rt| {
         let r = inspect::inspect(rt.store(), &packs, &id, Some(TIMELINE))
             .map_err(RuntimeError::from)?;
-        Ok(detail(&r, &csrf, done.as_deref(), problem.as_deref()))
+        Ok(detail(
+            &r,
+            (&csrf, &me),
+            done.as_deref(),
+            problem.as_deref(),
+        ))
     })
     .await;
     if status != StatusCode::OK {
@@ -156,7 +162,12 @@ async fn case_page(
     response
 }
 
-fn detail(r: &Inspection, csrf: &str, done: Option<&str>, problem: Option<&str>) -> Markup {
+fn detail(
+    r: &Inspection,
+    (csrf, me): (&str, &str),
+    done: Option<&str>,
+    problem: Option<&str>,
+) -> Markup {
     let c = &r.case;
     let h = &r.replay_health;
     html! {
@@ -193,7 +204,7 @@ fn detail(r: &Inspection, csrf: &str, done: Option<&str>, problem: Option<&str>)
         }
         h2 { "Proposals" }
         @if r.proposal_actions.is_empty() { p.muted { "No proposal yet." } }
-        @for p in &r.proposal_actions { (proposal(r, p, csrf)) }
+        @for p in &r.proposal_actions { (proposal(r, p, csrf, me)) }
         h2 { "Timeline" }
         p.muted { "The " (r.timeline.len()) " most recent events, newest first (all of them: " code.command { "GET /cases/" (c.case_id) "/timeline" } ")." }
         ol.timeline reversed {
@@ -204,7 +215,7 @@ fn detail(r: &Inspection, csrf: &str, done: Option<&str>, problem: Option<&str>)
     }
 }
 
-fn proposal(r: &Inspection, p: &ProposalRow, csrf: &str) -> Markup {
+fn proposal(r: &Inspection, p: &ProposalRow, csrf: &str, me: &str) -> Markup {
     let pid = &p.proposal_id;
     let preview = r.preview_diffs.iter().find(|x| &x.proposal_id == pid);
     let policy = r.policy_status.iter().find(|x| &x.proposal_id == pid);
@@ -246,7 +257,7 @@ fn proposal(r: &Inspection, p: &ProposalRow, csrf: &str) -> Markup {
                 @if p.state == "awaiting_approval" {
                     form.decide method="post" action=(action) {
                         input type="hidden" name="csrf" value=(csrf);
-                        label { "Your name " input type="text" name="by" required autocomplete="name"; }
+                        p.deciding { "Deciding as " strong { (me) } }
                         label { "Reason " input type="text" name="reason" maxlength="500"; }
                         button type="submit" name="action" value="approve" { "Approve the change as previewed" }
                         button type="submit" name="action" value="reject" { "Reject" }
@@ -271,8 +282,6 @@ pub struct StepForm {
     #[serde(default)]
     action: String,
     #[serde(default)]
-    by: String,
-    #[serde(default)]
     reason: String,
 }
 
@@ -286,14 +295,21 @@ pub async fn step(
     if !csrf_ok(&viewer.0, &form.csrf) {
         return csrf_refused();
     }
+    if form.action == "commit"
+        && let Some(refused) = admin_only(&viewer)
+    {
+        return refused;
+    }
+    let principal = viewer.0.principal.clone();
     let (runtime, packs) = (state_.runtime.clone(), state_.packs.clone());
     let (key, action) = (id.clone(), form.action.clone());
     let moved = tokio::task::spawn_blocking(move || {
         let host = EngineHost::new(&runtime, &packs, &process_env);
         let answer = |approve| ApprovalAnswer {
             approve,
-            by: form.by.trim().to_string(),
+            by: principal.name.clone(),
             reason: form.reason.trim().to_string(),
+            principal: Some(principal.id.clone()),
         };
         match form.action.as_str() {
             "approve" => host.answer(&key, &pid, &answer(true)),
@@ -345,6 +361,9 @@ pub async fn demo(
 ) -> Response {
     if !csrf_ok(&viewer.0, &form.csrf) {
         return csrf_refused();
+    }
+    if let Some(refused) = admin_only(&viewer) {
+        return refused;
     }
     let (runtime, packs) = (state_.runtime.clone(), state_.packs.clone());
     let opened = tokio::task::spawn_blocking(move || {

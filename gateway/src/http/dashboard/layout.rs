@@ -46,6 +46,7 @@ pub fn page(title: &str, screen: &str, session: &Session, content: Markup) -> Re
                         }
                     }
                     form.logout method="post" action="/ui/logout" {
+                        span.who { (session.principal.kind.as_str()) " " strong { (session.principal.name) } }
                         input type="hidden" name="csrf" value=(session.csrf);
                         button type="submit" { "Log out" }
                     }

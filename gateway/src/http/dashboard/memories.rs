@@ -14,7 +14,7 @@ use tollgate_rules::envelope::Level;
 
 use super::layout::{clip, empty, encode, event_href, facts, provenance_href, run_href};
 use super::sessions::csrf_ok;
-use super::{Viewer, blocking_page, csrf_refused};
+use super::{Viewer, admin_only, blocking_page, csrf_refused};
 use crate::http::AppState;
 use crate::memory::{
     self, Decision, MemoryArtifact, MemoryClass, MemoryLink, MemoryPage, MemoryStatus,
@@ -200,10 +200,11 @@ pub async fn memory(
     Query(query): Query<MemoryQuery>,
 ) -> Response {
     let csrf = viewer.0.csrf.clone();
+    let me = viewer.0.principal.clone();
     blocking_page(&state, &viewer, "Memory", "/ui/memories", move |rt| {
         let m = memory::get(rt.store(), &id)?;
         let used = memory::usage(rt.store(), &id)?;
-        Ok(detail(&m, &used, &csrf, query.done.as_deref(), None))
+        Ok(detail(&m, &used, (&csrf, &me), query.done.as_deref(), None))
     })
     .await
 }
@@ -211,7 +212,7 @@ pub async fn memory(
 fn detail(
     m: &MemoryArtifact,
     used: &[MemoryLink],
-    csrf: &str,
+    (csrf, me): (&str, &crate::auth::Principal),
     done: Option<&str>,
     problem: Option<&str>,
 ) -> Markup {
@@ -257,7 +258,7 @@ fn detail(
             }
         }
         h2 { "Review" }
-        (controls(m, csrf))
+        @if me.kind == crate::auth::PrincipalKind::Admin { (controls(m, csrf, &me.name)) }
         h2 { "History" }
         @if m.decisions.is_empty() && m.edits.is_empty() && m.feedback.is_empty() {
             p.muted { "No decision yet." }
@@ -298,14 +299,14 @@ fn detail(
     }
 }
 
-fn controls(m: &MemoryArtifact, csrf: &str) -> Markup {
+fn controls(m: &MemoryArtifact, csrf: &str, me: &str) -> Markup {
     let open = !matches!(m.status, MemoryStatus::Rejected | MemoryStatus::Expired);
     let action = format!("/ui/memories/{}", encode(&m.id));
     html! {
         @if open {
             form.decide method="post" action=(action) {
                 input type="hidden" name="csrf" value=(csrf);
-                label { "Your name " input type="text" name="by" required autocomplete="name"; }
+                p.deciding { "Deciding as " strong { (me) } }
                 label { "Reason " input type="text" name="reason" required maxlength="500"; }
                 @if m.status != MemoryStatus::Approved {
                     button type="submit" name="action" value="accept" { "Accept" }
@@ -324,7 +325,7 @@ fn controls(m: &MemoryArtifact, csrf: &str) -> Markup {
             form.decide method="post" action=(action) {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="action" value="sensitivity";
-                label { "Your name " input type="text" name="by" required autocomplete="name"; }
+                p.deciding { "Deciding as " strong { (me) } }
                 label { "Reason " input type="text" name="reason" required maxlength="500"; }
                 label {
                     "Sensitivity "
@@ -354,8 +355,6 @@ pub struct ActForm {
     #[serde(default)]
     action: String,
     #[serde(default)]
-    by: String,
-    #[serde(default)]
     reason: String,
     #[serde(default)]
     level: String,
@@ -372,13 +371,17 @@ pub async fn act(
     if !csrf_ok(&viewer.0, &form.csrf) {
         return csrf_refused();
     }
+    if let Some(refused) = admin_only(&viewer) {
+        return refused;
+    }
+    let me = viewer.0.principal.name.clone();
     let runtime = state.runtime.clone();
     let key = id.clone();
     let action = form.action.clone();
     let acted = tokio::task::spawn_blocking(move || -> Result<(), RuntimeError> {
         let at = runtime.now_rfc3339();
         let store = runtime.store();
-        let (by, reason) = (form.by.trim(), form.reason.trim());
+        let (by, reason) = (me.as_str(), form.reason.trim());
         let decide = |d: Decision| memory::record_decision(store, &key, d, by, reason, &at);
         match form.action.as_str() {
             "accept" => decide(Decision::Accept).map(drop)?,
@@ -449,11 +452,12 @@ async fn problem_page(
     status: StatusCode,
 ) -> Response {
     let csrf = viewer.0.csrf.clone();
+    let me = viewer.0.principal.clone();
     let (key, problem) = (id.to_string(), problem.to_string());
     let mut response = blocking_page(state, viewer, "Memory", "/ui/memories", move |rt| {
         let m = memory::get(rt.store(), &key)?;
         let used = memory::usage(rt.store(), &key)?;
-        Ok(detail(&m, &used, &csrf, None, Some(&problem)))
+        Ok(detail(&m, &used, (&csrf, &me), None, Some(&problem)))
     })
     .await;
     *response.status_mut() = status;

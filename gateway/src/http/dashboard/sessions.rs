@@ -2,13 +2,16 @@
 //! (a restart logs everyone out), carried by an HttpOnly, SameSite=Strict cookie, with a CSRF
 //! token for every form that changes something.
 //!
-//! Two tokens open a session: the one-time login token `tollgate serve` prints in its
-//! dashboard URL (as Jupyter does; spent by its first use), and the gateway's bearer token
-//! (`.tollgate/token`), which the login page accepts. Tokens and session ids are compared
-//! through their blake3 hashes, whose equality is constant-time.
+//! A session acts for one principal (issue 32): the one-time login token `tollgate serve`
+//! prints in its dashboard URL (as Jupyter does; spent by its first use) opens the owner's,
+//! and the login page takes an approver's or admin's own token (or the owner's). Agents'
+//! tokens open no session. Tokens and session ids are compared through their blake3 hashes,
+//! whose equality is constant-time.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+
+use crate::auth::Principal;
 
 /// How long a session lasts without logging in again.
 pub const SESSION_TTL_MS: i64 = 12 * 60 * 60 * 1000;
@@ -35,6 +38,8 @@ struct Inner {
 pub struct Session {
     /// Its id (the cookie's value).
     pub id: String,
+    /// Who it acts for.
+    pub principal: Principal,
     /// The token every form of this session must carry.
     pub csrf: String,
     /// Milliseconds since the epoch.
@@ -69,24 +74,28 @@ impl Sessions {
         self.lock().login.clone()
     }
 
-    /// Opens a session for `given`, when it is the unused one-time login token (which is then
-    /// spent) or the bearer token.
-    pub fn login(&self, given: &str, bearer: &str, now_ms: i64) -> Option<Session> {
+    /// Spends the one-time login token when `given` is it (and it is unused).
+    pub fn spend_login(&self, given: &str) -> bool {
         let mut inner = self.lock();
         let one_time = inner.login.as_deref().is_some_and(|t| same(t, given));
         if one_time {
             inner.login = None;
-        } else if !same(bearer, given) {
-            return None;
         }
+        one_time
+    }
+
+    /// Opens a session acting for `principal`.
+    pub fn open(&self, principal: Principal, now_ms: i64) -> Session {
+        let mut inner = self.lock();
         inner.sessions.retain(|_, s| s.expires_ms > now_ms);
         let session = Session {
             id: random_token(),
+            principal,
             csrf: random_token(),
             expires_ms: now_ms.saturating_add(SESSION_TTL_MS),
         };
         inner.sessions.insert(session.id.clone(), session.clone());
-        Some(session)
+        session
     }
 
     /// The live session of a cookie's id; an expired one is forgotten.
@@ -130,28 +139,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_login_token_opens_one_session_and_the_bearer_token_any_number() {
+    fn the_login_token_is_spent_by_its_first_use() {
         let sessions = Sessions::new();
         let login = sessions.login_token().unwrap();
-        assert!(sessions.login("wrong", "bearer", 0).is_none());
-        let first = sessions.login(&login, "bearer", 0).unwrap();
+        assert!(!sessions.spend_login("wrong"));
+        assert!(sessions.spend_login(&login));
         assert!(sessions.login_token().is_none());
-        assert!(sessions.login(&login, "bearer", 0).is_none(), "spent");
-        let second = sessions.login("bearer", "bearer", 0).unwrap();
+        assert!(!sessions.spend_login(&login), "spent");
+    }
+
+    #[test]
+    fn sessions_act_for_their_principal_with_their_own_csrf_token() {
+        let sessions = Sessions::new();
+        let first = sessions.open(Principal::owner(), 0);
+        let second = sessions.open(Principal::local("ann"), 0);
         assert_ne!(first.id, second.id);
         assert_ne!(first.csrf, second.csrf);
         assert_eq!(sessions.check(&first.id, 1), Some(first.clone()));
+        assert_eq!(sessions.check(&second.id, 1).unwrap().principal.name, "ann");
         assert!(csrf_ok(&first, &first.csrf) && !csrf_ok(&first, &second.csrf));
     }
 
     #[test]
     fn a_session_expires_and_ends_at_logout() {
         let sessions = Sessions::new();
-        let s = sessions.login("b", "b", 1_000).unwrap();
+        let s = sessions.open(Principal::owner(), 1_000);
         assert!(sessions.check(&s.id, 1_000 + SESSION_TTL_MS - 1).is_some());
         assert!(sessions.check(&s.id, 1_000 + SESSION_TTL_MS).is_none());
         assert!(sessions.check(&s.id, 0).is_none(), "forgotten once expired");
-        let t = sessions.login("b", "b", 0).unwrap();
+        let t = sessions.open(Principal::owner(), 0);
         sessions.logout(&t.id);
         assert!(sessions.check(&t.id, 0).is_none());
         assert!(sessions.check("", 0).is_none());
