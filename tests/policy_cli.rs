@@ -587,3 +587,27 @@ fn envelope_versions_are_kept_in_the_store_and_diffed_by_reference() {
     assert!(text.contains("coding-agent/read-only"), "{text}");
     assert!(text.contains("1 of 1 request"), "{text}");
 }
+
+#[test]
+fn check_warns_of_a_deny_pattern_a_value_with_a_slash_escapes() {
+    let file = "fixtures/envelopes/warnings/slash-escape.yaml";
+    let o = tollgate(&["policy", "check", file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: `shell-guard/no-rm`") && err.contains("/cmd: {text: \"*rm -rf*\"}"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("no-drop"),
+        "a text pattern is not warned of: {err}"
+    );
+    assert!(
+        stdout(&o).contains("no errors, 1 warning"),
+        "{}",
+        stdout(&o)
+    );
+    let o = tollgate(&["policy", "check", file, "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["warnings"].as_array().unwrap().len(), 1, "{doc}");
+}

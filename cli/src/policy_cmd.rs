@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use tollgate_engine::ast::Span;
 use tollgate_engine::diag::{Diagnostic, Source};
 use tollgate_rules::decide::{DecisionRequest, EnvelopeDecision, decide_request};
-use tollgate_rules::envelope::{EnvelopeDiff, diff_envelopes, load_envelopes};
+use tollgate_rules::envelope::{EnvelopeDiff, diff_envelopes, load_envelopes, slash_warnings};
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
@@ -97,11 +97,16 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let sources = read_sources(&files)?;
     let result = load_envelopes(&sources);
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let warnings: Vec<String> = match &result {
+        Ok(set) => set.envelopes().iter().flat_map(slash_warnings).collect(),
+        Err(_) => Vec::new(),
+    };
     if args.json {
         let doc = match &result {
             Ok(set) => serde_json::json!({
                 "files": files.len(),
                 "errors": 0,
+                "warnings": warnings,
                 "envelopes": set.envelopes().iter().map(|e| serde_json::json!({
                     "id": e.id,
                     "version": e.version,
@@ -122,6 +127,9 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     } else {
         match &result {
             Ok(set) => {
+                for w in &warnings {
+                    eprintln!("warning: {w}");
+                }
                 for e in set.envelopes() {
                     let extends = if e.extends.is_empty() {
                         String::new()
@@ -135,9 +143,14 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
                     );
                 }
                 println!(
-                    "{} in {} checked, no errors",
+                    "{} in {} checked, no errors{}",
                     plural(set.len(), "envelope"),
-                    plural(files.len(), "file")
+                    plural(files.len(), "file"),
+                    if warnings.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {}", plural(warnings.len(), "warning"))
+                    }
                 );
             }
             Err(errors) => report_errors(errors),

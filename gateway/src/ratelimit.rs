@@ -18,7 +18,10 @@ use rusqlite::{Connection, params};
 use serde_json::Value;
 use tollgate_rules::engine::ast::TestFn;
 use tollgate_rules::engine::functions::PatternCache;
-use tollgate_rules::envelope::{EnvelopeSet, RateScope, ToolEffect};
+use tollgate_rules::envelope::{
+    ArgKind, EnvelopeSet, RateScope, ToolEffect, UrlPattern, text_regex,
+};
+use tollgate_rules::request::arguments::url_parts;
 use tollgate_rules::request::flatten_arguments;
 
 use crate::recorder::format::RunHeader;
@@ -76,9 +79,29 @@ pub fn applicable(
                 continue;
             }
             let flat = flat.get_or_insert_with(|| flatten_arguments(args).into_iter().collect());
-            let args_match = rule.args.iter().all(|(pointer, pattern)| {
-                flat.get(pointer)
-                    .is_some_and(|value| patterns.test(TestFn::Glob, pattern, value))
+            // As `envelopes.dl` reads a `rate_limit` condition: the scalar at the pointer, or
+            // any scalar inside the list or object there (`tool.arg-holds-inside`).
+            // As `envelopes.dl` reads a `rate_limit` condition: the scalar at the pointer, or
+            // any scalar inside the list or object there (`tool.arg-holds-inside`), by glob;
+            // or, for a URL pattern, the scalar at the pointer by its parsed parts
+            // (`tool.arg-holds-url`).
+            let args_match = rule.args.iter().all(|(pointer, written)| {
+                let pattern = written.as_str();
+                let inside = format!("{pointer}/");
+                let mut values = flat
+                    .iter()
+                    .filter(|(k, _)| *k == pointer || k.starts_with(&inside))
+                    .map(|(_, v)| v);
+                let by_text = written.kind() == ArgKind::Text && {
+                    let regex = text_regex(pattern);
+                    values
+                        .clone()
+                        .any(|v| patterns.test(TestFn::Match, &regex, v))
+                };
+                by_text
+                    || values.any(|v| patterns.test(TestFn::Glob, pattern, v))
+                    || (written.kind() == ArgKind::Url
+                        && url_matches(pattern, flat.get(pointer), &mut patterns))
             });
             if args_match {
                 let local = rule.id.clone().unwrap_or_else(|| {
@@ -97,6 +120,19 @@ pub fn applicable(
         }
     }
     out
+}
+
+/// Whether a URL pattern matches a URL argument by its parsed parts.
+fn url_matches(pattern: &str, value: Option<&String>, patterns: &mut PatternCache) -> bool {
+    let (Some(Ok(url)), Some(value)) = (UrlPattern::parse(pattern), value) else {
+        return false;
+    };
+    url_parts(value).is_some_and(|(scheme, host, port, path)| {
+        scheme == url.scheme
+            && port == url.port
+            && patterns.test(TestFn::Glob, &url.host, &host)
+            && patterns.test(TestFn::Glob, &url.path, &path)
+    })
 }
 
 /// The id a rule counts calls per, for a run.

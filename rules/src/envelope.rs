@@ -30,6 +30,7 @@
 //! spanned diagnostic per problem (all or nothing); [`EnvelopeSet::facts`] compiles the set to
 //! the vocabulary's facts; [`crate::request`] encodes requests and subjects.
 
+mod arg_pattern;
 mod check;
 mod diff;
 mod facts;
@@ -37,8 +38,10 @@ mod format;
 mod load;
 #[cfg(test)]
 mod tests;
+mod url_pattern;
 pub(crate) mod yaml;
 
+pub use arg_pattern::{ArgKind, ArgPattern, slash_warnings, text_regex};
 pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes};
 pub use facts::flatten_extension;
 pub use format::{
@@ -46,6 +49,7 @@ pub use format::{
     RateLimit, RateScope, RuleEffect, Section, ToolEffect, ToolLevelRule, ToolRule, local_rule_id,
 };
 pub use load::{EnvelopeErrors, load_envelopes};
+pub use url_pattern::UrlPattern;
 
 /// A checked set of envelopes, sorted by id: every parent present, no cycles, ids unique.
 #[derive(Debug, Clone, PartialEq)]

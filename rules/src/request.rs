@@ -4,6 +4,8 @@
 //! `subject`: runs, clearances, memories and the scopes they mention) change slowly and are
 //! materialised with the envelopes.
 
+pub mod arguments;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -281,13 +283,43 @@ pub fn now_facts(now: i32) -> FactSet {
     facts
 }
 
-/// `tool_request`, a `tool_arg` row per scalar of the arguments, and `tool_usage` rows.
+/// `tool_request`, a `tool_arg` row per scalar of the arguments, what keeps a hostile value
+/// from slipping past a condition (`tool_arg_in`, `tool_arg_unsafe`, `tool_arg_url`: see
+/// [`arguments`]), and `tool_usage` rows.
 pub fn tool_request_facts(req: &str, run: &str, call: &ToolCall) -> FactSet {
     let mut facts = FactSet::new();
     let o = REQUEST_ORIGIN;
     facts.add("tool_request", vec![sym(req), sym(run), sym(&call.name)], o);
     for (pointer, value) in flatten_arguments(&call.args) {
+        if let Some(why) = arguments::unsafe_reason(&value) {
+            facts.add(
+                "tool_arg_unsafe",
+                vec![sym(req), sym(&pointer), sym(why)],
+                o,
+            );
+        }
+        if let Some((scheme, host, port, path)) = arguments::url_parts(&value) {
+            facts.add(
+                "tool_arg_url",
+                vec![
+                    sym(req),
+                    sym(&pointer),
+                    sym(&scheme),
+                    sym(&host),
+                    sym(&port),
+                    sym(&path),
+                ],
+                o,
+            );
+        }
         facts.add("tool_arg", vec![sym(req), sym(&pointer), sym(&value)], o);
+    }
+    for (container, leaf) in arguments::containment(&call.args) {
+        facts.add(
+            "tool_arg_in",
+            vec![sym(req), sym(&container), sym(&leaf)],
+            o,
+        );
     }
     for (rule, used) in &call.usage {
         facts.add(

@@ -397,3 +397,22 @@ fn every_operation_answers_every_kind_as_the_document_says() {
     }
     assert!(checked > 200, "{checked}");
 }
+
+#[test]
+fn a_runs_clearance_is_the_lowest_of_what_it_asked_its_credential_and_its_envelopes() {
+    let t = team();
+    let gw = &t.gw;
+    let envelope = json!({"id": "capped", "version": 1, "attach": {"agents": ["coder"]},
+                          "max_clearance": "public", "tools": [{"effect": "allow", "tools": ["*"]}]});
+    let (status, stored) = gw.call_as(&t.admin, "POST", "/v2/policies/envelopes", Some(&envelope));
+    assert!(status == 200 || status == 201, "{stored}");
+    // The credential allows `internal`, the run asks for it, an envelope caps it at `public`.
+    let (status, run) = gw.call_as(
+        &t.coder,
+        "POST",
+        "/v1/runs",
+        Some(&json!({"id": "capped-run", "agent": "coder", "task": "t", "scope": "org:acme", "clearance": "internal"})),
+    );
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["run"]["clearance"], "public", "{run}");
+}

@@ -232,8 +232,23 @@ impl Runtime {
         };
         // The header records every version that governs the run: attached here, or through
         // its agent or task.
-        let engine = std::sync::Arc::new(self.build_engine(&header)?);
+        let mut engine = std::sync::Arc::new(self.build_engine(&header)?);
         header.envelopes = engine.governing(&id);
+        // A governing envelope's `max_clearance` caps the run's (the packs cap what it is
+        // cleared for whatever the header says; the header says it too).
+        let cap = header
+            .envelopes
+            .iter()
+            .filter_map(|label| set.get(label.split_once('@').map_or(label.as_str(), |(i, _)| i)))
+            .filter_map(|e| e.max_clearance)
+            .min();
+        if let Some(cap) = cap
+            && cap < clearance.unwrap_or(Level::Public)
+        {
+            header.clearance = cap.as_str().to_string();
+            engine = std::sync::Arc::new(self.build_engine(&header)?);
+            header.envelopes = engine.governing(&id);
+        }
         // Under a contract: judged as the pack judged the planned run, then the contract is
         // claimed before the run opens (so one contract opens one run), and given back if
         // the open fails.

@@ -629,3 +629,5 @@ fn an_argument_that_climbs_is_permitted_by_no_pattern_but_still_denied() {
         DecisionEffect::Allow
     );
 }
+
+mod hostile_arguments;

@@ -51,6 +51,7 @@ const ENVELOPE: Shape = Shape {
         "description",
         "extends",
         "attach",
+        "max_clearance",
         "tools",
         "data",
         "models",
@@ -211,6 +212,11 @@ impl Checker<'_> {
             && let Some(a) = self.attach(n)
         {
             out.insert("attach".into(), a);
+        }
+        if let Some(n) = fields.get("max_clearance")
+            && let Some(l) = self.level(n)
+        {
+            out.insert("max_clearance".into(), Json::String(l.into()));
         }
         for section in Section::ALL {
             let key = section.key();
@@ -409,11 +415,104 @@ impl Checker<'_> {
                 );
                 continue;
             }
+            if let Some(entries) = v.as_map() {
+                if let Some(kinded) = self.kinded_arg(&k.name, v, entries) {
+                    out.insert(k.name.clone(), kinded);
+                }
+                continue;
+            }
             if let Some(g) = self.glob(v, &format!("the pattern of `{}`", k.name)) {
+                if let Some(Err(why)) = super::UrlPattern::parse(&g) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E-envelope-url-pattern",
+                            format!("`{g}` is not a URL pattern Tollgate can match by its parts: {why}"),
+                            v.span,
+                        )
+                        .with_label("invalid URL pattern")
+                        .with_help("a URL argument is matched by its parsed scheme, host, port and path: write `https://*.example.com/**` or `https://docs.acme.dev/guide/**`"),
+                    );
+                    continue;
+                }
                 out.insert(k.name.clone(), Json::String(g));
             }
         }
         Some(Json::Object(out))
+    }
+
+    /// `{text: P}`, `{path: P}` or `{url: P}`: a pattern with the kind it reads its argument
+    /// as (issue 32, hole 5).
+    fn kinded_arg(
+        &mut self,
+        pointer: &str,
+        node: &Node,
+        entries: &[(super::yaml::Key, Node)],
+    ) -> Option<Json> {
+        let help = "write `{text: \"*rm -rf*\"}` (`*` crosses `/`), `{path: \"src/**\"}` (`*` stays within a segment) or `{url: \"https://*.example.com/**\"}` (by the parsed host and path)";
+        let [(kind_key, pattern_node)] = entries else {
+            self.diags.push(
+                Diagnostic::error(
+                    "E-envelope-arg-kind",
+                    format!("the pattern of `{pointer}` names one kind"),
+                    node.span,
+                )
+                .with_label("one of text, path or url")
+                .with_help(help),
+            );
+            return None;
+        };
+        let Some(kind) = super::ArgKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind_key.name)
+        else {
+            self.diags.push(
+                Diagnostic::error(
+                    "E-envelope-arg-kind",
+                    format!("`{}` is not a kind of argument", kind_key.name),
+                    kind_key.span,
+                )
+                .with_label("not text, path or url")
+                .with_help(help),
+            );
+            return None;
+        };
+        let pattern = self.glob(pattern_node, &format!("the pattern of `{pointer}`"))?;
+        if kind == super::ArgKind::Url {
+            let why = match super::UrlPattern::parse(&pattern) {
+                Some(Ok(_)) => None,
+                Some(Err(why)) => Some(why),
+                None => Some("it names no scheme (`https://`)".to_string()),
+            };
+            if let Some(why) = why {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E-envelope-url-pattern",
+                        format!("`{pattern}` is not a URL pattern Tollgate can match by its parts: {why}"),
+                        pattern_node.span,
+                    )
+                    .with_label("invalid URL pattern")
+                    .with_help("write `{url: \"https://*.example.com/**\"}`"),
+                );
+                return None;
+            }
+        }
+        if kind == super::ArgKind::Text
+            && let Err(e) = tollgate_engine::functions::compile_regex(&super::text_regex(&pattern))
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    "E-envelope-glob",
+                    format!("`{pattern}` does not read as a text pattern: {e}"),
+                    pattern_node.span,
+                )
+                .with_label("invalid pattern")
+                .with_help(help),
+            );
+            return None;
+        }
+        let mut map = Map::new();
+        map.insert(kind.as_str().to_string(), Json::String(pattern));
+        Some(Json::Object(map))
     }
 
     fn limit(&mut self, node: &Node) -> Option<Json> {

@@ -9,8 +9,9 @@ use super::EnvelopeSet;
 use super::format::{PolicyEnvelope, Section};
 
 impl EnvelopeSet {
-    /// The facts of every envelope: `envelope`, `envelope_extends`, `envelope_attached`,
-    /// `tool_rule`, `tool_rule_arg`, `tool_rule_closed`, `tool_rule_limit`, `data_rule`,
+    /// The facts of every envelope: `envelope`, `envelope_extends`, `envelope_max_clearance`,
+    /// `envelope_attached`,
+    /// `tool_rule`, `tool_rule_arg`, `tool_rule_arg_url`, `tool_rule_arg_text`, `tool_rule_closed`, `tool_rule_limit`, `data_rule`,
     /// `data_rule_kind`,
     /// `data_rule_label`, `model_rule`, `memory_rule`, `approval_rule`, `tool_level` and
     /// `envelope_extension`. Rule ids are `ENVELOPE/RULE`.
@@ -38,6 +39,9 @@ pub(crate) fn envelope_facts(env: &PolicyEnvelope, facts: &mut FactSet) {
     for parent in &env.extends {
         add("envelope_extends", vec![e.clone(), sym(parent)]);
     }
+    if let Some(max) = env.max_clearance {
+        add("envelope_max_clearance", vec![e.clone(), sym(max.as_str())]);
+    }
     for (kind, targets) in [
         ("run", &env.attach.runs),
         ("agent", &env.attach.agents),
@@ -61,11 +65,41 @@ pub(crate) fn envelope_facts(env: &PolicyEnvelope, facts: &mut FactSet) {
                 vec![e.clone(), id.clone(), sym(r.effect.as_str()), sym(tool)],
             );
         }
-        for (arg, pattern) in &r.args {
+        for (arg, written) in &r.args {
+            let pattern = written.as_str();
             add(
                 "tool_rule_arg",
                 vec![e.clone(), id.clone(), sym(arg), sym(pattern)],
             );
+            if written.kind() == super::ArgKind::Text {
+                add(
+                    "tool_rule_arg_text",
+                    vec![
+                        e.clone(),
+                        id.clone(),
+                        sym(arg),
+                        sym(pattern),
+                        sym(&super::text_regex(pattern)),
+                    ],
+                );
+            }
+            if written.kind() == super::ArgKind::Url
+                && let Some(Ok(url)) = super::UrlPattern::parse(pattern)
+            {
+                add(
+                    "tool_rule_arg_url",
+                    vec![
+                        e.clone(),
+                        id.clone(),
+                        sym(arg),
+                        sym(pattern),
+                        sym(&url.scheme),
+                        sym(&url.host),
+                        sym(&url.port),
+                        sym(&url.path),
+                    ],
+                );
+            }
         }
         if r.only_named_args {
             add("tool_rule_closed", vec![e.clone(), id.clone()]);

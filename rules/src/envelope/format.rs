@@ -28,6 +28,10 @@ pub struct PolicyEnvelope {
     /// The runs, agents and tasks this envelope governs.
     #[serde(default, skip_serializing_if = "Attachments::is_empty")]
     pub attach: Attachments,
+    /// The highest clearance a run this envelope governs may have: a run's clearance is the
+    /// lowest of what it asked, its credential's and its envelopes'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_clearance: Option<Level>,
     /// Tool rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolRule>,
@@ -119,10 +123,10 @@ pub struct ToolRule {
     pub effect: ToolEffect,
     /// Glob patterns over tool names (`fs.read*`, `shell.*`).
     pub tools: Vec<String>,
-    /// Conditions on arguments: JSON pointer (`/path`) to a glob over the argument's value
-    /// as text. All must match.
+    /// Conditions on arguments: JSON pointer (`/path`) to a pattern over the argument's value,
+    /// read as its kind says (a path glob, a URL by its parts, or text). All must match.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub args: BTreeMap<String, String>,
+    pub args: BTreeMap<String, super::ArgPattern>,
     /// The call may carry no argument but those `args` names: any other (a `proxy` beside a
     /// checked `url`) and the rule does not apply.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

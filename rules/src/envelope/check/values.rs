@@ -291,6 +291,20 @@ impl Checker<'_> {
 
     pub(super) fn glob(&mut self, node: &Node, what: &str) -> Option<String> {
         let pattern = self.text(node, what)?;
+        if let Some(problem) = too_complex(&pattern) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E-envelope-glob-complex",
+                    format!("glob pattern is too complex: {problem}"),
+                    node.span,
+                )
+                .with_label("too complex")
+                .with_help(format!(
+                    "a pattern has at most {MAX_PATTERN_BYTES} bytes and {MAX_PATTERN_WILDCARDS} wildcards (`*`, `?`, `[`, `{{`): every decision matches it, so one pathological pattern would slow every call; split it into several rules"
+                )),
+            );
+            return None;
+        }
         if let Err(e) = compile_glob(&pattern) {
             self.diags.push(
                 Diagnostic::error(
@@ -347,6 +361,38 @@ impl Checker<'_> {
         );
         None
     }
+}
+
+/// The longest glob pattern an envelope may hold, in bytes.
+pub(crate) const MAX_PATTERN_BYTES: usize = 1024;
+
+/// The most wildcards (`*` runs, `?`, `[`, `{`) a glob pattern may hold.
+pub(crate) const MAX_PATTERN_WILDCARDS: usize = 32;
+
+/// Why a pattern is too complex to match on every decision, if it is (issue 32, hole 7: a deny
+/// rule whose pattern was `*a` repeated 20,000 times cost seconds per decision).
+pub(crate) fn too_complex(pattern: &str) -> Option<String> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Some(format!(
+            "{} bytes, more than {MAX_PATTERN_BYTES}",
+            pattern.len()
+        ));
+    }
+    let mut wildcards = 0;
+    let mut previous = '\0';
+    let mut escaped = false;
+    for c in pattern.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if matches!(c, '?' | '[' | '{') || (c == '*' && previous != '*') {
+            wildcards += 1;
+        }
+        previous = c;
+    }
+    (wildcards > MAX_PATTERN_WILDCARDS)
+        .then(|| format!("{wildcards} wildcards, more than {MAX_PATTERN_WILDCARDS}"))
 }
 
 /// globset's message without its `error parsing glob '...': ` prefix (the pattern is
