@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use tollgate_gateway::auth::jwt::JwtVerifier;
 use tollgate_gateway::auth::tokens::TokenKey;
 use tollgate_gateway::http::{AppState, ServeConfig, resolve_token, serve, write_private};
 use tollgate_gateway::job_kinds::builtin_registry;
@@ -66,6 +67,17 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .context("cannot create the token file")?;
     let token_key = TokenKey::resolve(std::env::var("TOLLGATE_TOKEN_KEY").ok(), &token_dir)
         .context("cannot read or create the token key")?;
+    let jwt = match JwtVerifier::from_env(&|k| std::env::var(k).ok()) {
+        None => None,
+        Some(Ok(verifier)) => {
+            eprintln!("tollgate: JWTs accepted ({verifier:?})");
+            Some(verifier)
+        }
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let provider = provider_from_env()?;
     if provider.name() == "fake" {
         eprintln!(
@@ -135,9 +147,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             body_limit: args.body_limit,
             extra_hosts: Vec::new(),
         };
-        let state = AppState::new(Arc::new(runtime), &token, config)
+        let mut state = AppState::new(Arc::new(runtime), &token, config)
             .with_packs(packs)
             .with_token_key(token_key);
+        if let Some(verifier) = jwt {
+            state = state.with_jwt(verifier);
+        }
         eprintln!(
             "tollgate: listening on http://{local} (bearer token in {}, or TOLLGATE_TOKEN)",
             token_dir.join("token").display()

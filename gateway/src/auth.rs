@@ -12,6 +12,7 @@
 //! `owner`). Which routes admit which kinds is `http::access`.
 
 pub mod audit;
+pub mod jwt;
 pub mod tokens;
 
 use std::path::Path;

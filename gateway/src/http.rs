@@ -87,6 +87,8 @@ pub struct AppState {
     pub packs: Arc<crate::packs::PackRegistry>,
     /// The key token secrets are hashed under; without one, only the owner's token works.
     pub token_key: Option<Arc<TokenKey>>,
+    /// Verifies JWTs from a team's identity provider, when configured.
+    pub jwt: Option<Arc<crate::auth::jwt::JwtVerifier>>,
 }
 
 impl AppState {
@@ -100,7 +102,14 @@ impl AppState {
             dashboard: Arc::new(dashboard::sessions::Sessions::new()),
             packs: Arc::new(crate::packs::PackRegistry::default()),
             token_key: None,
+            jwt: None,
         }
+    }
+
+    /// The same state taking the JWTs `verifier` accepts (`TOLLGATE_JWT_JWKS`).
+    pub fn with_jwt(mut self, verifier: crate::auth::jwt::JwtVerifier) -> AppState {
+        self.jwt = Some(Arc::new(verifier));
+        self
     }
 
     /// The same state accepting the tokens of the store (`tollgate tokens create`), whose
@@ -111,16 +120,23 @@ impl AppState {
     }
 
     /// The principal a presented bearer token stands for, if any: the owner's token, else a
-    /// live token of the store. Both comparisons take the same time whatever the text.
+    /// live token of the store, else a JWT of the configured identity provider. Both comparisons take the same time whatever the text.
     pub fn authenticate(&self, given: &str) -> Result<Option<Principal>, crate::store::StoreError> {
         if security::constant_time_eq(given.as_bytes(), self.token.as_bytes()) {
             return Ok(Some(Principal::owner()));
         }
-        match &self.token_key {
-            Some(key) => {
-                token_store::verify(self.runtime.store(), key, given, self.runtime.now_ms())
-            }
-            None => Ok(None),
+        if given.starts_with(token_store::PREFIX) {
+            return match &self.token_key {
+                Some(key) => {
+                    token_store::verify(self.runtime.store(), key, given, self.runtime.now_ms())
+                }
+                None => Ok(None),
+            };
+        }
+        // A JWT (three dot-separated parts), checked against the identity provider's keys.
+        match &self.jwt {
+            Some(jwt) if given.matches('.').count() == 2 => Ok(jwt.verify(given).ok()),
+            _ => Ok(None),
         }
     }
 

@@ -6,6 +6,7 @@
 mod support;
 
 mod enforcement;
+mod jwt;
 mod limits;
 mod links;
 mod principals;
