@@ -114,14 +114,29 @@ fn decide(args: DecideArgs, approve: bool) -> Result<ExitCode> {
     let store = store_arg::open()?;
     let now = SystemClock.now_ms();
     let at = rfc3339(u64::try_from(now / 1000).unwrap_or(0));
+    // The command line is the local operator: `--by` names the person deciding, and the
+    // audit log keeps who ran it.
+    let operator = crate::tokens_cmd::operator();
     let answer = ApprovalAnswer {
         approve,
         by: args.by,
         reason: args.reason,
-        principal: None,
+        principal: Some(operator.id.clone()),
     };
     match approvals::decide(&store, &args.id, &answer, now, &at) {
         Ok(a) => {
+            let action = if approve {
+                "approvals approve"
+            } else {
+                "approvals reject"
+            };
+            tollgate_gateway::auth::audit::record_blocking(
+                &store,
+                &operator,
+                at.clone(),
+                format!("{action} --by {}", answer.by),
+                a.id.clone(),
+            )?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&a)?);
             } else {

@@ -86,7 +86,7 @@ pub fn run(cmd: TokensCommand) -> Result<ExitCode> {
 }
 
 /// The local operator: the OS user running the command.
-fn operator() -> Principal {
+pub(crate) fn operator() -> Principal {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("USERNAME"))
         .unwrap_or_else(|_| "operator".into());

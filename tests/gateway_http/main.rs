@@ -326,6 +326,21 @@ fn a_long_poll_returns_when_the_cli_approves() {
     let listed = gw.tollgate(&["approvals", "list", "--state", "all", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(list[0]["decided_by"], "team-lead");
+    // The audit log keeps who ran the command and whom it named.
+    let audit = gw.tollgate(&["audit", "--json"]);
+    let entries: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(
+        entries[0]["action"], "approvals approve --by team-lead",
+        "{entries}"
+    );
+    assert_eq!(entries[0]["kind"], "admin", "{entries}");
+    assert!(
+        entries[0]["principal"]
+            .as_str()
+            .unwrap()
+            .starts_with("local:"),
+        "{entries}"
+    );
 }
 
 #[test]
