@@ -78,18 +78,18 @@ pub(crate) const ACCESS: &[(&str, &str, u8)] = &[
     ("GET", "/v2/regressions/{id}/history", P | D),
     ("POST", "/v2/regressions/suites/execute", D),
     ("GET", "/v2/regressions/suites/{id}", P | D),
-    // Handoffs: the schema and templates are for everyone; contracts are written by admins
-    // (an agent's handoff goes through its run's events and the contract routes an operator
-    // drives) and read by approvers.
+    // Handoffs: the schema and templates are for everyone; an agent posts contracts from its
+    // own runs, answers those handed to it and checks or exports those it is a party to (the
+    // handlers check which side it is on, `http/handoffs.rs::party`); approvers read.
     ("GET", "/v2/handoffs/schema", ALL),
     ("GET", "/v2/handoffs/templates/{name}", ALL),
-    ("POST", "/v2/handoffs/contracts", D),
+    ("POST", "/v2/handoffs/contracts", A | D),
     ("GET", "/v2/handoffs/contracts", P | D),
     ("GET", "/v2/handoffs/contracts/{id}", P | D),
-    ("POST", "/v2/handoffs/contracts/{id}/ack", D),
-    ("POST", "/v2/handoffs/contracts/{id}/check", D),
-    ("GET", "/v2/handoffs/contracts/{id}/a2a", P | D),
-    ("POST", "/v2/handoffs/a2a", D),
+    ("POST", "/v2/handoffs/contracts/{id}/ack", A | D),
+    ("POST", "/v2/handoffs/contracts/{id}/check", A | D),
+    ("GET", "/v2/handoffs/contracts/{id}/a2a", ALL),
+    ("POST", "/v2/handoffs/a2a", A | D),
     ("GET", "/v2/handoffs/graphs/{run_id}", P | D),
     // Cases: operators move them; approvers read and decide their approvals.
     ("GET", "/cases", P | D),

@@ -13,6 +13,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::Caller;
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::handoff::contract::{self, JSON_SCHEMA};
 use crate::handoff::store;
@@ -51,6 +52,86 @@ impl From<HandoffError> for ApiError {
             HandoffError::Evaluation(m) => ApiError::Internal(m),
         }
     }
+}
+
+/// Which side of a contract an agent's credential must be on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The producer: its agent, reaching the producing run.
+    Producer,
+    /// The consumer: its agent.
+    Consumer,
+    /// Either.
+    Either,
+}
+
+/// Refuses (403 `not_a_party`) an agent's credential that is not on `side` of a contract with
+/// producer `(run, agent)` and consumer agent `consumer`; approvers and admins pass.
+fn party(
+    rt: &Runtime,
+    who: &Caller,
+    side: Side,
+    (run, agent): (&str, Option<&str>),
+    consumer: &str,
+) -> Result<(), ApiError> {
+    if !who.0.is_agent() {
+        return Ok(());
+    }
+    let producer = agent.is_none_or(|a| a == who.0.name) && who.reach_run(rt, run).is_ok();
+    let consuming = consumer == who.0.name;
+    let ok = match side {
+        Side::Producer => producer,
+        Side::Consumer => consuming,
+        Side::Either => producer || consuming,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden {
+        code: "not_a_party",
+        message: format!(
+            "agent `{}` is not the {} of this handoff (producer run `{run}`, consumer `{consumer}`)\n  help: an agent posts contracts from its own runs and answers the ones handed to it",
+            who.0.name,
+            match side {
+                Side::Producer => "producer",
+                Side::Consumer => "consumer",
+                Side::Either => "producer or consumer",
+            }
+        ),
+        details: Value::Null,
+    })
+}
+
+/// The stored contract `id`'s parties checked for `who`, before `f` runs.
+async fn as_party<T, F>(
+    state: &AppState,
+    who: Caller,
+    side: Side,
+    id: String,
+    f: F,
+) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Runtime, String) -> Result<T, HandoffError> + Send + 'static,
+{
+    blocking(state, move |rt| {
+        Ok((|| {
+            if who.0.is_agent() {
+                let stored = store::get(rt.store(), &id, None)
+                    .map_err(ApiError::from)?
+                    .ok_or_else(|| ApiError::NotFound(format!("no contract `{id}`")))?;
+                party(
+                    rt,
+                    &who,
+                    side,
+                    (&stored.producer_run, Some(&stored.producer_agent)),
+                    &stored.consumer_agent,
+                )?;
+            }
+            f(rt, id).map_err(ApiError::from)
+        })())
+    })
+    .await?
 }
 
 /// Runs `f` off the async threads, its handoff errors answered in the one error shape.
@@ -147,13 +228,18 @@ fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
     ))]
 async fn create_contract(
     State(state): State<AppState>,
+    who: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let submitted = handing(&state, move |rt| {
-        let contract = contract::from_value(&body)?;
-        rt.submit_contract(contract, "api")
+    let submitted = blocking(&state, move |rt| {
+        Ok((|| {
+            let contract = contract::from_value(&body).map_err(HandoffError::from)?;
+            let producer = (&*contract.producer.run, contract.producer.agent.as_deref());
+            party(rt, &who, Side::Producer, producer, &contract.consumer.agent)?;
+            rt.submit_contract(contract, "api").map_err(ApiError::from)
+        })())
     })
-    .await?;
+    .await??;
     posted(submitted)
 }
 
@@ -234,10 +320,14 @@ async fn get_contract(
     ))]
 async fn ack(
     State(state): State<AppState>,
+    who: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(ack): ApiJson<ConsumerAck>,
 ) -> Result<Json<Value>, ApiError> {
-    let contract = handing(&state, move |rt| rt.ack_contract(&id, ack)).await?;
+    let contract = as_party(&state, who, Side::Consumer, id, move |rt, id| {
+        rt.ack_contract(&id, ack)
+    })
+    .await?;
     Ok(Json(json!({ "contract": contract })))
 }
 
@@ -254,9 +344,13 @@ async fn ack(
     ))]
 async fn check(
     State(state): State<AppState>,
+    who: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let report = handing(&state, move |rt| rt.check_delivery(&id)).await?;
+    let report = as_party(&state, who, Side::Either, id, move |rt, id| {
+        rt.check_delivery(&id)
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(json!(report))))
 }
 
@@ -272,9 +366,10 @@ async fn check(
     ))]
 async fn export_a2a(
     State(state): State<AppState>,
+    who: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let message = handing(&state, move |rt| {
+    let message = as_party(&state, who, Side::Either, id, move |rt, id| {
         let stored = store::get(rt.store(), &id, None)?
             .ok_or_else(|| HandoffError::NotFound(format!("no contract `{id}`")))?;
         if !matches!(
@@ -307,13 +402,18 @@ async fn export_a2a(
     ))]
 async fn import_a2a(
     State(state): State<AppState>,
+    who: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let submitted = handing(&state, move |rt| {
-        let contract = a2a::import(&body)?;
-        rt.submit_contract(contract, "a2a")
+    let submitted = blocking(&state, move |rt| {
+        Ok((|| {
+            let contract = a2a::import(&body).map_err(HandoffError::from)?;
+            let producer = (&*contract.producer.run, contract.producer.agent.as_deref());
+            party(rt, &who, Side::Producer, producer, &contract.consumer.agent)?;
+            rt.submit_contract(contract, "a2a").map_err(ApiError::from)
+        })())
     })
-    .await?;
+    .await??;
     posted(submitted)
 }
 
