@@ -115,6 +115,15 @@ pub enum Refusal {
         /// The run's.
         asked: &'static str,
     },
+    /// An agent's credential names envelopes to govern its own run: an agent with no
+    /// envelope of its own would choose another agent's rights.
+    #[error(
+        "an agent's credential cannot choose the envelopes that govern its run (`{envelopes}`)\n  help: envelopes reach an agent through their `attach: {{agents: [...]}}`, or an admin opens the run with `envelopes`"
+    )]
+    AttachesEnvelopes {
+        /// The envelopes named.
+        envelopes: String,
+    },
     /// The principal reaches a run that is not its own.
     #[error(
         "run `{run}` is agent `{owner}`'s; this credential is agent `{agent}`'s\n  help: an agent reaches only its own runs"
@@ -161,6 +170,7 @@ impl Refusal {
             Refusal::OtherAgent { .. } => "other_agent",
             Refusal::OutsideScope { .. } => "outside_scope",
             Refusal::AboveClearance { .. } => "above_clearance",
+            Refusal::AttachesEnvelopes { .. } => "attaches_envelopes",
             Refusal::NotOwnRun { .. } => "not_own_run",
             Refusal::RunOutsideScope { .. } => "run_outside_scope",
             Refusal::OwnCall { .. } => "self_approval",

@@ -216,6 +216,11 @@ fn an_agent_credential_fixes_the_agent_and_bounds_scope_and_clearance() {
             json!({"agent": "coder", "task": "t", "scope": "org:acme", "clearance": "secret"}),
             "above_clearance",
         ),
+        // Choosing its own policy: an agent with no envelope of its own would take another's.
+        (
+            json!({"agent": "coder", "task": "t", "scope": "org:acme", "envelopes": ["org-baseline"]}),
+            "attaches_envelopes",
+        ),
     ];
     for (body, expected) in cases {
         let (status, answer) = gw.call_as(&t.coder, "POST", "/v1/runs", Some(&body));

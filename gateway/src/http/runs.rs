@@ -31,7 +31,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         (status = 201, description = "The run, its summary and the envelope versions governing it", body = Object),
         (status = 422, description = "Invalid request (an empty field, a bad id)", body = super::ErrorBody),
         (status = 404, description = "An envelope or the handoff contract named is not stored", body = super::ErrorBody),
-        (status = 403, description = "An agent's credential opening a run as another agent (`other_agent`), outside its scope (`outside_scope`) or above its clearance (`above_clearance`)", body = super::ErrorBody),
+        (status = 403, description = "An agent's credential opening a run as another agent (`other_agent`), outside its scope (`outside_scope`), above its clearance (`above_clearance`), or attaching envelopes (`attaches_envelopes`)", body = super::ErrorBody),
         (status = 409, description = "A run with that id exists", body = super::ErrorBody),
     ))]
 async fn open_run(

@@ -147,6 +147,12 @@ impl Runtime {
                 &req.scope,
                 req.clearance.unwrap_or(Level::Public),
             )?;
+            if p.is_agent() && !req.envelopes.is_empty() {
+                return Err(crate::auth::Refusal::AttachesEnvelopes {
+                    envelopes: req.envelopes.join(", "),
+                }
+                .into());
+            }
         }
         let id = match req.id {
             Some(id) if !valid_id(&id) => {
