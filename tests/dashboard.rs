@@ -558,6 +558,88 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
 }
 
 #[test]
+fn an_admin_repins_a_running_run_from_its_page_and_the_form_is_in_the_audit_log() {
+    let gw = Gateway::with_fixture_envelopes();
+    let (status, body) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(
+            &serde_json::json!({"id": "pinned", "agent": "coder", "task": "T-12",
+                                  "scope": "org:acme/repo:api"}),
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+    let v3 = serde_json::json!({"id": "coding-agent", "version": 3, "extends": ["org-baseline"],
+                                "attach": {"agents": ["coder"]},
+                                "tools": [{"id": "web", "effect": "deny", "tools": ["http.get"]}]});
+    let (status, body) = gw.call("POST", "/v2/policies/envelopes", Some(&v3));
+    assert_eq!(status, 201, "{body}");
+
+    // An approver sees the versions and no form; a re-pin it sends anyway is refused.
+    let lead = login_with(
+        &gw,
+        &gw.create_token(&["--kind", "approver", "--name", "team-lead"]),
+    );
+    let (_, page) = get_page(&gw, &lead, "/ui/runs/pinned");
+    assert!(page.contains("coding-agent@2, org-baseline@1"), "{page}");
+    assert!(!page.contains("Re-pin to the versions in force"), "{page}");
+    let (_, approvals) = get_page(&gw, &lead, "/ui/approvals");
+    let form = format!("csrf={}", csrf_of(&approvals));
+    let (status, _, _) = send(
+        &gw,
+        "POST",
+        "/ui/runs/pinned/repin",
+        Some(&form),
+        &[("Cookie", &lead)],
+    );
+    assert_eq!(status, 403);
+
+    let admin = login_with(&gw, &gw.create_token(&["--kind", "admin", "--name", "ada"]));
+    let (_, page) = get_page(&gw, &admin, "/ui/runs/pinned");
+    assert!(page.contains("Re-pin to the versions in force"), "{page}");
+    let form = format!("csrf={}", csrf_of(&page));
+    let (status, headers, _) = send(
+        &gw,
+        "POST",
+        "/ui/runs/pinned/repin",
+        Some(&form),
+        &[("Cookie", &admin)],
+    );
+    assert_eq!(status, 303);
+    assert_eq!(header(&headers, "location"), Some("/ui/runs/pinned"));
+    let (_, page) = get_page(&gw, &admin, "/ui/runs/pinned");
+    assert!(
+        page.contains("re-pinned to coding-agent@3, org-baseline@1 by"),
+        "{page}"
+    );
+    let (_, run) = gw.call("GET", "/v1/runs/pinned", None);
+    assert_eq!(
+        run["governing"],
+        serde_json::json!(["coding-agent@3", "org-baseline@1"])
+    );
+
+    // Both forms are in the audit log (newest first), each with the person who sent it.
+    let (_, log) = gw.call("GET", "/v1/audit", None);
+    let sent: Vec<(String, u64)> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["target"] == "/ui/runs/pinned/repin")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [("ada".to_string(), 303), ("team-lead".to_string(), 403)],
+        "{log}"
+    );
+}
+
+#[test]
 fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
     let gw = Gateway::with_fixture_envelopes();
     let run = root().join("fixtures/runs/01-bugfix-users-404.json");

@@ -15,6 +15,7 @@ mod error;
 mod handoffs;
 mod memory;
 mod openapi;
+mod pins;
 mod policies;
 mod regressions;
 mod replays;
@@ -178,7 +179,9 @@ pub fn router(state: AppState) -> Router {
         }),
     )
     .route_layer(from_fn_with_state(state.clone(), access::authorize))
-    .merge(dashboard::routes())
+    .merge(
+        dashboard::routes().route_layer(from_fn_with_state(state.clone(), dashboard::audit_forms)),
+    )
     .fallback(not_found)
     .layer(DefaultBodyLimit::max(state.config.body_limit))
     .layer(from_fn_with_state(state.clone(), security::require_token))
@@ -200,6 +203,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(regressions::routes())
         .merge(handoffs::routes())
         .merge(cases::routes())
+        .merge(pins::routes())
         .merge(tokens::routes())
 }
 

@@ -296,5 +296,7 @@ pub fn current_set(store: &Store) -> Result<EnvelopeSet, PolicyStoreError> {
     Ok(load_envelopes(&sources)?)
 }
 
+pub mod pins;
+
 #[cfg(test)]
 mod tests;

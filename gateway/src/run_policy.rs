@@ -14,6 +14,7 @@
 
 mod versions;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
@@ -139,13 +140,18 @@ pub fn refused_model_call(decision: &DecisionEvent) -> Option<&ModelCall> {
 
 /// A run's policy engine, with the stored envelope versions that govern the run in it.
 ///
-/// The engine is built from the envelope set in force, so an envelope updated while the run is
-/// running governs the run's later decisions (a revocation bites at once). Each decision
-/// records the `ID@VERSION`s it was made under; the first write recording a decision under
-/// this engine also links its versions to the run (`run_envelopes`), so replay and simulation
-/// can rebuild every decision's policy, whichever version it was made under.
+/// A run is pinned to the versions it opened with: an envelope stored while the run is running
+/// reaches it only when an admin re-pins the run (`Runtime::repin`), and finishing the run is
+/// the emergency stop. So the engine is built from the versions the run is pinned to (or from
+/// the set in force, when under it exactly those govern the run). Each decision records the
+/// `ID@VERSION`s it was made under; the first write recording a decision under this engine
+/// also links its versions to the run (`run_envelopes`), so replay and simulation can rebuild
+/// every decision's policy, whichever version it was made under.
 pub struct RunPolicy {
     engine: PolicyEngine,
+    /// The envelopes the engine was materialised from: what rate limits and approval terms
+    /// are read from, so they come from the same versions as the decision.
+    set: Arc<EnvelopeSet>,
     /// `(id, content hash)` of every envelope version governing the run in `engine`.
     versions: Vec<(String, String)>,
     /// Whether `versions` are known to be linked to the run (a write linking them committed).
@@ -159,10 +165,10 @@ pub struct RunPolicy {
 impl RunPolicy {
     /// Materialises `set` over a run's subject facts (the run need not be stored yet), noting
     /// the stored versions that govern the run in it.
-    pub fn build(set: &EnvelopeSet, header: &RunHeader) -> Result<RunPolicy, RunPolicyError> {
+    pub fn build(set: Arc<EnvelopeSet>, header: &RunHeader) -> Result<RunPolicy, RunPolicyError> {
         let facts = run_facts(header).map_err(RunPolicyError::Subject)?;
         let engine =
-            PolicyEngine::new(set, &facts).map_err(|e| RunPolicyError::Engine(e.to_string()))?;
+            PolicyEngine::new(&set, &facts).map_err(|e| RunPolicyError::Engine(e.to_string()))?;
         let versions = engine
             .governing(&header.id)
             .iter()
@@ -174,6 +180,7 @@ impl RunPolicy {
             .collect();
         Ok(RunPolicy {
             engine,
+            set,
             versions,
             linked: AtomicBool::new(false),
             header: header.clone(),
@@ -183,6 +190,11 @@ impl RunPolicy {
     /// The run's header as it was when the engine was built (its status may have changed).
     pub fn header(&self) -> &RunHeader {
         &self.header
+    }
+
+    /// The envelopes the engine was materialised from.
+    pub fn set(&self) -> &Arc<EnvelopeSet> {
+        &self.set
     }
 
     /// The `(id, content hash)` of the versions governing the run in this engine.

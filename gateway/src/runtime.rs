@@ -4,16 +4,18 @@
 //! store, the recorder, the compiler, the providers and the policy engine.
 //!
 //! One `Runtime` per process, shared by every request. The envelope set in force is the latest
-//! stored version of every envelope (`policy::current_set`); a policy engine is materialised per
-//! run (the set plus the run's subject facts) and cached until the set changes. The versions a
-//! run's decisions are made under are linked to the run when the first such decision is
-//! recorded ([`RunPolicy`]).
+//! stored version of every envelope (`policy::current_set`); a run opens on the versions of it
+//! that govern the run and stays pinned to them until an admin re-pins it (`pins`). A policy
+//! engine is materialised per run (its pinned versions plus its subject facts) and cached. The
+//! versions a run's decisions are made under are linked to the run when the first such
+//! decision is recorded ([`RunPolicy`]).
 
 mod chat;
 mod compile;
 mod decisions;
 mod handoffs;
 mod implicit;
+mod pins;
 mod policies;
 mod runs;
 mod tools;
@@ -35,7 +37,7 @@ use crate::recorder::write::{
     Appended, NewEvent, append_in, into_recorder, link_envelope_versions, running_in,
 };
 use crate::recorder::{Recorder, RecorderError};
-use crate::run_policy::{RunPolicy, RunPolicyError};
+use crate::run_policy::RunPolicy;
 use crate::store::{Store, StoreError};
 
 /// What can go wrong in the runtime, before it is mapped to an HTTP status.
@@ -181,23 +183,20 @@ impl Runtime {
             .clone()
     }
 
-    /// Re-reads the envelope set in force from the store (after envelopes were stored) and
-    /// drops every cached engine.
+    /// Re-reads the envelope set in force from the store (after envelopes were stored). Runs
+    /// opened from now on open under it; cached engines stay, as the runs they decide for
+    /// stay on the versions they are pinned to.
     pub fn reload_envelopes(&self) -> Result<(), RuntimeError> {
         let set = current_set(&self.store)?;
         *self
             .envelopes
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
-        self.engines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
         Ok(())
     }
 
-    /// The policy engine for a recorded run: the envelopes in force plus the run's subject
-    /// facts, materialised once and cached.
+    /// The policy engine for a recorded run: the versions it is pinned to plus the run's
+    /// subject facts, materialised once and cached.
     pub fn engine_for(&self, run: &str) -> Result<Arc<RunPolicy>, RuntimeError> {
         if let Some(engine) = self
             .engines
@@ -208,7 +207,7 @@ impl Runtime {
             return Ok(engine.clone());
         }
         let header = self.recorder.header(run)?;
-        let engine = Arc::new(self.build_engine(&header)?);
+        let engine = Arc::new(self.pinned_engine(&header)?);
         self.engines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -220,18 +219,17 @@ impl Runtime {
 pub use chat::{AllowedChat, ChatOutcome};
 pub use compile::CompileAnswer;
 pub use decisions::{DecisionFilter, RecordedDecision};
+pub use pins::Repinned;
 pub(crate) use runs::random_hex;
 pub use runs::{EventInput, OPENED_BY, OpenRun, RunView};
 pub use tools::{ApprovalView, Receipt, ToolCallAnswer, ToolCallRequest};
 
 impl Runtime {
     /// Materialises the envelopes in force over a run's subject facts (the run need not be
-    /// stored yet), noting the stored versions that govern the run in it.
+    /// stored yet), noting the stored versions that govern the run in it: the engine a run
+    /// opens, or is re-pinned, under.
     pub(crate) fn build_engine(&self, header: &RunHeader) -> Result<RunPolicy, RuntimeError> {
-        RunPolicy::build(&self.envelopes(), header).map_err(|e| match e {
-            RunPolicyError::Subject(m) => RuntimeError::Invalid(m),
-            RunPolicyError::Engine(m) => RuntimeError::Evaluation(m),
-        })
+        pins::policy_for(self.envelopes(), header)
     }
 
     /// Appends events recording decisions made under `policy`, linking the envelope versions
@@ -298,7 +296,7 @@ impl Runtime {
             return Ok((engine.header().clone(), engine));
         }
         let header = self.running(run)?;
-        let engine = Arc::new(self.build_engine(&header)?);
+        let engine = Arc::new(self.pinned_engine(&header)?);
         self.keep_engine(run, engine.clone());
         Ok((header, engine))
     }

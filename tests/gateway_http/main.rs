@@ -9,6 +9,7 @@ mod enforcement;
 mod jwt;
 mod limits;
 mod links;
+mod pins;
 mod principals;
 mod replay;
 mod streaming;

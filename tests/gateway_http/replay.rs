@@ -31,7 +31,8 @@ fn replay_exact_of_a_run_spanning_an_envelope_update_reports_no_drift() {
     );
     assert_eq!(before["effect"], "allow", "{before}");
 
-    // The envelope is updated while the run runs: the revocation bites its next call.
+    // The envelope is updated while the run runs, and the run is re-pinned to the new
+    // version: the revocation bites its next call.
     let (status, stored) = gw.raw(
         "POST",
         "/v2/policies/envelopes",
@@ -42,6 +43,8 @@ fn replay_exact_of_a_run_spanning_an_envelope_update_reports_no_drift() {
         ],
     );
     assert_eq!(status, 201, "{stored}");
+    let (status, repinned) = gw.call("POST", "/v1/runs/r-span/repin", None);
+    assert_eq!(status, 200, "{repinned}");
     let after = tool(
         &gw,
         "r-span",

@@ -40,6 +40,7 @@ pub(crate) const ACCESS: &[(&str, &str, u8)] = &[
     ("POST", "/v1/runs/{run_id}/events", A | D),
     ("POST", "/v1/runs/{run_id}/compile", A | D),
     ("POST", "/v1/runs/{run_id}/finish", A | D),
+    ("POST", "/v1/runs/{run_id}/repin", D),
     ("POST", "/v1/runs/{run_id}/tool-calls", A | D),
     ("POST", "/v1/chat/completions", A | D),
     ("GET", "/v1/approvals", ALL),
@@ -50,6 +51,7 @@ pub(crate) const ACCESS: &[(&str, &str, u8)] = &[
     ("GET", "/v2/policies/envelopes/{id}", P | D),
     ("GET", "/v2/policies/envelopes/{id}/diff", P | D),
     ("POST", "/v2/policies/envelopes/{id}/simulate", P | D),
+    ("POST", "/v2/policies/envelopes/{id}/repin", D),
     ("GET", "/v2/policies/decisions/{run_id}", ALL),
     ("POST", "/v2/policies/approvals/{id}", P | D),
     // Memory: review is an admin's; approvers read.
@@ -233,7 +235,7 @@ pub(crate) async fn authorize(State(state): State<AppState>, req: Request, next:
 
 /// Logs an approver's or admin's action (`audit_log`). A failure to log is itself logged;
 /// the action has already happened.
-async fn audit(
+pub(crate) async fn audit(
     runtime: &Runtime,
     principal: &Principal,
     method: &Method,
@@ -326,6 +328,8 @@ mod tests {
             ("POST", "/cases/{case_id}/proposals/{proposal_id}/approval"),
             ("POST", "/v1/tokens"),
             ("POST", "/v1/tokens/{id}/revoke"),
+            ("POST", "/v1/runs/{run_id}/repin"),
+            ("POST", "/v2/policies/envelopes/{id}/repin"),
             ("POST", "/v2/memory/{id}/promote"),
             ("POST", "/v2/regressions/{id}/versions"),
         ] {

@@ -52,6 +52,7 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/assets/dashboard.css", get(stylesheet))
         .route("/ui/runs", get(runs::list))
         .route("/ui/runs/{run_id}", get(runs::timeline))
+        .route("/ui/runs/{run_id}/repin", post(runs::repin))
         .route("/ui/runs/{run_id}/receipts/{seq}", get(receipts::receipt))
         .route("/ui/approvals", get(approvals::list))
         .route("/ui/envelopes", get(envelopes::list))
@@ -84,6 +85,36 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
+/// Logs every form a session sends (a decision, a commit, a re-pin, a memory review...) in the
+/// audit log with the session's principal, as the JSON routes log theirs: what people do
+/// through the dashboard is as accountable as what they do with a token. A form sent without
+/// a session (the login form) changes nothing a principal answers for.
+pub(crate) async fn audit_forms(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let method = req.method().clone();
+    if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
+        return next.run(req).await;
+    }
+    let now = state.runtime.now_ms();
+    let session = cookie_of(req.headers(), COOKIE).and_then(|id| state.dashboard.check(&id, now));
+    let target = req.uri().path().to_string();
+    let response = next.run(req).await;
+    if let Some(session) = session {
+        super::access::audit(
+            &state.runtime,
+            &session.principal,
+            &method,
+            &target,
+            response.status().as_u16(),
+        )
+        .await;
+    }
+    response
+}
+
 /// The session of the browser asking; without one, a page answers with the login page.
 #[derive(Debug, Clone)]
 pub struct Viewer(pub Session);
@@ -102,8 +133,11 @@ impl FromRequestParts<AppState> for Viewer {
 
 /// The value of cookie `name` in the request.
 fn cookie(parts: &Parts, name: &str) -> Option<String> {
-    parts
-        .headers
+    cookie_of(&parts.headers, name)
+}
+
+fn cookie_of(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())

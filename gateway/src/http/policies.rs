@@ -37,7 +37,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 #[utoipa::path(post, path = "/v2/policies/envelopes", tag = "policies",
     request_body(content = String, description = "Envelope YAML (`application/yaml`) or JSON", content_type = "application/yaml"),
     responses(
-        (status = 201, description = "`{\"stored\": [...], \"changes\": {...}}`", body = Object),
+        (status = 201, description = "`{\"stored\": [...], \"changes\": {...}, \"runs_behind\": [{run, pinned}]}`: the versions stored, what changed rule by rule, and the running runs that stay on an earlier version until re-pinned", body = Object),
         (status = 200, description = "Nothing new: every envelope was stored already", body = Object),
         (status = 422, description = "Invalid envelopes, with line, column and help per problem in `details`", body = super::ErrorBody),
         (status = 409, description = "A changed envelope reuses or lowers a stored version", body = super::ErrorBody),
@@ -68,12 +68,13 @@ async fn store(
     } else {
         text
     };
-    let (stored, changes) = blocking(&state, move |rt| {
+    let (stored, changes, behind) = blocking(&state, move |rt| {
         let before = rt.envelopes();
         let stored = store_envelopes(rt.store(), &[("request".to_string(), text)])?;
         rt.reload_envelopes()?;
         let changes = diff_envelopes(&before, &rt.envelopes());
-        Ok((stored, changes))
+        let behind = runs_behind(rt, &stored)?;
+        Ok((stored, changes, behind))
     })
     .await?;
     let status = if stored.iter().any(|s| s.new) {
@@ -83,8 +84,40 @@ async fn store(
     };
     Ok((
         status,
-        Json(json!({ "stored": stored, "changes": changes })),
+        Json(json!({ "stored": stored, "changes": changes, "runs_behind": behind })),
     ))
+}
+
+/// The running runs pinned to an earlier version of an envelope just stored: they stay on it
+/// until re-pinned (`POST /v2/policies/envelopes/{id}/repin`).
+fn runs_behind(
+    rt: &crate::runtime::Runtime,
+    stored: &[crate::policy::Stored],
+) -> Result<Vec<Value>, crate::runtime::RuntimeError> {
+    let new: Vec<_> = stored
+        .iter()
+        .filter(|s| s.new)
+        .map(|s| &s.version)
+        .collect();
+    if new.is_empty() {
+        return Ok(Vec::new());
+    }
+    let running = crate::policy::pins::running(rt.store())?;
+    Ok(running
+        .into_iter()
+        .filter_map(|(run, labels)| {
+            let earlier: Vec<&String> = labels
+                .iter()
+                .filter(|l| {
+                    new.iter().any(|v| {
+                        l.strip_prefix(&format!("{}@", v.id))
+                            .is_some_and(|n| *n != v.version.to_string())
+                    })
+                })
+                .collect();
+            (!earlier.is_empty()).then(|| json!({ "run": run, "pinned": earlier }))
+        })
+        .collect())
 }
 
 /// Every stored envelope version, by id then version.

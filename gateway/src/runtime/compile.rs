@@ -57,7 +57,7 @@ impl Runtime {
             .collect();
         let retrieval = memory::retrieve(
             self.store(),
-            &self.envelopes(),
+            engine.set(),
             &header,
             &query.join("\n"),
             self.now_ms().div_euclid(1000),

@@ -14,7 +14,7 @@ use crate::providers::{ChatMessage, ChatRequest, FakeProvider};
 use crate::store::tests::tempdir::Dir;
 use crate::store::{Store, StoreLocation};
 
-const START_MS: i64 = 1_795_000_000_000;
+pub(super) const START_MS: i64 = 1_795_000_000_000;
 
 /// A chat request to `model` with one user message.
 fn user_says(model: &str, text: &str) -> ChatRequest {
@@ -25,7 +25,7 @@ fn user_says(model: &str, text: &str) -> ChatRequest {
     }
 }
 
-fn fixture_sources() -> Vec<(String, String)> {
+pub(super) fn fixture_sources() -> Vec<(String, String)> {
     ["org-baseline", "coding-agent"]
         .iter()
         .map(|n| {
@@ -39,7 +39,7 @@ fn fixture_sources() -> Vec<(String, String)> {
 }
 
 /// A store with the fixture envelopes, and a runtime over it.
-fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
+pub(super) fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
     let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
     crate::policy::store_envelopes(&store, &fixture_sources()).unwrap();
     Runtime::with_clock(
@@ -50,7 +50,7 @@ fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
     .unwrap()
 }
 
-fn open(rt: &Runtime, id: &str) {
+pub(super) fn open(rt: &Runtime, id: &str) {
     rt.open_run(OpenRun {
         id: Some(id.into()),
         agent: "coder".into(),
@@ -65,7 +65,7 @@ fn open(rt: &Runtime, id: &str) {
     .unwrap();
 }
 
-fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
+pub(super) fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
     ToolCallRequest {
         tool: tool.into(),
         arguments: args,
@@ -616,7 +616,7 @@ fn a_streamed_call_records_what_a_completed_call_records() {
 }
 
 /// `coding-agent` version 3: the web is revoked (`web` denies `http.get`).
-fn coding_agent_revoking_the_web() -> String {
+pub(super) fn coding_agent_revoking_the_web() -> String {
     let coding = fixture_sources()
         .into_iter()
         .find(|(p, _)| p.ends_with("coding-agent.yaml"))
@@ -634,7 +634,8 @@ fn coding_agent_revoking_the_web() -> String {
 }
 
 /// A run that calls `http.get` under `coding-agent@2` (allowed), sees the envelope updated to
-/// version 3 while it runs, then calls it again (denied) and compiles.
+/// version 3 while it runs and stays on version 2 (allowed), is re-pinned, then calls it
+/// again (denied) and compiles.
 fn run_spanning_an_envelope_update(rt: &Runtime) {
     open(rt, "r1");
     let before = rt
@@ -647,10 +648,20 @@ fn run_spanning_an_envelope_update(rt: &Runtime) {
     )
     .unwrap();
     rt.reload_envelopes().unwrap();
+    let pinned = rt
+        .tool_call("r1", call("http.get", json!({"url": "https://docs.rs/a"})))
+        .unwrap();
+    assert_eq!(pinned.effect, DecisionEffect::Allow, "{}", pinned.reason);
+    assert_eq!(
+        pinned.receipt.envelopes,
+        ["coding-agent@2", "org-baseline@1"]
+    );
+    let repinned = rt.repin("r1", "admin:ops", false).unwrap();
+    assert_eq!(repinned.to, ["coding-agent@3", "org-baseline@1"]);
     let after = rt
         .tool_call("r1", call("http.get", json!({"url": "https://docs.rs/b"})))
         .unwrap();
-    // The revocation bites the running run.
+    // Re-pinned, the revocation bites the running run.
     assert_eq!(after.effect, DecisionEffect::Deny, "{}", after.reason);
     assert_eq!(
         after.receipt.envelopes,
@@ -694,7 +705,7 @@ fn replay_exact_of_a_run_spanning_an_envelope_update_reports_no_drift() {
     run_spanning_an_envelope_update(&rt);
     let report = crate::replay::replay_exact(rt.recorder(), "r1").unwrap();
     assert!(!report.drifted(), "{}", report.to_text());
-    assert_eq!((report.compiles, report.tool_calls), (1, 2));
+    assert_eq!((report.compiles, report.tool_calls), (1, 3));
 
     // Exported and imported elsewhere, both versions travel and the run still replays clean.
     let file = rt.recorder().export("r1").unwrap();
@@ -736,7 +747,7 @@ fn replay_exact_of_a_run_spanning_an_envelope_update_still_reports_a_genuine_cha
         .flat_map(|s| &s.checks)
         .filter(|c| !c.matched)
         .collect();
-    // Only the call decided under version 3 drifts; the one under version 2 still matches.
+    // Only the call decided under version 3 drifts; those under version 2 still match.
     assert_eq!(drifts.len(), 1, "{}", report.to_text());
     assert!(
         drifts[0]
@@ -752,7 +763,7 @@ fn replay_exact_of_a_run_spanning_an_envelope_update_still_reports_a_genuine_cha
         .filter(|c| c.check == "decision")
         .map(|c| c.matched)
         .collect();
-    assert_eq!(decisions, [true, false], "{}", report.to_text());
+    assert_eq!(decisions, [true, true, false], "{}", report.to_text());
 }
 
 #[test]
@@ -762,13 +773,13 @@ fn simulating_a_candidate_on_a_run_spanning_an_envelope_update_replaces_every_ve
     let rt = runtime(&dir, &clock);
     run_spanning_an_envelope_update(&rt);
     let file = rt.recorder().export("r1").unwrap();
-    // Version 4 revokes the web too: only the call decided under version 2 changes.
+    // Version 4 revokes the web too: only the calls decided under version 2 change.
     let v4 = coding_agent_revoking_the_web().replace("version: 3", "version: 4");
     let report = crate::simulate::simulate(&file, &[("coding-agent.yaml".into(), v4)]).unwrap();
     assert_eq!(report.candidates, ["coding-agent@4"]);
     assert_eq!(report.replaces, ["coding-agent@2", "coding-agent@3"]);
     let changed: Vec<_> = report.changed().map(|d| d.subject.as_str()).collect();
-    assert_eq!(changed.len(), 1, "{}", report.to_text());
+    assert_eq!(changed.len(), 2, "{}", report.to_text());
     let tools: Vec<_> = report
         .decisions
         .iter()
@@ -778,6 +789,7 @@ fn simulating_a_candidate_on_a_run_spanning_an_envelope_update_replaces_every_ve
     assert_eq!(
         tools,
         [
+            (DecisionEffect::Allow, DecisionEffect::Deny),
             (DecisionEffect::Allow, DecisionEffect::Deny),
             (DecisionEffect::Deny, DecisionEffect::Deny)
         ]

@@ -333,7 +333,8 @@ impl Runtime {
             ));
         }
         let (header, engine) = self.running_engine(run)?;
-        let set = self.envelopes();
+        // Rate limits and approval terms come from the versions the run is pinned to.
+        let set = engine.set().clone();
         let governing = engine.governing(run);
         let now = self.now_ms();
         let call_id = req

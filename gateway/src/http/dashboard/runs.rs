@@ -3,8 +3,9 @@
 //! of it and why), model calls, tool calls and results, with each decision inline and a link
 //! to its receipt.
 
+use axum::Form;
 use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -12,8 +13,11 @@ use super::layout::{
     self, TIMELINE_PAGE, clip, effect, empty, encode, facts, hash, provenance_href, receipt_href,
     rules, run_href,
 };
-use super::{Viewer, blocking_page};
+use super::sessions::csrf_ok;
+use super::{Viewer, admin_only, blocking_page, csrf_refused};
+use crate::auth::PrincipalKind;
 use crate::http::AppState;
+use crate::policy::pins::{self, Pin};
 use crate::recorder::events::{CompileEvent, DecisionEvent, Event};
 use crate::recorder::format::{EventRecord, RunHeader, StepRecord};
 use crate::recorder::handoff_line;
@@ -187,18 +191,24 @@ pub async fn timeline(
     let title = format!("Run {run}");
     let from = query.from.unwrap_or(0);
     let from = from - from % TIMELINE_PAGE;
+    // An admin may re-pin a running run from here (the form carries the session's CSRF).
+    let repin_csrf =
+        (viewer.0.principal.kind == PrincipalKind::Admin).then(|| viewer.0.csrf.clone());
     blocking_page(&state, &viewer, &title, "/ui/runs", move |rt| {
         let recorder = rt.recorder();
         let header = recorder.header(&run)?;
         let summary = recorder.summary(&run)?;
         let steps = recorder.steps(&run)?;
         let events = recorder.events_window(&run, from, TIMELINE_PAGE)?;
+        let pins = pins::history(rt.store(), &run)?;
         Ok(timeline_content(&Timeline {
             header: &header,
             summary: &summary,
             steps: &steps,
             events: &events,
             from,
+            pins: &pins,
+            repin_csrf: repin_csrf.as_deref(),
         }))
     })
     .await
@@ -211,6 +221,10 @@ struct Timeline<'a> {
     steps: &'a [StepRecord],
     events: &'a [EventRecord],
     from: u64,
+    /// The run's re-pins, oldest first.
+    pins: &'a [Pin],
+    /// The viewer's CSRF token when it is an admin's session (who may re-pin).
+    repin_csrf: Option<&'a str>,
 }
 
 fn timeline_content(t: &Timeline<'_>) -> Markup {
@@ -257,9 +271,7 @@ fn timeline_content(t: &Timeline<'_>) -> Markup {
             ("Clearance", html! { (h.clearance) }),
             ("Started", html! { (h.started_at) }),
             ("Finished", html! { (h.finished_at.as_deref().unwrap_or("still running")) }),
-            ("Envelopes", html! {
-                @if h.envelopes.is_empty() { "none" } @else { (h.envelopes.join(", ")) }
-            }),
+            ("Envelopes", envelopes(t)),
             ("Decisions", decision_counts(&t.summary.decisions)),
             ("Steps and events", html! { (t.steps.len()) " · " (total) }),
         ]))
@@ -286,6 +298,90 @@ fn timeline_content(t: &Timeline<'_>) -> Markup {
         }
         (pager)
     }
+}
+
+/// The versions the run opened with, each re-pin since (who, when, to what), and for an
+/// admin's session on a running run the form that re-pins it to the versions in force.
+fn envelopes(t: &Timeline<'_>) -> Markup {
+    let h = t.header;
+    let list = |labels: &[String]| {
+        if labels.is_empty() {
+            "none".to_string()
+        } else {
+            labels.join(", ")
+        }
+    };
+    html! {
+        span { (list(&h.envelopes)) }
+        @if !t.pins.is_empty() {
+            " (opened with)"
+            ul.pins {
+                @for p in t.pins {
+                    li { "re-pinned to " (list(&p.envelopes)) " by " code { (p.pinned_by) } " at " (p.pinned_at) }
+                }
+            }
+        }
+        @if let (Some(csrf), "running") = (t.repin_csrf, h.status.as_str()) {
+            form.repin method="post" action=(format!("{}/repin", run_href(&h.id))) {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Re-pin to the versions in force" }
+                span.muted { " A running run stays on its versions until re-pinned." }
+            }
+        }
+    }
+}
+
+/// The re-pin form.
+#[derive(Debug, Deserialize)]
+pub struct RepinForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /ui/runs/{run_id}/repin`: an admin moves a running run to the versions in force.
+pub async fn repin(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(run): Path<String>,
+    Form(form): Form<RepinForm>,
+) -> Response {
+    if !csrf_ok(&viewer.0, &form.csrf) {
+        return csrf_refused();
+    }
+    if let Some(refused) = admin_only(&viewer) {
+        return refused;
+    }
+    let (runtime, by, key) = (
+        state.runtime.clone(),
+        viewer.0.principal.id.clone(),
+        run.clone(),
+    );
+    match tokio::task::spawn_blocking(move || runtime.repin(&key, &by, false)).await {
+        Ok(Ok(_)) => Redirect::to(&run_href(&run)).into_response(),
+        Ok(Err(e)) => {
+            let message = e.to_string();
+            not_repinned(&run, &message, crate::http::ApiError::from(e).status())
+        }
+        Err(e) => not_repinned(
+            &run,
+            &e.to_string(),
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        ),
+    }
+}
+
+/// Why a run was not re-pinned (it finished meanwhile...), with the way back to it.
+fn not_repinned(run: &str, message: &str, status: axum::http::StatusCode) -> Response {
+    let mut response = layout::bare_page(
+        "Not re-pinned",
+        html! {
+            h1 { "Not re-pinned" }
+            div.error role="alert" { (message) }
+            p { a href=(run_href(run)) { "Back to the run" } }
+        },
+    );
+    *response.status_mut() = status;
+    response
 }
 
 fn event_row(run: &str, e: &EventRecord) -> Markup {
