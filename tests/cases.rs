@@ -522,6 +522,24 @@ fn dropping_the_projections_and_replaying_the_events_restores_identical_projecti
     assert!(h["help"].as_str().unwrap().contains("timeline"));
 }
 
+/// Bug 12 of issue 33: `demo seed` added four more cases each time it ran.
+#[test]
+fn demo_seed_twice_adds_nothing_the_second_time() {
+    let dir = TempDir::new("cases-seed-twice");
+    let d = dir.path();
+    let first = json_of(&run_in(d, &[], &["demo", "seed", "--json"]));
+    assert_eq!(first["cases"].as_array().unwrap().len(), 4);
+    let again = run_in(d, &[], &["demo", "seed"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("already seeded (4 case(s)"),
+        "{}",
+        stdout(&again)
+    );
+    let listed = json_of(&run_in(d, &[], &["cases", "list", "--json"]));
+    assert_eq!(listed["cases"].as_array().unwrap().len(), 4);
+}
+
 #[test]
 fn a_registered_pack_runs_over_http_from_demo_case_to_commit() {
     let dir = TempDir::new("cases-http");
@@ -616,6 +634,39 @@ fn a_registered_pack_runs_over_http_from_demo_case_to_commit() {
     assert_eq!(status, 404);
     let (status, r) = gw.call("POST", "/packs/nope/1.0.0/demo-case", None);
     assert_eq!(status, 404, "{r}");
+}
+
+/// Bug 10 of issue 33: a pack refused because its engine id was taken got the hint `tollgate
+/// packs validate`, which passes on it: the clash is named instead.
+#[test]
+fn a_pack_refused_for_an_engine_already_registered_names_the_clash() {
+    let dir = TempDir::new("cases-clash");
+    let first = init_pack(dir.path());
+    let second = dir.path().join("copy");
+    let out = Command::new("cp")
+        .args(["-r", first.to_str().unwrap(), second.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let roots = format!("{}:{}", first.display(), second.display());
+    let gw = Gateway::start_with(&[("TOLLGATE_PACK_ROOTS", &roots)]);
+    let (status, packs) = gw.call("GET", "/packs", None);
+    assert_eq!(status, 200);
+    let refused = &packs["unregistered"][0];
+    assert_eq!(refused["root"], second.display().to_string(), "{packs}");
+    assert!(
+        refused["clashes_with"]
+            .as_str()
+            .is_some_and(|r| r.ends_with("/pack")),
+        "{packs}"
+    );
+    // The pack itself is valid: the command the old hint named passes on it.
+    let out = run_in(
+        dir.path(),
+        &[],
+        &["packs", "validate", "--pack-root", "copy"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]

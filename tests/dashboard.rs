@@ -639,6 +639,27 @@ fn an_admin_repins_a_running_run_from_its_page_and_the_form_is_in_the_audit_log(
     );
 }
 
+/// Bug 11 of issue 33: every case opens a run that stays `running` as long as the case, and
+/// after `demo seed` they were most of the Runs screen. They are listed on asking.
+#[test]
+fn the_runs_screen_leaves_case_runs_to_the_cases_screen_unless_asked() {
+    let gw = Gateway::start();
+    tollgate_ok(&gw, &["demo", "seed"]);
+    gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
+    let cookie = login(&gw);
+    let (_, page) = get_page(&gw, &cookie, "/ui/runs");
+    assert!(page.contains("run-bugfix-users-404"), "{page}");
+    assert!(!page.contains("case-"), "{page}");
+    let (_, page) = get_page(&gw, &cookie, "/ui/runs?cases=shown");
+    assert!(
+        page.contains("case-") && page.contains("run-bugfix-users-404"),
+        "{page}"
+    );
+    // An agent asked for by name is listed whoever it is.
+    let (_, page) = get_page(&gw, &cookie, "/ui/runs?agent=pack:intake_review");
+    assert!(page.contains("case-"), "{page}");
+}
+
 #[test]
 fn the_envelopes_screen_lists_versions_diffs_them_and_simulates_one_on_a_run() {
     let gw = Gateway::with_fixture_envelopes();

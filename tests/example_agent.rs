@@ -207,3 +207,83 @@ for stream in (False, True):
         "both calls were decided and recorded: {decisions}"
     );
 }
+
+/// Runs `examples/demo.sh` with this build's binary, its logs in `dir` and its store there.
+fn demo(dir: &std::path::Path, envs: &[(&str, &str)]) -> std::process::Output {
+    let url = format!("sqlite:{}", dir.join("demo.db").display());
+    Command::new("bash")
+        .arg(support::root().join("examples/demo.sh"))
+        .env("TOLLGATE_BIN", env!("CARGO_BIN_EXE_tollgate"))
+        .env("DEMO_DIR", dir)
+        .env("TOLLGATE_DATABASE_URL", url)
+        .env_remove("PORT")
+        .envs(envs.iter().copied())
+        .output()
+        .expect("run the demo")
+}
+
+/// Bug 3 of issue 33: the demo failed with no output at all when its port was taken (the
+/// README's own "The gateway" section starts a gateway on 8000 first).
+#[test]
+fn the_demo_says_why_when_its_port_is_taken() {
+    let dir = support::TempDir::new("demo-port");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = demo(dir.path(), &[("PORT", &port)]);
+    assert!(!out.status.success());
+    let err = support::stderr(&out);
+    assert!(err.contains("the gateway did not start"), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("port {port} is taken")), "{err}");
+    assert!(err.contains("leave PORT unset"), "{err}");
+}
+
+/// Bug 3 of issue 33: any other reason the gateway cannot start is shown too, from its log.
+#[test]
+fn the_demo_says_why_when_the_gateway_cannot_start() {
+    let dir = support::TempDir::new("demo-store");
+    std::fs::write(dir.path().join("a-file"), "").unwrap();
+    let bad = format!("sqlite:{}", dir.path().join("a-file/demo.db").display());
+    let out = demo(dir.path(), &[("TOLLGATE_DATABASE_URL", &bad)]);
+    assert!(!out.status.success());
+    let err = support::stderr(&out);
+    assert!(err.contains("the gateway did not start"), "{err}");
+    assert!(
+        err.contains("a-file/demo.db"),
+        "the log's lines say why: {err}"
+    );
+}
+
+/// The README's first command, end to end: the demo picks a free port, the agent runs, a
+/// person approves its gated call, and the run it recorded verifies.
+#[test]
+fn the_demo_runs_on_a_free_port_from_start_to_the_recorded_run() {
+    let Some(python) = python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no Python with the `openai` package: .ci/run installs it into .ci/venv"
+        );
+        eprintln!("skipped: no Python with the `openai` package");
+        return;
+    };
+    let dir = support::TempDir::new("demo-run");
+    // The demo's venv is this Python (with `openai`), so nothing is installed.
+    let bin = dir.path().join("venv/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("python"),
+        format!("#!/bin/sh\nexec {python} \"$@\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("python"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = demo(dir.path(), &[]);
+    let text = support::stdout(&out);
+    assert!(out.status.success(), "{text}{}", support::stderr(&out));
+    assert!(text.contains("listening on http://127.0.0.1:"), "{text}");
+    assert!(text.contains("a human approves apr-"), "{text}");
+    assert!(text.contains("chain intact"), "{text}");
+}

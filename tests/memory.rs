@@ -96,6 +96,24 @@ fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
         "again",
     ]);
     assert_eq!(twice.status.code(), Some(2));
+    // Bug 13 of issue 33: an expired memory showed its expiry still to come.
+    let id = id.to_string();
+    let expired = gw.tollgate(&[
+        "memory",
+        "review",
+        &id,
+        "--decision",
+        "expire",
+        "--by",
+        "lead",
+        "--reason",
+        "stale",
+    ]);
+    assert!(expired.status.success(), "{}", stderr(&expired));
+    let shown = stdout(&gw.tollgate(&["memory", "show", &id]));
+    assert!(shown.contains("\nexpired 20"), "{shown}");
+    assert!(shown.contains("(stale by lead)"), "{shown}");
+    assert!(!shown.contains("\nexpires "), "{shown}");
     // Decay now expires nothing fresh (the clock is the machine's: the fixture run is weeks
     // old, well inside its memories' lives).
     let decayed = json_of(&gw.tollgate(&["memory", "decay", "--json"]));
@@ -103,6 +121,84 @@ fn the_cli_distills_a_run_once_lists_and_shows_its_memories_and_reviews_them() {
     let unknown = gw.tollgate(&["memory", "show", "mem-nothing"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(stderr(&unknown).contains("no memory"));
+}
+
+/// Bug 14 of issue 33: memory search was HTTP only. The command line finds what the route
+/// finds, with the same filters.
+#[test]
+fn memory_search_on_the_command_line_finds_what_the_route_finds() {
+    let gw = Gateway::with_fixture_envelopes();
+    gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
+    let out = gw.tollgate(&["memory", "distill", "run-bugfix-users-404"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The coder may use every class the distiller keeps.
+    let v2 = std::fs::read_to_string(support::root().join("fixtures/envelopes/coding-agent.yaml"))
+        .unwrap();
+    let v3 = v2.replace("version: 2", "version: 3").replace(
+        "classes: [fact, procedure, warning]",
+        "classes: [fact, procedure, warning, preference, summary]",
+    );
+    let (status, stored) = gw.raw(
+        "POST",
+        "/v2/policies/envelopes",
+        Some(v3),
+        &[
+            ("Authorization", &format!("Bearer {}", gw.token)),
+            ("Content-Type", "application/yaml"),
+        ],
+    );
+    assert_eq!(status, 201, "{stored}");
+    let cli = json_of(&gw.tollgate(&[
+        "memory",
+        "search",
+        "users 404",
+        "--scope",
+        "org:acme/repo:api/task:T-101",
+        "--clearance",
+        "confidential",
+        "--agent",
+        "coder",
+        "--json",
+    ]));
+    let (status, http) = gw.call(
+        "GET",
+        "/v2/memory/search?q=users%20404&scope=org:acme/repo:api/task:T-101&clearance=confidential&agent=coder",
+        None,
+    );
+    assert_eq!(status, 200, "{http}");
+    // The same memories in the same order, and the same counts (scores read the clock).
+    let ids = |v: &Value| -> Vec<String> {
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["memory"]["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&cli), ids(&http));
+    assert_eq!(cli["eligible"], http["eligible"]);
+    assert_eq!(cli["withheld"], http["withheld"]);
+    assert!(!cli["hits"].as_array().unwrap().is_empty(), "{cli}");
+    let text = stdout(&gw.tollgate(&[
+        "memory",
+        "search",
+        "test",
+        "--scope",
+        "org:acme/repo:api",
+        "--class",
+        "procedure",
+    ]));
+    assert!(text.contains("eligible from org:acme/repo:api"), "{text}");
+    let bad = gw.tollgate(&[
+        "memory",
+        "search",
+        "--scope",
+        "org:acme",
+        "--clearance",
+        "top",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("not a clearance"), "{}", stderr(&bad));
 }
 
 #[test]

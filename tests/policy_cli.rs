@@ -611,3 +611,25 @@ fn check_warns_of_a_deny_pattern_a_value_with_a_slash_escapes() {
     let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(doc["warnings"].as_array().unwrap().len(), 1, "{doc}");
 }
+
+/// Bug 7 of issue 33: `policy simulate --run run-nope` printed its help line twice.
+#[test]
+fn simulating_on_an_unknown_run_says_so_once() {
+    let dir = support::TempDir::new("simulate-nope");
+    let url = dir.database_url();
+    let out = support::tollgate_env(
+        &[("TOLLGATE_DATABASE_URL", &url)],
+        &[
+            "policy",
+            "simulate",
+            "--envelope",
+            ENVELOPES,
+            "--run",
+            "run-nope",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("no run `run-nope`"), "{err}");
+    assert_eq!(err.matches("tollgate runs list").count(), 1, "{err}");
+}

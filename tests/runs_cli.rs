@@ -241,3 +241,95 @@ fn an_otlp_trace_imports_as_a_run_with_a_holding_chain() {
     );
     assert!(show.contains("scope org:acme/repo:api"), "{show}");
 }
+
+/// Bug 1 of issue 33: every command panicked ("failed printing to stdout: Broken pipe", exit
+/// 101) when its reader stopped early, as `| head -1` does. The pipe here has no reader from
+/// the start, so the command's first write meets it closed.
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let db = Db::new("pipe");
+    let ids = import_all(&db);
+    let run = ids[0].as_str();
+    let envelopes = root().join("fixtures/envelopes");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["runs", "list"],
+        vec!["runs", "show", run, "--json"],
+        vec!["runs", "export", run],
+        vec!["memory", "list"],
+        vec!["cases", "list"],
+        vec!["policy", "check", envelopes.to_str().unwrap()],
+        vec!["db", "check", "--json"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(root())
+            .env("TOLLGATE_DATABASE_URL", &db.url)
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tollgate {args:?}: {:?}\n{}",
+            out.status,
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+}
+
+/// Bug 2 of issue 33: with the `case*` tables dropped, `cases list` said "run tollgate db
+/// upgrade", `db check` said "integrity ok" and `db upgrade` "up to date": a dead end.
+#[test]
+fn db_check_names_the_tables_missing_and_db_repair_recreates_them() {
+    let db = Db::new("missing");
+    import_all(&db);
+    {
+        let c = rusqlite::Connection::open(db.dir.path().join("tollgate.db")).unwrap();
+        c.execute_batch("DROP TABLE cases; DROP TABLE case_events; DROP TABLE case_timeline;")
+            .unwrap();
+    }
+    let out = db.run(&["cases", "list"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("tollgate db repair"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = db.run(&["db", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    for missing in [
+        "missing   table `cases`",
+        "missing   index `cases_by_update`",
+        "missing   table `case_events`",
+        "missing   table `case_timeline`",
+    ] {
+        assert!(text.contains(missing), "{missing}: {text}");
+    }
+    assert!(text.contains("tollgate db repair"), "{text}");
+    let upgrade = db.ok(&["db", "upgrade"]);
+    assert!(upgrade.contains("run `tollgate db repair`"), "{upgrade}");
+
+    let repaired = db.ok(&["db", "repair"]);
+    assert!(repaired.contains("recreated table `cases`"), "{repaired}");
+    assert!(
+        repaired.contains("recreated index `cases_by_update`"),
+        "{repaired}"
+    );
+    let out = db.run(&["db", "check", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["missing"], serde_json::json!([]));
+    db.ok(&["cases", "list"]);
+    // The runs were not touched, and a second repair has nothing to do.
+    assert!(
+        db.ok(&["runs", "list"])
+            .contains(&run_id(&fixture_runs()[0]))
+    );
+    assert!(db.ok(&["db", "repair"]).contains("nothing to repair"));
+}

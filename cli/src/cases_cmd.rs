@@ -671,6 +671,27 @@ pub fn seed(json: bool) -> Result<ExitCode> {
     }
     let registry = crate::packs_cmd::single(&root)?;
     let pack = registry.packs().next().cloned().context("no pack")?;
+    // Seeding twice adds nothing (issue 33): the demo cases are the ones of the demo pack.
+    let demo_root = pack.root.display().to_string();
+    let existing: Vec<String> = rt.store().read(move |c| {
+        let mut q = c.prepare("SELECT case_id FROM cases WHERE pack_root = ?1 ORDER BY case_id")?;
+        let ids = q.query_map([demo_root], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    })?;
+    if !existing.is_empty() {
+        if json {
+            print_json(&serde_json::json!({"pack_root": root.display().to_string(),
+                                           "cases": [], "already_seeded": existing}));
+        } else {
+            println!(
+                "the demo cases are already seeded ({} case(s) of pack root {}): nothing added",
+                existing.len(),
+                root.display()
+            );
+            println!("next: tollgate cases list; tollgate cases inspect CASE_ID");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let host = EngineHost::new(&rt, &registry, &env);
     let (eid, ev) = (
         pack.manifest.engine_id.clone(),

@@ -10,11 +10,15 @@ use crate::store_arg;
 
 #[derive(Subcommand, Debug)]
 pub enum DbCommand {
-    /// Show the schema version, pending migrations and SQLite's integrity check of the file;
-    /// exit 1 if the database is behind or not sound.
+    /// Show the schema version, pending migrations, the tables, indexes and triggers missing
+    /// from what the applied migrations create, and SQLite's integrity check of the file; exit
+    /// 1 if the database is behind, incomplete or not sound.
     Check(JsonArg),
     /// Apply every pending migration.
     Upgrade(JsonArg),
+    /// Recreate what the applied migrations create and the database lacks (a table dropped by
+    /// hand comes back empty: the rows it held are gone).
+    Repair(JsonArg),
     /// Revert migrations, newest first.
     Downgrade(DowngradeArgs),
 }
@@ -44,10 +48,13 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
         DbCommand::Check(a) => {
             let status = store.migration_status()?;
             let problems = store.integrity()?;
+            let drift = store.schema_drift()?;
             if a.json {
                 let mut doc = serde_json::to_value(&status)?;
                 doc["database"] = store.path().display().to_string().into();
                 doc["current_schema"] = status.is_current().into();
+                doc["missing"] = serde_json::json!(drift.missing);
+                doc["changed"] = serde_json::json!(drift.changed);
                 doc["integrity"] = serde_json::json!(problems);
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
@@ -69,6 +76,19 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
                 for v in &status.unknown {
                     println!("warning: migration {v} is newer than this build");
                 }
+                if drift.missing.is_empty() {
+                    println!("schema    complete");
+                } else {
+                    for m in &drift.missing {
+                        println!("missing   {m}");
+                    }
+                    println!(
+                        "help: run `tollgate db repair` to recreate them (empty: the rows they held are gone; restore a backup to get them back)"
+                    );
+                }
+                for c in &drift.changed {
+                    println!("warning: {c} differs from what the migrations create");
+                }
                 if problems.is_empty() {
                     println!("integrity ok");
                 } else {
@@ -80,27 +100,56 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
                     );
                 }
             }
-            Ok(if status.is_current() && problems.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(
+                if status.is_current() && drift.is_complete() && problems.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                },
+            )
         }
         DbCommand::Upgrade(a) => {
             let applied = store.upgrade()?;
             let status = store.migration_status()?;
+            let drift = store.schema_drift()?;
             if a.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"applied": applied, "version": status.current})
-                );
-            } else if applied.is_empty() {
-                println!("up to date at version {}", status.current);
+                let doc = serde_json::json!({"applied": applied, "version": status.current,
+                                             "missing": drift.missing});
+                println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
-                for v in &applied {
-                    println!("applied {v:04}");
+                if applied.is_empty() {
+                    println!("up to date at version {}", status.current);
+                } else {
+                    for v in &applied {
+                        println!("applied {v:04}");
+                    }
+                    println!("now at version {}", status.current);
                 }
-                println!("now at version {}", status.current);
+                if !drift.missing.is_empty() {
+                    println!(
+                        "warning: {} missing from what the migrations create ({}): run `tollgate db repair`",
+                        plural(drift.missing.len()),
+                        drift.missing.join(", ")
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        DbCommand::Repair(a) => {
+            let recreated = store.repair_schema()?;
+            if a.json {
+                let doc = serde_json::json!({ "recreated": recreated });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else if recreated.is_empty() {
+                println!("nothing to repair: the schema is complete");
+            } else {
+                for r in &recreated {
+                    println!("recreated {r}");
+                }
+                println!(
+                    "{} recreated, empty; `tollgate db check` checks the rest",
+                    plural(recreated.len())
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -117,10 +166,8 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
             let reverted = store.downgrade(a.to)?;
             let status = store.migration_status()?;
             if a.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"reverted": reverted, "version": status.current})
-                );
+                let doc = serde_json::json!({"reverted": reverted, "version": status.current});
+                println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
                 for v in &reverted {
                     println!("reverted {v:04}");
@@ -129,5 +176,14 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `1 object`, `3 objects`.
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 object".to_string()
+    } else {
+        format!("{n} objects")
     }
 }

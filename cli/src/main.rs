@@ -120,6 +120,7 @@ enum DemoCommand {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Rules(cmd) => rules_cmd::run(cmd),
@@ -144,9 +145,68 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader went away (`| head`): the command is done, as every Unix tool's is.
+        Err(err) if closed_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// A command whose output is piped into a reader that stops early (`tollgate memory list |
+/// head -1`) ends quietly with success, as ripgrep does, instead of panicking in `println!`.
+/// Rust ignores SIGPIPE, so a write to a closed pipe fails with `BrokenPipe`, and `println!`
+/// panics on it; restoring the signal's default needs `unsafe` (forbidden here) and std's
+/// `-Zon-broken-pipe` is unstable. So the panic hook ends the process at that one panic, and
+/// `main` treats an error caused by a closed pipe as the end.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_pipe_panic(message) {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// Whether a panic is std's on writing to a closed standard output or error.
+fn is_closed_pipe_panic(message: &str) -> bool {
+    (message.starts_with("failed printing to stdout")
+        || message.starts_with("failed printing to stderr"))
+        && message.contains("Broken pipe")
+}
+
+/// Whether an error was caused by writing to a closed pipe.
+fn closed_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_std_s_closed_pipe_panics_end_the_command_quietly() {
+        assert!(is_closed_pipe_panic(
+            "failed printing to stdout: Broken pipe (os error 32)"
+        ));
+        assert!(!is_closed_pipe_panic(
+            "failed printing to stdout: disk full"
+        ));
+        assert!(!is_closed_pipe_panic("index out of bounds: Broken pipe"));
+        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(closed_pipe(&anyhow::Error::from(io).context("writing")));
+        assert!(!closed_pipe(&anyhow::anyhow!("no such run")));
     }
 }

@@ -1,4 +1,4 @@
-//! `tollgate memory distill | list | show | review | decay | gc | quarantine-review |
+//! `tollgate memory distill | list | search | show | review | decay | gc | quarantine-review |
 //! sensitivity | feedback`: the memory distiller and its lifecycle over the local store.
 //! `distill` runs in the foreground with progress on stderr (the gateway's
 //! `POST /v2/memory/distill/run/{run_id}` enqueues the same work as a `memory.distill` job).
@@ -23,6 +23,9 @@ pub enum MemoryCommand {
     Distill(DistillArgs),
     /// List memories (every status unless one is asked).
     List(ListArgs),
+    /// Search the memories a run working at a scope could retrieve, ranked by relevance to
+    /// the text (the same search as `GET /v2/memory/search`).
+    Search(SearchArgs),
     /// One memory: its score's parts, its sources and its review history.
     Show(ShowArgs),
     /// Review a memory: accept, reject, expire or quarantine it, saying who and why.
@@ -125,6 +128,39 @@ pub struct ListArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SearchArgs {
+    /// What to rank by (words; may be left out to list by score).
+    text: Option<String>,
+    /// Where the searcher stands (`org:acme/repo:api/task:T-1`): memories visible from there.
+    #[arg(long)]
+    scope: String,
+    /// The searcher's clearance: public, internal, confidential or secret.
+    #[arg(long, default_value = "internal")]
+    clearance: String,
+    /// As this agent (its envelopes' memory rules apply), and only memories from its runs.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Only memories from runs of this task.
+    #[arg(long)]
+    task: Option<String>,
+    /// Only memories from runs opened for this user.
+    #[arg(long)]
+    user: Option<String>,
+    /// Only memories scoped to this repository.
+    #[arg(long)]
+    repo: Option<String>,
+    /// Only of this class: fact, procedure, preference, warning, summary.
+    #[arg(long)]
+    class: Option<String>,
+    /// At most this many hits (1 to 200).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=200))]
+    limit: u16,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The memory id (`mem-…`).
     id: String,
@@ -155,6 +191,7 @@ pub fn run(cmd: MemoryCommand) -> Result<ExitCode> {
     match cmd {
         MemoryCommand::Distill(a) => distill(a),
         MemoryCommand::List(a) => list(a),
+        MemoryCommand::Search(a) => search(a),
         MemoryCommand::Show(a) => show(a),
         MemoryCommand::Review(a) => review(a),
         MemoryCommand::Decay(a) => decay(a),
@@ -234,6 +271,75 @@ fn list(args: ListArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn search(args: SearchArgs) -> Result<ExitCode> {
+    let Ok(clearance) = serde_json::from_value::<Level>(args.clearance.clone().into()) else {
+        eprintln!(
+            "error: `{}` is not a clearance\n  help: use public, internal, confidential or secret",
+            args.clearance
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let class = match args.class.as_deref().map(|c| (c, MemoryClass::parse(c))) {
+        None => None,
+        Some((_, Some(c))) => Some(c),
+        Some((c, None)) => {
+            eprintln!(
+                "error: `{c}` is not a class\n  help: use fact, procedure, preference, warning or summary"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let store = store_arg::open()?;
+    let set = tollgate_gateway::policy::current_set(&store)?;
+    let query = memory::SearchQuery {
+        scope: args.scope,
+        clearance,
+        agent: args.agent,
+        task: args.task,
+        user: args.user,
+        repo: args.repo,
+        class,
+        text: args.text.unwrap_or_default(),
+        limit: usize::from(args.limit),
+    };
+    let now = SystemClock.now_ms().div_euclid(1000);
+    let answer = match memory::search(&store, &set, &query, now) {
+        Ok(a) => a,
+        Err(e) => return refused(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if answer.hits.is_empty() {
+        println!("no memory found");
+    }
+    for hit in &answer.hits {
+        println!(
+            "{:>3}. {:.3}  {}",
+            hit.rank,
+            hit.relevance,
+            line(&hit.memory)
+        );
+    }
+    let withheld: Vec<String> = answer
+        .withheld
+        .iter()
+        .map(|(why, n)| format!("{n} {why}"))
+        .collect();
+    println!(
+        "{} eligible from {}{}",
+        answer.eligible,
+        query.scope,
+        if withheld.is_empty() {
+            String::new()
+        } else {
+            format!("; withheld by policy: {}", withheld.join(", "))
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn line(m: &MemoryArtifact) -> String {
     format!(
         "{}  {:<10} {:<11} ×{} {}  {}{}",
@@ -268,14 +374,7 @@ fn show(args: ShowArgs) -> Result<ExitCode> {
         s.sensitivity,
         m.sensitivity.as_str()
     );
-    println!(
-        "expires {}",
-        if m.expires_at == 0 {
-            "never (decay only)".to_string()
-        } else {
-            rfc3339(u64::try_from(m.expires_at).unwrap_or(0))
-        }
-    );
+    println!("{}", expiry(&m, SystemClock.now_ms().div_euclid(1000)));
     for e in &m.sources {
         println!(
             "source run {} step {} event {} (episode {}): {}",
@@ -306,6 +405,28 @@ fn show(args: ShowArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// When a memory expires, or expired: an expired memory says when it did (its expiring
+/// decision), never a time still to come (issue 33).
+fn expiry(m: &MemoryArtifact, now: i64) -> String {
+    let at = || rfc3339(u64::try_from(m.expires_at).unwrap_or(0));
+    if m.status == MemoryStatus::Expired {
+        return match m
+            .decisions
+            .iter()
+            .rev()
+            .find(|d| d.decision == Decision::Expire)
+        {
+            Some(d) => format!("expired {} ({} by {})", d.at, d.reason, d.by),
+            None => "expired".to_string(),
+        };
+    }
+    match m.expires_at {
+        0 => "expires never (decay only)".to_string(),
+        t if t <= now => format!("expired {} (to be marked so by the next decay)", at()),
+        _ => format!("expires {}", at()),
+    }
 }
 
 fn review(args: ReviewArgs) -> Result<ExitCode> {

@@ -153,15 +153,16 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         if let Some(verifier) = jwt {
             state = state.with_jwt(verifier);
         }
+        // The address once, on stdout (scripts and tests that start the gateway on port 0
+        // read it there); the rest of what a person needs on stderr.
+        println!("listening on http://{local}");
         eprintln!(
-            "tollgate: listening on http://{local} (bearer token in {}, or TOLLGATE_TOKEN)",
+            "tollgate: the bearer token is in {}, or TOLLGATE_TOKEN",
             token_dir.join("token").display()
         );
         if let Some(url) = state.dashboard_login_url() {
             announce_dashboard(&url, &token_dir)?;
         }
-        // Lines for scripts and tests that start the gateway on port 0.
-        println!("listening on http://{local}");
         let served = serve(listener, state, shutdown_signal()).await;
         stop.store(true, Ordering::SeqCst);
         if let Some(worker) = worker {

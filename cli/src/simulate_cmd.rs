@@ -33,8 +33,9 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     let store = store_arg::open()?;
     let file = match Recorder::new(store).export(&args.run) {
         Ok(f) => f,
+        // The recorder's error carries its help (`tollgate runs list`).
         Err(e) => {
-            eprintln!("error: {e}\n  help: `tollgate runs list` shows the recorded runs");
+            eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };

@@ -234,12 +234,23 @@ pub(crate) fn query_enum<T: serde::de::DeserializeOwned>(
 /// A page size from the query: `default` when absent, else from 1 to `max`, or a 422 saying
 /// the range (the document states the same range, so a generated client never sends more).
 pub(crate) fn page_limit(value: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
+    named_limit("limit", value, default, max)
+}
+
+/// [`page_limit`] for a query parameter of another name (`timeline_limit`), which the error
+/// names as the caller sent it.
+pub(crate) fn named_limit(
+    name: &str,
+    value: Option<u32>,
+    default: u32,
+    max: u32,
+) -> Result<u32, ApiError> {
     match value {
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
         Some(n) => Err(ApiError::invalid(
             "invalid_query",
-            format!("`limit` is {n}; it runs from 1 to {max}"),
+            format!("`{name}` is {n}; it runs from 1 to {max}"),
         )),
     }
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod artifacts;
 mod migrate;
+mod schema;
 mod writer;
 
 use std::any::{Any, TypeId};
@@ -20,6 +21,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 pub use migrate::{Migration, MigrationStatus, migrations};
+pub use schema::SchemaDrift;
 use writer::Writer;
 
 /// The environment variable naming the database (`sqlite:PATH`).
@@ -97,7 +99,7 @@ fn sqlite_help(e: &rusqlite::Error) -> &'static str {
             "\n  help: the disk holding the database is full: nothing of this write was stored; free some space and try again"
         }
         _ if e.to_string().contains("no such table") => {
-            "\n  help: the database's schema is behind this build: run `tollgate db upgrade` (`tollgate db check` shows what is pending)"
+            "\n  help: the database lacks a table this build needs: `tollgate db check` says whether migrations are pending (`tollgate db upgrade` applies them) or tables are missing (`tollgate db repair` recreates them)"
         }
         _ => "",
     }
@@ -326,6 +328,18 @@ impl Store {
     /// Applies every pending migration; returns the versions applied.
     pub fn upgrade(&self) -> Result<Vec<u32>, StoreError> {
         self.write(migrate::upgrade)
+    }
+
+    /// How the schema differs from what the applied migrations create: the tables, indexes,
+    /// triggers and views missing, and those whose definition changed.
+    pub fn schema_drift(&self) -> Result<SchemaDrift, StoreError> {
+        self.read(schema::drift)
+    }
+
+    /// Recreates what the applied migrations create and the database lacks (empty); the
+    /// objects recreated.
+    pub fn repair_schema(&self) -> Result<Vec<String>, StoreError> {
+        self.write(schema::repair)
     }
 
     /// Reverts migrations above `to` (default: the current version minus one), newest first;

@@ -42,6 +42,7 @@ mod url_pattern;
 pub(crate) mod yaml;
 
 pub use arg_pattern::{ArgKind, ArgPattern, slash_warnings, text_regex};
+pub use check::values::closest;
 pub use diff::{Change, EnvelopeChange, EnvelopeDiff, RuleChange, diff_envelopes};
 pub use facts::flatten_extension;
 pub use format::{

@@ -9,6 +9,7 @@ mod enforcement;
 mod jwt;
 mod limits;
 mod links;
+mod new_user;
 mod pins;
 mod principals;
 mod replay;

@@ -445,3 +445,49 @@ fn evaluators_are_shareable_and_subjects_serialise() {
         json!({"evaluator": "json_schema", "passed": true, "score": 1.0, "message": "the output matches the schema"})
     );
 }
+
+/// Bug 4 of issue 33: with a changed budget, "expected `$.budget_excluded` to be [… found
+/// […" cut both sides at the same point and hid their difference.
+#[test]
+fn a_failure_between_long_values_shows_where_they_first_differ() {
+    let ids = |last: &str| -> Vec<String> {
+        (0..6)
+            .map(|i| format!("mem-fact-the-same-long-prefix-{i}"))
+            .chain([last.to_string()])
+            .collect()
+    };
+    let subject = EvalSubject::from_output(json!({"budget_excluded": ids("mem-fact-z")}));
+    let spec = json!({"kind": "json_path_equals", "path": "$.budget_excluded",
+                      "value": ids("mem-fact-y")});
+    let evaluator = serde_json::from_value::<AssertionSpec>(spec)
+        .unwrap()
+        .build()
+        .unwrap();
+    let outcome = evaluator.evaluate(&subject);
+    assert!(!outcome.passed);
+    assert!(
+        outcome.message.ends_with(
+            "; they first differ at `[6]`: expected `\"mem-fact-y\"`, found `\"mem-fact-z\"`"
+        ),
+        "{}",
+        outcome.message
+    );
+
+    // Objects by key, strings by character; short values need no pointer.
+    let long = "x".repeat(100);
+    let subject = EvalSubject::from_output(json!({"o": {"a": 1, "b": format!("{long}-found")}}));
+    let spec = json!({"kind": "json_path_equals", "path": "$.o",
+                      "value": {"a": 1, "b": format!("{long}-wanted")}});
+    let outcome = serde_json::from_value::<AssertionSpec>(spec)
+        .unwrap()
+        .build()
+        .unwrap()
+        .evaluate(&subject);
+    assert!(
+        outcome
+            .message
+            .contains("they first differ at `.b (character 101)`: expected `xxxxxxx-wanted`, found `xxxxxxx-found`"),
+        "{}",
+        outcome.message
+    );
+}

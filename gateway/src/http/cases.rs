@@ -244,7 +244,12 @@ async fn inspection(
 ) -> Result<Json<Inspection>, ApiError> {
     let timeline_limit = match q.timeline_limit {
         None => None,
-        limit => Some(u64::from(super::page_limit(limit, 20, 500)?)),
+        limit => Some(u64::from(super::named_limit(
+            "timeline_limit",
+            limit,
+            20,
+            500,
+        )?)),
     };
     hosting(&state, move |_, rt, packs| {
         inspect::inspect(rt.store(), packs, &case_id, timeline_limit).map(Json)

@@ -24,8 +24,10 @@ pub enum ApiError {
         /// What is wrong and how to fix it.
         message: String,
     },
-    /// 401: no or wrong bearer token.
+    /// 401: no bearer token.
     Unauthorized,
+    /// 401: a bearer token that is no credential here (unknown, revoked or expired).
+    WrongToken,
     /// 403: a foreign Host or Origin, or an action not permitted.
     Forbidden {
         /// Machine-readable code.
@@ -135,6 +137,15 @@ impl ApiError {
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 "a bearer token is required: send `Authorization: Bearer TOKEN` (the token is in .tollgate/token, or TOLLGATE_TOKEN)".to_string(),
+                Value::Null,
+                None,
+            ),
+            // The same code as without a token: a client handles both alike. The message does
+            // not say whether the token was unknown, revoked or expired.
+            ApiError::WrongToken => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "the bearer token sent is not a credential of this gateway (unknown, revoked or expired)\n  help: send the owner's token (.tollgate/token, or TOLLGATE_TOKEN) or one made by `tollgate tokens create`; `tollgate tokens list` shows which are revoked or expired".to_string(),
                 Value::Null,
                 None,
             ),

@@ -95,20 +95,41 @@ pub async fn require_token(
     if (req.method() == Method::GET && path == "/health") || dashboard {
         return next.run(req).await;
     }
+    // A person who opens the gateway's address in a browser is after the dashboard.
+    if req.method() == Method::GET && path == "/" && accepts_html(&req) {
+        return axum::response::Redirect::to("/ui").into_response();
+    }
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer)
         .unwrap_or("");
     match state.authenticate(given) {
         Ok(Some(principal)) => {
             req.extensions_mut().insert(principal);
             next.run(req).await
         }
-        Ok(None) => refuse(req, ApiError::Unauthorized).await,
+        Ok(None) if given.is_empty() => refuse(req, ApiError::Unauthorized).await,
+        Ok(None) => refuse(req, ApiError::WrongToken).await,
         Err(e) => refuse(req, ApiError::from(e)).await,
     }
+}
+
+/// Whether the request is a browser's asking for a page (`Accept: text/html`).
+fn accepts_html(req: &Request) -> bool {
+    req.headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/html"))
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header (the scheme's name in any case, as
+/// RFC 9110 has it).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// A refusal that first reads a small request body: closing a connection with unread bytes

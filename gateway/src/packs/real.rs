@@ -99,7 +99,12 @@ pub fn read_policy(path: &Path) -> Result<AdapterPolicy, Vec<PackFault>> {
             "pass the path of a YAML file with `version: 1`, `pack_id` and `allow_actions`",
         )]
     })?;
-    // Faults say where, never what the file holds (it may not be a policy at all).
+    // A key it does not know, or a field it lacks, is named where it is (once each); other
+    // faults say where, never what the file holds (it may not be a policy at all).
+    let fields = fields_faults(&file, &text);
+    if !fields.is_empty() {
+        return Err(fields);
+    }
     read_document(&file, "adapter_policy", &text).map_err(|faults| {
         faults
             .into_iter()
@@ -114,6 +119,58 @@ pub fn read_policy(path: &Path) -> Result<AdapterPolicy, Vec<PackFault>> {
             })
             .collect()
     })
+}
+
+/// What an adapter policy holds, and what it must.
+const POLICY_FIELDS: [&str; 5] = ["version", "pack_id", "allow_actions", "owner", "reason"];
+const REQUIRED_FIELDS: [&str; 3] = ["version", "pack_id", "allow_actions"];
+
+/// The unknown keys (with the field meant, where one is close) and the missing fields of an
+/// adapter policy that is a YAML mapping, each at its line and column.
+fn fields_faults(file: &str, text: &str) -> Vec<PackFault> {
+    let Ok(doc) = tollgate_rules::located::Located::parse(text) else {
+        return Vec::new();
+    };
+    let Some(map) = doc.value.as_object() else {
+        return Vec::new();
+    };
+    let at = |pointer: &str, message: String, help: String| {
+        let mut fault = PackFault::at(file, pointer.to_string(), message, help);
+        if let Some((line, column)) = doc.place(pointer) {
+            fault.line = Some(line);
+            fault.column = Some(column);
+        }
+        fault
+    };
+    let listing = "an adapter policy holds `version`, `pack_id`, `allow_actions` (and optionally `owner`, `reason`)";
+    let mut faults: Vec<PackFault> = map
+        .keys()
+        .filter(|k| !POLICY_FIELDS.contains(&k.as_str()))
+        .map(|k| {
+            let help = match tollgate_rules::envelope::closest(k, &POLICY_FIELDS) {
+                Some(meant) => format!("did you mean `{meant}`? {listing}"),
+                None => listing.to_string(),
+            };
+            at(
+                &format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+                format!("unknown field `{k}`"),
+                help,
+            )
+        })
+        .collect();
+    faults.extend(
+        REQUIRED_FIELDS
+            .iter()
+            .filter(|f| !map.contains_key(**f))
+            .map(|f| {
+                at(
+                    "",
+                    format!("missing field `{f}`"),
+                    format!("add `{f}`: {listing}"),
+                )
+            }),
+    );
+    faults
 }
 
 /// The permission to run one action's real adapter, once every guardrail held.
@@ -182,4 +239,48 @@ pub fn authorize(
 
 fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::tempdir::Dir;
+
+    /// Bug 5 of issue 33: a policy with an unknown key was "not an adapter policy" (twice;
+    /// four times with two bad keys) and the key was never named.
+    #[test]
+    fn an_adapter_policy_names_each_unknown_key_once_where_it_is_with_the_field_meant() {
+        let dir = Dir::new("adapter-policy");
+        let path = dir.path().join("policy.yaml");
+        std::fs::write(
+            &path,
+            "version: 1\npack_id: intake_review\nalow_actions: [send]\nowner: ops\npolcy: x\n",
+        )
+        .unwrap();
+        let faults = read_policy(&path).unwrap_err();
+        let said: Vec<(String, Option<usize>, String)> = faults
+            .iter()
+            .map(|f| (f.message.clone(), f.line, f.help.clone()))
+            .collect();
+        assert_eq!(said.len(), 3, "{said:#?}");
+        assert_eq!(said[0].0, "unknown field `alow_actions`");
+        assert_eq!(said[0].1, Some(3));
+        assert!(
+            said[0].2.starts_with("did you mean `allow_actions`?"),
+            "{said:#?}"
+        );
+        assert_eq!(said[1].0, "unknown field `polcy`");
+        assert_eq!(said[1].1, Some(5));
+        assert_eq!(said[2].0, "missing field `allow_actions`");
+
+        // A file that is no mapping at all still says nothing of what it holds.
+        std::fs::write(&path, "root:x:0:0 is not yaml: [").unwrap();
+        let faults = read_policy(&path).unwrap_err();
+        assert!(
+            faults.iter().all(|f| !f.message.contains("root:x")),
+            "{faults:?}"
+        );
+        std::fs::write(&path, "version: 1\npack_id: p\nallow_actions: [a]\n").unwrap();
+        assert!(read_policy(&path).is_ok());
+    }
 }

@@ -21,6 +21,10 @@ pub struct Unregistered {
     pub root: String,
     /// Why.
     pub faults: Vec<PackFault>,
+    /// The root of the pack already registered under the same engine, when that is why (the
+    /// pack itself is valid: `packs validate` passes on it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clashes_with: Option<String>,
 }
 
 /// The registered packs, by `ENGINE_ID@ENGINE_VERSION`.
@@ -61,6 +65,7 @@ impl PackRegistry {
                 self.unregistered.push(Unregistered {
                     root: shown,
                     faults: f.0,
+                    clashes_with: None,
                 });
                 return;
             }
@@ -70,6 +75,7 @@ impl PackRegistry {
             self.unregistered.push(Unregistered {
                 root: shown,
                 faults,
+                clashes_with: None,
             });
             return;
         }
@@ -85,6 +91,7 @@ impl PackRegistry {
                     ),
                     "give this pack another engine_id or engine_version",
                 )],
+                clashes_with: Some(existing.root.display().to_string()),
             });
             return;
         }

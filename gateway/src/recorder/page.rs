@@ -15,6 +15,10 @@ pub struct RunFilter {
     /// Only runs with this status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Leave out the runs cases open (agent `pack:…`): a case's run lives as long as the case,
+    /// and the Cases screen shows them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_cases: bool,
     /// Only runs older than this one (the key of the last run of the previous page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<RunKey>,
@@ -56,6 +60,9 @@ impl Recorder {
             if let Some(status) = &filter.status {
                 values.push(status.clone());
                 conditions.push(format!("r.status = ?{}", values.len()));
+            }
+            if filter.without_cases {
+                conditions.push("r.agent NOT LIKE 'pack:%'".to_string());
             }
             if let Some(k) = &filter.after {
                 values.push(k.started_at.clone());

@@ -453,6 +453,7 @@ fn runs_page_by_key_newest_first_with_filters() {
         let filter = RunFilter {
             agent: agent.map(str::to_string),
             status: status.map(str::to_string),
+            without_cases: false,
             after: None,
         };
         let ids: Vec<String> = rec

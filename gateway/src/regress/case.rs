@@ -287,6 +287,18 @@ impl RegressionCase {
 
     /// Reads a case file; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<RegressionCase, RegressError> {
+        if let Some(replay) = replay_draft(text) {
+            return Err(RegressError::CaseFile {
+                path: origin.to_string(),
+                line: None,
+                detail: format!(
+                    "this is a draft exported by `tollgate replay export` (replay `{replay}`), not a regression case"
+                ),
+                help: format!(
+                    "make a case of the replay with `tollgate regress from-replay {replay}` (it writes the case and its fixture bundle), and move the draft out of the cases' folder"
+                ),
+            });
+        }
         let case: RegressionCase = serde_yaml::from_str(text).map_err(|e| {
             let line = e.location().map(|l| l.line());
             RegressError::CaseFile {
@@ -391,6 +403,19 @@ pub fn slug(text: &str) -> String {
 }
 
 /// How to fix the commonest serde complaints.
+/// The replay a `replay export` draft was made from, when `text` is one (no `format`, and a
+/// `source` naming a replay).
+fn replay_draft(text: &str) -> Option<String> {
+    let doc: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
+    if doc.get("format").is_some() {
+        return None;
+    }
+    doc.get("source")?
+        .get("replay")?
+        .as_str()
+        .map(str::to_string)
+}
+
 fn help_for(message: &str) -> String {
     if message.contains("unknown field") {
         "remove or rename the field; a case has format, id, version, name, description, agent, task_type, source, bundle, step, mutations, mode, templates, assertions and changes".to_string()
@@ -470,6 +495,26 @@ assertions:
   - kind: regex
     pattern: '(unclosed'
 ";
+
+    /// Bug 15 of issue 33: a `replay export` draft among the cases failed `regress run` on
+    /// "unknown field `scenario`".
+    #[test]
+    fn a_replay_draft_among_the_cases_says_what_it_is_and_how_to_make_a_case_of_it() {
+        let draft = "# A regression case drafted from replay rpl-1 of run run-a.\nname: x\nsource:\n  replay: rpl-1\n  scenario: scn-1\n  run: run-a\nmutations: []\n";
+        let err = RegressionCase::parse(draft, "regressions/draft.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("a draft exported by `tollgate replay export` (replay `rpl-1`)"),
+            "{err}"
+        );
+        assert!(err.contains("tollgate regress from-replay rpl-1"), "{err}");
+        assert!(!err.contains("unknown field"), "{err}");
+        // A case is read as a case.
+        assert!(
+            RegressionCase::parse(CASE, "c.yaml").is_err_and(|e| !e.to_string().contains("draft"))
+        );
+    }
 
     #[test]
     fn a_bad_assertion_is_refused_with_its_line() {

@@ -164,7 +164,7 @@ fn downgrade_then_upgrade() {
 }
 
 #[test]
-fn a_statement_on_a_missing_table_says_to_run_db_upgrade() {
+fn a_statement_on_a_missing_table_says_how_to_find_and_restore_it() {
     let (_d, store) = temp_store();
     let e = store
         .read(|c| {
@@ -173,7 +173,14 @@ fn a_statement_on_a_missing_table_says_to_run_db_upgrade() {
             })?)
         })
         .unwrap_err();
-    assert!(e.to_string().contains("run `tollgate db upgrade`"), "{e}");
+    // Pending migrations or a dropped table: `db check` tells which (issue 33, bug 2).
+    for said in [
+        "`tollgate db check`",
+        "`tollgate db upgrade`",
+        "`tollgate db repair`",
+    ] {
+        assert!(e.to_string().contains(said), "{e}");
+    }
     let other = store
         .read(|c| Ok(c.query_row("SELECT nonsense(", [], |r| r.get::<_, i64>(0))?))
         .unwrap_err();

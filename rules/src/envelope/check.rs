@@ -11,7 +11,7 @@ use tollgate_engine::ast::Span;
 use super::format::{DataEffect, Level, PolicyEnvelope, RuleEffect, Section, ToolEffect};
 use super::yaml::Node;
 
-mod values;
+pub(crate) mod values;
 
 pub(crate) use values::closest;
 use values::{Fields, is_json_pointer};

@@ -78,7 +78,16 @@ pub async fn list(State(state_): State<AppState>, viewer: Viewer) -> Response {
                 }
             }
             @for u in packs.unregistered() {
-                div.error role="alert" { "Not registered: " code { (u.root) } " (" (u.faults.len()) " fault(s); " code.command { "tollgate packs validate --pack-root " (u.root) } ")" }
+                div.error role="alert" {
+                    "Not registered: " code { (u.root) }
+                    @if let Some(first) = &u.clashes_with {
+                        ". Its engine is already registered from " code { (first) }
+                        ": give one of the two packs another " code { "engine_id" } " or " code { "engine_version" } " in its pack.yaml."
+                    } @else {
+                        ul { @for f in &u.faults { li { (f) } } }
+                        code.command { "tollgate packs validate --pack-root " (u.root) } " checks it again."
+                    }
+                }
             }
             h2 { "Cases" }
             @if cases.is_empty() {

@@ -41,13 +41,20 @@ pub struct ListQuery {
     /// Its id.
     #[serde(default)]
     after_id: Option<String>,
+    /// `shown`: list the runs cases open too (hidden otherwise: a case's run lives as long as
+    /// its case, and the Cases screen shows them).
+    #[serde(default)]
+    cases: Option<String>,
 }
 
 impl ListQuery {
     fn filter(&self) -> RunFilter {
         let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let agent = given(&self.agent);
         RunFilter {
-            agent: given(&self.agent),
+            // An agent asked for by name is shown, cases' included.
+            without_cases: agent.is_none() && self.cases.as_deref() != Some("shown"),
+            agent,
             status: given(&self.status),
             after: match (given(&self.after_at), given(&self.after_id)) {
                 (Some(started_at), Some(id)) => Some(RunKey { started_at, id }),
@@ -89,6 +96,7 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
                     }
                 }
             }
+            label { input type="checkbox" name="cases" value="shown" checked[!filter.without_cases]; " Case runs" }
             button type="submit" { "Filter" }
             @if filtered { a href="/ui/runs" { "Clear" } }
         }
@@ -100,6 +108,8 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
                     "Import the fixture runs with "
                     (layout::command("tollgate runs import fixtures/runs/*.json"))
                     ", or run the demo agent with " (layout::command("bash examples/demo.sh")) "."
+                    " The runs cases open are hidden here: "
+                    a href="/ui/runs?cases=shown" { "show them" } "."
                 }))
             }
         } @else {
@@ -165,6 +175,9 @@ fn next_href(filter: &RunFilter, next: &RunKey) -> String {
     }
     if let Some(s) = &filter.status {
         query.push(("status", s));
+    }
+    if !filter.without_cases {
+        query.push(("cases", "shown"));
     }
     let parts: Vec<String> = query
         .iter()

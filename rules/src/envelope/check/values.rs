@@ -418,7 +418,7 @@ pub(super) fn is_json_pointer(pointer: &str) -> bool {
 
 /// The candidate closest to `word`: a prefix of it or it of the candidate (`scope` for
 /// `scopes`, `ttl` for `ttl_seconds`), else within a small edit distance.
-pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let lower = word.to_lowercase();
     if lower.len() >= 3
         && let Some(c) = candidates

@@ -1,0 +1,158 @@
+//! The schema a database should have, checked against what it has. What the applied
+//! migrations create is known exactly: they are applied, in order, to an empty in-memory
+//! database. A table dropped by hand (or lost with a damaged file) is then named by `db check`
+//! instead of surfacing later as "no such table", and `db repair` recreates what is missing.
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::StoreError;
+use super::migrate::{self, migrations};
+
+/// One object of a schema (`sqlite_master`): a table, index, trigger or view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SchemaObject {
+    kind: String,
+    name: String,
+    sql: String,
+}
+
+impl SchemaObject {
+    fn label(&self) -> String {
+        format!("{} `{}`", self.kind, self.name)
+    }
+}
+
+/// How a database's schema differs from what its applied migrations create.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SchemaDrift {
+    /// Objects the migrations create that the database lacks (`table `cases``).
+    pub missing: Vec<String>,
+    /// Objects whose definition differs from the migrations' (compared without comments,
+    /// quotes and layout).
+    pub changed: Vec<String>,
+}
+
+impl SchemaDrift {
+    /// Whether nothing is missing.
+    pub fn is_complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+}
+
+/// Every object of the database behind `conn`, in the order it was created, leaving out the
+/// migrations' bookkeeping and SQLite's own (`sqlite_*`, and automatic indexes without SQL).
+fn objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT type, name, sql FROM sqlite_master
+         WHERE sql IS NOT NULL AND name <> 'tollgate_migrations' AND name NOT LIKE 'sqlite_%'
+         ORDER BY rowid",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(SchemaObject {
+            kind: r.get(0)?,
+            name: r.get(1)?,
+            sql: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// What migrations `1..=version` create, applied to an empty in-memory database.
+fn expected(version: u32) -> Result<Vec<SchemaObject>, StoreError> {
+    let conn = Connection::open_in_memory()?;
+    for m in migrations().iter().filter(|m| m.version <= version) {
+        conn.execute_batch(m.up).map_err(|e| {
+            StoreError::Migration(format!("migration {} `{}` failed: {e}", m.version, m.name))
+        })?;
+    }
+    objects(&conn)
+}
+
+/// A definition as compared: without comments, identifier quotes and layout (SQLite keeps a
+/// table's SQL as written, and quotes its name when `ALTER TABLE … RENAME` rewrites it, so a
+/// table a down migration rebuilds reads differently from the one the up created).
+fn squeezed(sql: &str) -> String {
+    let code: String = sql
+        .lines()
+        .map(|l| l.split_once("--").map_or(l, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(['"', '`'], "");
+    let mut out = String::new();
+    for token in code.split_whitespace() {
+        let glued = out.ends_with(['(', ',']) || token.starts_with([')', ',', '(']);
+        if !out.is_empty() && !glued {
+            out.push(' ');
+        }
+        out.push_str(token);
+    }
+    out
+}
+
+/// How the database behind `conn` differs from what its applied migrations create (nothing,
+/// for a database with migrations this build does not know: it cannot say what they made).
+pub(super) fn drift(conn: &Connection) -> Result<SchemaDrift, StoreError> {
+    let status = migrate::status(conn)?;
+    if !status.unknown.is_empty() {
+        return Ok(SchemaDrift::default());
+    }
+    let has = objects(conn)?;
+    let mut drift = SchemaDrift::default();
+    for want in expected(status.current)? {
+        match has
+            .iter()
+            .find(|o| o.kind == want.kind && o.name == want.name)
+        {
+            None => drift.missing.push(want.label()),
+            Some(o) if squeezed(&o.sql) != squeezed(&want.sql) => {
+                drift.changed.push(want.label());
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(drift)
+}
+
+/// Recreates, in the order the migrations created them, the objects the database lacks; the
+/// labels of those recreated. A recreated table is empty: the rows it held are gone. Runs
+/// inside the writer's transaction: all or nothing.
+pub(super) fn repair(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let status = migrate::status(conn)?;
+    if let Some(v) = status.unknown.first() {
+        return Err(StoreError::Migration(format!(
+            "the database has migration {v}, which this build does not know\n  help: repair it with the build that applied it"
+        )));
+    }
+    let mut done = Vec::new();
+    for want in expected(status.current)? {
+        // Looked up again each time: creating a full-text table creates its shadow tables.
+        let present = objects(conn)?
+            .iter()
+            .any(|o| o.kind == want.kind && o.name == want.name);
+        if present {
+            continue;
+        }
+        conn.execute_batch(&want.sql).map_err(|e| {
+            StoreError::Migration(format!("could not recreate {}: {e}", want.label()))
+        })?;
+        done.push(want.label());
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::squeezed;
+
+    #[test]
+    fn definitions_compare_without_comments_quotes_or_layout() {
+        let written = "CREATE TABLE tool_usage (\n    rule_id TEXT NOT NULL,\n    -- run | agent\n    at BIGINT NOT NULL,\n    PRIMARY KEY (rule_id, at)\n)";
+        let renamed = "CREATE TABLE \"tool_usage\" (rule_id TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (rule_id, at))";
+        assert_eq!(squeezed(written), squeezed(renamed));
+        assert_ne!(
+            squeezed(written),
+            squeezed(&renamed.replace("BIGINT", "TEXT"))
+        );
+    }
+}
