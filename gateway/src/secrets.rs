@@ -3,12 +3,16 @@
 //! policy decision is `redact`), the tool endpoint scans and redacts JSON arguments, and the
 //! model proxy scans and redacts messages and the arguments of their tool calls.
 //!
-//! Built-in detectors find secrets (private key blocks, AWS access key ids, `sk-` API keys,
-//! GitHub and Slack tokens, bearer tokens, and the values of `password=` / `token:` style
-//! assignments). Each span found is replaced by `[REDACTED:<rule ids>]`; overlapping spans are
+//! Built-in detectors find secrets: private key blocks, the token formats of the table shared
+//! with the fixture scrubber ([`formats`]: cloud keys, service tokens by their prefixes), URL
+//! passwords, and what follows a name that says it holds one (`password=`, `token :=`,
+//! `<secret>`, `Authorization:`, a JSON field `"api_key"`). Each span found is replaced by `[REDACTED:<rule ids>]`; overlapping spans are
 //! merged first. When no detector finds anything, the whole text is replaced by one marker:
 //! policy said the item holds something to hide, and not finding it is no reason to show it.
 
+#[cfg(test)]
+mod corpus_tests;
+pub(crate) mod formats;
 pub mod scrub;
 
 use std::sync::LazyLock;
@@ -64,25 +68,14 @@ struct Detector {
     regex: Regex,
     /// The capture group that is the secret (0: the whole match).
     group: usize,
+    /// Whether a value that is plainly a placeholder is passed over (assignments).
+    placeholder_checked: bool,
 }
 
 /// A PEM private key block. An unterminated block is cut to the end: half a key is still a
 /// key. (Shared with [`scrub`].)
 pub(crate) const PRIVATE_KEY: &str =
     r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)";
-/// A Slack token. (Shared with [`scrub`].)
-pub(crate) const SLACK_TOKEN: &str = r"\bxox[abposr]-[A-Za-z0-9-]{10,}";
-/// The token of an `Authorization: Bearer` header, group 1. (Shared with [`scrub`].)
-pub(crate) const BEARER_TOKEN: &str = r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)";
-
-/// A Google API key. (Shared with [`scrub`].)
-pub(crate) const GCP_API_KEY: &str = r"\bAIza[0-9A-Za-z_-]{35}";
-/// A GitLab personal access token. (Shared with [`scrub`].)
-pub(crate) const GITLAB_TOKEN: &str = r"\bglpat-[A-Za-z0-9_-]{20,}";
-/// An npm access token. (Shared with [`scrub`].)
-pub(crate) const NPM_TOKEN: &str = r"\bnpm_[A-Za-z0-9]{36}\b";
-/// A JSON Web Token (header and claims are base64url JSON objects). (Shared with [`scrub`].)
-pub(crate) const JWT: &str = r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}";
 /// The password of a URL's user information (`postgres://user:PASSWORD@host`, or with no user
 /// name), group 1. Brackets, `?`, `#` and quotes cannot be in user information (RFC 3986), so
 /// a marker put there (`[REDACTED:rule]@`), a port before a query (`host:8080?to=a@b`) or two
@@ -90,42 +83,17 @@ pub(crate) const JWT: &str = r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-
 pub(crate) const URL_PASSWORD: &str =
     r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[\]?#"]*:([^\s@/\[\]?#"]+)@"#;
 
-/// `(name, pattern, group)`; earlier detectors name a span when two overlap. The last six
-/// before `bearer_token` came with issue 19's injection corpus: a tool result carrying any of
-/// them reached the model whole.
-const PATTERNS: [(&str, &str, usize); 13] = [
-    ("private_key", PRIVATE_KEY, 0),
-    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
-    ("api_key", r"\bsk-[A-Za-z0-9_-]{16,}", 0),
-    (
-        "github_token",
-        r"\b(?:gh[pousr]|github_pat)_[A-Za-z0-9_]{20,}",
-        0,
-    ),
-    ("slack_token", SLACK_TOKEN, 0),
-    (
-        "stripe_key",
-        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-        0,
-    ),
-    ("gcp_api_key", GCP_API_KEY, 0),
-    ("gitlab_token", GITLAB_TOKEN, 0),
-    ("npm_token", NPM_TOKEN, 0),
-    ("jwt", JWT, 0),
-    ("url_password", URL_PASSWORD, 1),
-    ("bearer_token", BEARER_TOKEN, 1),
-    // `password=...`, `db_password: ...`, `"api_key": "..."`: the value, quotes included.
-    (
-        "assignment",
-        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)[A-Za-z0-9_-]*["']?\s*[:=]\s*("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"#,
-        1,
-    ),
-];
-
+/// The live detectors: private keys, every token format of the shared table
+/// ([`formats::TOKENS`]), URL passwords, then the shapes a secret is written in
+/// ([`formats::SHAPES`]). Earlier detectors name a span when two overlap.
 static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
-    PATTERNS
-        .iter()
-        .map(|(name, pattern, group)| {
+    let head: [formats::Format; 1] = [("private_key", PRIVATE_KEY, 0, false)];
+    let url: [formats::Format; 1] = [("url_password", URL_PASSWORD, 1, false)];
+    head.iter()
+        .chain(formats::TOKENS)
+        .chain(url.iter())
+        .chain(formats::SHAPES)
+        .map(|(name, pattern, group, placeholder_checked)| {
             #[expect(
                 clippy::expect_used,
                 reason = "constant patterns; `every_detector_compiles` tests them"
@@ -135,6 +103,7 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
                 name,
                 regex,
                 group: *group,
+                placeholder_checked: *placeholder_checked,
             }
         })
         .collect()
@@ -152,13 +121,26 @@ pub fn marker(rule: &str) -> String {
     format!("[REDACTED:{rule}]")
 }
 
-/// Finds the secret spans of `text`: `(start, end, detector)`, sorted, non-overlapping.
+/// Finds the secret spans of `text`: `(start, end, detector)`, sorted, non-overlapping. A
+/// text with zero-width characters or Unicode hyphens is searched as if they were not there
+/// (or were `-`), and the spans found are those of the text as given.
 pub(crate) fn find_spans(text: &str) -> Vec<(usize, usize, &'static str)> {
+    if let Some((unfolded, at)) = formats::unfolded(text) {
+        return find_spans_in(&unfolded)
+            .into_iter()
+            .map(|(s, e, name)| (at[s], at[e], name))
+            .collect();
+    }
+    find_spans_in(text)
+}
+
+fn find_spans_in(text: &str) -> Vec<(usize, usize, &'static str)> {
     let mut found: Vec<(usize, usize, usize)> = Vec::new();
     for (rank, d) in DETECTORS.iter().enumerate() {
         for caps in d.regex.captures_iter(text) {
             if let Some(m) = caps.get(d.group)
                 && !m.is_empty()
+                && !(d.placeholder_checked && formats::is_placeholder(m.as_str()))
             {
                 found.push((m.start(), m.end(), rank));
             }
@@ -221,39 +203,69 @@ pub(crate) fn redact(text: &str, part: BodyPart, rule: &str) -> Redaction {
     Redaction { text: out, spans }
 }
 
-/// Whether a detector finds a secret in any string of `v` (object keys excepted).
+/// Names of JSON fields that hold a secret whatever it looks like (`"password"`,
+/// `"apiToken"`, `"client_secret"`).
+static SECRET_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    #[expect(clippy::expect_used, reason = "a constant pattern, tested")]
+    let regex =
+        Regex::new(&format!("(?i)^{}$", formats::SECRET_NAME)).expect("the field pattern compiles");
+    regex
+});
+
+/// Whether `value` is the secret of a field named for one (`{"password": "hunter2-prod"}`:
+/// scanned alone, the value looks like any word). A placeholder is not.
+fn secret_field(key: &str, value: &Value) -> bool {
+    matches!(value, Value::String(s) if !formats::is_placeholder(s)) && SECRET_FIELD.is_match(key)
+}
+
+/// Whether a detector finds a secret in any string or key of `v`, or a field named for a
+/// secret holds a value.
 pub(crate) fn holds_secret(v: &Value) -> bool {
     match v {
         Value::String(s) => !find_spans(s).is_empty(),
         Value::Array(items) => items.iter().any(holds_secret),
-        Value::Object(map) => map.values().any(holds_secret),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| !find_spans(k).is_empty() || secret_field(k, v) || holds_secret(v)),
         _ => false,
     }
 }
 
-/// `v` with every secret span replaced by the redaction marker of `rule` (strings without one
-/// are kept as they are), and how many spans were replaced.
+/// `v` with every secret span of its strings and keys replaced by the redaction marker of
+/// `rule`, and the value of every field named for a secret replaced whole (strings without
+/// one are kept as they are); and how many spans were replaced.
 pub(crate) fn redact_secrets(v: &Value, rule: &str) -> (Value, usize) {
     let mut spans = 0;
-    let redacted = rewrite_strings(v, &mut |s| {
-        if find_spans(s).is_empty() {
-            return None;
-        }
-        let r = redact(s, BodyPart::Content, rule);
-        spans += r.spans.len();
-        Some(r.text)
-    });
+    let redacted = redact_value(v, rule, &mut spans);
     (redacted, spans)
 }
 
-/// Applies `f` to every string in `v` (object keys excepted); `Some` replaces it.
-fn rewrite_strings(v: &Value, f: &mut dyn FnMut(&str) -> Option<String>) -> Value {
+fn redact_text(s: &str, rule: &str, spans: &mut usize) -> String {
+    if find_spans(s).is_empty() {
+        return s.to_string();
+    }
+    let r = redact(s, BodyPart::Content, rule);
+    *spans += r.spans.len();
+    r.text
+}
+
+fn redact_value(v: &Value, rule: &str, spans: &mut usize) -> Value {
     match v {
-        Value::String(s) => Value::String(f(s).unwrap_or_else(|| s.clone())),
-        Value::Array(items) => Value::Array(items.iter().map(|i| rewrite_strings(i, f)).collect()),
+        Value::String(s) => Value::String(redact_text(s, rule, spans)),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| redact_value(i, rule, spans)).collect())
+        }
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, i)| (k.clone(), rewrite_strings(i, f)))
+                .map(|(k, i)| {
+                    let value = if secret_field(k, i) {
+                        *spans += 1;
+                        Value::String(marker(rule))
+                    } else {
+                        redact_value(i, rule, spans)
+                    };
+                    (redact_text(k, rule, spans), value)
+                })
                 .collect(),
         ),
         other => other.clone(),

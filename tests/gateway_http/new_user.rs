@@ -67,3 +67,37 @@ fn the_gateway_says_where_it_listens_once() {
     assert!(!log.contains("listening on"), "{log}");
     assert!(log.contains("the bearer token is in"), "{log}");
 }
+
+/// The HTTP contract (issue 33): JSON Schema's `integer` admits `3.0`, and the gateway refused
+/// it; `3.5` stays refused.
+#[test]
+fn an_integral_number_is_read_as_an_integer_and_a_fraction_is_refused() {
+    let gw = Gateway::with_fixture_envelopes();
+    let (status, _) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&serde_json::json!({"id": "r", "agent": "coder", "task": "t", "scope": "org:acme"})),
+    );
+    assert_eq!(status, 201);
+    let (status, step) = gw.call(
+        "POST",
+        "/v1/runs/r/steps",
+        Some(&serde_json::json!({"name": "read"})),
+    );
+    assert_eq!(status, 201, "{step}");
+    let index = step["step"].as_u64().unwrap();
+    let call = |step: serde_json::Value| {
+        gw.raw(
+            "POST",
+            "/v1/runs/r/tool-calls",
+            Some(format!(
+                r#"{{"tool": "fs.read", "arguments": {{"path": "src/a.rs"}}, "step": {step}}}"#
+            )),
+            &[("Authorization", &format!("Bearer {}", gw.token))],
+        )
+    };
+    let (status, body) = call(serde_json::json!(index as f64));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(serde_json::json!(index as f64 + 0.5));
+    assert_eq!(status, 422, "{body}");
+}

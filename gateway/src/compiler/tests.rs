@@ -485,7 +485,7 @@ fn each_detector_finds_its_secret() {
     check_redaction(
         "key: sk-proj-abcdefghijklmnop1234 end",
         &format!("key: {m} end"),
-        &["api_key"],
+        &["openai_key"],
     );
     check_redaction(
         "id AKIAIOSFODNN7EXAMPLE.",

@@ -229,18 +229,20 @@ pub struct ConstraintSet {
     /// Tool globs the consumer must not execute.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocked_actions: Vec<String>,
-    /// When the delivery is due (RFC 3339).
+    /// When the delivery is due (RFC 3339); left out when there is none (`null` is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub deadline: Option<String>,
     /// Style requirements, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub style: Vec<String>,
     /// No evidence above this level crosses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, nullable = false)]
     pub max_level: Option<Level>,
     /// Only evidence whose scope matches this glob crosses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub scope: Option<String>,
 }
 

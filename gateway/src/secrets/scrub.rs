@@ -18,21 +18,15 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-/// `(rule, pattern, group)`: the group that is the secret (0: the whole match). Earlier rules
-/// win where two overlap.
-const RULES: [(&str, &str, usize); 23] = [
-    ("private_key", super::PRIVATE_KEY, 0),
-    (
-        "aws_access_key",
-        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b",
-        0,
-    ),
+/// The scrubber's own rules, beside the shared table: keys known by where they are written,
+/// and personal data. `(rule, pattern, group)`: the group that is the secret (0: the whole
+/// match).
+const OWN_KEYS: [(&str, &str, usize); 3] = [
     (
         "aws_secret_key",
         r#"(?i)aws[a-z0-9_.-]{0,20}(?:secret|key)[a-z0-9_.-]{0,20}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
         1,
     ),
-    ("gcp_api_key", super::GCP_API_KEY, 0),
     (
         "gcp_service_account_key",
         r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#,
@@ -43,44 +37,9 @@ const RULES: [(&str, &str, usize); 23] = [
         r"(?i)AccountKey=([A-Za-z0-9+/]{80,90}={0,2})",
         1,
     ),
-    (
-        "github_token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
-        0,
-    ),
-    ("gitlab_token", super::GITLAB_TOKEN, 0),
-    ("slack_token", super::SLACK_TOKEN, 0),
-    (
-        "slack_webhook",
-        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
-        0,
-    ),
-    (
-        "stripe_key",
-        r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
-        0,
-    ),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0),
-    (
-        "openai_key",
-        r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}",
-        0,
-    ),
-    ("npm_token", super::NPM_TOKEN, 0),
-    ("jwt", super::JWT, 0),
-    // `postgres://user:PASSWORD@host`: the password.
-    ("connection_string", super::URL_PASSWORD, 1),
-    (
-        "basic_auth",
-        r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})",
-        1,
-    ),
-    ("bearer_token", super::BEARER_TOKEN, 1),
-    (
-        "assignment",
-        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)[A-Za-z0-9_-]*["']?\s*[:=]\s*("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"#,
-        1,
-    ),
+];
+
+const PERSONAL: [(&str, &str, usize); 4] = [
     (
         "email",
         r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
@@ -104,16 +63,33 @@ const RULES: [(&str, &str, usize); 23] = [
     ("high_entropy", r"[A-Za-z0-9+/=_-]{24,}", 0),
 ];
 
-static COMPILED: LazyLock<Vec<(&'static str, Regex, usize)>> = LazyLock::new(|| {
-    RULES
-        .iter()
-        .map(|(name, pattern, group)| {
+/// Every rule in order (earlier rules win where two overlap): private keys, the token formats
+/// shared with the live redactor ([`super::formats::TOKENS`]), the scrubber's own keys, URL
+/// passwords (`connection_string`), the written shapes of secrets shared with the live
+/// redactor ([`super::formats::SHAPES`]), then personal data and high-entropy runs. With
+/// whether a plain placeholder is passed over.
+static COMPILED: LazyLock<Vec<(&'static str, Regex, usize, bool)>> = LazyLock::new(|| {
+    let own = |rules: &'static [(&'static str, &'static str, usize)]| {
+        rules.iter().map(|&(n, p, g)| (n, p, g, false))
+    };
+    std::iter::once(("private_key", super::PRIVATE_KEY, 0, false))
+        .chain(super::formats::TOKENS.iter().copied())
+        .chain(own(&OWN_KEYS))
+        .chain(std::iter::once((
+            "connection_string",
+            super::URL_PASSWORD,
+            1,
+            false,
+        )))
+        .chain(super::formats::SHAPES.iter().copied())
+        .chain(own(&PERSONAL))
+        .map(|(name, pattern, group, placeholder_checked)| {
             #[expect(
                 clippy::expect_used,
                 reason = "constant patterns; `every_rule_compiles` tests them"
             )]
             let regex = Regex::new(pattern).expect("scrub patterns compile");
-            (*name, regex, *group)
+            (name, regex, group, placeholder_checked)
         })
         .collect()
 });
@@ -199,27 +175,14 @@ impl Scrubber {
 
     /// `text` with every secret and personal datum replaced.
     pub fn text(&mut self, text: &str) -> String {
-        let mut spans: Vec<(usize, usize, &'static str)> = Vec::new();
-        for (rule, regex, group) in COMPILED.iter() {
-            for caps in regex.captures_iter(text) {
-                let Some(m) = caps.get(*group) else { continue };
-                if m.as_str().starts_with("[REDACTED:") {
-                    continue;
-                }
-                if *rule == "high_entropy" && !keylike(m.as_str()) {
-                    continue;
-                }
-                if *rule == "long_number" && !long_number(text, m.start(), m.end()) {
-                    continue;
-                }
-                let (s, e) = (m.start(), m.end());
-                if spans.iter().any(|&(a, b, _)| s < b && a < e) {
-                    continue;
-                }
-                spans.push((s, e, rule));
-            }
-        }
-        spans.sort_by_key(|&(s, _, _)| s);
+        // A token split by a zero-width character is found as if it were whole.
+        let spans = match super::formats::unfolded(text) {
+            Some((unfolded, at)) => spans_of(&unfolded)
+                .into_iter()
+                .map(|(s, e, rule)| (at[s], at[e], rule))
+                .collect(),
+            None => spans_of(text),
+        };
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
         for (s, e, rule) in spans {
@@ -250,6 +213,35 @@ impl Scrubber {
             other => other.clone(),
         }
     }
+}
+
+/// The spans every rule finds in `text`, earlier rules first where two overlap, by start.
+fn spans_of(text: &str) -> Vec<(usize, usize, &'static str)> {
+    let mut spans: Vec<(usize, usize, &'static str)> = Vec::new();
+    for (rule, regex, group, placeholder_checked) in COMPILED.iter() {
+        for caps in regex.captures_iter(text) {
+            let Some(m) = caps.get(*group) else { continue };
+            if m.as_str().starts_with("[REDACTED:") {
+                continue;
+            }
+            if *placeholder_checked && super::formats::is_placeholder(m.as_str()) {
+                continue;
+            }
+            if *rule == "high_entropy" && !keylike(m.as_str()) {
+                continue;
+            }
+            if *rule == "long_number" && !long_number(text, m.start(), m.end()) {
+                continue;
+            }
+            let (s, e) = (m.start(), m.end());
+            if spans.iter().any(|&(a, b, _)| s < b && a < e) {
+                continue;
+            }
+            spans.push((s, e, rule));
+        }
+    }
+    spans.sort_by_key(|&(s, _, _)| s);
+    spans
 }
 
 /// Known prefixes of service tokens, for [`rescan`].
