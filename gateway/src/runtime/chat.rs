@@ -35,7 +35,10 @@ use crate::recorder::events::{
 };
 use crate::recorder::write::new_event;
 use crate::run_policy::requested_model_call;
-use crate::secrets::{BodyPart, arguments_hold_secret, find_spans, redact, redact_arguments};
+use crate::secrets::{
+    BodyPart, arguments_hold_secret, find_spans, holds_secret, redact, redact_arguments,
+    redact_secrets,
+};
 
 /// Request fields the gateway handles itself and does not forward.
 const GATEWAY_FIELDS: [&str; 2] = ["stream", "stream_options"];
@@ -221,6 +224,36 @@ impl Runtime {
             });
             if decision.effect != DecisionEffect::Allow {
                 recorded.push(decision);
+            }
+        }
+        // Everything else that leaves with the request is one more item: a message's role and
+        // name, the ids and function names of the calls it carries, the call a tool message
+        // answers, and every other field (tools and their descriptions, metadata, user,
+        // response_format, stop, logit_bias and its keys, tool_choice...).
+        if request_fields_hold_secret(&request) {
+            let item = ContextItem {
+                id: "request-fields".into(),
+                kind: "message".into(),
+                scope: header.scope.clone(),
+                sensitivity: Level::Internal,
+                labels: vec!["secret".into()],
+            };
+            let decision = engine.decide_context(run, &item);
+            match decision.effect {
+                DecisionEffect::Allow => {}
+                DecisionEffect::Redact => {
+                    redact_request_fields(&mut request, &decision.rules.join(","));
+                    recorded.push(decision);
+                }
+                DecisionEffect::Deny
+                | DecisionEffect::RequireApproval
+                | DecisionEffect::RateLimited => {
+                    let message = format!(
+                        "a field of the request other than the messages' text holds a secret and may not be sent for run `{run}` (denied by {})",
+                        decision.rules.join(", ")
+                    );
+                    return Ok(refused(message, Some(Box::new(decision))));
+                }
             }
         }
         Ok(ChatDecision {
@@ -441,3 +474,50 @@ impl ChatOutcome {
         })
     }
 }
+
+/// The strings of a chat request other than its messages' text and their calls' arguments
+/// (which the messages' own items cover), each with the way to replace it.
+fn request_field_strings(request: &mut ChatRequest) -> Vec<&mut String> {
+    let mut out = Vec::new();
+    for m in &mut request.messages {
+        out.push(&mut m.role);
+        if let Some(name) = m.name.as_mut() {
+            out.push(name);
+        }
+        if let Some(id) = m.tool_call_id.as_mut() {
+            out.push(id);
+        }
+        for call in &mut m.tool_calls {
+            out.push(&mut call.id);
+            out.push(&mut call.kind);
+            out.push(&mut call.function.name);
+        }
+    }
+    out
+}
+
+/// Whether a detector finds a secret in a field of the request other than its messages'
+/// text and their calls' arguments: the strings [`request_field_strings`] names, and every
+/// string and key of the other fields.
+fn request_fields_hold_secret(request: &ChatRequest) -> bool {
+    let mut copy = request.clone();
+    request_field_strings(&mut copy)
+        .iter()
+        .any(|s| !find_spans(s).is_empty())
+        || holds_secret(&Value::Object(request.extra.clone()))
+}
+
+/// Replaces every secret span of those fields by `rule`'s marker.
+fn redact_request_fields(request: &mut ChatRequest, rule: &str) {
+    for s in request_field_strings(request) {
+        if !find_spans(s).is_empty() {
+            *s = redact(s, BodyPart::Content, rule).text;
+        }
+    }
+    if let (Value::Object(extra), _) = redact_secrets(&Value::Object(request.extra.clone()), rule) {
+        request.extra = extra;
+    }
+}
+
+#[cfg(test)]
+mod tests;
