@@ -238,15 +238,8 @@ fn list(args: ListArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let class = match args.class.as_deref().map(|c| (c, MemoryClass::parse(c))) {
-        None => None,
-        Some((_, Some(c))) => Some(c),
-        Some((c, None)) => {
-            eprintln!(
-                "error: `{c}` is not a class\n  help: use fact, procedure, preference, warning or summary"
-            );
-            return Ok(ExitCode::from(2));
-        }
+    let Ok(class) = class_arg(args.class.as_deref()) else {
+        return Ok(ExitCode::from(2));
     };
     let store = store_arg::open()?;
     let filter = MemoryFilter {
@@ -271,6 +264,20 @@ fn list(args: ListArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `--class` given, or `Err` after saying what classes there are.
+fn class_arg(given: Option<&str>) -> Result<Option<MemoryClass>, ()> {
+    match given.map(|c| (c, MemoryClass::parse(c))) {
+        None => Ok(None),
+        Some((_, Some(c))) => Ok(Some(c)),
+        Some((c, None)) => {
+            eprintln!(
+                "error: `{c}` is not a class\n  help: use fact, procedure, preference, warning or summary"
+            );
+            Err(())
+        }
+    }
+}
+
 fn search(args: SearchArgs) -> Result<ExitCode> {
     let Ok(clearance) = serde_json::from_value::<Level>(args.clearance.clone().into()) else {
         eprintln!(
@@ -279,15 +286,8 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     };
-    let class = match args.class.as_deref().map(|c| (c, MemoryClass::parse(c))) {
-        None => None,
-        Some((_, Some(c))) => Some(c),
-        Some((c, None)) => {
-            eprintln!(
-                "error: `{c}` is not a class\n  help: use fact, procedure, preference, warning or summary"
-            );
-            return Ok(ExitCode::from(2));
-        }
+    let Ok(class) = class_arg(args.class.as_deref()) else {
+        return Ok(ExitCode::from(2));
     };
     let store = store_arg::open()?;
     let set = tollgate_gateway::policy::current_set(&store)?;

@@ -224,11 +224,15 @@ pub(crate) fn holds_secret(v: &Value) -> bool {
     match v {
         Value::String(s) => !find_spans(s).is_empty(),
         Value::Array(items) => items.iter().any(holds_secret),
-        Value::Object(map) => map
-            .iter()
-            .any(|(k, v)| !find_spans(k).is_empty() || secret_field(k, v) || holds_secret(v)),
+        Value::Object(map) => object_holds_secret(map),
         _ => false,
     }
+}
+
+/// [`holds_secret`] of a JSON object, read where it is (a chat request's other fields).
+pub(crate) fn object_holds_secret(map: &serde_json::Map<String, Value>) -> bool {
+    map.iter()
+        .any(|(k, v)| !find_spans(k).is_empty() || secret_field(k, v) || holds_secret(v))
 }
 
 /// `v` with every secret span of its strings and keys replaced by the redaction marker of

@@ -36,7 +36,7 @@ use crate::recorder::events::{
 use crate::recorder::write::new_event;
 use crate::run_policy::requested_model_call;
 use crate::secrets::{
-    BodyPart, arguments_hold_secret, find_spans, holds_secret, redact, redact_arguments,
+    BodyPart, arguments_hold_secret, find_spans, object_holds_secret, redact, redact_arguments,
     redact_secrets,
 };
 
@@ -230,7 +230,7 @@ impl Runtime {
         // name, the ids and function names of the calls it carries, the call a tool message
         // answers, and every other field (tools and their descriptions, metadata, user,
         // response_format, stop, logit_bias and its keys, tool_choice...).
-        if request_fields_hold_secret(&request) {
+        if request_fields_hold_secret(&mut request) {
             let item = ContextItem {
                 id: "request-fields".into(),
                 kind: "message".into(),
@@ -499,12 +499,13 @@ fn request_field_strings(request: &mut ChatRequest) -> Vec<&mut String> {
 /// Whether a detector finds a secret in a field of the request other than its messages'
 /// text and their calls' arguments: the strings [`request_field_strings`] names, and every
 /// string and key of the other fields.
-fn request_fields_hold_secret(request: &ChatRequest) -> bool {
-    let mut copy = request.clone();
-    request_field_strings(&mut copy)
-        .iter()
-        .any(|s| !find_spans(s).is_empty())
-        || holds_secret(&Value::Object(request.extra.clone()))
+/// (Takes the request mutably only to share [`request_field_strings`]: nothing is changed,
+/// nor copied, on a chat call's path.)
+fn request_fields_hold_secret(request: &mut ChatRequest) -> bool {
+    object_holds_secret(&request.extra)
+        || request_field_strings(request)
+            .iter()
+            .any(|s| !find_spans(s).is_empty())
 }
 
 /// Replaces every secret span of those fields by `rule`'s marker.
