@@ -173,6 +173,68 @@ fn a_failing_case_exits_1_with_its_signature_and_an_update_makes_version_2() {
     assert!(text.contains("reason: the denial is right"), "{text}");
 }
 
+/// The optional LLM judge from the command line: off by default, an `llm_judge` assertion
+/// fails saying how to turn it on; `TOLLGATE_LLM_JUDGE=on` asks the configured provider (the
+/// fake one here, whose answer is no verdict, so the case still fails, saying that); a wrong
+/// flag is an error naming it.
+#[test]
+fn an_llm_judge_assertion_runs_only_with_the_judge_turned_on() {
+    let dir = TempDir::new("regress-judge");
+    import(dir.path(), "01-bugfix-users-404.json");
+    ok(&tollgate_in(
+        dir.path(),
+        &[
+            "regress",
+            "from-run",
+            "run-bugfix-users-404",
+            "--id",
+            "judged",
+        ],
+    ));
+    let case = dir.path().join("regressions/judged.yaml");
+    let text = std::fs::read_to_string(&case).unwrap();
+    let at = text.find("\n  output:\n").expect("an output class") + "\n  output:\n".len();
+    let judged = format!(
+        "{}  - kind: llm_judge\n    rubric: The agent fixed the 404 on the users route.\n{}",
+        &text[..at],
+        &text[at..]
+    );
+    std::fs::write(&case, judged).unwrap();
+
+    let off = tollgate_in(dir.path(), &["regress", "run"]);
+    assert_eq!(off.status.code(), Some(1), "{}", stdout(&off));
+    assert!(
+        stdout(&off).contains("TOLLGATE_LLM_JUDGE=on"),
+        "{}",
+        stdout(&off)
+    );
+
+    let run_with = |flag: &str| {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(dir.path())
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .env("TOLLGATE_LLM_JUDGE", flag)
+            .env("TOLLGATE_PROVIDER", "fake")
+            .args(["regress", "run"])
+            .output()
+            .unwrap()
+    };
+    let on = run_with("on");
+    assert_eq!(on.status.code(), Some(1), "{}", stdout(&on));
+    assert!(
+        stdout(&on).contains("did not answer with a verdict"),
+        "{}",
+        stdout(&on)
+    );
+    let wrong = run_with("yes");
+    assert!(!wrong.status.success());
+    assert!(
+        stderr(&wrong).contains("`TOLLGATE_LLM_JUDGE` is `yes`"),
+        "{}",
+        stderr(&wrong)
+    );
+}
+
 #[test]
 fn a_malformed_case_fails_the_suite_with_its_file_and_line() {
     let dir = TempDir::new("regress-bad");

@@ -190,8 +190,14 @@ pub struct UpdateArgs {
     target: Option<PathBuf>,
 }
 
-/// The target: the one named, else `target.yaml` in `dir` when there is one, else recorded.
+/// The target: the one named, else `target.yaml` in `dir` when there is one, else recorded;
+/// with the LLM judge when the environment turns it on (`TOLLGATE_LLM_JUDGE=on`).
 fn target_for(named: Option<&Path>, dir: &Path, recorded: bool) -> Result<Target> {
+    let judge = tollgate_gateway::evaluators::Judge::from_env()?;
+    Ok(target_file(named, dir, recorded)?.with_judge(judge))
+}
+
+fn target_file(named: Option<&Path>, dir: &Path, recorded: bool) -> Result<Target> {
     if recorded {
         return Ok(Target::recorded());
     }

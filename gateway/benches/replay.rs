@@ -82,7 +82,7 @@ fn batch(file: &RunFile, specs: &[ScenarioSpec], threads: usize) -> usize {
                     let Some(spec) = next.lock().unwrap().next() else {
                         break;
                     };
-                    let r = baseline.run(spec, None).unwrap();
+                    let r = baseline.run(spec, None, None).unwrap();
                     if r.label == tollgate_gateway::replay::metrics::Label::Loss {
                         *losses.lock().unwrap() += 1;
                     }

@@ -9,6 +9,7 @@
 //! | `regex` | the text (or, with `path`, any string the path selects) matches `pattern` |
 //! | `json_schema` | the output (or, with `path`, every node the path selects) is valid |
 //! | `tool_path` | the tools called match `expected` (`exact`, `subsequence` or `set`) |
+//! | `llm_judge` | a model judges that the output meets `rubric` (off unless `TOLLGATE_LLM_JUDGE=on`: [`judge`]) |
 //!
 //! **What `contains` and `regex` read.** Without `path`, the subject's `text` when it has one,
 //! else its `output` rendered as compact JSON. With `path`, every *string* the path selects
@@ -23,11 +24,13 @@
 //!
 //! Every spec is validated when it is built ([`AssertionSpec::build`]): a bad path, pattern or
 //! schema is an [`EvaluatorError`] before anything is judged. Evaluation is deterministic: no
-//! clock, no I/O, and the same subject always gives the same outcome and message. The
-//! evaluators here are pass/fail, so their score is `1.0` or `0.0`; graded evaluators added
-//! later use the range in between.
+//! clock, no I/O, and the same subject always gives the same outcome and message — except the
+//! optional LLM judge, which asks a model and is as deterministic as its provider. The
+//! evaluators here are pass/fail, so their score is `1.0` or `0.0`; graded evaluators (the
+//! judge, replay's metrics) use the range in between.
 
 mod json_path;
+pub mod judge;
 mod schema;
 mod text;
 mod tool_path;
@@ -35,6 +38,7 @@ mod tool_path;
 use serde::{Deserialize, Serialize};
 
 pub use json_path::JsonPathEquals;
+pub use judge::{Judge, LlmJudge};
 pub use schema::JsonSchemaValid;
 pub use text::{Contains, RegexMatch};
 pub use tool_path::{ToolPathMatch, ToolPathMode};
@@ -190,6 +194,32 @@ pub enum EvaluatorError {
         "a `contains` assertion needs a non-empty `text`\n  help: an empty text matches everything; use `json_path_equals` or `json_schema` to check that a value exists"
     )]
     EmptyNeedle,
+    /// An `llm_judge` rubric is empty.
+    #[error(
+        "an `llm_judge` assertion needs a `rubric`\n  help: write what the output must do in a sentence or two, e.g. `the answer names the failing test and proposes a fix`"
+    )]
+    EmptyRubric,
+    /// An `llm_judge` threshold outside 0 to 1.
+    #[error(
+        "`threshold` is {threshold}; it runs from 0 to 1\n  help: the judge scores from 0 (fails the rubric) to 1 (meets it); leave `threshold` out to take the judge's own pass or fail"
+    )]
+    BadThreshold {
+        /// The threshold as written.
+        threshold: f64,
+    },
+    /// An `llm_judge` assertion judged with the judge off.
+    #[error(
+        "the LLM judge is off, so this `llm_judge` assertion cannot be judged\n  help: set `TOLLGATE_LLM_JUDGE=on` and a provider (`TOLLGATE_PROVIDER`, as for live replays) to judge with a model; `TOLLGATE_LLM_JUDGE_MODEL` picks the model"
+    )]
+    JudgeOff,
+    /// The judge's settings are wrong.
+    #[error(
+        "the LLM judge cannot start: {reason}\n  help: `TOLLGATE_LLM_JUDGE=on` turns it on; the provider is the one `TOLLGATE_PROVIDER` configures"
+    )]
+    JudgeSetting {
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// A declarative assertion, as written in a regression suite or a replay's scoring config.
@@ -241,6 +271,21 @@ pub enum AssertionSpec {
         #[serde(default)]
         mode: ToolPathMode,
     },
+    /// A model judges that the output meets `rubric` (the optional LLM judge: off unless
+    /// `TOLLGATE_LLM_JUDGE=on`; with it off, the assertion fails saying so).
+    LlmJudge {
+        /// What the output must do, in prose.
+        rubric: String,
+        /// What the judge reads; without it, the subject's text (or its output as JSON).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        /// The least score that passes, from 0 to 1; without it, the judge's own pass or fail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<f64>,
+        /// The model asked; without it, `TOLLGATE_LLM_JUDGE_MODEL`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
 }
 
 fn yes() -> bool {
@@ -256,11 +301,33 @@ impl AssertionSpec {
             AssertionSpec::Regex { .. } => "regex",
             AssertionSpec::JsonSchema { .. } => "json_schema",
             AssertionSpec::ToolPath { .. } => "tool_path",
+            AssertionSpec::LlmJudge { .. } => "llm_judge",
         }
     }
 
-    /// Validates the spec and builds its evaluator.
+    /// Validates the spec and builds its evaluator, without a judge: an `llm_judge` spec is
+    /// [`EvaluatorError::JudgeOff`].
     pub fn build(&self) -> Result<Box<dyn Evaluator>, EvaluatorError> {
+        self.build_with(None)
+    }
+
+    /// Validates the spec without building it: what a case file or a scenario is checked
+    /// with when it is read or stored, whether or not a judge is on.
+    pub fn check(&self) -> Result<(), EvaluatorError> {
+        match self {
+            AssertionSpec::LlmJudge {
+                rubric,
+                path,
+                threshold,
+                model,
+            } => judge::JudgeSpec::new(rubric, path.as_deref(), *threshold, model.as_deref())
+                .map(drop),
+            _ => self.build().map(drop),
+        }
+    }
+
+    /// Validates the spec and builds its evaluator; `judge` answers `llm_judge` specs.
+    pub fn build_with(&self, judge: Option<&Judge>) -> Result<Box<dyn Evaluator>, EvaluatorError> {
         Ok(match self {
             AssertionSpec::JsonPathEquals { path, value } => {
                 Box::new(JsonPathEquals::new(path, value.clone())?)
@@ -278,6 +345,17 @@ impl AssertionSpec {
             }
             AssertionSpec::ToolPath { expected, mode } => {
                 Box::new(ToolPathMatch::new(expected.clone(), *mode))
+            }
+            AssertionSpec::LlmJudge {
+                rubric,
+                path,
+                threshold,
+                model,
+            } => {
+                let spec =
+                    judge::JudgeSpec::new(rubric, path.as_deref(), *threshold, model.as_deref())?;
+                let judge = judge.ok_or(EvaluatorError::JudgeOff)?;
+                Box::new(LlmJudge::new(spec, judge))
             }
         })
     }

@@ -280,7 +280,8 @@ async fn execute_regression(
                 .map(|e| (e.name, e.yaml))
                 .collect();
             Target::from_parts("the request", &files, req.settings)?
-        };
+        }
+        .with_judge(crate::regress::target::judge_from_env()?);
         execute_case(rt.store(), &id, q.version, repeat, &target, &now_rfc3339())
     })
     .await?;

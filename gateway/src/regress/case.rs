@@ -349,12 +349,12 @@ impl RegressionCase {
             ));
         }
         for (class, i, a) in self.assertions.iter() {
-            if let Err(e) = a.build() {
+            if let Err(e) = a.check() {
                 return Err(RegressError::CaseFile {
                     path: origin.to_string(),
                     line: line_of_item(text, class.as_str(), i),
                     detail: format!("assertion {} of `{class}`: {e}", i + 1),
-                    help: "fix the assertion; its kinds and fields are those of replay rubrics (`json_path_equals`, `contains`, `regex`, `json_schema`, `tool_path`)".to_string(),
+                    help: "fix the assertion; its kinds and fields are those of replay rubrics (`json_path_equals`, `contains`, `regex`, `json_schema`, `tool_path`, `llm_judge`)".to_string(),
                 });
             }
         }

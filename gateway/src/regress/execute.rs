@@ -182,7 +182,7 @@ pub fn run_case(
     let subject = outcome_on(case, &run)?;
     let mut assertions = Vec::with_capacity(case.assertions.len());
     for (class, index, spec) in case.assertions.iter() {
-        let (passed, message) = match spec.build() {
+        let (passed, message) = match spec.build_with(target.judge.as_ref()) {
             Ok(judge) => {
                 let o = judge.evaluate(&subject);
                 (o.passed, o.message)

@@ -272,6 +272,7 @@ pub fn run_stored_suite(
         .unwrap_or(1)
         .clamp(1, MAX_REPEAT);
     let total = ids.len() as u64;
+    let target = Target::recorded().with_judge(super::target::judge_from_env()?);
     // Each case's run is recorded as it finishes, so a suite cut short keeps what it ran.
     let outcomes = par_map(
         &ids,
@@ -281,7 +282,7 @@ pub fn run_stored_suite(
             let (version, report) = match load_stored(store, case_id, None) {
                 Ok((case, bundle)) => (
                     case.version,
-                    run_loaded(&shown, &case, &bundle, repeat, &Target::recorded()),
+                    run_loaded(&shown, &case, &bundle, repeat, &target),
                 ),
                 Err(e) => (0, CaseReport::error(&shown, case_id, &e)),
             };

@@ -92,6 +92,8 @@ pub struct Target {
     pub envelopes: Vec<EnvelopeSource>,
     /// Settings laid over every compile's.
     pub settings: SettingsOverride,
+    /// The LLM judge that answers `llm_judge` assertions, when it is on.
+    pub judge: Option<crate::evaluators::Judge>,
 }
 
 impl Target {
@@ -144,7 +146,15 @@ impl Target {
             label: label.to_string(),
             envelopes,
             settings,
+            judge: None,
         })
+    }
+
+    /// The same target with `judge` answering its `llm_judge` assertions
+    /// ([`Judge::from_env`](crate::evaluators::Judge::from_env) where the process turns it on).
+    pub fn with_judge(mut self, judge: Option<crate::evaluators::Judge>) -> Target {
+        self.judge = judge;
+        self
     }
 
     /// Reads a target file and the envelope folder it names.
@@ -269,6 +279,12 @@ fn relabel_payload(value: &mut Value, relabel: &dyn Fn(&[String]) -> Vec<String>
         }
         _ => {}
     }
+}
+
+/// The LLM judge the process environment turns on (`TOLLGATE_LLM_JUDGE=on`), or `None`; a
+/// wrong setting is an invalid request naming it.
+pub fn judge_from_env() -> Result<Option<crate::evaluators::Judge>, RegressError> {
+    crate::evaluators::Judge::from_env().map_err(|e| RegressError::Invalid(e.to_string()))
 }
 
 #[cfg(test)]

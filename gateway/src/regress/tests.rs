@@ -98,7 +98,7 @@ fn a_case_from_a_replay_keeps_its_mutations_and_holds_on_them() {
         metrics: Vec::new(),
         rubric: Vec::new(),
     };
-    let result = replay(&run, &spec, None).unwrap();
+    let result = replay(&run, &spec, None, None).unwrap();
     let (case, bundle) = from_replay(&run, &result, &CaseOptions::default()).unwrap();
     assert_eq!(case.mutations, spec.mutations);
     assert_eq!(case.source.replay.as_deref(), Some(result.id.as_str()));
@@ -134,7 +134,7 @@ fn a_live_replay_cannot_become_a_case() {
         metrics: Vec::new(),
         rubric: Vec::new(),
     };
-    let mut result = replay(&run, &spec, None).unwrap();
+    let mut result = replay(&run, &spec, None, None).unwrap();
     result.model = ModelSource::Live;
     let err = from_replay(&run, &result, &CaseOptions::default()).unwrap_err();
     assert!(err.to_string().contains("runs offline"), "{err}");
@@ -176,4 +176,50 @@ fn a_bad_id_is_refused_before_anything_is_made() {
     };
     let err = from_run(&run, &options).unwrap_err();
     assert!(err.to_string().contains("not a valid case id"), "{err}");
+}
+
+/// The optional LLM judge (seed 000): a case's `llm_judge` assertion fails, saying how to turn
+/// the judge on, when the judge is off; with it on, the judge's answer decides, and an answer
+/// that is not a verdict (the fake provider's) fails. Accepting new behaviour keeps the rubric.
+#[test]
+fn an_llm_judge_assertion_is_judged_only_with_the_judge_on() {
+    use crate::evaluators::{AssertionSpec, Judge};
+    use crate::providers::FakeProvider;
+    let run = fixture("01-bugfix-users-404");
+    let (mut case, bundle) = from_run(&run, &CaseOptions::default()).unwrap();
+    let rubric: AssertionSpec = serde_json::from_value(serde_json::json!({
+        "kind": "llm_judge",
+        "rubric": "The agent fixed the 404 on the users route.",
+    }))
+    .unwrap();
+    case.assertions.output.push(rubric.clone());
+    let text = case.to_yaml();
+    assert!(text.contains("kind: llm_judge"), "{text}");
+
+    let off = run_case(&case, &bundle, &Target::recorded()).unwrap();
+    assert!(!off.passed);
+    let failed: Vec<_> = off.failures().collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].kind, "llm_judge");
+    assert!(
+        failed[0].message.contains("TOLLGATE_LLM_JUDGE=on"),
+        "{}",
+        failed[0].message
+    );
+
+    let judge = Judge::new(std::sync::Arc::new(FakeProvider::new()), "judge-model");
+    let on = run_case(&case, &bundle, &Target::recorded().with_judge(Some(judge))).unwrap();
+    let failed: Vec<_> = on.failures().collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(
+        failed[0].message.contains("did not answer with a verdict"),
+        "{}",
+        failed[0].message
+    );
+
+    let accepted = update::update(&case, &bundle, &Target::recorded(), "accept", false)
+        .unwrap()
+        .map(|u| u.case)
+        .unwrap_or(case.clone());
+    assert!(accepted.assertions.output.contains(&rubric));
 }

@@ -81,8 +81,11 @@ fn accept(set: &AssertionSet, subject: &EvalSubject) -> (AssertionSet, usize, Ve
     let mut out = AssertionSet::default();
     let (mut rewritten, mut dropped) = (0, Vec::new());
     for (class, i, spec) in set.iter() {
-        let passes = spec.build().is_ok_and(|j| j.evaluate(subject).passed);
-        if passes {
+        // A judge's rubric is a person's words about the output, not a value recorded from
+        // it: accepting new behaviour keeps it as written, and the judge is not asked.
+        let kept = matches!(spec, AssertionSpec::LlmJudge { .. })
+            || spec.build().is_ok_and(|j| j.evaluate(subject).passed);
+        if kept {
             out.of_mut(class).push(spec.clone());
             continue;
         }

@@ -150,7 +150,7 @@ mod tests {
             metrics: Vec::new(),
             rubric: Vec::new(),
         };
-        let r = execute(&file, &spec, None).unwrap();
+        let r = execute(&file, &spec, None, None).unwrap();
         let draft = regression_draft(&r);
         assert!(draft.assertions.len() > 2, "policy assertions: {draft:?}");
         let (on_replay, on_baseline) = (subject(&r.replay), subject(&r.baseline));

@@ -16,6 +16,7 @@ use super::store::{
     self, ResultFilter, StoredBatch, StoredScenario, save_batch, save_result, save_scenario,
     set_batch_job,
 };
+use crate::evaluators::Judge;
 use crate::jobs::{EnqueueOptions, JobContext, JobFailure, JobId, JobQueue, JobRecord};
 use crate::providers::Provider;
 use crate::recorder::Recorder;
@@ -39,7 +40,7 @@ pub fn create_scenario(
     let file = run_file(store, &spec.run)?;
     check(&spec, &file)?;
     for a in &spec.rubric {
-        a.build().map_err(|e| ScenarioError {
+        a.check().map_err(|e| ScenarioError {
             mutation: None,
             message: format!("a rubric assertion does not build: {e}"),
         })?;
@@ -65,13 +66,24 @@ pub fn live_provider(spec_model: ModelSource) -> Result<Option<Box<dyn Provider>
     }
 }
 
+/// The LLM judge the environment turns on, for rubrics' `llm_judge` assertions.
+fn judge_from_env() -> Result<Option<Judge>, ReplayError> {
+    Judge::from_env().map_err(|e| {
+        ReplayError::Scenario(ScenarioError {
+            mutation: None,
+            message: e.to_string(),
+        })
+    })
+}
+
 /// Executes stored scenario `id` and stores its result.
 pub fn execute_scenario(store: &Store, id: &str, at: &str) -> Result<ReplayResult, ReplayError> {
     let scenario = store::scenario(store, id)?
         .ok_or_else(|| ReplayError::NotFound(format!("no scenario `{id}`")))?;
     let file = run_file(store, &scenario.spec.run)?;
     let live = live_provider(scenario.spec.model)?;
-    let result = execute(&file, &scenario.spec, live.as_deref())?;
+    let judge = judge_from_env()?;
+    let result = execute(&file, &scenario.spec, live.as_deref(), judge.as_ref())?;
     let at = at.to_string();
     Ok(store.write(move |c| save_result(c, result, &at))?)
 }
@@ -95,7 +107,7 @@ pub fn create_batch(
         })?;
     }
     for a in &spec.rubric {
-        a.build().map_err(|e| ScenarioError {
+        a.check().map_err(|e| ScenarioError {
             mutation: None,
             message: format!("a rubric assertion does not build: {e}"),
         })?;
@@ -200,6 +212,8 @@ pub fn run_batch(
     let file = run_file(store, &batch.spec.run)?;
     let baseline = Baseline::new(&file, batch.spec.step)?;
     let live = live_provider(batch.spec.model)?;
+    let judge = judge_from_env()?;
+    let judge = judge.as_ref();
     let done: std::collections::HashSet<String> = store::results(
         store,
         &ResultFilter {
@@ -246,7 +260,7 @@ pub fn run_batch(
                     if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
                         break;
                     }
-                    let outcome = baseline.run(&spec, live).and_then(|mut r| {
+                    let outcome = baseline.run(&spec, live, judge).and_then(|mut r| {
                         r.batch = Some(batch_id.to_string());
                         let at = at.to_string();
                         Ok(store.write(move |c| save_result(c, r, &at))?)

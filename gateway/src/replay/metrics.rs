@@ -23,7 +23,9 @@ use serde_json::{Value, json};
 
 use super::counterfactual::{Served, Trajectory};
 use super::scenario::OutcomeMetric;
-use crate::evaluators::{AssertionSpec, EvalOutcome, EvalSubject, Evaluator, EvaluatorError};
+use crate::evaluators::{
+    AssertionSpec, EvalOutcome, EvalSubject, Evaluator, EvaluatorError, Judge,
+};
 
 /// A replay's verdict, against the baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -388,6 +390,7 @@ pub fn evaluator(
     metric: OutcomeMetric,
     baseline: &EvalSubject,
     rubric: &[AssertionSpec],
+    judge: Option<&Judge>,
 ) -> Result<Box<dyn Evaluator>, EvaluatorError> {
     Ok(match metric {
         OutcomeMetric::StructuralSuccess => Box::new(Structural),
@@ -412,7 +415,7 @@ pub fn evaluator(
         OutcomeMetric::Rubric => Box::new(Rubric {
             assertions: rubric
                 .iter()
-                .map(AssertionSpec::build)
+                .map(|a| a.build_with(judge))
                 .collect::<Result<_, _>>()?,
         }),
     })
@@ -428,12 +431,13 @@ pub fn compare(
     replay: &EvalSubject,
     metrics: &[OutcomeMetric],
     rubric: &[AssertionSpec],
+    judge: Option<&Judge>,
 ) -> Result<(Label, Vec<MetricDelta>), EvaluatorError> {
     let mut deltas = Vec::with_capacity(metrics.len());
     for &metric in metrics {
-        let judge = evaluator(metric, baseline, rubric)?;
-        let before = judge.evaluate(baseline);
-        let after = judge.evaluate(replay);
+        let metric_judge = evaluator(metric, baseline, rubric, judge)?;
+        let before = metric_judge.evaluate(baseline);
+        let after = metric_judge.evaluate(replay);
         let (b, r) = (before.value.unwrap_or(0.0), after.value.unwrap_or(0.0));
         let delta = r - b;
         let tolerance = if lower_is_better(metric) {
@@ -509,7 +513,7 @@ mod tests {
             OutcomeMetric::ToolPath,
             OutcomeMetric::Cost,
         ];
-        let (label, deltas) = compare(&base, &cheaper_but_broken, &metrics, &[]).unwrap();
+        let (label, deltas) = compare(&base, &cheaper_but_broken, &metrics, &[], None).unwrap();
         assert_eq!(label, Label::Loss);
         assert_eq!(deltas[0].label, Label::Loss);
         assert_eq!(deltas[2].label, Label::Win);
@@ -520,13 +524,13 @@ mod tests {
             tool_path: path(&["a", "b"]),
             ..EvalSubject::default()
         };
-        let (label, _) = compare(&base, &barely, &metrics, &[]).unwrap();
+        let (label, _) = compare(&base, &barely, &metrics, &[], None).unwrap();
         assert_eq!(
             label,
             Label::Neutral,
             "0.5% fewer tokens is within tolerance"
         );
-        let (label, _) = compare(&base, &base, &OutcomeMetric::ALL, &[]).unwrap();
+        let (label, _) = compare(&base, &base, &OutcomeMetric::ALL, &[], None).unwrap();
         assert_eq!(label, Label::Neutral, "the baseline against itself");
     }
 
@@ -540,7 +544,7 @@ mod tests {
             output: json!({"writes": ["fs.write {\"path\":\"a\"}"]}),
             ..EvalSubject::default()
         };
-        let judge = evaluator(OutcomeMetric::DiffQuality, &base, &[]).unwrap();
+        let judge = evaluator(OutcomeMetric::DiffQuality, &base, &[], None).unwrap();
         let outcome = judge.evaluate(&half);
         assert!(
             (outcome.value.unwrap() - 2.0 / 3.0).abs() < 1e-9,
@@ -548,5 +552,31 @@ mod tests {
         );
         assert!(!outcome.passed);
         assert!(judge.evaluate(&base).passed);
+    }
+
+    /// A rubric's `llm_judge` assertion is judged by the judge the replay is given, and a
+    /// replay without one says the judge is off instead of scoring.
+    #[test]
+    fn a_rubric_with_an_llm_judge_needs_the_judge_on() {
+        use crate::providers::FakeProvider;
+        let rubric: Vec<AssertionSpec> = vec![
+            serde_json::from_value(json!({"kind": "llm_judge", "rubric": "The fix is right."}))
+                .unwrap(),
+        ];
+        let base = EvalSubject::from_text("fixed");
+        let off = compare(&base, &base, &[OutcomeMetric::Rubric], &rubric, None).unwrap_err();
+        assert_eq!(off, EvaluatorError::JudgeOff);
+        let judge = Judge::new(std::sync::Arc::new(FakeProvider::new()), "judge-model");
+        let (label, deltas) = compare(
+            &base,
+            &base,
+            &[OutcomeMetric::Rubric],
+            &rubric,
+            Some(&judge),
+        )
+        .unwrap();
+        // The fake provider gives no verdict: both sides fail alike.
+        assert_eq!(label, Label::Neutral);
+        assert_eq!(deltas.len(), 1);
     }
 }

@@ -16,7 +16,7 @@ use super::scenario::{
 };
 use super::{ReplayError, replay_file};
 use crate::compiler::ItemKind;
-use crate::evaluators::EvalSubject;
+use crate::evaluators::{EvalSubject, Judge};
 use crate::providers::Provider;
 use crate::recorder::format::RunFile;
 
@@ -263,11 +263,13 @@ impl<'a> Baseline<'a> {
     }
 
     /// Runs `spec` (checked against the run first) and compares it with the baseline.
-    /// `live` answers changed requests when the scenario asks for a live model.
+    /// `live` answers changed requests when the scenario asks for a live model; `judge`
+    /// answers the rubric's `llm_judge` assertions when the LLM judge is on.
     pub fn run(
         &self,
         spec: &ScenarioSpec,
         live: Option<&dyn Provider>,
+        judge: Option<&Judge>,
     ) -> Result<ReplayResult, ReplayError> {
         if spec.step != self.step {
             return Err(ReplayError::Scenario(super::scenario::ScenarioError {
@@ -293,6 +295,7 @@ impl<'a> Baseline<'a> {
             &subject(&replay),
             &spec.selected_metrics(),
             &spec.rubric,
+            judge,
         )
         .map_err(|e| {
             ReplayError::Scenario(super::scenario::ScenarioError {
@@ -336,14 +339,16 @@ fn step_name(step: Option<u32>) -> String {
     }
 }
 
-/// Runs one scenario against its run's baseline.
+/// Runs one scenario against its run's baseline (see [`Baseline::run`] for `live` and
+/// `judge`).
 pub fn execute(
     file: &RunFile,
     spec: &ScenarioSpec,
     live: Option<&dyn Provider>,
+    judge: Option<&Judge>,
 ) -> Result<ReplayResult, ReplayError> {
     check(spec, file)?;
-    Baseline::new(file, spec.step)?.run(spec, live)
+    Baseline::new(file, spec.step)?.run(spec, live, judge)
 }
 
 fn notes(spec: &ScenarioSpec, replay: &Trajectory) -> Vec<String> {

@@ -79,11 +79,11 @@ fn a_mutation_that_changes_nothing_is_neutral_and_the_same_inputs_give_the_same_
             budget: same_budget,
         }],
     );
-    let r = execute(&file, &s, None).unwrap();
+    let r = execute(&file, &s, None, None).unwrap();
     assert_eq!(r.label, Label::Neutral, "{:?}", r.metrics);
     assert_eq!(r.first_change, None);
     assert!(r.steps.iter().all(|s| !s.changed));
-    assert_eq!(execute(&file, &s, None).unwrap(), r, "deterministic");
+    assert_eq!(execute(&file, &s, None, None).unwrap(), r, "deterministic");
 }
 
 #[test]
@@ -123,14 +123,14 @@ fn a_recorded_failure_reruns_under_seven_mutation_kinds_without_editing_a_payloa
         budget: 500,
     };
     let squeezed = baseline
-        .run(&spec(&file, vec![small.clone()]), None)
+        .run(&spec(&file, vec![small.clone()]), None, None)
         .unwrap();
     for m in cases {
         let mutations = match &m {
             Mutation::ChangeWeight { .. } => vec![small.clone(), m.clone()],
             _ => vec![m.clone()],
         };
-        let r = baseline.run(&spec(&file, mutations), None).unwrap();
+        let r = baseline.run(&spec(&file, mutations), None, None).unwrap();
         assert_eq!(
             r.first_change,
             Some(0),
@@ -297,7 +297,7 @@ fn a_step_anchored_scenario_covers_that_step_alone() {
         }],
     );
     s.step = Some(1);
-    let r = execute(&file, &s, None).unwrap();
+    let r = execute(&file, &s, None, None).unwrap();
     assert_eq!(r.steps.len(), 1);
     assert_eq!(r.steps[0].step, 1);
     assert_eq!(r.first_change, Some(1));
@@ -340,14 +340,14 @@ fn stubbed_tool_mode_makes_the_calls_a_live_answer_asks_for_and_stubs_unrecorded
     s.step = Some(1);
     // A call the recording made (step 0 read webhooks.rs): served from the recording.
     let again = Asks(r#"fs.read_file {"path": "src/routes/webhooks.rs"}"#);
-    let r = execute(&file, &s, Some(&again)).unwrap();
+    let r = execute(&file, &s, Some(&again), None).unwrap();
     let tools = &r.replay.steps[0].tools;
     assert_eq!(tools.len(), 1, "{tools:?}");
     assert_eq!(tools[0].served, Served::Recorded);
     assert_eq!(r.replay.steps[0].model_calls[0].answered, Answered::Live);
     // A call it never made: an explicit stub, a tool-path divergence.
     let other = Asks(r#"fs.read_file {"path": "src/lib.rs"}"#);
-    let r = execute(&file, &s, Some(&other)).unwrap();
+    let r = execute(&file, &s, Some(&other), None).unwrap();
     let tools = &r.replay.steps[0].tools;
     assert_eq!(tools[0].served, Served::Unrecorded);
     assert_eq!(tools[0].status.as_deref(), Some("unrecorded"));
@@ -359,7 +359,7 @@ fn stubbed_tool_mode_makes_the_calls_a_live_answer_asks_for_and_stubs_unrecorded
     assert!(path.delta < 0.0, "{path:?}");
     assert!(r.notes.iter().any(|n| n.contains("stubbed")));
     // Live without a provider fails the call, it does not fall back.
-    let r = execute(&file, &s, None).unwrap();
+    let r = execute(&file, &s, None, None).unwrap();
     assert_eq!(r.replay.steps[0].model_calls[0].answered, Answered::Failed);
 }
 
@@ -459,8 +459,8 @@ mod properties {
             let s = spec(&file, mutations);
             prop_assert!(check(&s, &file).is_ok());
             let baseline = Baseline::new(&file, None).unwrap();
-            let first = baseline.run(&s, None).unwrap();
-            let second = baseline.run(&s, None).unwrap();
+            let first = baseline.run(&s, None, None).unwrap();
+            let second = baseline.run(&s, None, None).unwrap();
             prop_assert_eq!(&first, &second);
             prop_assert_eq!(&first.baseline, baseline.trajectory());
             let lost = first.metrics.iter().any(|m| m.label == Label::Loss);
