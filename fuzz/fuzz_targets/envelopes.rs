@@ -11,7 +11,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Err(errors) = load_envelopes(&[("fuzz.yaml", text)]) {
         let len = errors.source.text.len() as u32;
-        assert!(!errors.diagnostics.is_empty(), "an error without a diagnostic");
+        assert!(
+            !errors.diagnostics.is_empty(),
+            "an error without a diagnostic"
+        );
         for d in &errors.diagnostics {
             assert!(
                 d.span.start <= d.span.end && d.span.end <= len,

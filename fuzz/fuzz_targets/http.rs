@@ -132,7 +132,10 @@ fuzz_target!(|data: &[u8]| {
     );
     if api && status.is_client_error() {
         let value: serde_json::Value = serde_json::from_slice(&body).unwrap_or_else(|e| {
-            panic!("a {status} not in JSON ({e}) for {input:?}: {}", String::from_utf8_lossy(&body))
+            panic!(
+                "a {status} not in JSON ({e}) for {input:?}: {}",
+                String::from_utf8_lossy(&body)
+            )
         });
         assert!(
             value["error"]["code"].is_string() && value["error"]["message"].is_string(),

@@ -52,7 +52,10 @@ fuzz_target!(|data: &[u8]| {
     let before = recorder.header(&run).is_ok();
     match recorder.import(&file) {
         Ok(_) => match recorder.verify(&run) {
-            Ok(report) => assert!(report.is_intact(), "run `{run}` imported but its chain does not verify"),
+            Ok(report) => assert!(
+                report.is_intact(),
+                "run `{run}` imported but its chain does not verify"
+            ),
             Err(e) => panic!("run `{run}` imported but cannot be verified: {e}"),
         },
         Err(_) => assert!(

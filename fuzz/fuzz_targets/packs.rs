@@ -93,7 +93,11 @@ fuzz_target!(|data: &[u8]| {
             f.file
         );
         if let (Some(line), Some(n)) = (f.line, lines) {
-            assert!(line != 0 && line <= n + 1, "line {line} outside `{}`'s {n}: {f:?}", f.file);
+            assert!(
+                line != 0 && line <= n + 1,
+                "line {line} outside `{}`'s {n}: {f:?}",
+                f.file
+            );
         }
         assert!(
             !f.message.trim().is_empty() && !f.help.trim().is_empty(),
