@@ -134,6 +134,13 @@ fn gateway_with_the_example_store() -> (Gateway, Overrides) {
     );
     ok(
         "POST",
+        "/v2/handoffs/contracts",
+        json!({"schema": "tollgate.handoff/v1", "id": "handoff-to-answer",
+               "producer": {"run": "run-example-open"}, "consumer": {"agent": "tester"},
+               "goal": "Test the fix"}),
+    );
+    ok(
+        "POST",
         "/v1/runs",
         json!({"id": "run-example-consumer", "agent": "reviewer", "task": "T-200",
                "scope": "org:acme/repo:api/task:T-200", "handoff": "handoff-example"}),

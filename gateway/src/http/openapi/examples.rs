@@ -47,10 +47,13 @@ pub(super) mod store {
     /// Another candidate, expired by the example.
     pub const MEMORY_TO_EXPIRE: &str = "mem-300fc015d6a323c9";
     /// A handoff contract from [`OPEN_RUN`] to agent `reviewer`: `POST /v2/handoffs/contracts`
-    /// with this id.
+    /// with this id, then its consumer's run `run-example-consumer` opened with `"handoff"`
+    /// naming it (checking a delivery needs it; opening it accepts the contract, and the
+    /// check's example fulfils it).
     pub const CONTRACT: &str = "handoff-example";
-    /// Its consumer's run, opened with `"handoff": CONTRACT` (checking a delivery needs it).
-    pub const CONSUMER_RUN: &str = "run-example-consumer";
+    /// A contract from [`OPEN_RUN`] to agent `tester` that nobody has answered: answered and
+    /// exported by the examples (a fulfilled contract is no longer handed over).
+    pub const CONTRACT_TO_ANSWER: &str = "handoff-to-answer";
     /// A scenario on [`RUN`], named `without the shell rule`, rule `coding-agent/shell` disabled
     /// (its id is a hash of its spec).
     pub const SCENARIO: &str = "scn-796e957d59212ef6";
@@ -359,8 +362,8 @@ fn examples() -> Vec<Example> {
         example(
             "post",
             "/v2/handoffs/contracts/{id}/ack",
-            id(CONTRACT),
-            Some(json!({"response": "accept", "run": CONSUMER_RUN})),
+            id(CONTRACT_TO_ANSWER),
+            Some(json!({"response": "accept"})),
         ),
         example(
             "post",
@@ -368,7 +371,12 @@ fn examples() -> Vec<Example> {
             id(CONTRACT),
             None,
         ),
-        example("get", "/v2/handoffs/contracts/{id}/a2a", id(CONTRACT), None),
+        example(
+            "get",
+            "/v2/handoffs/contracts/{id}/a2a",
+            id(CONTRACT_TO_ANSWER),
+            None,
+        ),
         example(
             "post",
             "/v2/handoffs/a2a",
