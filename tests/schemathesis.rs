@@ -312,12 +312,11 @@ fn config(overrides: &Overrides) -> String {
             table(parameters, "path.")
         ));
     }
-    // A pinned query parameter makes Schemathesis send unknown query parameters as invalid
-    // data and expect a refusal (every route ignores them, and it expects that of no route
-    // whose query it generates): the negative-data check is off for those operations alone.
+    // With a query parameter pinned, Schemathesis sends unknown query parameters as invalid
+    // data and expects them refused (`POST /v2/regressions/{id}/execute` refuses them).
     for (operation, parameters) in &overrides.query {
         toml.push_str(&format!(
-            "[[operations]]\ninclude-operation-id = \"{operation}\"\nparameters = {}\nchecks = {{ negative_data_rejection = {{ enabled = false }} }}\n\n",
+            "[[operations]]\ninclude-operation-id = \"{operation}\"\nparameters = {}\n\n",
             table(parameters, "query.")
         ));
     }
