@@ -33,6 +33,7 @@ fn every_route_is_documented_with_its_method() {
     let expected: BTreeSet<String> = [
         "GET /health",
         "POST /v1/runs",
+        "GET /v1/runs",
         "GET /v1/runs/{run_id}",
         "POST /v1/runs/{run_id}/steps",
         "POST /v1/runs/{run_id}/events",

@@ -1,7 +1,7 @@
 //! The links of `/openapi.json` lead somewhere: for each answer that declares links, the id
 //! each one names is in the answer where the link says, and every linked read (`GET`) of it
 //! answers 200. Walked through a session a client would have: a run, a held call, an envelope,
-//! a contract, a scenario and its replay, regression cases and a suite.
+//! a contract, a scenario and its replay, regression cases, a suite and a token.
 
 use serde_json::{Value, json};
 
@@ -130,6 +130,7 @@ fn every_declared_link_names_an_id_in_the_answer_and_its_reads_find_it() {
         None,
         200,
     );
+    walk.call("GET", "/v1/runs", &[], None, 200);
     let held = json!({"tool": "shell.exec", "arguments": {"command": "ls"}});
     let path = "/v1/runs/{run_id}/tool-calls";
     walk.call("POST", path, &[("run_id", "lnk-1")], Some(held), 200);
@@ -166,6 +167,10 @@ fn every_declared_link_names_an_id_in_the_answer_and_its_reads_find_it() {
     walk.call("GET", "/v2/regressions", &[], None, 200);
     let path = "/v2/regressions/suites/execute";
     walk.call("POST", path, &[], Some(json!({})), 202);
+
+    let token = json!({"kind": "approver", "name": "lnk-jane"});
+    walk.call("POST", "/v1/tokens", &[], Some(token), 201);
+    walk.call("GET", "/v1/tokens", &[], None, 200);
 
     // Links not walked here: memory search (hits need a distilled run; `tests/memory.rs`
     // has one) and the cases (they need a pack).

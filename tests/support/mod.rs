@@ -123,6 +123,21 @@ impl Gateway {
         }
     }
 
+    /// Starts a gateway in `dir`, on the store already there (made by `tollgate` commands run
+    /// in it), with extra environment variables and `serve` arguments.
+    pub fn start_in(dir: TempDir, envs: &[(&str, &str)], args: &[&str]) -> Gateway {
+        let token = "test-token-0123456789".to_string();
+        let (child, base, dashboard_url, log) = spawn_serve(dir.path(), &token, envs, args);
+        Gateway {
+            child,
+            base,
+            token,
+            dir,
+            dashboard_url,
+            log,
+        }
+    }
+
     /// Kills the gateway with SIGKILL (no shutdown of any kind) and waits for it to be gone.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

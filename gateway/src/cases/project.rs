@@ -54,8 +54,8 @@ pub struct EvidenceRow {
     pub worker: String,
     /// The key.
     pub key: String,
-    /// The value.
-    #[schema(value_type = Object)]
+    /// The value (any JSON: a worker's `amount` is a number).
+    #[schema(value_type = Value)]
     pub value: Value,
     /// `adapter` (the worker's adapter collected it) or `api` (a caller posted it).
     pub source: String,

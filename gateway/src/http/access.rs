@@ -35,6 +35,7 @@ pub(crate) const ACCESS: &[(&str, &str, u8)] = &[
     ("GET", "/openapi.json", ALL),
     // Runs: an agent's own (checked by the handler); approvers read them.
     ("POST", "/v1/runs", A | D),
+    ("GET", "/v1/runs", ALL),
     ("GET", "/v1/runs/{run_id}", ALL),
     ("POST", "/v1/runs/{run_id}/steps", A | D),
     ("POST", "/v1/runs/{run_id}/events", A | D),

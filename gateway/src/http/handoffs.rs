@@ -161,7 +161,7 @@ async fn schema() -> Response {
 #[utoipa::path(get, path = "/v2/handoffs/templates/{name}", tag = "handoffs",
     params(("name" = String, Path, description = "The template")),
     responses(
-        (status = 200, description = "The starter contract, as YAML", body = String, content_type = "application/yaml"),
+        (status = 200, description = "The starter contract, as YAML (a mapping, which a client reads as an object)", body = Object, content_type = "application/yaml"),
         (status = 404, description = "No such template", body = super::ErrorBody),
     ))]
 async fn template(ApiPath(name): ApiPath<String>) -> Result<Response, ApiError> {

@@ -2,8 +2,9 @@
 //! route answers with, and the error responses every route can give whatever its handler
 //! documents — added here once, from what the route takes, so `/openapi.json` lists every
 //! status a client can meet (a client generated from it, or Schemathesis, can trust it) — and
-//! the links between operations ([`links`]).
+//! the links between operations ([`links`]) and an example request of each ([`examples`]).
 
+mod examples;
 mod links;
 
 use utoipa::ToSchema;
@@ -70,13 +71,15 @@ pub struct ErrorDetail {
 }
 
 /// Completes the generated document: the error responses every route can give, the true
-/// bounds of unsigned integers, and the links between operations (in the JSON: utoipa's model
+/// bounds of unsigned integers, the links between operations and an example request of each
+/// (in the JSON: utoipa's model
 /// cannot read back every schema it writes, so the document is not turned back into it).
 pub(super) fn finish(mut doc: OpenApi) -> serde_json::Value {
     document_errors(&mut doc);
     let mut value = serde_json::to_value(&doc).unwrap_or_default();
     bound_unsigned(&mut value);
     links::add(&mut value);
+    examples::add(&mut value);
     state_kinds(&mut value);
     value
 }

@@ -35,7 +35,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 /// nothing; a changed envelope needs a higher `version`. Answers the versions stored and what
 /// changed, rule by rule.
 #[utoipa::path(post, path = "/v2/policies/envelopes", tag = "policies",
-    request_body(content = String, description = "Envelope YAML (`application/yaml`) or JSON", content_type = "application/yaml"),
+    request_body(content = Object, description = "An envelope as YAML (`application/yaml`; several documents for several envelopes) or JSON (an envelope, or an array). Documented as the mapping the YAML holds, which is how a client writes it", content_type = "application/yaml"),
     responses(
         (status = 201, description = "`{\"stored\": [...], \"changes\": {...}, \"runs_behind\": [{run, pinned}]}`: the versions stored, what changed rule by rule, and the running runs that stay on an earlier version until re-pinned", body = Object),
         (status = 200, description = "Nothing new: every envelope was stored already", body = Object),

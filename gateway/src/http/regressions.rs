@@ -210,9 +210,11 @@ async fn get_regression(
     Ok(Json(answer))
 }
 
-/// How many runs.
+/// How many runs. Unknown parameters are refused: a misspelt `repeat` would otherwise run the
+/// case once, silently.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ExecuteQuery {
     /// A version (default the latest).
     pub version: Option<u32>,

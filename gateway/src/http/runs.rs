@@ -1,22 +1,25 @@
-//! `/v1/runs`: open a run, add steps, append events, compile context, finish, read it back.
+//! `/v1/runs`: open a run, add steps, append events, compile context, finish, read it back,
+//! list them.
 
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::access::Caller;
-use super::{ApiError, ApiJson, ApiPath, AppState, blocking};
+use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking};
 use crate::compiler::{CandidateItem, CompileInput, CompileSettings};
+use crate::recorder::write::RUN_STATUSES;
+use crate::recorder::{RunFilter, RunKey};
 use crate::runtime::{EventInput, OpenRun};
 
 /// The routes of this resource.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(open_run))
+        .routes(routes!(open_run, list_runs))
         .routes(routes!(get_run))
         .routes(routes!(add_step))
         .routes(routes!(append_events))
@@ -41,6 +44,96 @@ async fn open_run(
 ) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
     let view = blocking(&state, move |rt| rt.open_run_as(body, Some(&who))).await?;
     Ok((axum::http::StatusCode::CREATED, Json(json!(view))))
+}
+
+/// Which runs to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListRuns {
+    /// Only this agent's runs.
+    agent: Option<String>,
+    /// Only runs with this status.
+    #[param(schema_with = run_statuses)]
+    status: Option<String>,
+    /// At most this many (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
+    /// Only runs older than this one: the `next.id` of the previous page.
+    after: Option<String>,
+    /// With `after`: that run's start time, the `next.started_at` of the previous page.
+    after_started_at: Option<String>,
+}
+
+fn run_statuses() -> utoipa::openapi::Object {
+    crate::schemas::one_of(
+        "Only runs with this status: `running`, `succeeded`, `failed` or `cancelled`.",
+        &RUN_STATUSES,
+    )
+}
+
+/// Runs, newest first, paged by key: `{"runs": [{id, agent, task, status, started_at, steps,
+/// events, decisions}], "next": {started_at, id} | null}`. An agent's credential lists only
+/// the runs it may reach (its own, within its scope).
+#[utoipa::path(get, path = "/v1/runs", tag = "runs",
+    params(ListRuns),
+    responses(
+        (status = 200, description = "`{\"runs\": [{id, agent, task, status, started_at, steps, events, decisions}], \"next\": {started_at, id} | null}`", body = Object),
+    ))]
+async fn list_runs(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    ApiQuery(p): ApiQuery<ListRuns>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = super::page_limit(p.limit, 50, 500)? as usize;
+    if let Some(status) = p.status.as_deref()
+        && !RUN_STATUSES.contains(&status)
+    {
+        // Unchecked, a status no run has lists nothing, which reads as "no such runs".
+        return Err(ApiError::Unprocessable {
+            code: "invalid_query",
+            message: format!(
+                "`status` is one of {}, not `{status}`",
+                RUN_STATUSES.join(", ")
+            ),
+            details: Value::Null,
+        });
+    }
+    let after = match (p.after, p.after_started_at) {
+        (Some(id), Some(started_at)) => Some(RunKey { started_at, id }),
+        (None, None) => None,
+        _ => {
+            return Err(ApiError::Unprocessable {
+                code: "invalid_query",
+                message: "`after` and `after_started_at` go together: both from the previous page's `next`".into(),
+                details: Value::Null,
+            });
+        }
+    };
+    let agent = if who.is_agent() {
+        Some(who.name.clone())
+    } else {
+        p.agent
+    };
+    let filter = RunFilter {
+        agent,
+        status: p.status,
+        without_cases: false,
+        after,
+    };
+    let page = blocking(&state, move |rt| {
+        let mut page = rt.recorder().page(&filter, limit)?;
+        if who.is_agent() {
+            // Its own agent's runs, less those outside its scope (a credential whose scope
+            // narrowed): the page may come out short, `next` still leads on.
+            page.runs.retain(|r| {
+                rt.run_owner(&r.id)
+                    .is_ok_and(|(agent, scope)| who.reaches_run(&r.id, &agent, &scope).is_ok())
+            });
+        }
+        Ok(page)
+    })
+    .await?;
+    Ok(Json(json!(page)))
 }
 
 /// A run: header, summary, governing envelopes.

@@ -40,6 +40,7 @@ const REGRESSION: &[&str] = &["/v2/regressions/{id}"];
 const SUITE: &[&str] = &["/v2/regressions/suites/{id}"];
 const MEMORY: &[&str] = &["/v2/memory/{id}"];
 const CASE: &[&str] = &["/cases/{case_id}"];
+const TOKEN: &[&str] = &["/v1/tokens/{id}"];
 const PROPOSAL: &[&str] = &["/cases/{case_id}/proposals/{proposal_id}"];
 
 const fn source(
@@ -61,6 +62,7 @@ const fn source(
 #[rustfmt::skip]
 const SOURCES: &[Source] = &[
     source("post", "/v1/runs",                                       "201", "/run/id",                RUN),
+    source("get",  "/v1/runs",                                       "200", "/runs/0/id",             RUN),
     source("get",  "/v1/runs/{run_id}",                              "200", "/run/id",                RUN),
     source("post", "/v1/runs/{run_id}/tool-calls",                   "200", "/approval/id",           APPROVAL),
     source("get",  "/v1/approvals",                                  "200", "/approvals/0/id",        APPROVAL),
@@ -83,6 +85,8 @@ const SOURCES: &[Source] = &[
     source("get",  "/cases",                                         "200", "/cases/0/case_id",       CASE),
     source("post", "/packs/{engine_id}/{engine_version}/demo-case",  "201", "/case_id",               CASE),
     source("post", "/cases/{case_id}/proposals",                     "201", "/proposal_id",           PROPOSAL),
+    source("post", "/v1/tokens",                                     "201", "/record/id",             TOKEN),
+    source("get",  "/v1/tokens",                                     "200", "/tokens/0/id",           TOKEN),
 ];
 
 /// The path parameters of a template, in order.
