@@ -43,7 +43,7 @@ pub(crate) const SHAPES: &[Format] = &[
     // `Authorization: Basic …`, `Authorization: Api-Token …`, or a bare credential.
     (
         "authorization_header",
-        r#"(?i)\bauthorization["']?\s*[:=]\s*["']?(?:(?:basic|bearer|token|digest|apikey|api-key|api-token|key)\s+)?([A-Za-z0-9._~+/-]{8,}=*)"#,
+        r#"(?i)\bauthorization["']?\s*[:=]\s*["']?(?:(?:basic|token|digest|apikey|api-key|api-token|key)\s+)?([A-Za-z0-9._~+/-]{8,}=*)"#,
         1,
         Check::Placeholder,
     ),

@@ -10,7 +10,8 @@
 //!   cargo test -p tollgate-gateway --lib gitleaks -- --ignored --nocapture
 //! ```
 //!
-//! `TOLLGATE_GITLEAKS_ALL=1` prints every rule, not only those with a miss.
+//! `TOLLGATE_GITLEAKS_ALL=1` prints every rule and every miss, not only rules with a miss and
+//! their first three.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -143,7 +144,7 @@ fn gitleaks_samples_recall_and_false_positives() {
                 "{rule} | {} | {} | {} | {} | {} | {}",
                 t.tps, t.live, t.scrub, t.fps, t.live_fp, t.scrub_fp
             );
-            for m in t.missed.iter().take(3) {
+            for m in t.missed.iter().take(if all { usize::MAX } else { 3 }) {
                 eprintln!("    {m}");
             }
         }

@@ -65,13 +65,17 @@ const PERSONAL: [(&str, &str, usize); 4] = [
     ("high_entropy", r"[A-Za-z0-9+/=_-]{24,}", 0),
 ];
 
+/// A compiled rule: its name, pattern, the group that is the secret, and what a match must
+/// also pass.
+type Rule = (&'static str, Regex, usize, Option<Check>);
+
 /// Every rule in order (earlier rules win where two overlap): private keys, the token formats
 /// shared with the live redactor ([`super::formats::TOKENS`]), the scrubber's own keys, URL
 /// passwords (`connection_string`), the written shapes of secrets shared with the live
 /// redactor ([`super::formats::SHAPES`]), then personal data and high-entropy runs. With what
 /// a match must also pass ([`super::formats::is_secret`]; personal data and high-entropy runs
 /// are judged below instead).
-static COMPILED: LazyLock<Vec<(&'static str, Regex, usize, Option<Check>)>> = LazyLock::new(|| {
+static COMPILED: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     let own = |rules: &'static [(&'static str, &'static str, usize)], check| {
         rules.iter().map(move |&(n, p, g)| (n, p, g, check))
     };
