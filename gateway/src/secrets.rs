@@ -13,11 +13,13 @@
 #[cfg(test)]
 mod corpus_tests;
 pub(crate) mod formats;
+#[cfg(test)]
+mod gitleaks_tests;
 pub mod scrub;
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -68,8 +70,8 @@ struct Detector {
     regex: Regex,
     /// The capture group that is the secret (0: the whole match).
     group: usize,
-    /// Whether a value that is plainly a placeholder is passed over (assignments).
-    placeholder_checked: bool,
+    /// What a match must also pass ([`formats::is_secret`]).
+    check: formats::Check,
 }
 
 /// A PEM private key block. An unterminated block is cut to the end: half a key is still a
@@ -87,13 +89,13 @@ pub(crate) const URL_PASSWORD: &str =
 /// ([`formats::TOKENS`]), URL passwords, then the shapes a secret is written in
 /// ([`formats::SHAPES`]). Earlier detectors name a span when two overlap.
 static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
-    let head: [formats::Format; 1] = [("private_key", PRIVATE_KEY, 0, false)];
-    let url: [formats::Format; 1] = [("url_password", URL_PASSWORD, 1, false)];
+    let head: [formats::Format; 1] = [("private_key", PRIVATE_KEY, 0, formats::Check::Format)];
+    let url: [formats::Format; 1] = [("url_password", URL_PASSWORD, 1, formats::Check::Format)];
     head.iter()
         .chain(formats::TOKENS)
         .chain(url.iter())
         .chain(formats::SHAPES)
-        .map(|(name, pattern, group, placeholder_checked)| {
+        .map(|(name, pattern, group, check)| {
             #[expect(
                 clippy::expect_used,
                 reason = "constant patterns; `every_detector_compiles` tests them"
@@ -103,11 +105,26 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
                 name,
                 regex,
                 group: *group,
-                placeholder_checked: *placeholder_checked,
+                check: *check,
             }
         })
         .collect()
 });
+
+/// Every detector's pattern in one set: one pass over a text says which detectors match at
+/// all, and only those are run for their spans (most texts match none).
+static DETECTOR_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    #[expect(
+        clippy::expect_used,
+        reason = "constant patterns; `every_detector_compiles` tests them"
+    )]
+    let set = RegexSet::new(DETECTORS.iter().map(|d| d.regex.as_str()))
+        .expect("detector patterns compile as a set");
+    set
+});
+
+/// The detector name of a Kubernetes `Secret`'s data value ([`formats::kubernetes_secret_values`]).
+const KUBERNETES_SECRET: &str = "kubernetes_secret";
 
 /// A redacted text and the spans replaced in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,15 +153,22 @@ pub(crate) fn find_spans(text: &str) -> Vec<(usize, usize, &'static str)> {
 
 fn find_spans_in(text: &str) -> Vec<(usize, usize, &'static str)> {
     let mut found: Vec<(usize, usize, usize)> = Vec::new();
-    for (rank, d) in DETECTORS.iter().enumerate() {
+    for rank in DETECTOR_SET.matches(text).into_iter() {
+        let Some(d) = DETECTORS.get(rank) else {
+            continue;
+        };
         for caps in d.regex.captures_iter(text) {
             if let Some(m) = caps.get(d.group)
                 && !m.is_empty()
-                && !(d.placeholder_checked && formats::is_placeholder(m.as_str()))
+                && formats::is_secret(d.check, m.as_str())
             {
                 found.push((m.start(), m.end(), rank));
             }
         }
+    }
+    // Ranked after every detector: a span one of them found keeps its name.
+    for (start, end) in formats::kubernetes_secret_values(text) {
+        found.push((start, end, DETECTORS.len()));
     }
     // By start, the longest first, then detector rank: a deterministic merge.
     found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
@@ -153,7 +177,7 @@ fn find_spans_in(text: &str) -> Vec<(usize, usize, &'static str)> {
         match merged.last_mut() {
             Some(last) if start < last.1 => last.1 = last.1.max(end),
             _ => {
-                let name = DETECTORS.get(rank).map_or(WHOLE, |d| d.name);
+                let name = DETECTORS.get(rank).map_or(KUBERNETES_SECRET, |d| d.name);
                 merged.push((start, end, name));
             }
         }

@@ -37,6 +37,17 @@ const URLSAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 fn tokens(seed: u64) -> Vec<(&'static str, String)> {
     let c = |alphabet: &str, n: usize, k: u64| chars(alphabet, n, seed * 1000 + k);
     let upnum = format!("{UPPER}{DIGITS}");
+    let lownum = format!("{LOWER}{DIGITS}");
+    let uuid = |k: u64| {
+        format!(
+            "{}-{}-{}-{}-{}",
+            c(HEX, 8, k * 10),
+            c(HEX, 4, k * 10 + 1),
+            c(HEX, 4, k * 10 + 2),
+            c(HEX, 4, k * 10 + 3),
+            c(HEX, 12, k * 10 + 4)
+        )
+    };
     vec![
         ("aws_access_key", format!("AKIA{}", c(&upnum, 16, 1))),
         ("aws_bedrock_key", format!("ABSK{}=", c(B64, 120, 2))),
@@ -166,6 +177,123 @@ fn tokens(seed: u64) -> Vec<(&'static str, String)> {
             "jwt_base64",
             format!("ZXlKaGJHY2lPaUpJVXpJMU5pSjku{}", c(B64, 60, 63)),
         ),
+        // Formats added against the public scanner's samples (issue 33, second slice).
+        ("alibaba_access_key", format!("LTAI{}", c(ALNUM, 20, 64))),
+        ("adobe_client_secret", format!("p8e-{}", c(ALNUM, 32, 65))),
+        (
+            "adyen_api_key",
+            format!("AQE{}.{}", c(&lownum, 6, 66), c(URLSAFE, 60, 67)),
+        ),
+        ("artifactory_key", format!("AKCp{}", c(ALNUM, 69, 68))),
+        ("artifactory_key", format!("cmVmd{}", c(ALNUM, 59, 69))),
+        (
+            "authress_key",
+            format!(
+                "sc_{}.{}.acc_{}.{}",
+                c(&lownum, 10, 70),
+                c(&lownum, 4, 71),
+                c(&lownum, 10, 72),
+                c(URLSAFE, 40, 73)
+            ),
+        ),
+        (
+            "braintree_token",
+            format!("access_token$production${}", c(ALNUM, 16, 74)),
+        ),
+        (
+            "braintree_token",
+            format!("sandbox_{}_{}", c(ALNUM, 8, 75), c(ALNUM, 16, 76)),
+        ),
+        (
+            "castai_key",
+            format!("castai_v1_{}_{}", c(ALNUM, 64, 77), c(ALNUM, 8, 78)),
+        ),
+        ("chieftools_token", format!("ctp_{}", c(ALNUM, 36, 79))),
+        (
+            "claude_session_url",
+            format!("https://claude.ai/code/session_{}", c(ALNUM, 24, 80)),
+        ),
+        ("clojars_token", format!("CLOJARS_{}", c(&lownum, 60, 81))),
+        (
+            "defined_networking_key",
+            format!("dnkey-{}-{}", c(URLSAFE, 26, 82), c(URLSAFE, 52, 83)),
+        ),
+        (
+            "duffel_token",
+            format!("duffel_test_{}", c(URLSAFE, 43, 84)),
+        ),
+        ("easypost_key", format!("EZAK{}", c(ALNUM, 54, 85))),
+        (
+            "flutterwave_key",
+            format!("FLWSECK_TEST-{}-X", c(HEX, 32, 86)),
+        ),
+        ("flyio_token", format!("fo1_{}", c(URLSAFE, 43, 87))),
+        ("flyio_token", format!("fm2_{}", c(B64, 120, 88))),
+        ("frameio_token", format!("fio-u-{}", c(URLSAFE, 64, 89))),
+        ("grafana_api_key", format!("eyJrIjoi{}", c(ALNUM, 72, 90))),
+        ("groq_key", format!("gsk_{}", c(ALNUM, 48, 91))),
+        ("heroku_key", format!("HRKU-AA{}", c(URLSAFE, 58, 92))),
+        ("infracost_token", format!("ico-{}", c(ALNUM, 32, 93))),
+        ("intra42_secret", format!("s-s4t2ud-{}", c(HEX, 64, 94))),
+        (
+            "langsmith_key",
+            format!("lsv2_pt_{}_{}", c(ALNUM, 32, 95), c(ALNUM, 10, 96)),
+        ),
+        ("mailchimp_key", format!("{}-us20", c(HEX, 32, 97))),
+        (
+            "teams_webhook",
+            format!(
+                "https://acme.webhook.office.com/webhookb2/{}@{}/IncomingWebhook/{}/{}",
+                uuid(98),
+                uuid(99),
+                c(&lownum, 32, 100),
+                uuid(101)
+            ),
+        ),
+        (
+            "onepassword_secret_key",
+            format!(
+                "A3-{}-{}-{}-{}-{}",
+                c(&upnum, 6, 102),
+                c(&upnum, 11, 103),
+                c(&upnum, 5, 104),
+                c(&upnum, 5, 105),
+                c(&upnum, 5, 106)
+            ),
+        ),
+        ("openshift_token", format!("sha256~{}", c(URLSAFE, 43, 107))),
+        (
+            "planetscale_token",
+            format!("pscale_tkn_{}", c(URLSAFE, 43, 108)),
+        ),
+        ("prefect_token", format!("pnu_{}", c(ALNUM, 36, 109))),
+        ("readme_token", format!("rdme_{}", c(ALNUM, 70, 110))),
+        ("rubygems_token", format!("rubygems_{}", c(HEX, 48, 111))),
+        ("scalingo_token", format!("tk-us-{}", c(URLSAFE, 48, 112))),
+        (
+            "sendinblue_key",
+            format!("xkeysib-{}-{}", c(HEX, 64, 113), c(ALNUM, 16, 114)),
+        ),
+        ("shippo_token", format!("shippo_live_{}", c(HEX, 40, 115))),
+        (
+            "sidekiq_credentials",
+            format!("{}:{}@gems.contribsys.com", c(HEX, 8, 116), c(HEX, 8, 117)),
+        ),
+        (
+            "sourcegraph_token",
+            format!("sgp_{}_{}", c(HEX, 16, 118), c(HEX, 40, 119)),
+        ),
+        ("twilio_key", format!("SK{}", c(HEX, 32, 120))),
+        ("typeform_token", format!("tfp_{}", c(URLSAFE, 59, 121))),
+        (
+            "ansible_vault",
+            format!("$ANSIBLE_VAULT;1.1;AES256\n{}", c(HEX, 80, 123)),
+        ),
+        (
+            "datafactory_runtime_key",
+            format!("IR@{}@adf-acme-001@we@{}=", uuid(124), c(B64, 43, 125)),
+        ),
+        ("private_key_der", format!("MIIE{}", c(B64, 200, 122))),
     ]
 }
 
@@ -220,14 +348,18 @@ fn zero_width(secret: &str) -> String {
 
 /// Whether any run of 8 characters of `secret` survives in `out` (what is left of it could be
 /// put back together), ignoring the zero-width space.
-fn leaks(out: &str, secret: &str) -> bool {
-    let out = out.replace('\u{200B}', "");
+pub(super) fn leaks(out: &str, secret: &str) -> bool {
+    // The scrubber's markers name the rule (`[REDACTED:claude_session_url:1]`), not the secret.
+    static MARKER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\[REDACTED:[^\]]*\]").unwrap());
+    let out = MARKER.replace_all(out, "").replace('\u{200B}', "");
     let cs: Vec<char> = secret.chars().collect();
     cs.windows(8.min(cs.len()))
         .any(|w| out.contains(&w.iter().collect::<String>()))
 }
 
-fn live(text: &str) -> String {
+/// `text` through the live redactor, as a tool endpoint sees a string argument.
+pub(super) fn live(text: &str) -> String {
     redact_secrets(&json!(text), "r")
         .0
         .as_str()
@@ -390,5 +522,175 @@ fn placeholders_and_look_alikes_are_mostly_left_alone() {
     for value in ["", "YOUR_TOKEN", "${TOKEN}", "********", "<token>"] {
         let (_, spans) = redact_secrets(&json!({"token": value}), "r");
         assert_eq!(spans, 0, "{value}");
+    }
+}
+
+/// `secret` is gone from `text` through both paths.
+fn removed_by_both(text: &str, secret: &str) {
+    let out = live(text);
+    assert!(!leaks(&out, secret), "live: {text:?} -> {out:?}");
+    let out = Scrubber::new().text(text);
+    assert!(!leaks(&out, secret), "scrubber: {text:?} -> {out:?}");
+}
+
+/// Bug (issue 33, measured on the public scanner's samples): JSON escaped inside a string
+/// (`\"api_token\": \"…\"`) kept its value, the name's closing `\"` not read as a quote.
+#[test]
+fn an_escaped_json_value_after_a_secret_name_is_redacted() {
+    let pw = password(3);
+    removed_by_both(
+        &format!("\\{{\n    \\\"acme_token\\\": \\\"{pw}\\\"\n\\}}"),
+        &pw,
+    );
+}
+
+/// Bug: `api_token: |` and the value on the next line: `|` was taken for the value (and
+/// passed over as a placeholder), the secret kept.
+#[test]
+fn a_yaml_block_scalar_after_a_secret_name_is_redacted() {
+    let pw = password(4);
+    for indicator in ["|", ">", "|-", ">+"] {
+        removed_by_both(&format!("acme_token: {indicator}\n  {pw}\n"), &pw);
+    }
+}
+
+/// Bug: an XML element whose value is on a line of its own was not read.
+#[test]
+fn a_multiline_xml_element_is_redacted() {
+    let pw = password(5);
+    removed_by_both(&format!("<acmeToken>\n    {pw}\n</acmeToken>"), &pw);
+}
+
+/// Bug: Make's `:::=` was read as `:` and a value `::=`, the secret after it kept; a CSV row
+/// (`acmeToken,…,`) was not read at all.
+#[test]
+fn a_make_evaluated_shell_assignment_is_redacted() {
+    let pw = password(6);
+    removed_by_both(&format!("ACME_TOKEN :::= \"{pw}\""), &pw);
+    removed_by_both(&format!("acmeToken,{pw},"), &pw);
+}
+
+/// Bug: a routable GitLab token (`glpat-….xxxxxxxxx`) lost its part before the dot only;
+/// Dynatrace tokens were matched in upper case only; Slack webhooks only with `https://`.
+#[test]
+fn routable_gitlab_mixed_case_dynatrace_and_bare_slack_webhook_tokens_are_removed_whole() {
+    let routable = format!("glpat-{}.{}", chars(ALNUM, 27, 1), chars(ALNUM, 9, 2));
+    removed_by_both(&format!("use {routable} now"), &routable);
+    let dynatrace = format!("dt0c01.{}.{}", chars(ALNUM, 24, 3), chars(ALNUM, 64, 4));
+    removed_by_both(&format!("use {dynatrace} now"), &dynatrace);
+    let hook = format!("hooks.slack.com/services/{}", chars(ALNUM, 44, 5));
+    removed_by_both(&format!("post to {hook}"), &hook);
+}
+
+/// Bug: `curl --user kevin:'pw'` (the password quoted apart) and `-u ":pw"` (no user name) kept
+/// the password; `Authorization: Api-Token …` redacted the scheme and kept the credential.
+#[test]
+fn curl_credentials_quoted_apart_and_api_token_schemes_are_redacted() {
+    let pw = password(7);
+    removed_by_both(&format!("curl --user kevin:'{pw}' -X PATCH"), &pw);
+    removed_by_both(&format!("curl -u \":{pw}\" https://localhost:9200"), &pw);
+    let key = chars(&format!("{LOWER}{DIGITS}"), 40, 8);
+    removed_by_both(&format!("curl -H \"Authorization: Api-Token {key}\""), &key);
+    for clean in [
+        "curl -i -u 'test:test'",
+        "curl -u username:token",
+        "curl --user \"xxx:yyy\"",
+        "curl -u <user:password> https://test.com/endpoint",
+        "curl --user neo4j:[PASSWORD] http://[IP]:7474/db/data/",
+        "curl -u \"${username}:${password}\"",
+    ] {
+        assert_eq!(find_spans(clean), [], "{clean}");
+    }
+}
+
+/// A token of a known format written out masked (`AKIAXXXXXXXXXXXXXXXX`) is not a secret;
+/// other filler in a token's format is (the injection corpus sends `glpat-xxxx…`), and so is a
+/// token that merely repeats a digit here and there.
+#[test]
+fn a_masked_token_is_not_a_secret_and_other_filler_is() {
+    for clean in [
+        "key = AKIAXXXXXXXXXXXXXXXX",
+        "glpat-XXXXXXXXXXX-XXXXXXXX",
+        "PREFECT_API_KEY = \"pnu_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX\"",
+    ] {
+        assert_eq!(find_spans(clean), [], "{clean}");
+    }
+    for secret in [
+        "glpat-xxxxxxxxxxxxxxxxxxxx",
+        "xoxa-2-511111111-31111111111-3111111111111-e039d02840a0b9379c",
+    ] {
+        removed_by_both(&format!("token {secret}"), secret);
+    }
+}
+
+/// Bug: a YAML key named for a secret took the next line's key for its value (`kind: Secret`,
+/// then `metadata:` / `name: db` lost `name:`), the operator and value read across lines.
+#[test]
+fn a_yaml_key_named_for_a_secret_does_not_take_the_next_lines_key_for_its_value() {
+    for clean in [
+        "kind: Secret\nmetadata:\n  name: registry-auth-data\n",
+        "login:\n  serviceAccountToken:\n    fn::invoke: vault\n",
+    ] {
+        assert_eq!(find_spans(clean), [], "{clean}");
+    }
+}
+
+/// A value that names another variable (`var.db_password`, `ACCESS_TOKEN`, `{SumoAccessKey}`,
+/// `$(cat token.txt)`) is a reference, not a secret; the same words quoted are kept a secret.
+#[test]
+fn a_reference_to_another_variable_is_not_a_secret() {
+    for clean in [
+        "administrator_login_password = var.db_password",
+        "access_token=ACCESS_TOKEN",
+        "SUMO_ACCESS_KEY={SumoAccessKey}",
+        "API_TOKEN=$(cat ./token.txt)",
+        "-e SUMO_ACCESS_KEY=`etcdctl get /sumologic_secret`",
+        "credentials: new AWS.SharedIniFileCredentials({ profile: '<YOUR_PROFILE>' })",
+    ] {
+        assert_eq!(find_spans(clean), [], "{clean}");
+    }
+    assert_ne!(find_spans("db_password = \"ACCESS_TOKEN_2024\""), []);
+}
+
+/// The generic rule of public scanners: a key-like value after a looser name is a secret;
+/// words, versions and paths after such a name are not.
+#[test]
+fn a_key_like_value_after_a_loose_name_is_redacted_and_words_are_not() {
+    for seed in 1..=10 {
+        let key = chars(ALNUM, 32, seed);
+        for text in [
+            format!("\"client_id\" : \"{key}\""),
+            format!("const HEROKU_KEY = \"{key}\""),
+            format!("sumologic.accessId = \"{key}\""),
+        ] {
+            removed_by_both(&text, &key);
+        }
+    }
+    for clean in [
+        "client_vpn_endpoint_id = aws_ec2_client_vpn_endpoint.client-vpn-endpoint.id",
+        "\"api_version\": \"2024-02-15-preview\"",
+        "access_log = /var/log/nginx/access.log",
+        "\"api_base\": \"https://api.acme.dev/v1\"",
+        "keyboard: us-intl-altgr",
+    ] {
+        assert_eq!(find_spans(clean), [], "{clean}");
+    }
+}
+
+/// A Kubernetes `Secret`'s data values are secrets by where they are, named or not; the same
+/// YAML of another kind, or an empty or templated value, is left alone.
+#[test]
+fn the_data_of_a_kubernetes_secret_is_redacted() {
+    let value = chars(B64, 24, 9);
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  extra: {value}=\n  .dockercfg: |\n    {value}\n"
+    );
+    removed_by_both(&secret, &value);
+    for clean in [
+        secret.replace("kind: Secret", "kind: ExternalSecret"),
+        "apiVersion: v1\nkind: Secret\ndata:\n  htpasswd: ''\n  password: {{ .Values.Password }}\n"
+            .to_string(),
+    ] {
+        assert_eq!(find_spans(&clean), [], "{clean}");
     }
 }

@@ -1,267 +1,239 @@
 //! The one table of secret formats, shared by the live redactor ([`super::find_spans`]) and
 //! the fixture scrubber ([`super::scrub`]): tokens known by their shape (a vendor's prefix, a
-//! fixed alphabet and length), and the shapes a secret is written in (`NAME = "…"`, `NAME :=
-//! "…"`, `<password>…</password>`, `setProperty("X_TOKEN", "…")`, `curl -u user:pw`, an
-//! `Authorization:` header). A format known to both is found by both.
+//! fixed alphabet and length; [`TOKENS`], in `formats/tokens.rs`), and the shapes a secret is
+//! written in (`NAME = "…"`, `NAME :=  "…"`, `<password>…</password>`, `setProperty("X_TOKEN",
+//! "…")`, `curl -u user:pw`, an `Authorization:` header, a YAML block, a Kubernetes `Secret`'s
+//! data). A format known to both is found by both.
 //!
 //! Prefixes distinctive enough are matched without a word boundary before them, so a token
 //! glued to other text (`_AKIA…`, `xAKIA…x`) is still found; short or common prefixes (`sk-`,
 //! `key-`) keep theirs.
 
-/// `(name, pattern, group, placeholder_checked)`: the capture group that is the secret (0: the
-/// whole match); earlier formats name a span where two overlap. A format whose value is
-/// whatever follows a name (an assignment) has `placeholder_checked`: a value that is plainly a
-/// placeholder (`xxxx`, `YOUR_TOKEN`, `<token>`, `${TOKEN}`, `changeme`) is not a secret.
-pub(crate) type Format = (&'static str, &'static str, usize, bool);
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+mod tokens;
+
+pub(crate) use tokens::TOKENS;
+
+/// What a match must also pass to be taken for a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// A token by its format: passed over only when it is plainly filler (`AKIAXXXXXXXXXXXX`,
+    /// `glpat-XXXXXXXXXXX-XXXXXXXX`).
+    Format,
+    /// A value after a name that says it is a secret: passed over when it is a placeholder.
+    Placeholder,
+    /// A value after a looser name (`client_id`, `auth`, `heroku_key`): a secret only when it
+    /// looks like a key (long enough, letters and digits, varied), as generic scanners judge.
+    KeyLike,
+}
+
+/// `(name, pattern, group, check)`: the capture group that is the secret (0: the whole match);
+/// earlier formats name a span where two overlap.
+pub(crate) type Format = (&'static str, &'static str, usize, Check);
 
 /// The names a secret's holder is given, as a pattern (`db_password`, `apiToken`,
 /// `CLIENT_SECRET`, `x-api-key`).
 pub(crate) const SECRET_NAME: &str = r"[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credential|client[_-]?secret)[A-Za-z0-9_-]*";
 
-/// Tokens known by their shape.
-pub(crate) const TOKENS: &[Format] = &[
-    (
-        "aws_access_key",
-        r"((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA|ABIA|ACCA)[0-9A-Z]{16})(?:[^0-9A-Z]|\z)",
-        1,
-        false,
-    ),
-    ("aws_bedrock_key", r"ABSK[A-Za-z0-9+/]{60,}={0,2}", 0, false),
-    (
-        "github_token",
-        r"(?:gh[pousr]|github_pat)_[A-Za-z0-9_]{20,}",
-        0,
-        false,
-    ),
-    (
-        "gitlab_token",
-        r"(?:glpat|gldt|glptt|glrt|glcbt|glimt|glft|glsoat|glagent|gloas)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,}",
-        0,
-        false,
-    ),
-    (
-        "slack_webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{16,}",
-        0,
-        false,
-    ),
-    (
-        "slack_token",
-        r"(?:xoxe\.)?xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+",
-        0,
-        false,
-    ),
-    (
-        "stripe_key",
-        r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}",
-        0,
-        false,
-    ),
-    ("gcp_api_key", r"AIza[0-9A-Za-z_-]{35}", 0, false),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0, false),
-    (
-        "openai_key",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",
-        0,
-        false,
-    ),
-    ("npm_token", r"npm_[A-Za-z0-9]{36}", 0, false),
-    (
-        "pypi_token",
-        r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}",
-        0,
-        false,
-    ),
-    (
-        "huggingface_token",
-        r"\b(?:hf_|api_org_)[A-Za-z]{34}\b",
-        0,
-        false,
-    ),
-    (
-        "sentry_token",
-        r"sntrys_eyJ[A-Za-z0-9+/=_-]{40,}|sntryu_[a-f0-9]{64}",
-        0,
-        false,
-    ),
-    ("atlassian_token", r"AT[AC]TT3[A-Za-z0-9_=-]{60,}", 0, false),
-    (
-        "age_secret_key",
-        r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
-        0,
-        false,
-    ),
-    (
-        "cloudflare_origin_ca_key",
-        r"v1\.0-[a-f0-9]{24}-[a-f0-9]{140,160}",
-        0,
-        false,
-    ),
-    ("sonar_token", r"\b(?:squ|sqp|sqa)_[a-z0-9]{40}\b", 0, false),
-    ("clickhouse_cloud_key", r"\b4b1d[A-Za-z0-9]{38}\b", 0, false),
-    (
-        "maxmind_license_key",
-        r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b",
-        0,
-        false,
-    ),
-    (
-        "sendgrid_key",
-        r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{40,45}",
-        0,
-        false,
-    ),
-    ("mailgun_key", r"\bkey-[0-9a-f]{32}\b", 0, false),
-    (
-        "shopify_token",
-        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
-        0,
-        false,
-    ),
-    ("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}", 0, false),
-    (
-        "databricks_token",
-        r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
-        0,
-        false,
-    ),
-    (
-        "grafana_token",
-        r"glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
-        0,
-        false,
-    ),
-    ("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{24,}", 0, false),
-    (
-        "terraform_token",
-        r"\b[a-z0-9]{14}\.atlasv1\.[a-z0-9_=-]{60,70}",
-        0,
-        false,
-    ),
-    ("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", 0, false),
-    ("linear_key", r"lin_api_[A-Za-z0-9]{40}", 0, false),
-    ("newrelic_key", r"NRAK-[A-Z0-9]{27}", 0, false),
-    (
-        "dynatrace_token",
-        r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}",
-        0,
-        false,
-    ),
-    ("doppler_token", r"dp\.pt\.[A-Za-z0-9]{43}", 0, false),
-    ("pulumi_token", r"pul-[a-f0-9]{40}", 0, false),
-    (
-        "airtable_token",
-        r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b",
-        0,
-        false,
-    ),
-    (
-        "notion_token",
-        r"\b(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})\b",
-        0,
-        false,
-    ),
-    (
-        "telegram_bot_token",
-        r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}",
-        0,
-        false,
-    ),
-    (
-        "square_token",
-        r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}",
-        0,
-        false,
-    ),
-    (
-        "azure_client_secret",
-        r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",
-        0,
-        false,
-    ),
-    (
-        "onepassword_token",
-        r"ops_eyJ[A-Za-z0-9+/]{100,}={0,3}",
-        0,
-        false,
-    ),
-    (
-        "jwt",
-        r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",
-        0,
-        false,
-    ),
-    // A JWT wrapped in base64 (`eyJ` encodes as `ZXlK`).
-    ("jwt_base64", r"\bZXlK[A-Za-z0-9+/]{40,}={0,2}", 0, false),
-];
-
 /// The shapes a secret is written in, after a name that says it is one.
 pub(crate) const SHAPES: &[Format] = &[
-    // `Authorization: Basic …`, `Authorization: token …`, or a bare credential.
+    // `Authorization: Basic …`, `Authorization: Api-Token …`, or a bare credential.
     (
         "authorization_header",
-        r#"(?i)\bauthorization["']?\s*[:=]\s*["']?(?:basic|token|digest|apikey|api-key)?\s*([A-Za-z0-9._~+/-]{8,}=*)"#,
+        r#"(?i)\bauthorization["']?\s*[:=]\s*["']?(?:(?:basic|token|digest|apikey|api-key|api-token|key)\s+)?([A-Za-z0-9._~+/-]{8,}=*)"#,
         1,
-        true,
+        Check::Placeholder,
     ),
     (
         "bearer_token",
         r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)",
         1,
-        false,
+        Check::Format,
     ),
-    // `curl -u user:password`, `--user user:password`.
+    // `curl -u user:password`, `--user 'user:password'`, `-u ":password"`, `--user=u:'pw'`.
     (
         "user_password",
-        r#"(?:^|\s)(?:-u|--user)\s*["']?[^\s:"']+:([^\s"']+)"#,
+        r#"(?:^|\s)(?:-u|--user)(?:=|\s+)["']?[^\s:"']*["']?:["']?([^\s"']+)"#,
         1,
-        true,
+        Check::Placeholder,
     ),
-    // `<password>…</password>`, `<add key="ApiToken" value="…"/>` is an assignment below.
+    // `<password>…</password>`, also with the value on a line of its own; the value ends at
+    // the closing tag (named for a secret too), so a `<` inside it is read.
     (
         "xml_element",
-        r"(?i)<([A-Za-z0-9_.:-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.:-]*)>([^<\n]+)</",
+        r"(?i)<([$A-Za-z0-9_.:-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.:-]*)>\s*([^\s][^\n]*?)\s*</[$A-Za-z0-9_.:-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)",
         2,
-        true,
+        Check::Placeholder,
     ),
     // `setProperty("X_TOKEN", "…")`, `os.environ["API_KEY"] = …` is an assignment below.
     (
         "assignment_call",
         r#"(?i)["'][A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_-]*["']\s*,\s*("[^"\n]*"|'[^'\n]*')"#,
         1,
-        true,
+        Check::Placeholder,
+    ),
+    // `api_token: |` and the value on the next line (a YAML block scalar). Before the
+    // assignment below, which takes `|` for the value and passes it over as a placeholder.
+    (
+        "yaml_block",
+        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credential|client[_-]?secret)[A-Za-z0-9_-]*["']?[ \t]*:[ \t]*[|>][-+]?[ \t]*\r?\n[ \t]+([^\s"']+)"#,
+        1,
+        Check::Placeholder,
     ),
     // `password=…`, `db_password: …`, `"api_key": "…"`, `apiToken := "…"`, `$token .= '…'`,
-    // `TOKEN ?= …`, `var apiToken string = "…"`, `key => "…"`: the value, quotes included. The
-    // operator is read whole, so `:=` is not taken for `:` and a value `=…`.
+    // `TOKEN ?= …`, `TOKEN :::= …`, `var apiToken string = "…"`, `key => "…"`, and JSON
+    // escaped inside a string (`\"api_token\": \"…\"`): the value, quotes included. The
+    // operator is read whole, so `:=` is not taken for `:` and a value `=…`; name, operator and
+    // value are on one line, so a YAML key named for a secret does not take the next line's
+    // key (`kind: Secret` / `metadata:` / `name:`) for its value.
     (
         "assignment",
-        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credential|client[_-]?secret)[A-Za-z0-9_-]*["'\]]*(?:\s+[A-Za-z_][A-Za-z0-9_]*)?\s*(?:::=|:=|=>|\?=|\.=|\+=|:|=)\s*("[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;=>][^\s"'`,;]*)"#,
+        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credential|client[_-]?secret)[A-Za-z0-9_-]*["'\\\]]*(?:[ \t]*(?::::=|::=|:=|=>|\?=|\.=|\+=|:|=)|[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*=)[ \t]*(\\"[^"\n]*?\\"|"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;=>][^\s"'`,;]*)"#,
         1,
-        true,
+        Check::Placeholder,
+    ),
+    // `apiToken,…,` (a CSV row).
+    (
+        "csv_field",
+        r#"(?i)[A-Za-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_-]*,([^\s,"']{8,})(?:,|$)"#,
+        1,
+        Check::Placeholder,
+    ),
+    // Sidekiq's gem server credentials, set in the environment under the server's name.
+    (
+        "sidekiq_secret",
+        r#"(?i)BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM["']?\s*[:=]\s*["']?([a-f0-9]{8}:[a-f0-9]{8})"#,
+        1,
+        Check::Format,
+    ),
+    // The generic rule of public scanners: a value after a looser name (`client_id`, `auth`,
+    // `api`, `heroku_key`, `sumologic.accessId`, `SONAR_LOGIN`, `oauth2 v0.15.0 h1:…`), up to two words
+    // between name and operator, kept only when it looks like a key ([`Check::KeyLike`]).
+    (
+        "generic_key",
+        r#"(?i)[A-Za-z0-9_.-]*(?:key|api|token|secret|client|passwd|password|auth|access|pwd|credential|login)[A-Za-z0-9_.-]*(?:[ \t][A-Za-z0-9_.-]{1,20}){0,2}["'\\\]]*[ \t]*(?::::=|::=|:=|=>|\?=|\.=|\+=|:|=|,)[ \t]*\\?["'`]?([A-Za-z0-9_.=+/~-]{10,150})"#,
+        1,
+        Check::KeyLike,
     ),
 ];
 
+/// Whether `value`, found by a format checked by `check`, is a secret.
+pub(crate) fn is_secret(check: Check, value: &str) -> bool {
+    match check {
+        Check::Format => !masked(value),
+        Check::Placeholder => !is_placeholder(value),
+        Check::KeyLike => !is_placeholder(value) && key_like(value),
+    }
+}
+
+/// A token of a known format written out masked, as documentation does: six `X`, `*` or `#`
+/// in a row (`AKIAXXXXXXXXXXXXXXXX`, `glpat-XXXXXXXXXXX-XXXXXXXX`, `xoxp-…-####…`). Other
+/// filler in a token's format (`glpat-xxxxxxxxxxxxxxxxxxxx`, `npm_abcdefghij…`) stays a secret:
+/// the injection corpus sends such tokens, and they must not reach the model.
+pub(crate) fn masked(value: &str) -> bool {
+    ["XXXXXX", "******", "######"]
+        .iter()
+        .any(|run| value.contains(run))
+}
+
+/// Filler, not a key: a run of six or more of one character in a value of few distinct ones
+/// (`XXXXXXXXXXX-XXXXXXXX`, `0000…`). Real keys are random.
+pub(crate) fn low_variety(value: &str) -> bool {
+    let mut distinct: Vec<char> = value.chars().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut run = (None, 0);
+    let mut longest = 0;
+    for c in value.chars() {
+        run = if run.0 == Some(c) {
+            (run.0, run.1 + 1)
+        } else {
+            (Some(c), 1)
+        };
+        longest = longest.max(run.1);
+    }
+    distinct.len() < 10 && longest >= 6
+}
+
+/// Bits of Shannon entropy per character of `text`.
+pub(crate) fn entropy(text: &str) -> f64 {
+    let mut counts = std::collections::HashMap::new();
+    let mut n = 0usize;
+    for c in text.chars() {
+        *counts.entry(c).or_insert(0usize) += 1;
+        n += 1;
+    }
+    counts
+        .values()
+        .map(|&k| {
+            let p = k as f64 / n as f64;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// Whether a value after a loose name looks like a key: ten characters or more, letters and
+/// digits, varied (3.5 bits a character, less for short values, whose entropy cannot reach
+/// it), and not words joined by separators (`aws_ec2_client_vpn_endpoint.id`,
+/// `2024-02-15-preview`).
+pub(crate) fn key_like(value: &str) -> bool {
+    let v = value.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '\\'));
+    let n = v.chars().count();
+    let digits = v.chars().any(|c| c.is_ascii_digit());
+    let letters = v.chars().any(|c| c.is_ascii_alphabetic());
+    let threshold = 3.5_f64.min(0.8 * (n.max(1) as f64).log2());
+    n >= 10 && digits && letters && entropy(v) >= threshold && !joined_words(v)
+}
+
+/// Words and small numbers joined by `_`, `.`, `-` or `/`, one of them a word of three letters
+/// or more: a name or a version, not a key.
+fn joined_words(v: &str) -> bool {
+    static WORD: LazyLock<Regex> = LazyLock::new(|| {
+        #[expect(clippy::expect_used, reason = "a constant pattern, tested")]
+        let regex = Regex::new(r"^(?:[a-z]+[0-9]{0,2}|[0-9]{1,4})$").expect("the word pattern");
+        regex
+    });
+    let parts: Vec<&str> = v
+        .split(['_', '.', '-', '/'])
+        .filter(|p| !p.is_empty())
+        .collect();
+    parts.len() >= 2
+        && parts.iter().all(|p| WORD.is_match(p))
+        && parts
+            .iter()
+            .any(|p| p.len() >= 3 && p.chars().all(|c| c.is_ascii_lowercase()))
+}
+
 /// Whether an assigned value is plainly a placeholder, not a secret: empty, one character
-/// repeated (`xxxxxx`, `******`), a template (`<token>`, `${TOKEN}`, `{{ token }}`,
-/// `%(token)s`, `$TOKEN`), a reference to where the secret lives (`process.env.X`,
-/// `os.environ[...]`), an example in words only (`EXAMPLE`, `your_token_here`, `changeme`) or a
-/// literal (`null`, `true`). (A marker already there, `[REDACTED…]`, is redacted again by the
-/// live path, as recorded runs were; the scrubber passes it over.)
+/// repeated (`xxxxxx`, `******`) or filler ([`low_variety`]), a template (`<token>`,
+/// `${TOKEN}`, `{{ token }}`, `%(token)s`, `$TOKEN`, `[PASSWORD]`, `%TOKEN%`), a reference to
+/// where the secret lives (`process.env.X`, `os.environ[...]`), an example in words only
+/// (`EXAMPLE`, `your_token_here`, `changeme`), the name of what it stands for (`password`,
+/// `token`, `test`) or a literal (`null`, `true`). (A marker already there, `[REDACTED…]`, is
+/// redacted again by the live path, as recorded runs were; the scrubber passes it over.)
 pub(crate) fn is_placeholder(value: &str) -> bool {
     let v = value
-        .trim_matches(|c| c == '"' || c == '\'' || c == '`')
+        .trim_matches(|c| c == '"' || c == '\'' || c == '`' || c == '\\')
         .trim();
     if v.is_empty() {
         return true;
     }
     let mut chars = v.chars();
     let first = chars.next().unwrap_or(' ');
-    if chars.all(|c| c == first) {
+    if chars.all(|c| c == first) || low_variety(v) || masked(v) {
         return true;
     }
+    let quoted = value.trim_start().starts_with(['"', '\'', '`']);
     let lower = v.to_ascii_lowercase();
     let templated = (v.starts_with('<') && v.ends_with('>'))
+        || (v.starts_with('[') && v.ends_with(']'))
+        || (v.starts_with('{') && v.ends_with('}'))
+        || v.starts_with("$(")
+        || (value.trim_start().starts_with('`') && v.contains(' '))
+        || (v.starts_with('%') && v.ends_with('%') && v.len() > 2)
         || v.starts_with("${")
         || v.starts_with("{{")
         || v.starts_with("%(")
@@ -269,12 +241,29 @@ pub(crate) fn is_placeholder(value: &str) -> bool {
             && v[1..]
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_'));
-    let referenced = ["process.env", "os.environ", "os.getenv", "env(", "getenv("]
-        .iter()
-        .any(|r| lower.starts_with(r));
+    // Another variable's name, unquoted: a path (`var.db_password`) or a constant
+    // (`ACCESS_TOKEN`).
+    let variable = !quoted
+        && (v.split('.').count() >= 2
+            && v.split('.').all(|p| {
+                p.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                    && p.chars().all(|c| c.is_ascii_alphabetic() || c == '_')
+            })
+            || (v.contains('_')
+                && v.chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())));
+    let referenced = variable
+        || ["process.env", "os.environ", "os.getenv", "env(", "getenv("]
+            .iter()
+            .any(|r| lower.starts_with(r));
     let literal = matches!(
         lower.as_str(),
-        "null" | "none" | "nil" | "true" | "false" | "undefined" | "required" | "optional"
+        "null" | "none" | "nil" | "true" | "false" | "undefined" | "required" | "optional" | "new"
+    );
+    // The name of what the value stands for, as documentation writes it (`curl -u user:pass`).
+    let named = matches!(
+        lower.trim_matches(['<', '>', '[', ']', '{', '}']),
+        "password" | "passwd" | "pass" | "pwd" | "secret" | "token" | "test" | "apikey"
     );
     // Words only (`EXAMPLE_KEY`, `your-token-here`): a value with digits or symbols beside
     // such a word (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`) is kept a secret, failing closed.
@@ -303,9 +292,47 @@ pub(crate) fn is_placeholder(value: &str) -> bool {
         ]
         .iter()
         .any(|p| lower.contains(p));
-    templated || referenced || literal || example
+    templated || referenced || literal || named || example
 }
 
+/// The values of a Kubernetes `Secret`'s `data:` (base64, one a line, or a block scalar on the
+/// next line), when the text declares `kind: Secret`: named for nothing, they are secrets by
+/// where they are. Byte ranges, in order.
+pub(crate) fn kubernetes_secret_values(text: &str) -> Vec<(usize, usize)> {
+    static KIND: LazyLock<Regex> = LazyLock::new(|| {
+        #[expect(clippy::expect_used, reason = "a constant pattern, tested")]
+        let regex = Regex::new(r#"(?im)^[ \t]*kind:[ \t]*["']?secret["']?[ \t]*$"#)
+            .expect("the kind pattern");
+        regex
+    });
+    static VALUE: LazyLock<Regex> = LazyLock::new(|| {
+        #[expect(clippy::expect_used, reason = "a constant pattern, tested")]
+        let regex = Regex::new(
+            r#"(?m)^[ \t]+[A-Za-z0-9_.-]+:[ \t]*(?:[|>][-+]?[ \t]*\r?\n[ \t]+)?["']?([A-Za-z0-9+/]{10,}={0,2})["']?[ \t]*\r?$"#,
+        )
+        .expect("the value pattern");
+        regex
+    });
+    if !KIND.is_match(text) {
+        return Vec::new();
+    }
+    VALUE
+        .captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .filter(|m| {
+            let v = m.as_str();
+            // Base64 of something: padded, or with digits or both cases, not a plain word.
+            v.ends_with('=')
+                || (v.chars().any(|c| c.is_ascii_digit())
+                    && v.chars().any(|c| c.is_ascii_alphabetic()))
+                || (v.chars().any(|c| c.is_ascii_uppercase())
+                    && v.chars().any(|c| c.is_ascii_lowercase())
+                    && !v[1..].chars().all(|c| c.is_ascii_lowercase()))
+        })
+        .filter(|m| !low_variety(m.as_str()))
+        .map(|m| (m.start(), m.end()))
+        .collect()
+}
 /// Zero-width characters and soft hyphens, dropped before detecting (a token split by one is
 /// still the token); non-breaking and other Unicode hyphens, read as `-`.
 pub(crate) fn unfolded(text: &str) -> Option<(String, Vec<usize>)> {

@@ -15,7 +15,9 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
+
+use super::formats::Check;
 use serde_json::Value;
 
 /// The scrubber's own rules, beside the shared table: keys known by where they are written,
@@ -63,35 +65,54 @@ const PERSONAL: [(&str, &str, usize); 4] = [
     ("high_entropy", r"[A-Za-z0-9+/=_-]{24,}", 0),
 ];
 
+/// A compiled rule: its name, pattern, the group that is the secret, and what a match must
+/// also pass.
+type Rule = (&'static str, Regex, usize, Option<Check>);
+
 /// Every rule in order (earlier rules win where two overlap): private keys, the token formats
 /// shared with the live redactor ([`super::formats::TOKENS`]), the scrubber's own keys, URL
 /// passwords (`connection_string`), the written shapes of secrets shared with the live
-/// redactor ([`super::formats::SHAPES`]), then personal data and high-entropy runs. With
-/// whether a plain placeholder is passed over.
-static COMPILED: LazyLock<Vec<(&'static str, Regex, usize, bool)>> = LazyLock::new(|| {
-    let own = |rules: &'static [(&'static str, &'static str, usize)]| {
-        rules.iter().map(|&(n, p, g)| (n, p, g, false))
+/// redactor ([`super::formats::SHAPES`]), then personal data and high-entropy runs. With what
+/// a match must also pass ([`super::formats::is_secret`]; personal data and high-entropy runs
+/// are judged below instead).
+static COMPILED: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let own = |rules: &'static [(&'static str, &'static str, usize)], check| {
+        rules.iter().map(move |&(n, p, g)| (n, p, g, check))
     };
-    std::iter::once(("private_key", super::PRIVATE_KEY, 0, false))
-        .chain(super::formats::TOKENS.iter().copied())
-        .chain(own(&OWN_KEYS))
+    let shared = |formats: &'static [super::formats::Format]| {
+        formats.iter().map(|&(n, p, g, c)| (n, p, g, Some(c)))
+    };
+    std::iter::once(("private_key", super::PRIVATE_KEY, 0, Some(Check::Format)))
+        .chain(shared(super::formats::TOKENS))
+        .chain(own(&OWN_KEYS, Some(Check::Format)))
         .chain(std::iter::once((
             "connection_string",
             super::URL_PASSWORD,
             1,
-            false,
+            Some(Check::Format),
         )))
-        .chain(super::formats::SHAPES.iter().copied())
-        .chain(own(&PERSONAL))
-        .map(|(name, pattern, group, placeholder_checked)| {
+        .chain(shared(super::formats::SHAPES))
+        .chain(own(&PERSONAL, None))
+        .map(|(name, pattern, group, check)| {
             #[expect(
                 clippy::expect_used,
                 reason = "constant patterns; `every_rule_compiles` tests them"
             )]
             let regex = Regex::new(pattern).expect("scrub patterns compile");
-            (name, regex, group, placeholder_checked)
+            (name, regex, group, check)
         })
         .collect()
+});
+
+/// Every rule's pattern in one set: one pass says which rules match at all.
+static COMPILED_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    #[expect(
+        clippy::expect_used,
+        reason = "constant patterns; `every_rule_compiles` tests them"
+    )]
+    let set = RegexSet::new(COMPILED.iter().map(|r| r.1.as_str()))
+        .expect("scrub patterns compile as a set");
+    set
 });
 
 /// Bits of Shannon entropy per character above which a long run is taken for a key.
@@ -218,13 +239,16 @@ impl Scrubber {
 /// The spans every rule finds in `text`, earlier rules first where two overlap, by start.
 fn spans_of(text: &str) -> Vec<(usize, usize, &'static str)> {
     let mut spans: Vec<(usize, usize, &'static str)> = Vec::new();
-    for (rule, regex, group, placeholder_checked) in COMPILED.iter() {
+    for index in COMPILED_SET.matches(text).into_iter() {
+        let Some((rule, regex, group, check)) = COMPILED.get(index) else {
+            continue;
+        };
         for caps in regex.captures_iter(text) {
             let Some(m) = caps.get(*group) else { continue };
             if m.as_str().starts_with("[REDACTED:") {
                 continue;
             }
-            if *placeholder_checked && super::formats::is_placeholder(m.as_str()) {
+            if check.is_some_and(|c| !super::formats::is_secret(c, m.as_str())) {
                 continue;
             }
             if *rule == "high_entropy" && !keylike(m.as_str()) {
@@ -238,6 +262,12 @@ fn spans_of(text: &str) -> Vec<(usize, usize, &'static str)> {
                 continue;
             }
             spans.push((s, e, rule));
+        }
+    }
+    // A Kubernetes `Secret`'s data values, where no rule found more.
+    for (s, e) in super::formats::kubernetes_secret_values(text) {
+        if !spans.iter().any(|&(a, b, _)| s < b && a < e) {
+            spans.push((s, e, "kubernetes_secret"));
         }
     }
     spans.sort_by_key(|&(s, _, _)| s);
