@@ -69,7 +69,7 @@ fn the_fixture_under_the_envelopes_shows_every_status() {
     assert_eq!(j["hash"].as_str().unwrap().len(), 64);
     assert!(j["tokens"].as_u64().unwrap() <= 600);
     let text = j["text"].as_str().unwrap();
-    assert!(!text.contains("AKIAIOSFODNN7EXAMPLE"), "{text}");
+    assert!(!text.contains("AKIASFUHIPUR8FUTQKVQ"), "{text}");
     assert!(!text.contains("Partner SDK"), "{text}");
 }
 

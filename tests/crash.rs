@@ -56,7 +56,7 @@ fn client(
         json!({"tool": "fs.read_file", "arguments": {"path": "src/lib.rs"}}),
         json!({"tool": "shell.rm", "arguments": {"path": "/"}}),
         json!({"tool": "net.upload"}),
-        json!({"tool": "fs.read_file", "arguments": {"path": "src/main.rs", "token": "ghp_0123456789abcdefghijklmnopqrstuvwxyz01"}}),
+        json!({"tool": "fs.read_file", "arguments": {"path": "src/main.rs", "token": "ghp_3849954504ydfzqgawjbnqkkdnqvlzilhbta88"}}),
     ];
     let url = format!("{base}/v1/runs/{run}/tool-calls");
     let mut n = 0usize;

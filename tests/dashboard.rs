@@ -457,7 +457,7 @@ fn an_approval_given_in_the_dashboard_releases_the_waiting_call_at_once() {
         ),
     );
     assert_eq!(status, 201, "{body}");
-    let secret = "AKIAABCDEFGHIJKLMNOP";
+    let secret = "AKIAPYDATUTGFKRXITKP";
     let call = serde_json::json!({"tool": "shell.exec",
                                   "arguments": {"cmd": "make test", "env": {"AWS_KEY": secret}}});
     let (status, gated) = gw.call("POST", "/v1/runs/ui-approve/tool-calls", Some(&call));

@@ -97,7 +97,7 @@ fn the_openai_client_agent_is_governed_and_recorded() {
         output.contains("[REDACTED:org-baseline/secrets-redacted]"),
         "{output}"
     );
-    assert!(!output.contains("AKIAABCDEFGHIJKLMNOP"), "{output}");
+    assert!(!output.contains("AKIAPYDATUTGFKRXITKP"), "{output}");
     assert!(output.contains("model gpt-5: denied"), "{output}");
     assert!(output.contains("tool shell.rm: deny"), "{output}");
     assert!(

@@ -53,7 +53,7 @@ fn a_fixture_run_becomes_a_case_in_one_command_and_runs_as_a_junit_suite() {
             .join("regressions/fixtures/run-forbidden-tool-pool-exhaustion.json"),
     )
     .unwrap();
-    for secret in ["AKIAIOSFODNN7EXAMPLE", "Xk3r9tQe2mZwq7"] {
+    for secret in ["AKIASFUHIPUR8FUTQKVQ", "Xk3r9tQe2mZwq7"] {
         assert!(
             !bundle.contains(secret),
             "{secret} is in the committed fixture"
@@ -311,7 +311,7 @@ fn the_api_makes_runs_versions_and_keeps_the_history_of_cases() {
         !made["yaml"]
             .as_str()
             .unwrap()
-            .contains("AKIAIOSFODNN7EXAMPLE")
+            .contains("AKIASFUHIPUR8FUTQKVQ")
     );
     // The same id again is a conflict; nothing new is stored.
     let (status, err) = gw.call(

@@ -105,7 +105,7 @@ def main():
         model="gpt-4.1-mini",
         messages=[
             {"role": "system", "content": "You fix bugs in the api repository."},
-            {"role": "user", "content": "Deploy key is AKIAABCDEFGHIJKLMNOP. Why does /users 404?"},
+            {"role": "user", "content": "Deploy key is AKIAPYDATUTGFKRXITKP. Why does /users 404?"},
         ],
     )
     say("model:", reply.choices[0].message.content)

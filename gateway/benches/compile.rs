@@ -69,7 +69,7 @@ fn items() -> Vec<CandidateItem> {
             if i % 10 == 7 {
                 item.labels = vec!["secret".into()];
                 if let Some(c) = item.content.as_mut() {
-                    c.push_str(" key AKIAIOSFODNN7EXAMPLE end");
+                    c.push_str(" key AKIASFUHIPUR8FUTQKVQ end");
                 }
             }
             if i % 4 == 0 {

@@ -239,7 +239,8 @@ static SECRET_FIELD: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether `value` is the secret of a field named for one (`{"password": "hunter2-prod"}`:
 /// scanned alone, the value looks like any word). A placeholder is not.
 fn secret_field(key: &str, value: &Value) -> bool {
-    matches!(value, Value::String(s) if !formats::is_placeholder(s)) && SECRET_FIELD.is_match(key)
+    matches!(value, Value::String(s) if !formats::is_placeholder(s) && !formats::filler(s))
+        && SECRET_FIELD.is_match(key)
 }
 
 /// Whether a detector finds a secret in any string or key of `v`, or a field named for a
@@ -342,24 +343,24 @@ mod tests {
                 "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
             ),
             (
-                "rk_test_51H8mXhAbCdEfGhIjKlMnOp",
+                "rk_test_01E5fLxIhJtApOtMsJxIhYb",
                 "stripe_key",
-                "rk_test_51H8mXhAbCdEfGhIjKlMnOp",
+                "rk_test_01E5fLxIhJtApOtMsJxIhYb",
             ),
             (
-                "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+                "AIzaSyG3911096850enaceobyasygzrhvdklczx",
                 "gcp_api_key",
-                "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+                "AIzaSyG3911096850enaceobyasygzrhvdklczx",
             ),
             (
-                "glpat-xxxxxxxxxxxxxxxxxxxx",
+                "glpat-lqvjrmmfvdbluxvrdcec",
                 "gitlab_token",
-                "glpat-xxxxxxxxxxxxxxxxxxxx",
+                "glpat-lqvjrmmfvdbluxvrdcec",
             ),
             (
-                "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+                "npm_kzkfdfwktjtfyxlnnzkulysvqb0371491913",
                 "npm_token",
-                "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+                "npm_kzkfdfwktjtfyxlnnzkulysvqb0371491913",
             ),
             (
                 "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmN",
@@ -392,7 +393,7 @@ mod tests {
 
     #[test]
     fn json_arguments_are_redacted_string_by_string_and_stay_json() {
-        let arguments = r#"{"cmd": "ls", "auth": {"api_key": "sk-abcdefghijklmnopqrstu"}}"#;
+        let arguments = r#"{"cmd": "ls", "auth": {"api_key": "sk-qgeidfnqeezprookuxhaa"}}"#;
         assert!(arguments_hold_secret(arguments));
         let (redacted, spans) = redact_arguments(arguments, "r");
         assert_eq!(spans, 1);
@@ -405,7 +406,7 @@ mod tests {
 
     #[test]
     fn arguments_that_are_not_json_are_redacted_as_text_and_clean_ones_kept() {
-        let (redacted, spans) = redact_arguments("deploy AKIAABCDEFGHIJKLMNOP now", "r");
+        let (redacted, spans) = redact_arguments("deploy AKIAPYDATUTGFKRXITKP now", "r");
         assert_eq!((redacted.as_str(), spans), ("deploy [REDACTED:r] now", 1));
         for clean in [r#"{"cmd": "ls"}"#, "not json", ""] {
             assert!(!arguments_hold_secret(clean));

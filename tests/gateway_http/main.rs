@@ -192,7 +192,7 @@ fn a_denied_tool_a_redacted_secret_and_an_approved_call_are_in_the_decisions() {
         "POST",
         "/v1/chat/completions",
         Some(&json!({"model": "gpt-4.1-mini", "messages": [
-            {"role": "user", "content": "the key is AKIAABCDEFGHIJKLMNOP, deploy"}]})),
+            {"role": "user", "content": "the key is AKIAPYDATUTGFKRXITKP, deploy"}]})),
         &[
             ("Authorization", &format!("Bearer {}", gw.token)),
             ("X-Tollgate-Run", "e2e-1"),
@@ -285,7 +285,7 @@ fn a_denied_tool_a_redacted_secret_and_an_approved_call_are_in_the_decisions() {
     assert_eq!(status, 422);
     // The recorded run holds no secret and its chain is intact.
     let out = gw.tollgate(&["runs", "export", "e2e-1"]);
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("AKIAABCDEFGHIJKLMNOP"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("AKIAPYDATUTGFKRXITKP"));
     let verify = gw.tollgate(&["runs", "verify", "e2e-1"]);
     assert!(verify.status.success(), "{}", support::stdout(&verify));
 }

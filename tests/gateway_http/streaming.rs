@@ -177,7 +177,7 @@ fn next_chunk(reader: &mut impl std::io::BufRead) -> serde_json::Value {
 fn chat_request(stream: bool) -> serde_json::Value {
     json!({"model": "gpt-4.1-mini", "stream": stream,
            "stream_options": {"include_usage": true},
-           "messages": [{"role": "user", "content": "the key is AKIAABCDEFGHIJKLMNOP, deploy"}]})
+           "messages": [{"role": "user", "content": "the key is AKIAPYDATUTGFKRXITKP, deploy"}]})
 }
 
 /// The run's events as exported, each without what differs between two calls of the same
@@ -548,11 +548,11 @@ fn tool_calls_reach_the_client_whole_and_streamed_and_their_results_reach_the_up
         {"role": "user", "content": "list the files"},
         {"role": "assistant", "content": null, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "run_shell",
-             "arguments": "{\"cmd\": \"ls -la\", \"env\": \"AWS_KEY AKIAABCDEFGHIJKLMNOP\"}"}},
+             "arguments": "{\"cmd\": \"ls -la\", \"env\": \"AWS_KEY AKIAPYDATUTGFKRXITKP\"}"}},
             {"id": "call_2", "type": "function",
              "function": {"name": "run_shell", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "README.md"},
-        {"role": "tool", "tool_call_id": "call_2", "content": "key sk-proj-abcdefghijklmnopqrstuv"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "key sk-proj-capmmyyldvharuoxkwfpxt"},
     ]);
     let (status, answer) = gw.call_with(
         "POST",
@@ -603,7 +603,7 @@ fn tool_calls_reach_the_client_whole_and_streamed_and_their_results_reach_the_up
             .starts_with("key [REDACTED:"),
         "{sent}"
     );
-    for secret in ["AKIAABCDEFGHIJKLMNOP", "sk-proj-abcdefghijklmnopqrstuv"] {
+    for secret in ["AKIAPYDATUTGFKRXITKP", "sk-proj-capmmyyldvharuoxkwfpxt"] {
         assert!(!bodies[2].to_string().contains(secret), "{}", bodies[2]);
     }
 
@@ -611,7 +611,7 @@ fn tool_calls_reach_the_client_whole_and_streamed_and_their_results_reach_the_up
     let export = gw.tollgate(&["runs", "export", "e2e-tools"]);
     let export = String::from_utf8(export.stdout).unwrap();
     assert!(export.contains("call_2"));
-    for secret in ["AKIAABCDEFGHIJKLMNOP", "sk-proj-abcdefghijklmnopqrstuv"] {
+    for secret in ["AKIAPYDATUTGFKRXITKP", "sk-proj-capmmyyldvharuoxkwfpxt"] {
         assert!(!export.contains(secret), "{secret} recorded");
     }
     let replay = gw.tollgate(&["replay", "exact", "e2e-tools"]);

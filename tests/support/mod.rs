@@ -110,17 +110,7 @@ impl Gateway {
 
     /// Starts a gateway with extra environment variables and `serve` arguments.
     pub fn start_args(envs: &[(&str, &str)], args: &[&str]) -> Gateway {
-        let dir = TempDir::new("gateway");
-        let token = "test-token-0123456789".to_string();
-        let (child, base, dashboard_url, log) = spawn_serve(dir.path(), &token, envs, args);
-        Gateway {
-            child,
-            base,
-            token,
-            dir,
-            dashboard_url,
-            log,
-        }
+        Gateway::start_in(TempDir::new("gateway"), envs, args)
     }
 
     /// Starts a gateway in `dir`, on the store already there (made by `tollgate` commands run

@@ -145,7 +145,7 @@ fn the_fixture_shows_every_status() {
         ctx.text
             .contains("[REDACTED:org-baseline/secrets-redacted]")
     );
-    assert!(!ctx.text.contains("AKIAIOSFODNN7EXAMPLE"));
+    assert!(!ctx.text.contains("AKIASFUHIPUR8FUTQKVQ"));
     assert!(!ctx.text.contains("Partner SDK"));
     assert!(ctx.text.contains(
         "<item id=\"doc-runbook\" kind=\"doc\" form=\"reference\">\ndocs/runbook.md\n</item>\n"
@@ -432,10 +432,10 @@ fn an_item_cannot_close_its_block_or_forge_attributes() {
 #[test]
 fn a_redacted_item_shown_as_its_summary_has_its_summary_redacted() {
     // A detectable key keeps the rest of the content, too long for the budget.
-    let content = format!("{}AKIAIOSFODNN7EXAMPLE", "deploy notes ".repeat(50));
+    let content = format!("{}AKIASFUHIPUR8FUTQKVQ", "deploy notes ".repeat(50));
     let mut i = item("keys", ItemKind::Doc, &content);
     i.labels = vec!["secret".into()];
-    i.summary = Some("uses sk-abcdefghijklmnopqrstu for deploys".into());
+    i.summary = Some("uses sk-qgeidfnqeezprookuxhaa for deploys".into());
     let mut input = CompileInput::new(vec![i]);
     input.settings.tokenizer = BYTES4.into();
     input.settings.budget = 60;
@@ -483,12 +483,12 @@ fn check_redaction(text: &str, expected: &str, detectors: &[&str]) {
 fn each_detector_finds_its_secret() {
     let m = "[REDACTED:r]";
     check_redaction(
-        "key: sk-proj-abcdefghijklmnop1234 end",
+        "key: sk-proj-pbwctxjoinqnipty7606 end",
         &format!("key: {m} end"),
         &["openai_key"],
     );
     check_redaction(
-        "id AKIAIOSFODNN7EXAMPLE.",
+        "id AKIASFUHIPUR8FUTQKVQ.",
         &format!("id {m}."),
         &["aws_access_key"],
     );
@@ -518,11 +518,11 @@ fn each_detector_finds_its_secret() {
         &["assignment"],
     );
     check_redaction(
-        "TOKEN: xoxb-1234567890-abc",
+        "TOKEN: xoxb-7615724301-ffmQ7kd2",
         &format!("TOKEN: {m}"),
         &["slack_token"],
     );
-    check_redaction("ghp_abcdefghijklmnopqrstuvwxyz0123", m, &["github_token"]);
+    check_redaction("ghp_kpfneyhdzeqnesqczmdsqomasd7738", m, &["github_token"]);
     check_redaction("nothing to see", m, &[secrets::WHOLE]);
     check_redaction("", "", &[]);
 }

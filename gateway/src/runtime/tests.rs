@@ -85,7 +85,7 @@ fn a_run_records_the_governing_envelope_versions_and_replays_without_drift() {
     assert_eq!(view.run.envelopes, ["coding-agent@2", "org-baseline@1"]);
     let mut item = CandidateItem::new("f1", ItemKind::File, "fn main() {}");
     item.scope = "org:acme/repo:api".into();
-    let mut secret = CandidateItem::new("env", ItemKind::File, "AWS_KEY=AKIAABCDEFGHIJKLMNOP");
+    let mut secret = CandidateItem::new("env", ItemKind::File, "AWS_KEY=AKIAPYDATUTGFKRXITKP");
     secret.scope = "org:acme/repo:api".into();
     secret.labels = vec!["secret".into()];
     let answer = rt
@@ -276,7 +276,7 @@ fn secrets_in_arguments_are_redacted_and_never_recorded() {
     let clock = ManualClock::new(START_MS);
     let rt = runtime(&dir, &clock);
     open(&rt, "r1");
-    let key = "sk-abcdefghijklmnopqrstuvwxyz";
+    let key = "sk-pjayvazapjtkkqexkdkmpyoigc";
     let a = rt
         .tool_call(
             "r1",
@@ -473,7 +473,7 @@ fn tool_decision_event_is_canonical_and_typed() {
         ("net.raw", json!({})),
         (
             "fs.write_file",
-            json!({"path": "x", "body": "AKIAABCDEFGHIJKLMNOP"}),
+            json!({"path": "x", "body": "AKIAPYDATUTGFKRXITKP"}),
         ),
     ] {
         rt.tool_call("r1", call(tool, args)).unwrap();
@@ -576,7 +576,7 @@ fn a_streamed_call_records_what_a_completed_call_records() {
         model: "gpt-4.1-mini".into(),
         messages: vec![ChatMessage::new(
             "user",
-            "the key is AKIAABCDEFGHIJKLMNOP, summarise the repo",
+            "the key is AKIAPYDATUTGFKRXITKP, summarise the repo",
         )],
         ..Default::default()
     };

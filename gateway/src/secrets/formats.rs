@@ -120,8 +120,16 @@ pub(crate) const SHAPES: &[Format] = &[
     ),
 ];
 
-/// Whether `value`, found by a format checked by `check`, is a secret.
+/// Whether `value`, found by a format checked by `check`, is a secret on the live path: as
+/// [`is_secret_strictly`], and not [`filler`].
 pub(crate) fn is_secret(check: Check, value: &str) -> bool {
+    is_secret_strictly(check, value) && !filler(value)
+}
+
+/// The fixture scrubber's judgement: filler in a token's place is kept a secret, since a
+/// fixture loses nothing by it and public scanners' own true positives hold such tokens
+/// (`12345678-ABCD-ABCD-ABCD-1234567890AB` as a Snyk token).
+pub(crate) fn is_secret_strictly(check: Check, value: &str) -> bool {
     match check {
         Check::Format => !masked(value),
         Check::Placeholder => !is_placeholder(value),
@@ -129,10 +137,111 @@ pub(crate) fn is_secret(check: Check, value: &str) -> bool {
     }
 }
 
+/// Filler where a token's random part belongs, as documentation, tests and examples write it
+/// (`glpat-xxxxxxxx-xxxx`, `glc_1111…`, `sgp_5555555dAAAAA7777777…`, `sk_abcdefghijklmno…`,
+/// `ls__0123456789abcdef…`, `GR13489411231231231231…`, `AKIAIOSFODNN7EXAMPLE`,
+/// `xoxe.xoxp-1-RANDOMSTRINGHERE`): [`low_variety`]; more than 60% of it in runs of four or
+/// more of one character; eight or more characters counting up or down (`abcdefgh`,
+/// `klmnopqr`, `01234567`, case aside); a stretch of 12 or more repeating with a period of
+/// two to four (`123123123123`); or a word documentation puts there (`EXAMPLE`,
+/// `RANDOMSTRING`, `…TokenHere`). A random token does any of these with odds below one in a
+/// million (a run of eight counting up among 62 characters: 62⁻⁷ a position), so the real
+/// tokens of the public scanners' samples stay secrets (`xoxa-2-511111111-31111111111-…`,
+/// its ones short of 60%).
+pub(crate) fn filler(value: &str) -> bool {
+    let cs: Vec<char> = value
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if cs.is_empty() {
+        return false;
+    }
+    low_variety(value) || mostly_runs(&cs) || counting(&cs) >= 8 || periodic(&cs) || worded(value)
+}
+
+/// More than 60% of `cs` in runs of four or more of one character.
+fn mostly_runs(cs: &[char]) -> bool {
+    let mut in_runs = 0;
+    let mut i = 0;
+    while i < cs.len() {
+        let j = cs[i..].iter().take_while(|&&c| c == cs[i]).count();
+        if j >= 4 {
+            in_runs += j;
+        }
+        i += j;
+    }
+    in_runs * 10 > cs.len() * 6
+}
+
+/// The longest stretch of `cs` counting up or down by one (`abcd`, `6543`), within letters or
+/// within digits.
+fn counting(cs: &[char]) -> usize {
+    let step = |a: char, b: char| {
+        let same_class = a.is_ascii_digit() == b.is_ascii_digit();
+        let d = b as i32 - a as i32;
+        if same_class && (d == 1 || d == -1) {
+            d
+        } else {
+            0
+        }
+    };
+    let (mut longest, mut len, mut dir) = (1, 1, 0);
+    for w in cs.windows(2) {
+        let d = step(w[0], w[1]);
+        if d != 0 && (d == dir || len == 1) {
+            len += 1;
+        } else if d != 0 {
+            len = 2;
+        } else {
+            len = 1;
+        }
+        dir = d;
+        longest = longest.max(len);
+    }
+    longest
+}
+
+/// A stretch of 12 or more characters of `cs` repeating a unit of two to four characters, not
+/// all one (`123123…`, `x9kx9k…`; a run of one character is [`mostly_runs`]' to judge).
+fn periodic(cs: &[char]) -> bool {
+    (2..=4).any(|p| {
+        let mut same = 0;
+        (p..cs.len()).any(|i| {
+            same = if cs[i] == cs[i - p] { same + 1 } else { 0 };
+            let start = (i + 1).saturating_sub(same + p);
+            same + p >= 12 && cs[start..start + p].iter().any(|&c| c != cs[start])
+        })
+    })
+}
+
+/// A word documentation puts where a token's random part belongs.
+fn worded(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    let here = lower.ends_with("here")
+        && ["token", "key", "secret", "string", "password"]
+            .iter()
+            .any(|w| lower.contains(w));
+    here || [
+        "example",
+        "placeholder",
+        "randomstring",
+        "yourtoken",
+        "your_token",
+        "yourkey",
+        "yourapikey",
+        "redacted",
+        "dummy",
+        "changeme",
+        "notreal",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
 /// A token of a known format written out masked, as documentation does: six `X`, `*` or `#`
 /// in a row (`AKIAXXXXXXXXXXXXXXXX`, `glpat-XXXXXXXXXXX-XXXXXXXX`, `xoxp-…-####…`). Other
-/// filler in a token's format (`glpat-xxxxxxxxxxxxxxxxxxxx`, `npm_abcdefghij…`) stays a secret:
-/// the injection corpus sends such tokens, and they must not reach the model.
+/// filler is [`filler`].
 pub(crate) fn masked(value: &str) -> bool {
     ["XXXXXX", "******", "######"]
         .iter()
@@ -189,11 +298,13 @@ pub(crate) fn key_like(value: &str) -> bool {
 }
 
 /// Words and small numbers joined by `_`, `.`, `-` or `/`, one of them a word of three letters
-/// or more: a name or a version, not a key.
+/// or more: a name or a version (`external-secrets.io/v1beta1`), not a key.
 fn joined_words(v: &str) -> bool {
     static WORD: LazyLock<Regex> = LazyLock::new(|| {
         #[expect(clippy::expect_used, reason = "a constant pattern, tested")]
-        let regex = Regex::new(r"^(?:[a-z]+[0-9]{0,2}|[0-9]{1,4})$").expect("the word pattern");
+        let regex =
+            Regex::new(r"^(?:[a-z]+[0-9]{0,2}(?:(?:alpha|beta|rc)[0-9]{0,2})?|[0-9]{1,4})$")
+                .expect("the word pattern");
         regex
     });
     let parts: Vec<&str> = v
@@ -224,6 +335,14 @@ pub(crate) fn is_placeholder(value: &str) -> bool {
     let mut chars = v.chars();
     let first = chars.next().unwrap_or(' ');
     if chars.all(|c| c == first) || low_variety(v) || masked(v) {
+        return true;
+    }
+    // A short value counting up (`abc`, `1234`): a stand-in.
+    let alnum: Vec<char> = v.chars().map(|c| c.to_ascii_lowercase()).collect();
+    if alnum.len() >= 3
+        && alnum.iter().all(char::is_ascii_alphanumeric)
+        && counting(&alnum) == alnum.len()
+    {
         return true;
     }
     let quoted = value.trim_start().starts_with(['"', '\'', '`']);
@@ -264,9 +383,23 @@ pub(crate) fn is_placeholder(value: &str) -> bool {
     let named = matches!(
         lower.trim_matches(['<', '>', '[', ']', '{', '}']),
         "password" | "passwd" | "pass" | "pwd" | "secret" | "token" | "test" | "apikey"
-    );
-    // Words only (`EXAMPLE_KEY`, `your-token-here`): a value with digits or symbols beside
-    // such a word (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`) is kept a secret, failing closed.
+    ) || lower.split(['-', '_', '.']).all(|w| {
+        matches!(
+            w,
+            "api"
+                | "key"
+                | "token"
+                | "secret"
+                | "password"
+                | "access"
+                | "private"
+                | "auth"
+                | "client"
+                | "id"
+        )
+    });
+    // Words only (`EXAMPLE_KEY`, `your-token-here`); with digits or symbols beside them, only
+    // the words of [`filler`] (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`).
     let wordy = v
         .chars()
         .all(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '-' | '.' | ' '));
@@ -308,7 +441,7 @@ pub(crate) fn kubernetes_secret_values(text: &str) -> Vec<(usize, usize)> {
     static VALUE: LazyLock<Regex> = LazyLock::new(|| {
         #[expect(clippy::expect_used, reason = "a constant pattern, tested")]
         let regex = Regex::new(
-            r#"(?m)^[ \t]+[A-Za-z0-9_.-]+:[ \t]*(?:[|>][-+]?[ \t]*\r?\n[ \t]+)?["']?([A-Za-z0-9+/]{10,}={0,2})["']?[ \t]*\r?$"#,
+            r#"(?m)^[ \t]+([A-Za-z0-9_.-]+):[ \t]*(?:[|>][-+]?[ \t]*\r?\n[ \t]+)?["']?([A-Za-z0-9+/]{10,}={0,2})["']?[ \t]*\r?$"#,
         )
         .expect("the value pattern");
         regex
@@ -318,7 +451,14 @@ pub(crate) fn kubernetes_secret_values(text: &str) -> Vec<(usize, usize)> {
     }
     VALUE
         .captures_iter(text)
-        .filter_map(|c| c.get(1))
+        // The manifest's own fields (`kind: ReplicationController` of the next document).
+        .filter(|c| {
+            !matches!(
+                c.get(1).map(|k| k.as_str()),
+                Some("kind" | "name" | "apiVersion" | "namespace" | "type" | "generateName")
+            )
+        })
+        .filter_map(|c| c.get(2))
         .filter(|m| {
             let v = m.as_str();
             // Base64 of something: padded, or with digits or both cases, not a plain word.

@@ -73,7 +73,7 @@ type Rule = (&'static str, Regex, usize, Option<Check>);
 /// shared with the live redactor ([`super::formats::TOKENS`]), the scrubber's own keys, URL
 /// passwords (`connection_string`), the written shapes of secrets shared with the live
 /// redactor ([`super::formats::SHAPES`]), then personal data and high-entropy runs. With what
-/// a match must also pass ([`super::formats::is_secret`]; personal data and high-entropy runs
+/// a match must also pass ([`super::formats::is_secret_strictly`]; personal data and high-entropy runs
 /// are judged below instead).
 static COMPILED: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     let own = |rules: &'static [(&'static str, &'static str, usize)], check| {
@@ -118,30 +118,11 @@ static COMPILED_SET: LazyLock<RegexSet> = LazyLock::new(|| {
 /// Bits of Shannon entropy per character above which a long run is taken for a key.
 const ENTROPY_BITS: f64 = 4.0;
 
-fn entropy(text: &str) -> f64 {
-    let mut counts: HashMap<char, usize> = HashMap::new();
-    let mut n = 0usize;
-    for c in text.chars() {
-        *counts.entry(c).or_default() += 1;
-        n += 1;
-    }
-    if n == 0 {
-        return 0.0;
-    }
-    counts
-        .values()
-        .map(|&k| {
-            let p = k as f64 / n as f64;
-            -p * p.log2()
-        })
-        .sum()
-}
-
 /// Whether a long run looks like a key: high entropy, letters and digits mixed.
 fn keylike(run: &str) -> bool {
     let digits = run.chars().any(|c| c.is_ascii_digit());
     let letters = run.chars().any(|c| c.is_ascii_alphabetic());
-    digits && letters && entropy(run) >= ENTROPY_BITS
+    digits && letters && super::formats::entropy(run) >= ENTROPY_BITS
 }
 
 /// Whether `text[start..end]` is a whole token (nothing word-like right after it) with ten
@@ -248,7 +229,7 @@ fn spans_of(text: &str) -> Vec<(usize, usize, &'static str)> {
             if m.as_str().starts_with("[REDACTED:") {
                 continue;
             }
-            if check.is_some_and(|c| !super::formats::is_secret(c, m.as_str())) {
+            if check.is_some_and(|c| !super::formats::is_secret_strictly(c, m.as_str())) {
                 continue;
             }
             if *rule == "high_entropy" && !keylike(m.as_str()) {

@@ -12,8 +12,8 @@ pub(crate) fn fixture(name: &str) -> RunFile {
 
 const RUNBOOK_SECRETS: [&str; 3] = [
     "Xk3r9tQe2mZwq7",
-    "AKIAIOSFODNN7EXAMPLE",
-    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AKIASFUHIPUR8FUTQKVQ",
+    "pOjvuCJnjQPBX/T6IKRYV/hDbKjgCXLDUKYHQIKA",
 ];
 
 #[test]
@@ -96,7 +96,7 @@ fn a_secret_put_into_a_bundle_is_found_by_the_rescan() {
     let run = fixture("03-flaky-webhook-retry");
     let mut bundle = cut(&run, Some(2)).unwrap();
     bundle.run.run.metadata["leak"] =
-        serde_json::json!("token ghp_0123456789abcdefghijABCDEFGHIJ0123");
+        serde_json::json!("token ghp_7147415695xfmewjewfoZZLLJYJJKV9042");
     let err = check(&bundle).unwrap_err().to_string();
     assert!(err.contains("$.run.run.metadata.leak"), "{err}");
     assert!(err.contains("`ghp_"), "{err}");

@@ -15,7 +15,7 @@ fn a_secret_in_any_field_of_a_chat_request_is_redacted_before_it_leaves_and_neve
     let dir = Dir::new("chat-fields");
     let rt = runtime(&dir, &ManualClock::new(START_MS));
     open(&rt, "r1");
-    let key = "AKIAABCDEFGHIJKLMNOP";
+    let key = "AKIAPYDATUTGFKRXITKP";
     let token = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
     let mut assistant = ChatMessage::new("assistant", "");
     assistant.tool_calls = vec![ToolCall {

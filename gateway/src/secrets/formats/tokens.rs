@@ -36,7 +36,7 @@ pub(crate) const TOKENS: &[Format] = &[
     ),
     (
         "slack_token",
-        r"(?:xoxe\.)?xox[abposre]-\d+-[A-Za-z0-9-]{3,}|xox[ar]-[A-Za-z0-9]{10,48}\b|xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+",
+        r"(?:xoxe\.)?xox[abposre]-\d+-[A-Za-z0-9-]{8,}|xox[ar]-[A-Za-z0-9]{10,48}\b|xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+",
         0,
         Check::Format,
     ),
