@@ -18,6 +18,7 @@ mod db_cmd;
 mod envelope_arg;
 mod handoff_cmd;
 mod jobs_cmd;
+mod mcp_cmd;
 mod memory_cmd;
 mod packs_cmd;
 mod policy_cmd;
@@ -104,6 +105,10 @@ enum Command {
     Tokens(tokens_cmd::TokensCommand),
     /// What approvers and admins did, newest first.
     Audit(tokens_cmd::AuditArgs),
+    /// The MCP gateway: `tollgate mcp proxy --config FILE` is the MCP server a client
+    /// launches in front of its servers; `check` reads a configuration.
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
     /// Demo data: `tollgate demo seed` opens demo cases of the intake_review pack.
     #[command(subcommand)]
     Demo(DemoCommand),
@@ -141,6 +146,7 @@ fn main() -> ExitCode {
         Command::Cases(cmd) => cases_cmd::run(cmd),
         Command::Tokens(cmd) => tokens_cmd::run(cmd),
         Command::Audit(args) => tokens_cmd::audit_log(args),
+        Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Demo(DemoCommand::Seed { json }) => cases_cmd::seed(json),
     };
     match result {

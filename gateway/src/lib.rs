@@ -16,6 +16,7 @@ pub mod handoff;
 pub mod http;
 pub mod job_kinds;
 pub mod jobs;
+pub mod mcp;
 pub mod memory;
 pub mod packs;
 pub mod policy;

@@ -15,6 +15,7 @@ mod compile;
 mod decisions;
 mod handoffs;
 mod implicit;
+mod listing;
 mod pins;
 mod policies;
 mod runs;

@@ -259,6 +259,11 @@ pub(crate) struct ToolCallOutcome {
 }
 
 impl ToolCallOutcome {
+    /// What the agent must do.
+    pub(crate) fn effect(&self) -> DecisionEffect {
+        self.effect
+    }
+
     fn executes(&self) -> bool {
         matches!(self.effect, DecisionEffect::Allow | DecisionEffect::Redact)
     }

@@ -1,0 +1,16 @@
+//! The MCP gateway (issue 34): an agent's MCP client talks to Tollgate as it would to its
+//! servers. A session opens a run; the upstream servers' tools are listed as `SERVER.TOOL`,
+//! those the run's envelopes deny outright hidden; every `tools/call` is decided through the
+//! runtime like a `/v1` tool call (the same receipt, proof, rate limits and approvals) before
+//! the upstream sees it; results pass the data rules and are recorded as tool results.
+//!
+//! - `config`: the configuration file (the upstream servers, the run a session opens), checked
+//!   with line, column and help like envelopes;
+//! - `upstream`: the connections to upstream servers (children with only the environment
+//!   named, in a process group of their own);
+//! - `front`: the MCP server the client talks to (`rmcp::ServerHandler`), one per session;
+//!   `tollgate mcp proxy` serves it on stdio.
+
+pub mod config;
+pub mod front;
+pub mod upstream;

@@ -1,0 +1,472 @@
+//! The MCP gateway's configuration file (YAML or JSON): the upstream servers and the run each
+//! session opens. Checked whole, every fault with its line and column, a `did you mean` for a
+//! misspelt key, and a help line, as envelopes and contracts are.
+//!
+//! ```yaml
+//! run:
+//!   agent: coder
+//!   task: fix the flaky test
+//!   scope: org:acme/repo:api
+//!   clearance: internal            # default public
+//!   envelopes: [coding-agent]      # stored envelopes to attach (besides those attaching by agent)
+//! approval_wait_seconds: 120       # how long a call held for approval waits (default 120)
+//! call_timeout_seconds: 60         # how long an upstream may take to answer (default 60)
+//! max_result_bytes: 1048576        # larger results are cut, with a note (default 1 MiB)
+//! servers:
+//!   files:                         # tools are listed as `files.read_file`, …
+//!     command: npx
+//!     args: [-y, "@modelcontextprotocol/server-filesystem", /work/repo]
+//!     env: [PATH, HOME]            # names passed on from the host; nothing else is
+//!     cwd: /work/repo
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+use tollgate_rules::envelope::{Level, closest};
+use tollgate_rules::located::Located;
+
+/// How long a call held for approval waits for a decision, by default.
+pub const DEFAULT_APPROVAL_WAIT_SECONDS: u64 = 120;
+/// How long an upstream may take to answer a call, by default.
+pub const DEFAULT_CALL_TIMEOUT_SECONDS: u64 = 60;
+/// The largest result passed on whole, by default.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// A checked configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpConfig {
+    /// The upstream servers, in the file's order.
+    pub servers: Vec<ServerConfig>,
+    /// The run each session opens.
+    pub run: RunConfig,
+    /// Seconds a call held for approval waits.
+    pub approval_wait_seconds: u64,
+    /// Seconds an upstream may take to answer a call.
+    pub call_timeout_seconds: u64,
+    /// Bytes of a result passed on whole.
+    pub max_result_bytes: usize,
+}
+
+/// The run a session opens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// The agent.
+    pub agent: String,
+    /// The task.
+    pub task: String,
+    /// The scope path.
+    pub scope: String,
+    /// The clearance (default public).
+    pub clearance: Option<Level>,
+    /// Stored envelopes to attach.
+    pub envelopes: Vec<String>,
+}
+
+/// An upstream server: its name (the prefix of its tools' names) and how to start it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// `files` in `files.read_file`.
+    pub name: String,
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Names of the host's environment variables passed on (nothing else is).
+    pub env: Vec<String>,
+    /// Its working directory (default: the gateway's).
+    pub cwd: Option<PathBuf>,
+}
+
+/// One fault of a configuration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFault {
+    /// JSON pointer of the faulty node (`/servers/files/args`).
+    pub path: String,
+    /// Line, from 1.
+    pub line: Option<usize>,
+    /// Column, from 1.
+    pub column: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+impl std::fmt::Display for ConfigFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.path.is_empty() {
+            "the file"
+        } else {
+            &self.path
+        };
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{l}:{c}: at `{at}`: {}", self.message)?,
+            _ => write!(f, "at `{at}`: {}", self.message)?,
+        }
+        write!(f, "\n  help: {}", self.help)
+    }
+}
+
+/// Every fault of a configuration file, in document order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the MCP gateway's configuration does not read ({} fault(s)):\n{}", .0.len(), render(.0))]
+pub struct ConfigFaults(pub Vec<ConfigFault>);
+
+fn render(faults: &[ConfigFault]) -> String {
+    faults
+        .iter()
+        .map(|f| format!("  {f}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const TOP: [&str; 5] = [
+    "run",
+    "servers",
+    "approval_wait_seconds",
+    "call_timeout_seconds",
+    "max_result_bytes",
+];
+const RUN: [&str; 5] = ["agent", "task", "scope", "clearance", "envelopes"];
+const SERVER: [&str; 4] = ["command", "args", "env", "cwd"];
+
+/// Reads a configuration file's text.
+pub fn parse(text: &str) -> Result<McpConfig, ConfigFaults> {
+    let doc = Located::parse(text).map_err(|e| {
+        ConfigFaults(vec![ConfigFault {
+            path: String::new(),
+            line: Some(e.line),
+            column: Some(e.column),
+            message: e.message,
+            help: "fix the YAML or JSON syntax".into(),
+        }])
+    })?;
+    let mut c = Checker {
+        doc: &doc,
+        faults: Vec::new(),
+    };
+    let config = c.config();
+    if c.faults.is_empty()
+        && let Some(config) = config
+    {
+        return Ok(config);
+    }
+    c.faults.sort_by_key(|f| (f.line, f.column));
+    Err(ConfigFaults(c.faults))
+}
+
+struct Checker<'a> {
+    doc: &'a Located,
+    faults: Vec<ConfigFault>,
+}
+
+impl Checker<'_> {
+    fn fault(&mut self, path: &str, message: impl Into<String>, help: impl Into<String>) {
+        let (line, column) = self.doc.place(path).unzip();
+        self.faults.push(ConfigFault {
+            path: path.to_string(),
+            line,
+            column,
+            message: message.into(),
+            help: help.into(),
+        });
+    }
+
+    /// A mapping with only `known` keys; unknown ones are faults with a suggestion.
+    fn mapping<'v>(
+        &mut self,
+        value: &'v Value,
+        path: &str,
+        known: &[&str],
+        what: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        let Some(map) = value.as_object() else {
+            self.fault(
+                path,
+                format!("{what} must be a mapping"),
+                format!("write it as `key: value` lines ({})", known.join(", ")),
+            );
+            return None;
+        };
+        for key in map.keys() {
+            if !known.contains(&key.as_str()) {
+                let help = match closest(key, known) {
+                    Some(k) => format!("did you mean `{k}`?"),
+                    None => format!("{what} holds {}", known.join(", ")),
+                };
+                self.fault(
+                    &format!("{path}/{}", escape(key)),
+                    format!("unknown key `{key}` in {what}"),
+                    help,
+                );
+            }
+        }
+        Some(map)
+    }
+
+    fn text(&mut self, map: &Map<String, Value>, path: &str, key: &str) -> Option<String> {
+        let at = format!("{path}/{key}");
+        match map.get(key) {
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(Value::String(_)) => {
+                self.fault(
+                    &at,
+                    format!("`{key}` is empty"),
+                    format!("give `{key}` a value"),
+                );
+                None
+            }
+            Some(other) => {
+                self.fault(
+                    &at,
+                    format!("`{key}` must be text, not {}", kind(other)),
+                    "quote it",
+                );
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn required(&mut self, map: &Map<String, Value>, path: &str, key: &str) -> Option<String> {
+        if !map.contains_key(key) {
+            self.fault(path, format!("`{key}` is missing"), format!("add `{key}:`"));
+            return None;
+        }
+        self.text(map, path, key)
+    }
+
+    fn texts(&mut self, map: &Map<String, Value>, path: &str, key: &str) -> Vec<String> {
+        let at = format!("{path}/{key}");
+        match map.get(key) {
+            None => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        Value::String(s) => out.push(s.clone()),
+                        Value::Number(n) => out.push(n.to_string()),
+                        Value::Bool(b) => out.push(b.to_string()),
+                        other => self.fault(
+                            &format!("{at}/{i}"),
+                            format!("an item of `{key}` must be text, not {}", kind(other)),
+                            "quote it",
+                        ),
+                    }
+                }
+                out
+            }
+            Some(other) => {
+                self.fault(
+                    &at,
+                    format!("`{key}` must be a list, not {}", kind(other)),
+                    format!("write `{key}: [a, b]`"),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    fn seconds(&mut self, map: &Map<String, Value>, key: &str, default: u64, max: u64) -> u64 {
+        match map.get(key) {
+            None => default,
+            Some(v) => match v.as_u64().or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f as u64)
+            }) {
+                Some(n) if (1..=max).contains(&n) => n,
+                _ => {
+                    self.fault(
+                        &format!("/{key}"),
+                        format!("`{key}` must be a whole number from 1 to {max}, not {v}"),
+                        format!("write `{key}: {default}`"),
+                    );
+                    default
+                }
+            },
+        }
+    }
+
+    fn config(&mut self) -> Option<McpConfig> {
+        let doc = self.doc.value.clone();
+        let root = self.mapping(&doc, "", &TOP, "the configuration")?.clone();
+        let run = match root.get("run") {
+            Some(v) => self.run(v),
+            None => {
+                self.fault(
+                    "",
+                    "`run` is missing",
+                    "add `run:` with the agent, task and scope of the run each session opens",
+                );
+                None
+            }
+        };
+        let servers = match root.get("servers") {
+            Some(v) => self.servers(v),
+            None => {
+                self.fault(
+                    "",
+                    "`servers` is missing",
+                    "add `servers:` with at least one upstream server (`NAME: {command: …}`)",
+                );
+                Vec::new()
+            }
+        };
+        let approval_wait_seconds = self.seconds(
+            &root,
+            "approval_wait_seconds",
+            DEFAULT_APPROVAL_WAIT_SECONDS,
+            86_400,
+        );
+        let call_timeout_seconds = self.seconds(
+            &root,
+            "call_timeout_seconds",
+            DEFAULT_CALL_TIMEOUT_SECONDS,
+            3_600,
+        );
+        let max_result_bytes = self.seconds(
+            &root,
+            "max_result_bytes",
+            DEFAULT_MAX_RESULT_BYTES as u64,
+            64 << 20,
+        ) as usize;
+        Some(McpConfig {
+            servers,
+            run: run?,
+            approval_wait_seconds,
+            call_timeout_seconds,
+            max_result_bytes,
+        })
+    }
+
+    fn run(&mut self, value: &Value) -> Option<RunConfig> {
+        let map = self.mapping(value, "/run", &RUN, "`run`")?.clone();
+        let agent = self.required(&map, "/run", "agent");
+        let task = self.required(&map, "/run", "task");
+        let scope = self.required(&map, "/run", "scope");
+        let clearance = match self.text(&map, "/run", "clearance") {
+            None => None,
+            Some(s) => match Level::ALL.iter().find(|l| l.as_str() == s) {
+                Some(l) => Some(*l),
+                None => {
+                    self.fault(
+                        "/run/clearance",
+                        format!("unknown clearance `{s}`"),
+                        "use public, internal, confidential or secret",
+                    );
+                    None
+                }
+            },
+        };
+        let envelopes = self.texts(&map, "/run", "envelopes");
+        Some(RunConfig {
+            agent: agent?,
+            task: task?,
+            scope: scope?,
+            clearance,
+            envelopes,
+        })
+    }
+
+    fn servers(&mut self, value: &Value) -> Vec<ServerConfig> {
+        let Some(map) = value.as_object() else {
+            self.fault(
+                "/servers",
+                "`servers` must be a mapping of names to servers",
+                "write `servers:` and under it `NAME: {command: …, args: […]}`",
+            );
+            return Vec::new();
+        };
+        if map.is_empty() {
+            self.fault(
+                "/servers",
+                "no upstream server is configured",
+                "add one under `servers:` (`NAME: {command: …}`)",
+            );
+        }
+        let mut out = Vec::new();
+        for (name, server) in map {
+            let path = format!("/servers/{}", escape(name));
+            if !valid_name(name) {
+                self.fault(
+                    &path,
+                    format!("server name `{name}` is not valid"),
+                    "use letters, digits, `-` and `_` (a tool is named `SERVER.TOOL`, so no `.`)",
+                );
+                continue;
+            }
+            if server.get("url").is_some() {
+                self.fault(
+                    &format!("{path}/url"),
+                    "streamable HTTP upstreams are not supported yet",
+                    "run the server as a child process with `command:` and `args:`",
+                );
+                continue;
+            }
+            let Some(m) = self
+                .mapping(server, &path, &SERVER, &format!("server `{name}`"))
+                .cloned()
+            else {
+                continue;
+            };
+            let Some(command) = self.required(&m, &path, "command") else {
+                continue;
+            };
+            let args = self.texts(&m, &path, "args");
+            let env = self.texts(&m, &path, "env");
+            let mut seen = BTreeSet::new();
+            for (i, var) in env.iter().enumerate() {
+                if var.is_empty()
+                    || var.contains('=')
+                    || var.contains('\0')
+                    || !seen.insert(var.clone())
+                {
+                    self.fault(
+                        &format!("{path}/env/{i}"),
+                        format!("`{var}` is not the name of an environment variable, or is listed twice"),
+                        "list names only (`PATH`, `HOME`); their values are taken from the host when the server starts",
+                    );
+                }
+            }
+            let cwd = self.text(&m, &path, "cwd").map(PathBuf::from);
+            out.push(ServerConfig {
+                name: name.clone(),
+                command,
+                args,
+                env,
+                cwd,
+            });
+        }
+        out
+    }
+}
+
+/// A server name: letters, digits, `-`, `_`, at most 64.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,558 @@
+//! The MCP server an agent's client talks to. A session is one Tollgate run; the upstream
+//! servers' tools are listed as `SERVER.TOOL` (server names hold no `.`, so a name maps to
+//! one server and one tool, and no two collide), those the run's envelopes deny outright
+//! hidden; every `tools/call` is decided through the runtime exactly as a `/v1` tool call —
+//! the same receipt, proof, rate limits and approvals — before the upstream sees it.
+//!
+//! - allow → forwarded; redact → forwarded with the arguments as the data rules rewrote them;
+//! - deny or rate limited → an error result naming the reason and the receipt (and
+//!   `retry_after`), the upstream never called;
+//! - approval → the call waits (up to `approval_wait_seconds`) for a person to decide it on
+//!   the dashboard, the CLI or the API, with progress notifications when the client asked for
+//!   them; approved, exactly the arguments approved run; rejected, an error result; still
+//!   pending, an error result carrying the approval id, which the client may present again in
+//!   the request's `_meta` (`tollgate/approval_id`).
+//!
+//! Results pass the live secret redactor before the client sees them and are recorded as the
+//! call's `tool_result`; a result over `max_result_bytes` is cut, with a note.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use tokio::sync::{RwLock, mpsc};
+use tollgate_rules::decide::DecisionEffect;
+
+use super::config::McpConfig;
+use super::upstream::{Upstream, UpstreamError};
+use crate::approvals::{self, ApprovalState};
+use crate::runtime::{EventInput, OpenRun, Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
+use crate::secrets::redact_secrets;
+
+/// The `_meta` key under which a client presents an approval granted for a call.
+pub const APPROVAL_META: &str = "tollgate/approval_id";
+/// The `_meta` key of a result under which the decision's receipt is given.
+pub const DECISION_META: &str = "tollgate/decision";
+
+/// Why a session could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontError {
+    /// The run could not be opened.
+    #[error("cannot open the session's run: {0}")]
+    Run(#[from] RuntimeError),
+    /// An upstream server did not start.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// A blocking task did not finish.
+    #[error("the gateway's worker thread failed: {0}")]
+    Join(String),
+}
+
+/// One MCP session in front of the upstream servers: cheap to clone.
+#[derive(Clone)]
+pub struct Front {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Arc<Runtime>,
+    config: Arc<McpConfig>,
+    run: String,
+    upstreams: Vec<Upstream>,
+    /// `(SERVER.TOOL, upstream index, the tool as the upstream lists it)`.
+    tools: RwLock<Vec<(String, usize, Tool)>>,
+    /// The client, once it has made a request: told when an upstream's tool list changes.
+    client: std::sync::Mutex<Option<Peer<RoleServer>>>,
+}
+
+impl Front {
+    /// Opens the session's run and starts the upstream servers (all of them, or none: a
+    /// server that does not start stops the session, its run finished as failed).
+    pub async fn start(runtime: Arc<Runtime>, config: Arc<McpConfig>) -> Result<Front, FrontError> {
+        let open = OpenRun {
+            id: None,
+            agent: config.run.agent.clone(),
+            task: config.run.task.clone(),
+            scope: config.run.scope.clone(),
+            clearance: config.run.clearance,
+            envelopes: config.run.envelopes.clone(),
+            parent_run: None,
+            handoff: None,
+            metadata: Map::from_iter([("mcp".to_string(), json!(true))]),
+        };
+        let rt = runtime.clone();
+        let view = blocking(move || rt.open_run(open)).await??;
+        let run = view.run.id.clone();
+        let (changed, mut heard) = mpsc::unbounded_channel();
+        let timeout = Duration::from_secs(config.call_timeout_seconds);
+        let mut upstreams = Vec::new();
+        for server in &config.servers {
+            match Upstream::start(server, changed.clone(), timeout).await {
+                Ok(u) => upstreams.push(u),
+                Err(e) => {
+                    let (rt, key) = (runtime.clone(), run.clone());
+                    let _ = blocking(move || rt.finish_run(&key, "failed")).await;
+                    return Err(e.into());
+                }
+            }
+        }
+        let front = Front {
+            inner: Arc::new(Inner {
+                runtime,
+                config,
+                run,
+                upstreams,
+                tools: RwLock::new(Vec::new()),
+                client: std::sync::Mutex::new(None),
+            }),
+        };
+        for i in 0..front.inner.upstreams.len() {
+            front.refresh(i).await?;
+        }
+        // A changed tool list upstream: read it again and tell the client.
+        let weak = Arc::downgrade(&front.inner);
+        tokio::spawn(async move {
+            while let Some(name) = heard.recv().await {
+                let Some(inner) = weak.upgrade() else { break };
+                let front = Front { inner };
+                let Some(i) = front.inner.upstreams.iter().position(|u| u.name == name) else {
+                    continue;
+                };
+                if let Err(e) = front.refresh(i).await {
+                    eprintln!("tollgate: mcp: cannot read the tools of `{name}` again: {e}");
+                    continue;
+                }
+                let client = front.inner.client.lock().ok().and_then(|c| c.clone());
+                if let Some(client) = client {
+                    let _ = client.notify_tool_list_changed().await;
+                }
+            }
+        });
+        Ok(front)
+    }
+
+    /// The session's run.
+    pub fn run(&self) -> &str {
+        &self.inner.run
+    }
+
+    /// Finishes the session's run (`succeeded` when the client closed the session).
+    pub async fn finish(&self, status: &str) -> Result<(), FrontError> {
+        let (rt, key, status) = (
+            self.inner.runtime.clone(),
+            self.inner.run.clone(),
+            status.to_string(),
+        );
+        blocking(move || rt.finish_run(&key, &status)).await??;
+        Ok(())
+    }
+
+    /// Reads upstream `i`'s tools again.
+    async fn refresh(&self, i: usize) -> Result<(), UpstreamError> {
+        let upstream = &self.inner.upstreams[i];
+        let listed = upstream.tools(self.timeout()).await?;
+        let mut tools = self.inner.tools.write().await;
+        tools.retain(|(_, at, _)| *at != i);
+        for tool in listed {
+            tools.push((format!("{}.{}", upstream.name, tool.name), i, tool));
+        }
+        tools.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(())
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.inner.config.call_timeout_seconds)
+    }
+
+    fn remember_client(&self, peer: &Peer<RoleServer>) {
+        if let Ok(mut client) = self.inner.client.lock()
+            && client.is_none()
+        {
+            *client = Some(peer.clone());
+        }
+    }
+
+    /// Decides the call through the runtime (recorded with its receipt).
+    async fn decide(
+        &self,
+        tool: &str,
+        arguments: Value,
+        call_id: Option<String>,
+        approval_id: Option<String>,
+    ) -> Result<ToolCallAnswer, McpError> {
+        let req = ToolCallRequest {
+            tool: tool.to_string(),
+            arguments,
+            step: None,
+            call_id,
+            approval_id,
+        };
+        self.inner
+            .runtime
+            .tool_call_async(&self.inner.run, req)
+            .await
+            .map_err(runtime_error)
+    }
+
+    /// Waits for approval `id` to be decided, up to the configured wait, telling the client
+    /// how long it has waited when it asked for progress.
+    async fn wait_for(
+        &self,
+        id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ApprovalState, McpError> {
+        let wait = Duration::from_secs(self.inner.config.approval_wait_seconds);
+        let started = tokio::time::Instant::now();
+        let deadline = started + wait;
+        let token = ctx.meta.get_progress_token();
+        let mut told = 0u64;
+        loop {
+            let notified = self.inner.runtime.approvals_changed.notified();
+            let (rt, key) = (self.inner.runtime.clone(), id.to_string());
+            let state = blocking(move || {
+                let now = rt.now_ms();
+                approvals::get(rt.store(), &key, now).map(|a| a.state)
+            })
+            .await?
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let now = tokio::time::Instant::now();
+            if state != ApprovalState::Pending || now >= deadline {
+                return Ok(state);
+            }
+            let waited = now.duration_since(started).as_secs();
+            if let Some(token) = &token
+                && waited >= told + 5
+            {
+                told = waited;
+                let note = ProgressNotificationParam::new(token.clone(), waited as f64)
+                    .with_total(wait.as_secs() as f64)
+                    .with_message(format!("waiting for approval {id} ({waited} s)"));
+                let _ = ctx.peer.notify_progress(note).await;
+            }
+            // Decisions made by this process wake the wait at once; those made by another
+            // process on the same database (the CLI, another gateway) are seen at the next look.
+            tokio::select! {
+                _ = ctx.ct.cancelled() => {
+                    return Err(McpError::internal_error("the client cancelled the call", None));
+                }
+                _ = tokio::time::timeout_at(
+                    deadline.min(now + Duration::from_millis(250)),
+                    notified,
+                ) => {}
+            }
+        }
+    }
+
+    /// Calls the upstream with the arguments decided, then passes the result through the
+    /// data rules, caps it and records it.
+    async fn forward(
+        &self,
+        at: usize,
+        tool: &Tool,
+        answer: &ToolCallAnswer,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let upstream = &self.inner.upstreams[at];
+        let arguments = match &answer.arguments {
+            Value::Object(m) if m.is_empty() => None,
+            Value::Object(m) => Some(m.clone()),
+            _ => None,
+        };
+        let called = tokio::select! {
+            r = upstream.call(&tool.name, arguments, self.timeout()) => r,
+            _ = ctx.ct.cancelled() => {
+                self.record(answer, "error", json!({"error": "cancelled by the client"})).await;
+                return Err(McpError::internal_error("the client cancelled the call", None));
+            }
+        };
+        let result = match called {
+            Ok(result) => result,
+            Err(e) => {
+                self.record(answer, "error", json!({"error": e.to_string()}))
+                    .await;
+                return Ok(refusal(
+                    answer,
+                    format!(
+                        "{e}; the call was allowed (receipt {})",
+                        receipt_text(answer)
+                    ),
+                ));
+            }
+        };
+        let (result, redacted) = self.pass(result)?;
+        let status = if result.is_error == Some(true) {
+            "error"
+        } else {
+            "ok"
+        };
+        let mut output = serde_json::to_value(&result)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if redacted > 0
+            && let Value::Object(o) = &mut output
+        {
+            o.insert("redacted".into(), json!(redacted));
+        }
+        self.record(answer, status, output).await;
+        Ok(with_decision(result, answer))
+    }
+
+    /// The result as the client may see it: secrets redacted, cut to the configured size.
+    fn pass(&self, result: CallToolResult) -> Result<(CallToolResult, usize), McpError> {
+        let value = serde_json::to_value(&result)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let (value, redacted) = redact_secrets(&value, "mcp_result");
+        let mut result: CallToolResult = serde_json::from_value(value)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let max = self.inner.config.max_result_bytes;
+        let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
+        if size > max {
+            result = cap(result, max, size);
+        }
+        Ok((result, redacted))
+    }
+
+    /// Records the call's `tool_result` (a failure to record is said on stderr: the call
+    /// and its decision are recorded already).
+    async fn record(&self, answer: &ToolCallAnswer, status: &str, output: Value) {
+        let event = EventInput {
+            step: None,
+            kind: "tool_result".into(),
+            payload: json!({
+                "call_id": answer.call_id,
+                "tool": answer.tool,
+                "status": status,
+                "output": output,
+            }),
+        };
+        let (rt, key) = (self.inner.runtime.clone(), self.inner.run.clone());
+        match blocking(move || rt.append_events(&key, vec![event])).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("tollgate: mcp: cannot record a tool result: {e}"),
+            Err(e) => eprintln!("tollgate: mcp: cannot record a tool result: {e}"),
+        }
+    }
+}
+
+impl ServerHandler for Front {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("tollgate", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "Tollgate decides every tool call of run {} by its policy envelopes; a refused call's result names the reason and the receipt.",
+            self.inner.run
+        ))
+    }
+
+    // Sessions with an `initialize` (each one a run); not the stateless protocol of
+    // 2026-07-28, which has no session to bind a run to.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.remember_client(&ctx.peer);
+        let tools = self.inner.tools.read().await.clone();
+        let names: Vec<String> = tools.iter().map(|(n, _, _)| n.clone()).collect();
+        let (rt, run) = (self.inner.runtime.clone(), self.inner.run.clone());
+        let listed = blocking(move || {
+            names
+                .iter()
+                .map(|n| rt.tool_listed(&run, n))
+                .collect::<Result<Vec<bool>, _>>()
+        })
+        .await?
+        .map_err(runtime_error)?;
+        let shown = tools
+            .into_iter()
+            .zip(listed)
+            .filter(|(_, listed)| *listed)
+            .map(|((name, _, mut tool), _)| {
+                tool.name = name.into();
+                tool
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(shown))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.remember_client(&ctx.peer);
+        let name = request.name.to_string();
+        let found = {
+            let tools = self.inner.tools.read().await;
+            tools
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, at, tool)| (*at, tool.clone()))
+        };
+        let Some((at, tool)) = found else {
+            // Named as the listing names them: a hidden tool stays unsaid.
+            let known: Vec<String> = self
+                .list_tools(None, ctx)
+                .await?
+                .tools
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool `{name}`; the tools are {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+                Some(json!({"tool": name, "known": known})),
+            ));
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let presented = ctx
+            .meta
+            .0
+            .0
+            .get(APPROVAL_META)
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut answer = self
+            .decide(&name, arguments.clone(), None, presented)
+            .await?;
+        if answer.effect == DecisionEffect::RequireApproval
+            && let Some(approval) = answer.approval.clone()
+            && approval.state == ApprovalState::Pending
+        {
+            let state = self.wait_for(&approval.id, &ctx).await?;
+            if state == ApprovalState::Pending {
+                return Ok(refusal(
+                    &answer,
+                    format!(
+                        "{}; still pending after {} s: call again with `_meta: {{\"{APPROVAL_META}\": \"{}\"}}` once it is decided (receipt {})",
+                        answer.reason,
+                        self.inner.config.approval_wait_seconds,
+                        approval.id,
+                        receipt_text(&answer)
+                    ),
+                )
+                .into());
+            }
+            // Decided: ask again with the approval, for exactly the arguments it approved.
+            answer = self
+                .decide(
+                    &name,
+                    arguments,
+                    Some(answer.call_id.clone()),
+                    Some(approval.id.clone()),
+                )
+                .await?;
+        }
+        if !answer.execute {
+            let mut why = format!("{} (receipt {})", answer.reason, receipt_text(&answer));
+            if let Some(after) = answer.retry_after {
+                why = format!("{why}; retry after {after} s");
+            }
+            return Ok(refusal(&answer, why).into());
+        }
+        Ok(self.forward(at, &tool, &answer, &ctx).await?.into())
+    }
+}
+
+/// An error result the client's model reads: the reason, the receipt, and the decision in
+/// `_meta`.
+fn refusal(answer: &ToolCallAnswer, text: String) -> CallToolResult {
+    with_decision(
+        CallToolResult::error(vec![ContentBlock::text(text)]),
+        answer,
+    )
+}
+
+/// The result with the decision's receipt in its `_meta`.
+fn with_decision(mut result: CallToolResult, answer: &ToolCallAnswer) -> CallToolResult {
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.0.insert(
+        DECISION_META.into(),
+        json!({
+            "effect": answer.effect,
+            "reason": answer.reason,
+            "rules": answer.rules,
+            "call_id": answer.call_id,
+            "receipt": answer.receipt,
+            "retry_after": answer.retry_after,
+            "approval_id": answer.approval.as_ref().map(|a| a.id.clone()),
+        }),
+    );
+    result.meta = Some(meta);
+    result
+}
+
+fn receipt_text(answer: &ToolCallAnswer) -> String {
+    format!("{}#{}", answer.receipt.run, answer.receipt.seq)
+}
+
+/// A result over `max` bytes: its text blocks cut so the whole fits, with a note saying so;
+/// structured content that does not fit is dropped (its text copy, cut, stays).
+fn cap(mut result: CallToolResult, max: usize, size: usize) -> CallToolResult {
+    let note = format!(
+        "[tollgate: the result was {size} bytes, over the gateway's limit of {max}; it was cut]"
+    );
+    result.structured_content = None;
+    let mut budget = max.saturating_sub(note.len() + 256);
+    let mut kept = Vec::new();
+    for block in result.content {
+        let Some(text) = block.as_text().map(|t| t.text.clone()) else {
+            continue;
+        };
+        if budget == 0 {
+            break;
+        }
+        let mut end = text.len().min(budget);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        budget -= end;
+        kept.push(ContentBlock::text(text[..end].to_string()));
+    }
+    kept.push(ContentBlock::text(note));
+    result.content = kept;
+    result
+}
+
+fn runtime_error(e: RuntimeError) -> McpError {
+    match e {
+        RuntimeError::Invalid(m) => McpError::invalid_params(m, None),
+        other => McpError::internal_error(other.to_string(), None),
+    }
+}
+
+/// Runs store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, FrontError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| FrontError::Join(e.to_string()))
+}
+
+impl From<FrontError> for McpError {
+    fn from(e: FrontError) -> Self {
+        McpError::internal_error(e.to_string(), None)
+    }
+}

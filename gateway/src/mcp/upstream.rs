@@ -1,0 +1,194 @@
+//! Connections to the upstream MCP servers. Each is a child process started with only the
+//! environment its configuration names (the host's is not passed on), in a process group of
+//! its own that is killed, with everything the server started, when the connection is
+//! dropped; it is spoken to with rmcp's client, its answers never cached (a gateway must see
+//! what the server says now).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    JsonObject, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceExt};
+use tokio::sync::mpsc;
+
+use super::config::ServerConfig;
+
+/// Why an upstream could not be reached or did not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The server did not start or did not complete the MCP handshake.
+    #[error("upstream server `{server}` did not start: {reason}")]
+    Start {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server answered a request with an error, or the connection broke.
+    #[error("upstream server `{server}` failed: {reason}")]
+    Failed {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server took longer than the configured timeout.
+    #[error("upstream server `{server}` did not answer within {seconds} s")]
+    Timeout {
+        /// The server's name.
+        server: String,
+        /// The timeout.
+        seconds: u64,
+    },
+}
+
+/// Hears an upstream's notifications: a changed tool list is passed on by the server's name.
+#[derive(Clone)]
+pub struct Listener {
+    name: String,
+    changed: mpsc::UnboundedSender<String>,
+}
+
+impl ClientHandler for Listener {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("tollgate", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(self.name.clone());
+    }
+}
+
+/// A connected upstream server.
+pub struct Upstream {
+    /// Its name in the configuration.
+    pub name: String,
+    service: RunningService<RoleClient, Listener>,
+}
+
+impl Upstream {
+    /// Starts `server` and completes the MCP handshake. A changed tool list is announced on
+    /// `changed` with the server's name.
+    pub async fn start(
+        server: &ServerConfig,
+        changed: mpsc::UnboundedSender<String>,
+        timeout: Duration,
+    ) -> Result<Upstream, UpstreamError> {
+        let start = |reason: String| UpstreamError::Start {
+            server: server.name.clone(),
+            reason,
+        };
+        let program = resolve(&server.command, server.cwd.as_deref()).map_err(start)?;
+        let mut command = tokio::process::Command::new(&program);
+        command.args(&server.args).env_clear();
+        for name in &server.env {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        if let Some(cwd) = &server.cwd {
+            command.current_dir(cwd);
+        }
+        let mut wrapped = CommandWrap::from(command);
+        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        // The server's stderr is the gateway's: its logs reach whoever runs the gateway, and
+        // never the MCP client on stdout.
+        let (transport, _) = TokioChildProcess::builder(wrapped)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(|e| start(format!("cannot run `{}`: {e}", program.display())))?;
+        let listener = Listener {
+            name: server.name.clone(),
+            changed,
+        };
+        let service = tokio::time::timeout(timeout, listener.serve(transport))
+            .await
+            .map_err(|_| start(format!("no MCP handshake within {} s", timeout.as_secs())))?
+            .map_err(|e| start(format!("the MCP handshake failed: {e}")))?;
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        Ok(Upstream {
+            name: server.name.clone(),
+            service,
+        })
+    }
+
+    /// The server's tools, every page.
+    pub async fn tools(&self, timeout: Duration) -> Result<Vec<Tool>, UpstreamError> {
+        tokio::time::timeout(timeout, self.service.list_all_tools())
+            .await
+            .map_err(|_| self.timeout(timeout))?
+            .map_err(|e| self.failed(e))
+    }
+
+    /// Calls the server's tool `name` with `arguments`; dropping the future cancels the call
+    /// upstream.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        tokio::time::timeout(timeout, self.service.call_tool(params))
+            .await
+            .map_err(|_| self.timeout(timeout))?
+            .map_err(|e| self.failed(e))
+    }
+
+    /// Whether the connection is gone (the server exited).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+
+    fn timeout(&self, timeout: Duration) -> UpstreamError {
+        UpstreamError::Timeout {
+            server: self.name.clone(),
+            seconds: timeout.as_secs(),
+        }
+    }
+
+    fn failed(&self, e: impl std::fmt::Display) -> UpstreamError {
+        UpstreamError::Failed {
+            server: self.name.clone(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// The program to run: a path as written (relative to the server's directory), else the
+/// first executable of that name on the host's `PATH` — found here, since the server itself
+/// is started without the host's environment.
+fn resolve(command: &str, cwd: Option<&Path>) -> Result<PathBuf, String> {
+    if command.contains('/') {
+        let path = match cwd {
+            Some(dir) if Path::new(command).is_relative() => dir.join(command),
+            _ => PathBuf::from(command),
+        };
+        return Ok(path);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| format!("`{command}` is not on the host's PATH; give its full path"))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

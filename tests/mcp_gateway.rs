@@ -1,0 +1,404 @@
+//! The MCP gateway end to end (issue 34): rmcp's client (the official Rust SDK) launches
+//! `tollgate mcp proxy` as an MCP client launches a server; the proxy launches an upstream
+//! written with the official Python SDK (`tests/mcp/upstream.py`, `mcp` 2.x). The client sees
+//! only the tools its envelope does not deny outright, a denied call comes back as an error
+//! result carrying its receipt, secrets in results are redacted, an approval releases a
+//! waiting call, and everything is recorded in the session's run.
+//!
+//! The Python interpreter is `TOLLGATE_TEST_PYTHON`, else `.ci/venv/bin/python`; without one
+//! that has the `mcp` package the tests say so and pass (`.ci/run` installs it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, JsonObject, MetaObject, RequestMetaObject,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use support::TempDir;
+
+const ENVELOPE: &str = "\
+id: mcp-test
+version: 1
+description: The MCP gateway tests' agent.
+attach:
+  agents: [mcp-agent]
+tools:
+  - id: reads
+    effect: allow
+    tools: [\"up.read_file\"]
+    args:
+      /path: \"docs/**\"
+  - id: plain
+    effect: allow
+    tools: [\"up.deploy_key\", \"up.env_seen\"]
+  - id: writes
+    effect: require_approval
+    tools: [\"up.write_file\"]
+  - id: no-delete
+    effect: deny
+    tools: [\"up.delete_everything\"]
+";
+
+fn python_with_mcp() -> Option<String> {
+    let candidates = [
+        std::env::var("TOLLGATE_TEST_PYTHON").ok(),
+        Some(
+            support::root()
+                .join(".ci/venv/bin/python")
+                .display()
+                .to_string(),
+        ),
+    ];
+    candidates.into_iter().flatten().find(|p| {
+        Command::new(p)
+            .args(["-c", "import mcp.server"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// A directory with the envelope stored, a docs file, and a configuration whose upstream is
+/// the Python server.
+fn setup(python: &str, approval_wait: u64) -> (TempDir, PathBuf) {
+    let dir = TempDir::new("mcp");
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/a.md"), "hello docs\n").unwrap();
+    std::fs::write(dir.path().join("envelope.yaml"), ENVELOPE).unwrap();
+    let stored = run_in(dir.path(), &["policy", "store", "envelope.yaml"]);
+    assert!(stored.status.success(), "{}", support::stderr(&stored));
+    let config = dir.path().join("mcp.yaml");
+    let upstream = support::root().join("tests/mcp/upstream.py");
+    std::fs::write(
+        &config,
+        format!(
+            "run:\n  agent: mcp-agent\n  task: mcp tests\n  scope: org:acme/repo\napproval_wait_seconds: {approval_wait}\nservers:\n  up:\n    command: {python}\n    args: [{}]\n    env: [HOME]\n",
+            upstream.display()
+        ),
+    )
+    .unwrap();
+    (dir, config)
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run tollgate")
+}
+
+/// rmcp's client, connected to `tollgate mcp proxy` launched as a child process.
+async fn connect(dir: &Path, config: &Path) -> RunningService<RoleClient, ()> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"));
+    command
+        .args(["mcp", "proxy", "--config"])
+        .arg(config)
+        .current_dir(dir)
+        // A variable the upstream must not see: the host's environment is not passed on.
+        .env("TOLLGATE_TEST_HOST_ONLY", "1");
+    let transport = TokioChildProcess::new(command).expect("launch the proxy");
+    tokio::time::timeout(Duration::from_secs(60), ().serve(transport))
+        .await
+        .expect("the proxy answers the handshake within a minute")
+        .expect("the MCP handshake")
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    arguments: Value,
+    meta: Option<Value>,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    if let Value::Object(m) = arguments {
+        params = params.with_arguments(m);
+    }
+    if let Some(Value::Object(m)) = meta {
+        params.meta = Some(RequestMetaObject(MetaObject(m as JsonObject)));
+    }
+    client.call_tool(params).await
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn decision(result: &CallToolResult) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("tollgate/decision"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn runs_json(dir: &Path) -> Value {
+    let out = run_in(dir, &["runs", "list", "--json"]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    serde_json::from_str(&support::stdout(&out)).unwrap()
+}
+
+#[test]
+fn an_mcp_client_sees_only_allowed_tools_and_every_call_is_decided_and_recorded() {
+    let Some(python) = python_with_mcp() else {
+        eprintln!(
+            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+        return;
+    };
+    let (dir, config) = setup(&python, 5);
+    tokio().block_on(async {
+        let client = connect(dir.path(), &config).await;
+        let mut names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        // `up.delete_everything` is denied outright: not listed.
+        assert_eq!(
+            names,
+            [
+                "up.deploy_key",
+                "up.env_seen",
+                "up.read_file",
+                "up.write_file"
+            ]
+        );
+
+        let read = call(&client, "up.read_file", json!({"path": "docs/a.md"}), None)
+            .await
+            .unwrap();
+        assert_eq!(read.is_error, Some(false), "{read:?}");
+        assert_eq!(text(&read), "hello docs\n");
+        assert_eq!(decision(&read)["effect"], "allow");
+
+        // Outside the envelope: refused before the upstream sees it, with the receipt.
+        let refused = call(
+            &client,
+            "up.read_file",
+            json!({"path": "/etc/passwd"}),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(refused.is_error, Some(true));
+        let said = text(&refused);
+        let receipt = &decision(&refused)["receipt"];
+        let run = receipt["run"].as_str().unwrap().to_string();
+        assert!(
+            said.contains(&format!("(receipt {run}#{})", receipt["seq"])),
+            "{said}"
+        );
+        assert!(!said.contains("root:"), "{said}");
+        assert_eq!(decision(&refused)["effect"], "deny");
+
+        // A call of a hidden tool is decided like any other: denied, with its receipt.
+        let hidden = call(&client, "up.delete_everything", json!({}), None)
+            .await
+            .unwrap();
+        assert_eq!(hidden.is_error, Some(true));
+        assert_eq!(decision(&hidden)["effect"], "deny");
+
+        // Secrets in a result never reach the client.
+        let key = call(&client, "up.deploy_key", json!({}), None)
+            .await
+            .unwrap();
+        let said = text(&key);
+        assert!(said.contains("[REDACTED:"), "{said}");
+        assert!(
+            !said.contains("ghp_R8mK2vQx7LpT4nZw9bYc3HdJ6sFa1GeU5kNo"),
+            "{said}"
+        );
+
+        // The upstream was started with only the environment named.
+        let env = text(&call(&client, "up.env_seen", json!({}), None).await.unwrap());
+        assert!(env.split(',').any(|v| v == "HOME"), "{env}");
+        assert!(!env.contains("TOLLGATE_TEST_HOST_ONLY"), "{env}");
+        assert!(!env.split(',').any(|v| v == "PATH"), "{env}");
+
+        // An unknown tool: a JSON-RPC error naming the listed tools, not the hidden one.
+        let unknown = call(&client, "nope", json!({}), None).await.unwrap_err();
+        let said = unknown.to_string();
+        assert!(said.contains("unknown tool `nope`"), "{said}");
+        assert!(said.contains("up.read_file"), "{said}");
+        assert!(!said.contains("delete_everything"), "{said}");
+
+        client.cancel().await.unwrap();
+
+        // The session was a run: every call decided and recorded, results redacted, the
+        // chain intact, the run finished when the client went away.
+        let mut finished = false;
+        for _ in 0..100 {
+            let runs = runs_json(dir.path());
+            if runs[0]["status"] == "succeeded" {
+                finished = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(finished, "{}", runs_json(dir.path()));
+        let verify = run_in(dir.path(), &["runs", "verify", &run]);
+        assert!(verify.status.success(), "{}", support::stderr(&verify));
+        let export = run_in(dir.path(), &["runs", "export", &run]);
+        let export = support::stdout(&export);
+        assert!(!export.contains("ghp_R8mK2vQx7LpT4nZw9bYc3HdJ6sFa1GeU5kNo"));
+        let file: Value = serde_json::from_str(&export).unwrap();
+        let kinds: Vec<&str> = file["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["kind"].as_str())
+            .collect();
+        let count = |k: &str| kinds.iter().filter(|x| **x == k).count();
+        assert_eq!(count("tool_call"), 5, "{kinds:?}");
+        assert_eq!(count("decision"), 5, "{kinds:?}");
+        assert_eq!(count("tool_result"), 3, "{kinds:?}");
+    });
+}
+
+#[test]
+fn an_approval_releases_a_waiting_call_with_exactly_its_arguments() {
+    let Some(python) = python_with_mcp() else {
+        eprintln!(
+            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+        return;
+    };
+    let (dir, config) = setup(&python, 60);
+    tokio().block_on(async {
+        let client = connect(dir.path(), &config).await;
+        let args = json!({"path": "out/notes.txt", "content": "approved text"});
+        let waiting = call(&client, "up.write_file", args, None);
+        let approve = async {
+            for _ in 0..300 {
+                let out = run_in(dir.path(), &["approvals", "list", "--json"]);
+                let pending: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+                if let Some(id) = pending[0]["id"].as_str() {
+                    assert!(
+                        !dir.path().join("out/notes.txt").exists(),
+                        "nothing runs before the approval"
+                    );
+                    let ok = run_in(dir.path(), &["approvals", "approve", id, "--by", "lead"]);
+                    assert!(ok.status.success(), "{}", support::stderr(&ok));
+                    return id.to_string();
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("no pending approval appeared");
+        };
+        let (result, id) = tokio::join!(waiting, approve);
+        let result = result.unwrap();
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        assert_eq!(decision(&result)["effect"], "allow");
+        assert_eq!(decision(&result)["approval_id"], id.as_str());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("out/notes.txt")).unwrap(),
+            "approved text"
+        );
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn a_call_still_pending_names_its_approval_and_runs_when_presented_again() {
+    let Some(python) = python_with_mcp() else {
+        eprintln!(
+            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+        return;
+    };
+    let (dir, config) = setup(&python, 1);
+    tokio().block_on(async {
+        let client = connect(dir.path(), &config).await;
+        let args = json!({"path": "later.txt", "content": "later"});
+        let pending = call(&client, "up.write_file", args.clone(), None)
+            .await
+            .unwrap();
+        assert_eq!(pending.is_error, Some(true));
+        let id = decision(&pending)["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(text(&pending).contains(&id), "{}", text(&pending));
+        assert!(!dir.path().join("later.txt").exists());
+
+        let ok = run_in(dir.path(), &["approvals", "approve", &id, "--by", "lead"]);
+        assert!(ok.status.success(), "{}", support::stderr(&ok));
+        // Other arguments under the same approval: refused (an approval is for one call).
+        let other = call(
+            &client,
+            "up.write_file",
+            json!({"path": "later.txt", "content": "something else"}),
+            Some(json!({"tollgate/approval_id": id})),
+        )
+        .await;
+        let refused = match other {
+            Ok(r) => r.is_error == Some(true),
+            Err(_) => true,
+        };
+        assert!(
+            refused,
+            "an approval does not carry over to other arguments"
+        );
+        assert!(!dir.path().join("later.txt").exists());
+
+        let done = call(
+            &client,
+            "up.write_file",
+            args,
+            Some(json!({"tollgate/approval_id": id})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(done.is_error, Some(false), "{done:?}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("later.txt")).unwrap(),
+            "later"
+        );
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn a_configuration_fault_is_named_with_its_line_and_a_suggestion() {
+    let dir = TempDir::new("mcp-config");
+    let config = dir.path().join("mcp.yaml");
+    std::fs::write(
+        &config,
+        "run:\n  agent: a\n  task: t\n  scope: s\nsever:\n  up:\n    command: x\n",
+    )
+    .unwrap();
+    let out = run_in(dir.path(), &["mcp", "check", "--config", "mcp.yaml"]);
+    assert!(!out.status.success());
+    let said = support::stderr(&out);
+    assert!(
+        said.contains("5:1: at `/sever`: unknown key `sever`"),
+        "{said}"
+    );
+    assert!(said.contains("did you mean `servers`?"), "{said}");
+    assert!(said.contains("`servers` is missing"), "{said}");
+}
