@@ -7,8 +7,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
+use serde_json::Value;
 use tollgate_gateway::mcp::config::{self, McpConfig};
 use tollgate_gateway::mcp::front::Front;
+use tollgate_gateway::mcp::pins;
 use tollgate_gateway::providers::FakeProvider;
 use tollgate_gateway::runtime::Runtime;
 
@@ -23,6 +25,44 @@ pub enum McpCommand {
     Proxy(ConfigArgs),
     /// Check a configuration file: every fault with its line and column.
     Check(ConfigArgs),
+    /// Tool pins: each upstream tool's definition as accepted, and those that changed since
+    /// (refused until a person accepts them).
+    #[command(subcommand)]
+    Pins(PinsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PinsCommand {
+    /// The pinned tools, with the changed definitions waiting for acceptance.
+    List(PinsListArgs),
+    /// Accept a tool's changed definition (after reading it with `list --changed`).
+    Accept(PinsAcceptArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PinsListArgs {
+    /// Only the tools whose definition changed.
+    #[arg(long)]
+    changed: bool,
+    /// Machine-readable output (with the definitions).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PinsAcceptArgs {
+    /// The tool, `SERVER.TOOL`.
+    tool: String,
+    /// Who accepts it.
+    #[arg(long)]
+    by: String,
+    /// The changed definition's hash (or its first characters) as reviewed: refused when the
+    /// definition waiting has another.
+    #[arg(long)]
+    hash: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -52,7 +92,102 @@ pub fn run(cmd: McpCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpCommand::Proxy(args) => proxy(&args.config),
+        McpCommand::Pins(PinsCommand::List(a)) => pins_list(&a),
+        McpCommand::Pins(PinsCommand::Accept(a)) => pins_accept(&a),
     }
+}
+
+fn pins_list(a: &PinsListArgs) -> Result<ExitCode> {
+    let store = store_arg::open()?;
+    let listed = pins::list(&store, a.changed)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if listed.is_empty() {
+        println!(
+            "{}",
+            if a.changed {
+                "no tool definition waits for acceptance"
+            } else {
+                "no pinned tools yet (tools are pinned when `tollgate mcp proxy` first lists them)"
+            }
+        );
+    }
+    for p in &listed {
+        let short = |h: &str| h.get(..12).unwrap_or(h).to_string();
+        match &p.changed {
+            None => println!(
+                "{:<40} {}  accepted by {} at {}",
+                p.name(),
+                short(&p.hash),
+                p.accepted_by,
+                p.accepted_at
+            ),
+            Some(c) => {
+                println!(
+                    "{:<40} {}  CHANGED to {} at {}  (accept: tollgate mcp pins accept {} --by NAME --hash {})",
+                    p.name(),
+                    short(&p.hash),
+                    short(&c.hash),
+                    c.at,
+                    p.name(),
+                    short(&c.hash)
+                );
+                for (what, before, after) in differences(&p.definition, &c.definition) {
+                    println!("    {what}:\n      - {before}\n      + {after}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The fields of two definitions that differ, as compact JSON.
+fn differences(before: &Value, after: &Value) -> Vec<(String, String, String)> {
+    let keys: std::collections::BTreeSet<&String> = before
+        .as_object()
+        .into_iter()
+        .chain(after.as_object())
+        .flat_map(|m| m.keys())
+        .collect();
+    keys.into_iter()
+        .filter(|k| before.get(k.as_str()) != after.get(k.as_str()))
+        .map(|k| {
+            let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
+            (
+                k.clone(),
+                show(before.get(k.as_str())),
+                show(after.get(k.as_str())),
+            )
+        })
+        .collect()
+}
+
+fn pins_accept(a: &PinsAcceptArgs) -> Result<ExitCode> {
+    let Some((server, tool)) = a.tool.split_once('.') else {
+        anyhow::bail!(
+            "`{}` is not a tool name\n  help: name it `SERVER.TOOL`, as `tollgate mcp pins list` does",
+            a.tool
+        );
+    };
+    if a.by.trim().is_empty() {
+        anyhow::bail!("`--by` must name who accepts the definition");
+    }
+    let store = store_arg::open()?;
+    let at = tollgate_gateway::clock::now_rfc3339();
+    let pin = pins::accept(&store, server, tool, a.hash.as_deref(), &a.by, &at)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&pin)?);
+    } else {
+        println!(
+            "accepted {} ({}) by {}",
+            pin.name(),
+            pin.hash.get(..12).unwrap_or(&pin.hash),
+            pin.accepted_by
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn read(path: &PathBuf) -> Result<McpConfig> {

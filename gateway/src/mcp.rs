@@ -13,4 +13,5 @@
 
 pub mod config;
 pub mod front;
+pub mod pins;
 pub mod upstream;

@@ -31,6 +31,7 @@ use tokio::sync::{RwLock, mpsc};
 use tollgate_rules::decide::DecisionEffect;
 
 use super::config::McpConfig;
+use super::pins::{self, Seen, ToolPin};
 use super::upstream::{Upstream, UpstreamError};
 use crate::approvals::{self, ApprovalState};
 use crate::runtime::{EventInput, OpenRun, Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
@@ -50,6 +51,9 @@ pub enum FrontError {
     /// An upstream server did not start.
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     /// A blocking task did not finish.
     #[error("the gateway's worker thread failed: {0}")]
     Join(String),
@@ -61,13 +65,27 @@ pub struct Front {
     inner: Arc<Inner>,
 }
 
+/// A tool as the upstream lists it and as the client is shown it.
+#[derive(Clone)]
+struct Entry {
+    /// `SERVER.TOOL`.
+    name: String,
+    /// The upstream's index.
+    at: usize,
+    /// The tool as the upstream lists it now.
+    tool: Tool,
+    /// The definition the client is shown: the accepted one ([`pins`]); `None` when it does
+    /// not read back, and the tool is not listed.
+    served: Option<Tool>,
+}
+
 struct Inner {
     runtime: Arc<Runtime>,
     config: Arc<McpConfig>,
     run: String,
     upstreams: Vec<Upstream>,
-    /// `(SERVER.TOOL, upstream index, the tool as the upstream lists it)`.
-    tools: RwLock<Vec<(String, usize, Tool)>>,
+    /// The upstreams' tools as last listed, by name.
+    tools: RwLock<Vec<Entry>>,
     /// The client, once it has made a request: told when an upstream's tool list changes.
     client: std::sync::Mutex<Option<Peer<RoleServer>>>,
 }
@@ -154,17 +172,83 @@ impl Front {
         Ok(())
     }
 
-    /// Reads upstream `i`'s tools again.
-    async fn refresh(&self, i: usize) -> Result<(), UpstreamError> {
+    /// Reads upstream `i`'s tools again and observes their pins: a definition other than the
+    /// accepted one is recorded in the run (once) and the accepted one stays what the client
+    /// is shown.
+    async fn refresh(&self, i: usize) -> Result<(), FrontError> {
         let upstream = &self.inner.upstreams[i];
         let listed = upstream.tools(self.timeout()).await?;
-        let mut tools = self.inner.tools.write().await;
-        tools.retain(|(_, at, _)| *at != i);
-        for tool in listed {
-            tools.push((format!("{}.{}", upstream.name, tool.name), i, tool));
+        let (rt, server) = (self.inner.runtime.clone(), upstream.name.clone());
+        let observed = blocking(move || {
+            let at = rt.now_rfc3339();
+            listed
+                .into_iter()
+                .map(|tool| {
+                    let seen = pins::observe(rt.store(), &server, &tool, &at)?;
+                    Ok((tool, seen))
+                })
+                .collect::<Result<Vec<_>, crate::store::StoreError>>()
+        })
+        .await??;
+        let mut entries = Vec::new();
+        for (tool, (seen, pin)) in observed {
+            let name = format!("{}.{}", upstream.name, tool.name);
+            if seen == (Seen::Changed { new: true }) {
+                self.changed_definition(&name, &pin).await;
+            }
+            let served = if pin.hash == pins::hash(&pins::definition(&tool)) {
+                Some(tool.clone())
+            } else {
+                pins::tool_of(&pin.definition)
+            };
+            entries.push(Entry {
+                name,
+                at: i,
+                tool,
+                served,
+            });
         }
-        tools.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut tools = self.inner.tools.write().await;
+        tools.retain(|e| e.at != i);
+        tools.extend(entries);
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(())
+    }
+
+    /// Records in the run that `name`'s definition changed (the gateway's own note, shown on
+    /// the run's timeline), and says so on stderr.
+    async fn changed_definition(&self, name: &str, pin: &ToolPin) {
+        let Some(changed) = &pin.changed else { return };
+        eprintln!(
+            "tollgate: mcp: the definition of `{name}` changed ({} -> {}); it is refused until accepted: tollgate mcp pins accept {name} --by NAME",
+            short(&pin.hash),
+            short(&changed.hash)
+        );
+        let payload = json!({
+            "mcp_tool_changed": {
+                "tool": name,
+                "accepted_hash": pin.hash,
+                "changed_hash": changed.hash,
+                "accepted": pin.definition,
+                "changed": changed.definition,
+            }
+        });
+        self.note(payload).await;
+    }
+
+    /// Records a note of the gateway in the run.
+    async fn note(&self, payload: Value) {
+        let event = EventInput {
+            step: None,
+            kind: "note".into(),
+            payload,
+        };
+        let (rt, key) = (self.inner.runtime.clone(), self.inner.run.clone());
+        match blocking(move || rt.append_events(&key, vec![event])).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("tollgate: mcp: cannot record a note: {e}"),
+            Err(e) => eprintln!("tollgate: mcp: cannot record a note: {e}"),
+        }
     }
 
     fn timeout(&self) -> Duration {
@@ -367,8 +451,18 @@ impl ServerHandler for Front {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.remember_client(&ctx.peer);
+        // What the servers list now: a definition changed without a notification is caught
+        // here, before the client's model reads it.
+        for i in 0..self.inner.upstreams.len() {
+            if let Err(e) = self.refresh(i).await {
+                eprintln!(
+                    "tollgate: mcp: cannot list the tools of `{}`: {e}",
+                    self.inner.upstreams[i].name
+                );
+            }
+        }
         let tools = self.inner.tools.read().await.clone();
-        let names: Vec<String> = tools.iter().map(|(n, _, _)| n.clone()).collect();
+        let names: Vec<String> = tools.iter().map(|e| e.name.clone()).collect();
         let (rt, run) = (self.inner.runtime.clone(), self.inner.run.clone());
         let listed = blocking(move || {
             names
@@ -382,9 +476,10 @@ impl ServerHandler for Front {
             .into_iter()
             .zip(listed)
             .filter(|(_, listed)| *listed)
-            .map(|((name, _, mut tool), _)| {
-                tool.name = name.into();
-                tool
+            .filter_map(|(e, _)| {
+                let mut tool = e.served?;
+                tool.name = e.name.into();
+                Some(tool)
             })
             .collect();
         Ok(ListToolsResult::with_all_items(shown))
@@ -401,8 +496,8 @@ impl ServerHandler for Front {
             let tools = self.inner.tools.read().await;
             tools
                 .iter()
-                .find(|(n, _, _)| *n == name)
-                .map(|(_, at, tool)| (*at, tool.clone()))
+                .find(|e| e.name == name)
+                .map(|e| (e.at, e.tool.clone()))
         };
         let Some((at, tool)) = found else {
             // Named as the listing names them: a hidden tool stays unsaid.
@@ -425,6 +520,29 @@ impl ServerHandler for Front {
                 Some(json!({"tool": name, "known": known})),
             ));
         };
+        // A definition changed since it was accepted: refused until a person accepts it (read
+        // now: it may have been accepted from another process meanwhile).
+        let (rt, server, tool_name) = (
+            self.inner.runtime.clone(),
+            self.inner.upstreams[at].name.clone(),
+            tool.name.to_string(),
+        );
+        let pin = blocking(move || pins::get(rt.store(), &server, &tool_name))
+            .await?
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if let Some(pin) = pin
+            && let Some(changed) = &pin.changed
+        {
+            let why = format!(
+                "the definition of `{name}` changed since it was accepted ({} -> {}, seen {}); it is refused until a person accepts it: tollgate mcp pins accept {name} --by NAME",
+                short(&pin.hash),
+                short(&changed.hash),
+                changed.at
+            );
+            self.note(json!({"mcp_refused": {"tool": name, "reason": why}}))
+                .await;
+            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let presented = ctx
             .meta
@@ -501,6 +619,11 @@ fn with_decision(mut result: CallToolResult, answer: &ToolCallAnswer) -> CallToo
     );
     result.meta = Some(meta);
     result
+}
+
+/// The first 12 characters of a hash, as the CLI shows them.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 fn receipt_text(answer: &ToolCallAnswer) -> String {

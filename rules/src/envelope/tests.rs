@@ -887,3 +887,16 @@ fn only_named_args_is_true_or_false() {
         "remove `only_named_args`",
     );
 }
+
+/// Bug (issue 34, the MCP configuration's `evn:`): two neighbouring letters swapped counted as
+/// two edits, so a short key got no suggestion.
+#[test]
+fn a_key_with_two_letters_swapped_is_suggested() {
+    assert_eq!(
+        super::closest("evn", &["command", "env", "cwd"]),
+        Some("env")
+    );
+    assert_eq!(super::closest("tools", &["tools", "data"]), Some("tools"));
+    assert_eq!(super::closest("dtaa", &["tools", "data"]), Some("data"));
+    assert_eq!(super::closest("xyz", &["tools", "data"]), None);
+}

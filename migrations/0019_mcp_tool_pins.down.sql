@@ -1,0 +1,1 @@
+DROP TABLE mcp_tool_pins;
