@@ -510,3 +510,81 @@ fn a_changed_tool_definition_is_caught_and_refused_until_a_person_accepts_it() {
         assert!(export.contains("mcp_tool_changed"), "{export}");
     });
 }
+
+/// Bug (issue 34): a line that was not JSON-RPC got no answer at all (rmcp drops it), and the
+/// client waited forever. Raw lines on the proxy's stdin: each malformed one gets JSON-RPC's
+/// error, and the session goes on.
+#[test]
+fn malformed_json_rpc_gets_a_json_rpc_error_and_the_session_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some(python) = python_with_mcp() else {
+        eprintln!(
+            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+        return;
+    };
+    let (dir, config) = setup(&python, 5);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["mcp", "proxy", "--config"])
+        .arg(&config)
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).unwrap_or(Value::String(line)));
+        }
+    });
+    let lines = [
+        "this is not json",
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"broken": "#,
+        r#"{"id": 2, "method": "tools/list"}"#,
+        r#"[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up.read_file","arguments":{"path":"docs/a.md"}}}"#,
+    ];
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut seen = Vec::new();
+    while let Ok(v) = rx.recv_timeout(Duration::from_secs(30)) {
+        let done = v["id"] == 4;
+        seen.push(v);
+        if done {
+            break;
+        }
+    }
+    let codes: Vec<Value> = seen
+        .iter()
+        .filter(|v| v.get("error").is_some())
+        .map(|v| json!([v["id"], v["error"]["code"]]))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            json!([null, -32700]),
+            json!([null, -32700]),
+            json!([2, -32600]),
+            json!([null, -32600])
+        ],
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|v| v["id"] == 1 && v.get("result").is_some())
+    );
+    let read = seen
+        .iter()
+        .find(|v| v["id"] == 4)
+        .expect("the call after them");
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    drop(stdin);
+    let _ = child.wait();
+}

@@ -10,7 +10,7 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 use tollgate_gateway::mcp::config::{self, McpConfig};
 use tollgate_gateway::mcp::front::Front;
-use tollgate_gateway::mcp::pins;
+use tollgate_gateway::mcp::{pins, stdio};
 use tollgate_gateway::providers::FakeProvider;
 use tollgate_gateway::runtime::Runtime;
 
@@ -212,7 +212,7 @@ fn proxy(path: &PathBuf) -> Result<ExitCode> {
         );
         let session = front
             .clone()
-            .serve(rmcp::transport::stdio())
+            .serve(stdio::framed(tokio::io::stdin(), tokio::io::stdout()))
             .await
             .context("the MCP client did not complete the handshake")?;
         let ended = session.waiting().await;

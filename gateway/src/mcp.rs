@@ -9,9 +9,12 @@
 //! - `upstream`: the connections to upstream servers (children with only the environment
 //!   named, in a process group of their own);
 //! - `front`: the MCP server the client talks to (`rmcp::ServerHandler`), one per session;
-//!   `tollgate mcp proxy` serves it on stdio.
+//!   `tollgate mcp proxy` serves it on stdio, through `stdio`'s framing (a line that is not
+//!   JSON-RPC gets JSON-RPC's error instead of silence);
+//! - `pins`: each tool's definition pinned on first use, a changed one refused until accepted.
 
 pub mod config;
 pub mod front;
 pub mod pins;
+pub mod stdio;
 pub mod upstream;
