@@ -48,7 +48,18 @@ tools:
     tools: [\"up.delete_everything\"]
 ";
 
+/// The Python with the `mcp` package, or `None` after saying the test is skipped.
 fn python_with_mcp() -> Option<String> {
+    let found = find_python_with_mcp();
+    if found.is_none() {
+        eprintln!(
+            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+    }
+    found
+}
+
+fn find_python_with_mcp() -> Option<String> {
     let candidates = [
         std::env::var("TOLLGATE_TEST_PYTHON").ok(),
         Some(
@@ -162,9 +173,6 @@ fn runs_json(dir: &Path) -> Value {
 #[test]
 fn an_mcp_client_sees_only_allowed_tools_and_every_call_is_decided_and_recorded() {
     let Some(python) = python_with_mcp() else {
-        eprintln!(
-            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
-        );
         return;
     };
     let (dir, config) = setup(&python, 5);
@@ -284,9 +292,6 @@ fn an_mcp_client_sees_only_allowed_tools_and_every_call_is_decided_and_recorded(
 #[test]
 fn an_approval_releases_a_waiting_call_with_exactly_its_arguments() {
     let Some(python) = python_with_mcp() else {
-        eprintln!(
-            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
-        );
         return;
     };
     let (dir, config) = setup(&python, 60);
@@ -327,9 +332,6 @@ fn an_approval_releases_a_waiting_call_with_exactly_its_arguments() {
 #[test]
 fn a_call_still_pending_names_its_approval_and_runs_when_presented_again() {
     let Some(python) = python_with_mcp() else {
-        eprintln!(
-            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
-        );
         return;
     };
     let (dir, config) = setup(&python, 1);
@@ -407,9 +409,6 @@ fn a_configuration_fault_is_named_with_its_line_and_a_suggestion() {
 #[test]
 fn a_changed_tool_definition_is_caught_and_refused_until_a_person_accepts_it() {
     let Some(python) = python_with_mcp() else {
-        eprintln!(
-            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
-        );
         return;
     };
     let (dir, config) = setup(&python, 5);
@@ -518,9 +517,6 @@ fn a_changed_tool_definition_is_caught_and_refused_until_a_person_accepts_it() {
 fn malformed_json_rpc_gets_a_json_rpc_error_and_the_session_goes_on() {
     use std::io::{BufRead, BufReader, Write};
     let Some(python) = python_with_mcp() else {
-        eprintln!(
-            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
-        );
         return;
     };
     let (dir, config) = setup(&python, 5);

@@ -109,6 +109,15 @@ pub fn observe(
     let (server, name, at) = (server.to_string(), tool.name.to_string(), at.to_string());
     let definition = definition(tool);
     let hash = hash(&definition);
+    // Every listing observes every tool: the usual answer (the accepted definition, nothing
+    // waiting) is a read, and only a new or changed definition takes the writer.
+    let (s, n, h) = (server.clone(), name.clone(), hash.clone());
+    if let Some(pin) = store.read(move |c| load(c, &s, &n))?
+        && pin.hash == h
+        && pin.changed.is_none()
+    {
+        return Ok((Seen::Same, pin));
+    }
     store.write(move |c| {
         let Some(pin) = load(c, &server, &name)? else {
             let text = serde_json::to_string(&definition).map_err(StoreError::corrupt)?;
