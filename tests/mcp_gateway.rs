@@ -50,31 +50,7 @@ tools:
 
 /// The Python with the `mcp` package, or `None` after saying the test is skipped.
 fn python_with_mcp() -> Option<String> {
-    let found = find_python_with_mcp();
-    if found.is_none() {
-        eprintln!(
-            "skipped: no Python with the `mcp` package (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
-        );
-    }
-    found
-}
-
-fn find_python_with_mcp() -> Option<String> {
-    let candidates = [
-        std::env::var("TOLLGATE_TEST_PYTHON").ok(),
-        Some(
-            support::root()
-                .join(".ci/venv/bin/python")
-                .display()
-                .to_string(),
-        ),
-    ];
-    candidates.into_iter().flatten().find(|p| {
-        Command::new(p)
-            .args(["-c", "import mcp.server"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    support::python_with("mcp.server")
 }
 
 /// A directory with the envelope stored, a docs file, and a configuration whose upstream is

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
 use serde_json::Value;
 use tollgate_gateway::mcp::config::{self, McpConfig};
-use tollgate_gateway::mcp::front::Front;
+use tollgate_gateway::mcp::front::{Front, SessionRun};
 use tollgate_gateway::mcp::{pins, stdio};
 use tollgate_gateway::providers::FakeProvider;
 use tollgate_gateway::runtime::Runtime;
@@ -22,7 +22,7 @@ pub enum McpCommand {
     /// servers of the configuration, opens a run, and decides every tool call by the run's
     /// envelopes before an upstream sees it. Speaks MCP on stdin and stdout; logs go to
     /// stderr.
-    Proxy(ConfigArgs),
+    Proxy(ProxyArgs),
     /// Check a configuration file: every fault with its line and column.
     Check(ConfigArgs),
     /// Tool pins: each upstream tool's definition as accepted, and those that changed since
@@ -66,6 +66,17 @@ pub struct PinsAcceptArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ProxyArgs {
+    /// The configuration file (YAML or JSON): `servers` and the `run` each session opens.
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Join this running run instead of opening one (it is left running when the session
+    /// ends).
+    #[arg(long)]
+    run: Option<String>,
+}
+
+#[derive(Args, Debug)]
 pub struct ConfigArgs {
     /// The configuration file (YAML or JSON): `servers` and the `run` each session opens.
     #[arg(long, short)]
@@ -91,7 +102,7 @@ pub fn run(cmd: McpCommand) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        McpCommand::Proxy(args) => proxy(&args.config),
+        McpCommand::Proxy(args) => proxy(&args.config, args.run),
         McpCommand::Pins(PinsCommand::List(a)) => pins_list(&a),
         McpCommand::Pins(PinsCommand::Accept(a)) => pins_accept(&a),
     }
@@ -190,13 +201,14 @@ fn pins_accept(a: &PinsAcceptArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read(path: &PathBuf) -> Result<McpConfig> {
+/// The configuration in `path`, or its faults with line and column.
+pub fn read(path: &PathBuf) -> Result<McpConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
     config::parse(&text).map_err(|faults| anyhow::anyhow!("{}: {faults}", path.display()))
 }
 
-fn proxy(path: &PathBuf) -> Result<ExitCode> {
+fn proxy(path: &PathBuf, join: Option<String>) -> Result<ExitCode> {
     let config = Arc::new(read(path)?);
     let store = store_arg::open()?;
     let runtime = Arc::new(Runtime::new(store, Arc::new(FakeProvider::new()))?);
@@ -205,7 +217,14 @@ fn proxy(path: &PathBuf) -> Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     tokio.block_on(async move {
-        let front = Front::start(runtime, config).await?;
+        let how = match join {
+            Some(run) => SessionRun::Join {
+                run,
+                principal: None,
+            },
+            None => SessionRun::Open(None),
+        };
+        let front = Front::start(runtime, config, how).await?;
         eprintln!(
             "tollgate: mcp: run {} opened; serving MCP on stdio",
             front.run()

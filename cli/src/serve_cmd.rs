@@ -39,9 +39,21 @@ pub struct ServeArgs {
     /// to `tollgate jobs run`.
     #[arg(long)]
     no_worker: bool,
+    /// Serve the MCP gateway at `/v1/mcp` with this configuration (the file `tollgate mcp
+    /// proxy` takes; or `TOLLGATE_MCP_CONFIG`).
+    #[arg(long)]
+    mcp_config: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
+    let mcp = match args
+        .mcp_config
+        .clone()
+        .or_else(|| std::env::var_os("TOLLGATE_MCP_CONFIG").map(Into::into))
+    {
+        Some(path) => Some(crate::mcp_cmd::read(&path)?),
+        None => None,
+    };
     let store = store_arg::open()?;
     if !args.envelopes.is_empty() {
         let sources = read_sources(&envelope_files(&args.envelopes)?)?;
@@ -152,6 +164,18 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             .with_token_key(token_key);
         if let Some(verifier) = jwt {
             state = state.with_jwt(verifier);
+        }
+        if let Some(mcp) = mcp {
+            eprintln!(
+                "tollgate: MCP gateway at http://{local}/v1/mcp ({} server(s): {})",
+                mcp.servers.len(),
+                mcp.servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            state = state.with_mcp(mcp);
         }
         // The address once, on stdout (scripts and tests that start the gateway on port 0
         // read it there); the rest of what a person needs on stderr.

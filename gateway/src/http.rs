@@ -34,6 +34,7 @@ use axum::routing::get;
 use serde_json::json;
 
 pub use crate::auth::write_private;
+pub use chat::RUN_HEADER;
 pub use error::{ApiError, ApiJson, ApiPath, ApiQuery};
 pub use openapi::{ErrorBody, ErrorDetail};
 pub use security::resolve_token;
@@ -90,6 +91,10 @@ pub struct AppState {
     pub token_key: Option<Arc<TokenKey>>,
     /// Verifies JWTs from a team's identity provider, when configured.
     pub jwt: Option<Arc<crate::auth::jwt::JwtVerifier>>,
+    /// The MCP gateway's configuration (`--mcp-config`): `/v1/mcp` answers with it.
+    pub mcp: Option<Arc<crate::mcp::config::McpConfig>>,
+    /// Cancelled when the server shuts down: ends the MCP sessions and their streams.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {
@@ -104,7 +109,15 @@ impl AppState {
             packs: Arc::new(crate::packs::PackRegistry::default()),
             token_key: None,
             jwt: None,
+            mcp: None,
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// The same state serving the MCP gateway of `config` at `/v1/mcp`.
+    pub fn with_mcp(mut self, config: crate::mcp::config::McpConfig) -> AppState {
+        self.mcp = Some(Arc::new(config));
+        self
     }
 
     /// The same state taking the JWTs `verifier` accepts (`TOLLGATE_JWT_JWKS`).
@@ -166,6 +179,26 @@ pub fn router(state: AppState) -> Router {
     let (api, doc) = api_routes().split_for_parts();
     // Rendered once: the document does not change while the gateway runs.
     let openapi = axum::body::Bytes::from(openapi::finish(doc).to_string());
+    // `/v1/mcp` speaks MCP (JSON-RPC over streamable HTTP), not this API's JSON: it is behind
+    // the same layers, and outside the OpenAPI document.
+    let api = match &state.mcp {
+        Some(config) => {
+            let owners = crate::mcp::session::Owners::default();
+            let service = crate::mcp::session::service(
+                state.runtime.clone(),
+                config.clone(),
+                owners.clone(),
+                state.shutdown.child_token(),
+                state.config.body_limit,
+            );
+            api.merge(
+                Router::new()
+                    .route_service(MCP_PATH, service)
+                    .layer(from_fn_with_state(owners, crate::mcp::session::guard)),
+            )
+        }
+        None => api.route(MCP_PATH, axum::routing::any(mcp_not_configured)),
+    };
     api.route(
         "/openapi.json",
         get(move || {
@@ -276,6 +309,18 @@ async fn health() -> axum::Json<serde_json::Value> {
     axum::Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
 }
 
+/// Where the MCP gateway answers on `tollgate serve`.
+pub const MCP_PATH: &str = "/v1/mcp";
+
+async fn mcp_not_configured() -> ApiError {
+    ApiError::Status {
+        status: axum::http::StatusCode::NOT_FOUND,
+        code: "mcp_not_configured",
+        message: "this gateway serves no MCP servers\n  help: start it with `tollgate serve --mcp-config FILE` (the file `tollgate mcp proxy` takes)".into(),
+        details: serde_json::Value::Null,
+    }
+}
+
 async fn not_found(uri: axum::http::Uri) -> ApiError {
     ApiError::NotFound(format!("no route `{}`", uri.path()))
 }
@@ -296,6 +341,12 @@ pub async fn serve(
             eprintln!("tollgate: cannot set TCP_NODELAY on a connection: {e}");
         }
     });
+    // MCP sessions hold streams open: they end first, so in-flight requests can finish.
+    let sessions = state.shutdown.clone();
+    let shutdown = async move {
+        shutdown.await;
+        sessions.cancel();
+    };
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await

@@ -11,10 +11,13 @@
 //! - `front`: the MCP server the client talks to (`rmcp::ServerHandler`), one per session;
 //!   `tollgate mcp proxy` serves it on stdio, through `stdio`'s framing (a line that is not
 //!   JSON-RPC gets JSON-RPC's error instead of silence);
+//! - `session`: the same front over streamable HTTP at `/v1/mcp` on `tollgate serve`, a
+//!   session bound at `initialize` to the credential that opened it and to its run;
 //! - `pins`: each tool's definition pinned on first use, a changed one refused until accepted.
 
 pub mod config;
 pub mod front;
 pub mod pins;
+pub mod session;
 pub mod stdio;
 pub mod upstream;

@@ -22,6 +22,10 @@ mod runs;
 mod tools;
 
 pub use handoffs::HANDOFF_KEY;
+
+/// The HTTP header naming the run a request belongs to: a model call's (the OpenAI-compatible
+/// proxy), or the run an MCP session joins.
+pub const RUN_HEADER: &str = "x-tollgate-run";
 pub use implicit::{DEFAULT_CLIENT, IMPLICIT_TASK, client_of};
 
 use std::collections::HashMap;

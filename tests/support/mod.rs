@@ -392,3 +392,24 @@ impl Seeded {
         lo + self.next() % (hi - lo)
     }
 }
+
+/// The Python that can import `module`: `TOLLGATE_TEST_PYTHON`, else `.ci/venv/bin/python`
+/// (`.ci/run` installs the tests' packages there); `None` after saying the test is skipped.
+pub fn python_with(module: &str) -> Option<String> {
+    let candidates = [
+        std::env::var("TOLLGATE_TEST_PYTHON").ok(),
+        Some(root().join(".ci/venv/bin/python").display().to_string()),
+    ];
+    let found = candidates.into_iter().flatten().find(|p| {
+        Command::new(p)
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        eprintln!(
+            "skipped: no Python that imports `{module}` (run .ci/run, or set TOLLGATE_TEST_PYTHON)"
+        );
+    }
+    found
+}

@@ -44,6 +44,11 @@ pub(crate) const ACCESS: &[(&str, &str, u8)] = &[
     ("POST", "/v1/runs/{run_id}/repin", D),
     ("POST", "/v1/runs/{run_id}/tool-calls", A | D),
     ("POST", "/v1/chat/completions", A | D),
+    // MCP (JSON-RPC over streamable HTTP, outside the OpenAPI document): a session opens a
+    // run, as `POST /v1/runs` does.
+    ("POST", "/v1/mcp", A | D),
+    ("GET", "/v1/mcp", A | D),
+    ("DELETE", "/v1/mcp", A | D),
     ("GET", "/v1/approvals", ALL),
     ("GET", "/v1/approvals/{id}", ALL),
     // Policies: admins write envelopes; approvers read them and decide approvals.
@@ -221,7 +226,12 @@ pub(crate) async fn authorize(State(state): State<AppState>, req: Request, next:
     }
     let target = req.uri().path().to_string();
     let response = next.run(req).await;
-    if method != Method::GET && principal.kind != PrincipalKind::Agent {
+    // An MCP session's calls are recorded in its run, each with its receipt; logging every
+    // JSON-RPC message of an admin's session would say it again.
+    if method != Method::GET
+        && principal.kind != PrincipalKind::Agent
+        && template != super::MCP_PATH
+    {
         audit(
             &state.runtime,
             &principal,
@@ -315,6 +325,7 @@ mod tests {
         for (method, path, _) in ACCESS {
             assert!(
                 *path == "/openapi.json"
+                    || *path == super::super::MCP_PATH
                     || documented.iter().any(|(m, p)| m == method && p == path),
                 "ACCESS names `{method} {path}`, which no route serves"
             );

@@ -34,8 +34,7 @@ use super::{ApiError, ApiJson, AppState, blocking};
 use crate::providers::{ChatDelta, ChatRequest, ToolCallDelta};
 use crate::runtime::{ChatOutcome, RuntimeError};
 
-/// The header naming the run a model call belongs to.
-pub const RUN_HEADER: &str = "x-tollgate-run";
+pub use crate::runtime::RUN_HEADER;
 
 /// The routes of this resource.
 pub(super) fn routes() -> OpenApiRouter<AppState> {

@@ -17,6 +17,7 @@
 //! call's `tool_result`; a result over `max_result_bytes` is cut, with a note.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -34,6 +35,7 @@ use super::config::McpConfig;
 use super::pins::{self, Seen, ToolPin};
 use super::upstream::{Upstream, UpstreamError};
 use crate::approvals::{self, ApprovalState};
+use crate::auth::Principal;
 use crate::runtime::{EventInput, OpenRun, Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
 use crate::secrets::redact_secrets;
 
@@ -83,6 +85,8 @@ struct Inner {
     runtime: Arc<Runtime>,
     config: Arc<McpConfig>,
     run: String,
+    /// Whether the session opened its run, and has not finished it yet.
+    owned: AtomicBool,
     upstreams: Vec<Upstream>,
     /// The upstreams' tools as last listed, by name.
     tools: RwLock<Vec<Entry>>,
@@ -90,24 +94,100 @@ struct Inner {
     client: std::sync::Mutex<Option<Peer<RoleServer>>>,
 }
 
+/// Which run a session decides its calls in.
+#[derive(Debug, Clone)]
+pub enum SessionRun {
+    /// A new run, as the configuration describes it, for the principal whose credential
+    /// opened the session (none on stdio, where the command line is the store's owner); the
+    /// session finishes it when it ends.
+    Open(Option<Principal>),
+    /// A running run the client named, which the principal reaches; left running when the
+    /// session ends.
+    Join {
+        /// The run.
+        run: String,
+        /// Who asks (none on stdio).
+        principal: Option<Principal>,
+    },
+}
+
+/// A session's run is finished when the last handle on it goes (an HTTP session closed or
+/// expired; a session that failed to start), if it was opened and not finished already.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if !self.owned.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let (rt, key) = (self.runtime.clone(), self.run.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn_blocking(move || {
+                    if let Err(e) = rt.finish_run(&key, "succeeded") {
+                        eprintln!("tollgate: mcp: cannot finish run {key}: {e}");
+                    }
+                });
+            }
+            Err(_) => {
+                if let Err(e) = rt.finish_run(&key, "succeeded") {
+                    eprintln!("tollgate: mcp: cannot finish run {key}: {e}");
+                }
+            }
+        }
+    }
+}
+
 impl Front {
-    /// Opens the session's run and starts the upstream servers (all of them, or none: a
-    /// server that does not start stops the session, its run finished as failed).
-    pub async fn start(runtime: Arc<Runtime>, config: Arc<McpConfig>) -> Result<Front, FrontError> {
-        let open = OpenRun {
-            id: None,
-            agent: config.run.agent.clone(),
-            task: config.run.task.clone(),
-            scope: config.run.scope.clone(),
-            clearance: config.run.clearance,
-            envelopes: config.run.envelopes.clone(),
-            parent_run: None,
-            handoff: None,
-            metadata: Map::from_iter([("mcp".to_string(), json!(true))]),
-        };
+    /// Opens (or joins) the session's run and starts the upstream servers (all of them, or
+    /// none: a server that does not start stops the session, a run it opened finished as
+    /// failed).
+    pub async fn start(
+        runtime: Arc<Runtime>,
+        config: Arc<McpConfig>,
+        how: SessionRun,
+    ) -> Result<Front, FrontError> {
         let rt = runtime.clone();
-        let view = blocking(move || rt.open_run(open)).await??;
-        let run = view.run.id.clone();
+        let (run, owned) = match how {
+            SessionRun::Open(principal) => {
+                let open = OpenRun {
+                    id: None,
+                    // An agent's credential names the agent; the configuration names it
+                    // for everyone else.
+                    agent: match &principal {
+                        Some(p) if p.is_agent() => p.name.clone(),
+                        _ => config.run.agent.clone(),
+                    },
+                    task: config.run.task.clone(),
+                    scope: config.run.scope.clone(),
+                    clearance: config.run.clearance,
+                    envelopes: config.run.envelopes.clone(),
+                    parent_run: None,
+                    handoff: None,
+                    metadata: Map::from_iter([("mcp".to_string(), json!(true))]),
+                };
+                let view =
+                    blocking(move || rt.open_configured_run(open, principal.as_ref())).await??;
+                (view.run.id, true)
+            }
+            SessionRun::Join { run, principal } => {
+                let key = run.clone();
+                blocking(move || -> Result<(), RuntimeError> {
+                    let (agent, scope) = rt.run_owner(&key)?;
+                    if let Some(p) = &principal {
+                        p.reaches_run(&key, &agent, &scope)?;
+                    }
+                    let status = rt.run_view(&key)?.run.status;
+                    if status != "running" {
+                        return Err(RuntimeError::Conflict(format!(
+                            "run `{key}` is {status}; a session joins a running run\n  help: leave `{}` out to open a new run",
+                            crate::runtime::RUN_HEADER
+                        )));
+                    }
+                    Ok(())
+                })
+                .await??;
+                (run, false)
+            }
+        };
         let (changed, mut heard) = mpsc::unbounded_channel();
         let timeout = Duration::from_secs(config.call_timeout_seconds);
         let mut upstreams = Vec::new();
@@ -115,8 +195,10 @@ impl Front {
             match Upstream::start(server, changed.clone(), timeout).await {
                 Ok(u) => upstreams.push(u),
                 Err(e) => {
-                    let (rt, key) = (runtime.clone(), run.clone());
-                    let _ = blocking(move || rt.finish_run(&key, "failed")).await;
+                    if owned {
+                        let (rt, key) = (runtime.clone(), run.clone());
+                        let _ = blocking(move || rt.finish_run(&key, "failed")).await;
+                    }
                     return Err(e.into());
                 }
             }
@@ -126,13 +208,17 @@ impl Front {
                 runtime,
                 config,
                 run,
+                owned: AtomicBool::new(owned),
                 upstreams,
                 tools: RwLock::new(Vec::new()),
                 client: std::sync::Mutex::new(None),
             }),
         };
         for i in 0..front.inner.upstreams.len() {
-            front.refresh(i).await?;
+            if let Err(e) = front.refresh(i).await {
+                let _ = front.finish("failed").await;
+                return Err(e);
+            }
         }
         // A changed tool list upstream: read it again and tell the client.
         let weak = Arc::downgrade(&front.inner);
@@ -161,8 +247,12 @@ impl Front {
         &self.inner.run
     }
 
-    /// Finishes the session's run (`succeeded` when the client closed the session).
+    /// Finishes the session's run (`succeeded` when the client closed the session), if the
+    /// session opened it; a joined run is left running.
     pub async fn finish(&self, status: &str) -> Result<(), FrontError> {
+        if !self.inner.owned.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
         let (rt, key, status) = (
             self.inner.runtime.clone(),
             self.inner.run.clone(),
@@ -426,23 +516,11 @@ impl Front {
 
 impl ServerHandler for Front {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("tollgate", env!("CARGO_PKG_VERSION")))
-        .with_instructions(format!(
-            "Tollgate decides every tool call of run {} by its policy envelopes; a refused call's result names the reason and the receipt.",
-            self.inner.run
-        ))
+        server_info(Some(&self.inner.run))
     }
 
-    // Sessions with an `initialize` (each one a run); not the stateless protocol of
-    // 2026-07-28, which has no session to bind a run to.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        protocol_versions()
     }
 
     async fn list_tools(
@@ -593,6 +671,30 @@ impl ServerHandler for Front {
     }
 }
 
+/// What the gateway says of itself at `initialize`: its capabilities, and the run it decides
+/// in once one is bound.
+pub(crate) fn server_info(run: Option<&str>) -> ServerConfig {
+    let info = ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build(),
+    )
+    .with_server_info(Implementation::new("tollgate", env!("CARGO_PKG_VERSION")));
+    match run {
+        Some(run) => info.with_instructions(format!(
+            "Tollgate decides every tool call of run {run} by its policy envelopes; a refused call's result names the reason and the receipt."
+        )),
+        None => info,
+    }
+}
+
+/// Sessions with an `initialize` (each one a run); not the stateless protocol of 2026-07-28,
+/// which has no session to bind a run to.
+pub(crate) fn protocol_versions() -> std::borrow::Cow<'static, [ProtocolVersion]> {
+    std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+}
+
 /// An error result the client's model reads: the reason, the receipt, and the decision in
 /// `_meta`.
 fn refusal(answer: &ToolCallAnswer, text: String) -> CallToolResult {
@@ -676,6 +778,15 @@ async fn blocking<T: Send + 'static>(
 
 impl From<FrontError> for McpError {
     fn from(e: FrontError) -> Self {
-        McpError::internal_error(e.to_string(), None)
+        match e {
+            // What the client asked for cannot be: said as its fault, with the remedy.
+            FrontError::Run(
+                e @ (RuntimeError::Invalid(_)
+                | RuntimeError::NotFound(_)
+                | RuntimeError::Conflict(_)
+                | RuntimeError::Refused(_)),
+            ) => McpError::invalid_request(e.to_string(), None),
+            other => McpError::internal_error(other.to_string(), None),
+        }
     }
 }

@@ -1,0 +1,428 @@
+//! The MCP gateway over streamable HTTP (issue 34): `tollgate serve --mcp-config` answers MCP at
+//! `/v1/mcp`, behind the bearer token like every route. The client is the official Python SDK
+//! (`tests/mcp/client.py`, `mcp` 2.x); the upstream is the Python server of the stdio tests
+//! (`tests/mcp/upstream.py`). A session opens a run for its credential (or joins one the
+//! client names), lists only what the envelopes allow, refuses with a receipt, waits for an
+//! approval decided over HTTP, and cannot be used with another credential.
+//!
+//! The Python is `TOLLGATE_TEST_PYTHON`, else `.ci/venv/bin/python`; without `mcp` the tests
+//! say so and pass (`.ci/run` installs it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Gateway, TempDir};
+
+const ENVELOPE: &str = "\
+id: mcp-http
+version: 1
+description: The MCP HTTP tests' agent.
+attach:
+  agents: [mcp-agent]
+tools:
+  - id: reads
+    effect: allow
+    tools: [\"up.read_file\"]
+    args:
+      /path: \"docs/**\"
+  - id: writes
+    effect: require_approval
+    tools: [\"up.write_file\"]
+  - id: no-delete
+    effect: deny
+    tools: [\"up.delete_everything\"]
+";
+
+/// A gateway serving MCP with the Python upstream, the envelope stored.
+fn gateway(python: &str) -> Gateway {
+    let dir = TempDir::new("mcp-http");
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/a.md"), "hello docs\n").unwrap();
+    std::fs::write(dir.path().join("envelope.yaml"), ENVELOPE).unwrap();
+    let stored = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(dir.path())
+        .env_remove("TOLLGATE_DATABASE_URL")
+        .args(["policy", "store", "envelope.yaml"])
+        .output()
+        .unwrap();
+    assert!(stored.status.success(), "{}", support::stderr(&stored));
+    let upstream = support::root().join("tests/mcp/upstream.py");
+    std::fs::write(
+        dir.path().join("mcp.yaml"),
+        format!(
+            "run:\n  agent: mcp-agent\n  task: mcp over http\n  scope: org:acme/repo\napproval_wait_seconds: 60\nservers:\n  up:\n    command: {python}\n    args: [{}]\n",
+            upstream.display()
+        ),
+    )
+    .unwrap();
+    Gateway::start_in(dir, &[], &["--mcp-config", "mcp.yaml"])
+}
+
+/// Starts the Python client on `steps` with `token` (and `x-tollgate-run: run`).
+fn client(
+    python: &str,
+    gw: &Gateway,
+    token: &str,
+    run: Option<&str>,
+    steps: &Value,
+) -> std::process::Child {
+    let mut cmd = Command::new(python);
+    cmd.arg(support::root().join("tests/mcp/client.py"))
+        .arg(format!("{}/v1/mcp", gw.base))
+        .arg(token);
+    if let Some(run) = run {
+        cmd.arg(run);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(steps.to_string().as_bytes())
+        .unwrap();
+    child
+}
+
+/// What the client saw: its first entry is the server's instructions, then one per step.
+fn finish(child: std::process::Child) -> Vec<Value> {
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "the client failed:\n{said}");
+    assert!(
+        !said.contains("Session termination failed"),
+        "the session did not close cleanly:\n{said}"
+    );
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{said}", String::from_utf8_lossy(&out.stdout)))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn session(python: &str, gw: &Gateway, token: &str, run: Option<&str>, steps: Value) -> Vec<Value> {
+    finish(client(python, gw, token, run, &steps))
+}
+
+/// The run named in the server's instructions at `initialize`.
+fn run_of(seen: &[Value]) -> String {
+    let said = seen[0]["instructions"].as_str().unwrap_or_default();
+    said.split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no run in {said:?}"))
+        .to_string()
+}
+
+/// Waits up to a minute for `check` to hold.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what} did not happen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn an_http_session_opens_a_run_shows_allowed_tools_refuses_with_a_receipt_and_finishes() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    let gw = gateway(&python);
+    let seen = session(
+        &python,
+        &gw,
+        &gw.token,
+        None,
+        json!([
+            {"op": "list"},
+            {"op": "call", "tool": "up.read_file", "arguments": {"path": "docs/a.md"}},
+            {"op": "call", "tool": "up.read_file", "arguments": {"path": "/etc/passwd"}},
+            {"op": "call", "tool": "up.delete_everything"},
+        ]),
+    );
+    assert_eq!(seen[0]["protocol"], "2025-11-25");
+    assert_eq!(seen[1]["tools"], json!(["up.read_file", "up.write_file"]));
+    assert_eq!(seen[2]["isError"], false, "{}", seen[2]);
+    assert_eq!(seen[2]["text"], "hello docs\n");
+    let run = run_of(&seen);
+    for refused in &seen[3..5] {
+        assert_eq!(refused["isError"], true, "{refused}");
+        let decision = &refused["meta"]["tollgate/decision"];
+        assert_eq!(decision["effect"], "deny");
+        let receipt = format!("{run}#{}", decision["receipt"]["seq"]);
+        assert!(
+            refused["text"].as_str().unwrap().contains(&receipt),
+            "{refused}"
+        );
+    }
+    // The run is the session's: its decisions are the ones the client saw, and the client's
+    // `DELETE` finished it.
+    let (status, decisions) = gw.call("GET", &format!("/v2/policies/decisions/{run}"), None);
+    assert_eq!(status, 200, "{decisions}");
+    let effects: Vec<&str> = decisions["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["effect"].as_str().unwrap())
+        .collect();
+    assert_eq!(effects, ["allow", "deny", "deny"], "{decisions}");
+    eventually("the run finished", || {
+        let (_, view) = gw.call("GET", &format!("/v1/runs/{run}"), None);
+        view["run"]["status"] == "succeeded"
+    });
+    let (_, view) = gw.call("GET", &format!("/v1/runs/{run}"), None);
+    assert_eq!(view["run"]["metadata"]["mcp"], true, "{view}");
+}
+
+#[test]
+fn a_call_held_for_approval_waits_and_runs_once_an_approver_decides_over_http() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    let gw = gateway(&python);
+    let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
+    let waiting = client(
+        &python,
+        &gw,
+        &gw.token,
+        None,
+        &json!([{"op": "call", "tool": "up.write_file",
+                 "arguments": {"path": "out/notes.txt", "content": "approved text"}}]),
+    );
+    let mut id = String::new();
+    eventually("an approval was asked for", || {
+        let (_, listed) = gw.call("GET", "/v1/approvals?state=pending", None);
+        match listed["approvals"].as_array().and_then(|a| a.first()) {
+            Some(a) => {
+                id = a["id"].as_str().unwrap().to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    assert!(!gw.dir.path().join("out/notes.txt").exists());
+    let (status, decided) = gw.call_as(
+        &lead,
+        "POST",
+        &format!("/v2/policies/approvals/{id}"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 200, "{decided}");
+    let seen = finish(waiting);
+    assert_eq!(seen[1]["isError"], false, "{}", seen[1]);
+    assert_eq!(
+        std::fs::read_to_string(gw.dir.path().join("out/notes.txt")).unwrap(),
+        "approved text"
+    );
+}
+
+#[test]
+fn an_agent_credential_opens_its_own_run_and_an_approver_credential_opens_none() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    let gw = gateway(&python);
+    let agent = gw.create_token(&[
+        "--kind",
+        "agent",
+        "--agent",
+        "mcp-agent",
+        "--max-scope",
+        "org:acme",
+    ]);
+    let seen = session(&python, &gw, &agent, None, json!([{"op": "list"}]));
+    assert_eq!(seen[1]["tools"], json!(["up.read_file", "up.write_file"]));
+    let run = run_of(&seen);
+    let (_, view) = gw.call("GET", &format!("/v1/runs/{run}"), None);
+    assert_eq!(view["run"]["agent"], "mcp-agent");
+    assert!(
+        view["run"]["metadata"]["opened_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("tok_"),
+        "{view}"
+    );
+
+    // An agent credential of another agent opens a run as itself: the configuration's
+    // envelopes attach to nobody else's rights (none attach to `other`: nothing is listed).
+    let other = gw.create_token(&["--kind", "agent", "--agent", "other"]);
+    let seen = session(&python, &gw, &other, None, json!([{"op": "list"}]));
+    assert_eq!(seen[1]["tools"], json!([]), "{seen:?}");
+
+    // An approver decides approvals; it does not drive tools.
+    let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
+    let (status, refused) = gw.call_as(&lead, "POST", "/v1/mcp", Some(&initialize()));
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["error"]["code"], "kind_not_admitted", "{refused}");
+    let (status, _) = gw.call_as("not-a-token", "POST", "/v1/mcp", Some(&initialize()));
+    assert_eq!(status, 401);
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+}
+
+/// Sends one JSON-RPC message to `/v1/mcp`; returns the status, the session header and the
+/// body.
+fn post_mcp(
+    gw: &Gateway,
+    token: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> (u16, Option<String>, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("{}/v1/mcp", gw.base))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25");
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    let mut resp = agent
+        .run(req.body(body.to_string()).unwrap())
+        .expect("send");
+    let id = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (resp.status().as_u16(), id, text)
+}
+
+#[test]
+fn a_session_id_is_not_a_credential_another_token_cannot_use_or_close_it() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    let gw = gateway(&python);
+    let (status, session, body) = post_mcp(&gw, &gw.token, None, &initialize());
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let (status, _, body) = post_mcp(
+        &gw,
+        &gw.token,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) = post_mcp(&gw, &gw.token, Some(&session), &list);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("up.read_file"), "{body}");
+
+    // Another admin's valid token with the session's id: as if the session did not exist.
+    let ada = gw.create_token(&["--kind", "admin", "--name", "ada"]);
+    let (status, _, body) = post_mcp(&gw, &ada, Some(&session), &list);
+    assert_eq!(status, 404, "{body}");
+    assert!(!body.contains("up.read_file"), "{body}");
+    let (status, _) = gw.call_with(
+        "DELETE",
+        "/v1/mcp",
+        None,
+        &[
+            ("Authorization", &format!("Bearer {ada}")),
+            ("mcp-session-id", &session),
+        ],
+    );
+    assert_eq!(status, 404);
+    // The session lives on for its own credential, which closes it.
+    let (status, _, body) = post_mcp(&gw, &gw.token, Some(&session), &list);
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = gw.call_with(
+        "DELETE",
+        "/v1/mcp",
+        None,
+        &[
+            ("Authorization", &format!("Bearer {}", gw.token)),
+            ("mcp-session-id", &session),
+        ],
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_client_joins_a_run_it_names_and_leaves_it_running() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    let gw = gateway(&python);
+    let (status, opened) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"agent": "mcp-agent", "task": "a longer task", "scope": "org:acme/repo"})),
+    );
+    assert_eq!(status, 201, "{opened}");
+    let run = opened["run"]["id"].as_str().unwrap().to_string();
+    let seen = session(
+        &python,
+        &gw,
+        &gw.token,
+        Some(&run),
+        json!([{"op": "call", "tool": "up.read_file", "arguments": {"path": "docs/a.md"}}]),
+    );
+    assert_eq!(run_of(&seen), run);
+    assert_eq!(seen[1]["isError"], false, "{}", seen[1]);
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, view) = gw.call("GET", &format!("/v1/runs/{run}"), None);
+    assert_eq!(view["run"]["status"], "running", "{view}");
+
+    // Another agent's credential cannot join it: refused at `initialize`.
+    let other = gw.create_token(&["--kind", "agent", "--agent", "other"]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("{}/v1/mcp", gw.base))
+        .header("Authorization", format!("Bearer {other}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("x-tollgate-run", &run)
+        .body(initialize().to_string())
+        .unwrap();
+    let mut resp = agent.run(req).unwrap();
+    let body = resp.body_mut().read_to_string().unwrap();
+    assert!(body.contains("\"error\""), "{body}");
+    assert!(
+        body.contains(&format!("run `{run}` is agent `mcp-agent`'s")),
+        "{body}"
+    );
+}
+
+#[test]
+fn without_an_mcp_configuration_the_route_says_how_to_serve_one() {
+    let gw = Gateway::start();
+    let (status, body) = gw.call("POST", "/v1/mcp", Some(&initialize()));
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "mcp_not_configured");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--mcp-config"),
+        "{body}"
+    );
+    let (status, _) = gw.call_as("wrong", "POST", "/v1/mcp", Some(&initialize()));
+    assert_eq!(status, 401);
+}
