@@ -44,7 +44,22 @@ fn gateway(python: &str) -> Gateway {
     let dir = TempDir::new("mcp-http");
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
     std::fs::write(dir.path().join("docs/a.md"), "hello docs\n").unwrap();
-    std::fs::write(dir.path().join("envelope.yaml"), ENVELOPE).unwrap();
+    let upstream = support::root().join("tests/mcp/upstream.py");
+    serve_mcp(
+        dir,
+        ENVELOPE,
+        "mcp-agent",
+        &format!(
+            "  up:\n    command: {python}\n    args: [{}]\n",
+            upstream.display()
+        ),
+    )
+}
+
+/// A gateway in `dir` with `envelope` stored, serving MCP for `agent` with these `servers`
+/// (YAML, indented under `servers:`).
+fn serve_mcp(dir: TempDir, envelope: &str, agent: &str, servers: &str) -> Gateway {
+    std::fs::write(dir.path().join("envelope.yaml"), envelope).unwrap();
     let stored = Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(dir.path())
         .env_remove("TOLLGATE_DATABASE_URL")
@@ -52,16 +67,39 @@ fn gateway(python: &str) -> Gateway {
         .output()
         .unwrap();
     assert!(stored.status.success(), "{}", support::stderr(&stored));
-    let upstream = support::root().join("tests/mcp/upstream.py");
     std::fs::write(
         dir.path().join("mcp.yaml"),
         format!(
-            "run:\n  agent: mcp-agent\n  task: mcp over http\n  scope: org:acme/repo\napproval_wait_seconds: 60\nservers:\n  up:\n    command: {python}\n    args: [{}]\n",
-            upstream.display()
+            "run:\n  agent: {agent}\n  task: mcp over http\n  scope: org:acme/repo\napproval_wait_seconds: 60\nservers:\n{servers}"
         ),
     )
     .unwrap();
     Gateway::start_in(dir, &[], &["--mcp-config", "mcp.yaml"])
+}
+
+/// Waits for the first pending approval, checks nothing ran (`not_yet` does not exist), and
+/// approves it as a new approver credential.
+fn approve_first(gw: &Gateway, not_yet: &std::path::Path) {
+    let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
+    let mut id = String::new();
+    eventually("an approval was asked for", || {
+        let (_, listed) = gw.call("GET", "/v1/approvals?state=pending", None);
+        match listed["approvals"].as_array().and_then(|a| a.first()) {
+            Some(a) => {
+                id = a["id"].as_str().unwrap().to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    assert!(!not_yet.exists(), "nothing runs before the approval");
+    let (status, decided) = gw.call_as(
+        &lead,
+        "POST",
+        &format!("/v2/policies/approvals/{id}"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 200, "{decided}");
 }
 
 /// Starts the Python client on `steps` with `token` (and `x-tollgate-run: run`).
@@ -191,7 +229,6 @@ fn a_call_held_for_approval_waits_and_runs_once_an_approver_decides_over_http() 
         return;
     };
     let gw = gateway(&python);
-    let lead = gw.create_token(&["--kind", "approver", "--name", "team-lead"]);
     let waiting = client(
         &python,
         &gw,
@@ -200,25 +237,7 @@ fn a_call_held_for_approval_waits_and_runs_once_an_approver_decides_over_http() 
         &json!([{"op": "call", "tool": "up.write_file",
                  "arguments": {"path": "out/notes.txt", "content": "approved text"}}]),
     );
-    let mut id = String::new();
-    eventually("an approval was asked for", || {
-        let (_, listed) = gw.call("GET", "/v1/approvals?state=pending", None);
-        match listed["approvals"].as_array().and_then(|a| a.first()) {
-            Some(a) => {
-                id = a["id"].as_str().unwrap().to_string();
-                true
-            }
-            None => false,
-        }
-    });
-    assert!(!gw.dir.path().join("out/notes.txt").exists());
-    let (status, decided) = gw.call_as(
-        &lead,
-        "POST",
-        &format!("/v2/policies/approvals/{id}"),
-        Some(&json!({"decision": "approve"})),
-    );
-    assert_eq!(status, 200, "{decided}");
+    approve_first(&gw, &gw.dir.path().join("out/notes.txt"));
     let seen = finish(waiting);
     assert_eq!(seen[1]["isError"], false, "{}", seen[1]);
     assert_eq!(
@@ -425,4 +444,88 @@ fn without_an_mcp_configuration_the_route_says_how_to_serve_one() {
     );
     let (status, _) = gw.call_as("wrong", "POST", "/v1/mcp", Some(&initialize()));
     assert_eq!(status, 401);
+}
+
+/// The reference filesystem server from the npm registry (`tests/mcp/node`, installed by
+/// `.ci/run`), or `None` after saying the test is skipped.
+fn filesystem_server() -> Option<String> {
+    let script = support::root()
+        .join("tests/mcp/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let node = Command::new("node").arg("--version").output();
+    if script.exists() && node.is_ok_and(|o| o.status.success()) {
+        return Some(script.display().to_string());
+    }
+    eprintln!("skipped: no node, or no `npm ci --prefix tests/mcp/node` (run .ci/run)");
+    None
+}
+
+#[test]
+fn the_reference_filesystem_server_reads_only_under_the_envelopes_folder_and_writes_once_approved()
+{
+    let (Some(python), Some(server)) = (support::python_with("mcp.client"), filesystem_server())
+    else {
+        return;
+    };
+    let dir = TempDir::new("mcp-fs");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("allowed")).unwrap();
+    std::fs::create_dir_all(root.join("private")).unwrap();
+    std::fs::write(root.join("allowed/a.txt"), "open text\n").unwrap();
+    std::fs::write(root.join("private/s.txt"), "private text\n").unwrap();
+    let root = root.canonicalize().unwrap().display().to_string();
+    // The server itself may touch everything under `root`; the envelope narrows reads to
+    // `root/allowed` and holds writes there for a person.
+    let envelope = format!(
+        "id: fs\nversion: 1\nattach:\n  agents: [fs-agent]\ntools:\n  - id: reads\n    effect: allow\n    tools: [fs.read_text_file, fs.list_directory]\n    args:\n      /path: \"{root}/allowed/**\"\n  - id: writes\n    effect: require_approval\n    tools: [fs.write_file]\n    args:\n      /path: \"{root}/allowed/**\"\n"
+    );
+    let gw = serve_mcp(
+        dir,
+        &envelope,
+        "fs-agent",
+        &format!("  fs:\n    command: node\n    args: [{server}, {root}]\n"),
+    );
+    let read = |path: String| json!({"op": "call", "tool": "fs.read_text_file", "arguments": {"path": path}});
+    let waiting = client(
+        &python,
+        &gw,
+        &gw.token,
+        None,
+        &json!([
+            {"op": "list"},
+            read(format!("{root}/allowed/a.txt")),
+            read(format!("{root}/private/s.txt")),
+            read(format!("{root}/allowed/../private/s.txt")),
+            {"op": "call", "tool": "fs.move_file",
+             "arguments": {"source": format!("{root}/private/s.txt"), "destination": format!("{root}/allowed/s.txt")}},
+            {"op": "call", "tool": "fs.write_file",
+             "arguments": {"path": format!("{root}/allowed/new.txt"), "content": "written once approved"}},
+        ]),
+    );
+    approve_first(&gw, &std::path::Path::new(&root).join("allowed/new.txt"));
+    let seen = finish(waiting);
+    // Only what the envelope can allow is listed: of the server's 14 tools, these three.
+    assert_eq!(
+        seen[1]["tools"],
+        json!(["fs.list_directory", "fs.read_text_file", "fs.write_file"])
+    );
+    assert_eq!(seen[2]["isError"], false, "{}", seen[2]);
+    assert!(seen[2]["text"].as_str().unwrap().contains("open text"));
+    // Outside the folder, directly, by climbing out of it, or by moving a file into it:
+    // refused with a receipt, and the server never read the file.
+    for refused in &seen[3..6] {
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert_eq!(
+            refused["meta"]["tollgate/decision"]["effect"], "deny",
+            "{refused}"
+        );
+        let text = refused["text"].as_str().unwrap();
+        assert!(text.contains("receipt"), "{text}");
+        assert!(!text.contains("private text"), "{text}");
+    }
+    assert!(std::path::Path::new(&root).join("private/s.txt").exists());
+    assert_eq!(seen[6]["isError"], false, "{}", seen[6]);
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(&root).join("allowed/new.txt")).unwrap(),
+        "written once approved"
+    );
 }
