@@ -59,6 +59,17 @@ fn gateway(python: &str) -> Gateway {
 /// A gateway in `dir` with `envelope` stored, serving MCP for `agent` with these `servers`
 /// (YAML, indented under `servers:`).
 fn serve_mcp(dir: TempDir, envelope: &str, agent: &str, servers: &str) -> Gateway {
+    serve_mcp_with(dir, envelope, agent, servers, &[])
+}
+
+/// [`serve_mcp`] with these environment variables.
+fn serve_mcp_with(
+    dir: TempDir,
+    envelope: &str,
+    agent: &str,
+    servers: &str,
+    envs: &[(&str, &str)],
+) -> Gateway {
     std::fs::write(dir.path().join("envelope.yaml"), envelope).unwrap();
     let stored = Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(dir.path())
@@ -74,7 +85,7 @@ fn serve_mcp(dir: TempDir, envelope: &str, agent: &str, servers: &str) -> Gatewa
         ),
     )
     .unwrap();
-    Gateway::start_in(dir, &[], &["--mcp-config", "mcp.yaml"])
+    Gateway::start_in(dir, envs, &["--mcp-config", "mcp.yaml"])
 }
 
 /// Waits for the first pending approval, checks nothing ran (`not_yet` does not exist), and
@@ -528,4 +539,63 @@ fn the_reference_filesystem_server_reads_only_under_the_envelopes_folder_and_wri
         std::fs::read_to_string(std::path::Path::new(&root).join("allowed/new.txt")).unwrap(),
         "written once approved"
     );
+}
+
+#[test]
+fn an_http_upstream_is_reached_with_its_headers_taken_from_the_environment() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    // The upstream is another gateway's `/v1/mcp`, which wants its bearer token.
+    let inner = gateway(&python);
+    let envelope = "id: outer\nversion: 1\nattach:\n  agents: [outer-agent]\ntools:\n  - id: reads\n    effect: allow\n    tools: [remote.up.read_file]\n    args:\n      /path: \"docs/**\"\n";
+    let servers = format!(
+        "  remote:\n    url: {}/v1/mcp\n    headers:\n      Authorization: INNER_AUTH\n",
+        inner.base
+    );
+    let bearer = format!("Bearer {}", inner.token);
+    let outer = serve_mcp_with(
+        TempDir::new("mcp-outer"),
+        envelope,
+        "outer-agent",
+        &servers,
+        &[("INNER_AUTH", &bearer)],
+    );
+    let seen = session(
+        &python,
+        &outer,
+        &outer.token,
+        None,
+        json!([
+            {"op": "list"},
+            {"op": "call", "tool": "remote.up.read_file", "arguments": {"path": "docs/a.md"}},
+            {"op": "call", "tool": "remote.up.read_file", "arguments": {"path": "/etc/passwd"}},
+        ]),
+    );
+    assert_eq!(seen[1]["tools"], json!(["remote.up.read_file"]));
+    assert_eq!(seen[2]["isError"], false, "{}", seen[2]);
+    assert_eq!(seen[2]["text"], "hello docs\n");
+    assert_eq!(seen[3]["isError"], true, "{}", seen[3]);
+    // The outer gateway refused it: the inner one never saw the call.
+    let (_, runs) = inner.call("GET", "/v1/runs", None);
+    let inner_run = runs["runs"][0]["id"].as_str().unwrap().to_string();
+    let (_, decisions) = inner.call("GET", &format!("/v2/policies/decisions/{inner_run}"), None);
+    assert_eq!(
+        decisions["decisions"].as_array().unwrap().len(),
+        1,
+        "{decisions}"
+    );
+
+    // Without the variable set, the session does not start, and says which is missing.
+    let unset = serve_mcp_with(
+        TempDir::new("mcp-outer-unset"),
+        envelope,
+        "outer-agent",
+        &servers,
+        &[],
+    );
+    let (status, _, body) = post_mcp(&unset, &unset.token, None, &initialize());
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"error\""), "{body}");
+    assert!(body.contains("`INNER_AUTH`, which is not set"), "{body}");
 }

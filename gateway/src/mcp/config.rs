@@ -64,19 +64,37 @@ pub struct RunConfig {
     pub envelopes: Vec<String>,
 }
 
-/// An upstream server: its name (the prefix of its tools' names) and how to start it.
+/// An upstream server: its name (the prefix of its tools' names) and how to reach it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// `files` in `files.read_file`.
     pub name: String,
-    /// The program.
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Names of the host's environment variables passed on (nothing else is).
-    pub env: Vec<String>,
-    /// Its working directory (default: the gateway's).
-    pub cwd: Option<PathBuf>,
+    /// A child process, or a URL.
+    pub reach: Reach,
+}
+
+/// How an upstream server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reach {
+    /// A child process spoken to on its stdin and stdout.
+    Command {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Names of the host's environment variables passed on (nothing else is).
+        env: Vec<String>,
+        /// Its working directory (default: the gateway's).
+        cwd: Option<PathBuf>,
+    },
+    /// A server over MCP's streamable HTTP.
+    Url {
+        /// Its endpoint (`http` or `https`).
+        url: String,
+        /// Headers sent with every request: `(header, environment variable)`, the value
+        /// read from the variable when the server is reached, never written in the file.
+        headers: Vec<(String, String)>,
+    },
 }
 
 /// One fault of a configuration file.
@@ -131,6 +149,14 @@ const TOP: [&str; 5] = [
 ];
 const RUN: [&str; 5] = ["agent", "task", "scope", "clearance", "envelopes"];
 const SERVER: [&str; 4] = ["command", "args", "env", "cwd"];
+const HTTP_SERVER: [&str; 2] = ["url", "headers"];
+/// Headers the streamable HTTP transport sets itself.
+const RESERVED_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "last-event-id",
+    "mcp-protocol-version",
+];
 
 /// Reads a configuration file's text.
 pub fn parse(text: &str) -> Result<McpConfig, ConfigFaults> {
@@ -399,11 +425,12 @@ impl Checker<'_> {
                 continue;
             }
             if server.get("url").is_some() {
-                self.fault(
-                    &format!("{path}/url"),
-                    "streamable HTTP upstreams are not supported yet",
-                    "run the server as a child process with `command:` and `args:`",
-                );
+                if let Some(reach) = self.url_server(server, &path, name) {
+                    out.push(ServerConfig {
+                        name: name.clone(),
+                        reach,
+                    });
+                }
                 continue;
             }
             let Some(m) = self
@@ -419,11 +446,7 @@ impl Checker<'_> {
             let env = self.texts(&m, &path, "env");
             let mut seen = BTreeSet::new();
             for (i, var) in env.iter().enumerate() {
-                if var.is_empty()
-                    || var.contains('=')
-                    || var.contains('\0')
-                    || !seen.insert(var.clone())
-                {
+                if !env_name(var) || !seen.insert(var.clone()) {
                     self.fault(
                         &format!("{path}/env/{i}"),
                         format!("`{var}` is not the name of an environment variable, or is listed twice"),
@@ -434,14 +457,103 @@ impl Checker<'_> {
             let cwd = self.text(&m, &path, "cwd").map(PathBuf::from);
             out.push(ServerConfig {
                 name: name.clone(),
-                command,
-                args,
-                env,
-                cwd,
+                reach: Reach::Command {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                },
             });
         }
         out
     }
+
+    /// A server reached over streamable HTTP: `url`, and `headers` naming the environment
+    /// variables their values come from.
+    fn url_server(&mut self, server: &Value, path: &str, name: &str) -> Option<Reach> {
+        let what = format!("server `{name}`");
+        let m = self.mapping(server, path, &HTTP_SERVER, &what)?.clone();
+        if m.keys().any(|k| SERVER.contains(&k.as_str())) {
+            self.fault(
+                path,
+                format!("{what} has both `url` and `command`"),
+                "a server is reached either at a URL or as a command: keep one",
+            );
+            return None;
+        }
+        let url = self.required(&m, path, "url")?;
+        let at = format!("{path}/url");
+        match url::Url::parse(&url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            Ok(_) => {
+                self.fault(
+                    &at,
+                    format!("`{url}` is not an http or https URL"),
+                    "give the server's streamable HTTP endpoint, as `https://host/mcp`",
+                );
+                return None;
+            }
+            Err(e) => {
+                self.fault(
+                    &at,
+                    format!("`{url}` is not a URL: {e}"),
+                    "give the server's streamable HTTP endpoint, as `https://host/mcp`",
+                );
+                return None;
+            }
+        }
+        let mut headers = Vec::new();
+        match m.get("headers") {
+            None => {}
+            Some(Value::Object(h)) => {
+                for (header, var) in h {
+                    let at = format!("{path}/headers/{}", escape(header));
+                    let lower = header.to_ascii_lowercase();
+                    if axum::http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                        self.fault(
+                            &at,
+                            format!("`{header}` is not an HTTP header name"),
+                            "use letters, digits and `-` (`Authorization`, `X-Api-Key`)",
+                        );
+                        continue;
+                    }
+                    if RESERVED_HEADERS.contains(&lower.as_str()) {
+                        self.fault(
+                            &at,
+                            format!("`{header}` is set by the MCP transport itself"),
+                            "leave it out",
+                        );
+                        continue;
+                    }
+                    match var {
+                        Value::String(var) if env_name(var) => {
+                            headers.push((header.clone(), var.clone()));
+                        }
+                        _ => self.fault(
+                            &at,
+                            format!("the value of header `{header}` must be the name of an environment variable"),
+                            format!("write `{header}: VARIABLE` and set VARIABLE (`Bearer …` for Authorization) where the gateway runs: a secret is never written in this file"),
+                        ),
+                    }
+                }
+            }
+            Some(other) => self.fault(
+                &format!("{path}/headers"),
+                format!("`headers` must be a mapping, not {}", kind(other)),
+                "write `headers:` and under it `Header-Name: ENVIRONMENT_VARIABLE`",
+            ),
+        }
+        Some(Reach::Url { url, headers })
+    }
+}
+
+/// The name of an environment variable: a letter or `_`, then letters, digits and `_`.
+fn env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A server name: letters, digits, `-`, `_`, at most 64.

@@ -1,23 +1,27 @@
-//! Connections to the upstream MCP servers. Each is a child process started with only the
-//! environment its configuration names (the host's is not passed on), in a process group of
-//! its own that is killed, with everything the server started, when the connection is
-//! dropped; it is spoken to with rmcp's client, its answers never cached (a gateway must see
-//! what the server says now).
+//! Connections to the upstream MCP servers, spoken to with rmcp's client, their answers never
+//! cached (a gateway must see what the server says now). A server is a child process started
+//! with only the environment its configuration names (the host's is not passed on), in a
+//! process group of its own that is killed, with everything the server started, when the
+//! connection is dropped; or a streamable HTTP endpoint, its headers' values read from the
+//! environment variables the configuration names.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use axum::http::{HeaderName, HeaderValue};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
 
-use super::config::ServerConfig;
+use super::config::{Reach, ServerConfig};
 
 /// Why an upstream could not be reached or did not answer.
 #[derive(Debug, thiserror::Error)]
@@ -87,33 +91,30 @@ impl Upstream {
             server: server.name.clone(),
             reason,
         };
-        let program = resolve(&server.command, server.cwd.as_deref()).map_err(start)?;
-        let mut command = tokio::process::Command::new(&program);
-        command.args(&server.args).env_clear();
-        for name in &server.env {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
-        if let Some(cwd) = &server.cwd {
-            command.current_dir(cwd);
-        }
-        let mut wrapped = CommandWrap::from(command);
-        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        // The server's stderr is the gateway's: its logs reach whoever runs the gateway, and
-        // never the MCP client on stdout.
-        let (transport, _) = TokioChildProcess::builder(wrapped)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .map_err(|e| start(format!("cannot run `{}`: {e}", program.display())))?;
         let listener = Listener {
             name: server.name.clone(),
             changed,
         };
-        let service = tokio::time::timeout(timeout, listener.serve(transport))
-            .await
-            .map_err(|_| start(format!("no MCP handshake within {} s", timeout.as_secs())))?
-            .map_err(|e| start(format!("the MCP handshake failed: {e}")))?;
+        let handshake = |r: Result<Result<_, _>, _>| {
+            r.map_err(|_| start(format!("no MCP handshake within {} s", timeout.as_secs())))?
+                .map_err(|e| start(format!("the MCP handshake failed: {e}")))
+        };
+        let service = match &server.reach {
+            Reach::Command {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let transport = child(command, args, env, cwd.as_deref()).map_err(start)?;
+                handshake(tokio::time::timeout(timeout, listener.serve(transport)).await)?
+            }
+            Reach::Url { url, headers } => {
+                let config = http(url, headers).map_err(start)?;
+                let transport = StreamableHttpClientTransport::from_config(config);
+                handshake(tokio::time::timeout(timeout, listener.serve(transport)).await)?
+            }
+        };
         service
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
@@ -168,6 +169,60 @@ impl Upstream {
             reason: e.to_string(),
         }
     }
+}
+
+/// A child process for `command`, with only the environment named, in a process group of
+/// its own killed when dropped.
+fn child(
+    command: &str,
+    args: &[String],
+    env: &[String],
+    cwd: Option<&Path>,
+) -> Result<TokioChildProcess, String> {
+    let program = resolve(command, cwd)?;
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(args).env_clear();
+    for name in env {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    // The server's stderr is the gateway's: its logs reach whoever runs the gateway, and
+    // never the MCP client on stdout.
+    let (transport, _) = TokioChildProcess::builder(wrapped)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run `{}`: {e}", program.display()))?;
+    Ok(transport)
+}
+
+/// How to reach `url` over streamable HTTP, with `headers` whose values are read now from
+/// the environment variables named.
+fn http(
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<StreamableHttpClientTransportConfig, String> {
+    // rustls with ring (the gateway's TLS elsewhere too); installed once per process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut sent = HashMap::new();
+    for (header, var) in headers {
+        let value = std::env::var(var).map_err(|_| {
+            format!("header `{header}` comes from the environment variable `{var}`, which is not set where the gateway runs")
+        })?;
+        let name = HeaderName::from_bytes(header.as_bytes())
+            .map_err(|e| format!("header `{header}`: {e}"))?;
+        let mut value = HeaderValue::from_str(&value).map_err(|_| {
+            format!("the value of `{var}` (header `{header}`) is not a valid header value")
+        })?;
+        value.set_sensitive(true);
+        sent.insert(name, value);
+    }
+    Ok(StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(sent))
 }
 
 /// The program to run: a path as written (relative to the server's directory), else the

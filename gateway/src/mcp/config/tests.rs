@@ -29,12 +29,73 @@ fn a_complete_configuration_reads_with_its_defaults() {
     assert_eq!(c.max_result_bytes, DEFAULT_MAX_RESULT_BYTES);
     let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["files", "search"]);
-    assert_eq!(c.servers[0].env, ["PATH", "HOME"]);
-    assert_eq!(c.servers[0].cwd, Some(PathBuf::from("/work/repo")));
-    assert!(
-        c.servers[1].env.is_empty(),
-        "nothing of the host by default"
+    let Reach::Command { env, cwd, .. } = &c.servers[0].reach else {
+        panic!("a command: {:?}", c.servers[0]);
+    };
+    assert_eq!(env, &["PATH", "HOME"]);
+    assert_eq!(cwd, &Some(PathBuf::from("/work/repo")));
+    let Reach::Command { env, .. } = &c.servers[1].reach else {
+        panic!("a command: {:?}", c.servers[1]);
+    };
+    assert!(env.is_empty(), "nothing of the host by default");
+}
+
+#[test]
+fn an_http_server_takes_its_headers_from_named_environment_variables() {
+    let c = parse(
+        "run: {agent: a, task: t, scope: s}\nservers:\n  remote:\n    url: https://mcp.example.com/mcp\n    headers:\n      Authorization: REMOTE_MCP_AUTH\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.servers[0].reach,
+        Reach::Url {
+            url: "https://mcp.example.com/mcp".into(),
+            headers: vec![("Authorization".into(), "REMOTE_MCP_AUTH".into())],
+        }
     );
+}
+
+#[test]
+fn a_secret_written_as_a_header_value_is_refused_with_the_remedy() {
+    let faults = parse(
+        "run: {agent: a, task: t, scope: s}\nservers:\n  remote:\n    url: https://mcp.example.com/mcp\n    headers:\n      Authorization: Bearer sk-live-123\n      mcp-session-id: X\n",
+    )
+    .unwrap_err()
+    .0;
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert_eq!(faults[0].path, "/servers/remote/headers/Authorization");
+    assert_eq!((faults[0].line, faults[0].column), (Some(6), Some(7)));
+    assert!(
+        faults[0].help.contains("never written in this file"),
+        "{faults:?}"
+    );
+    assert!(
+        faults[1].message.contains("set by the MCP transport"),
+        "{faults:?}"
+    );
+}
+
+#[test]
+fn a_server_with_a_url_and_a_command_or_a_bad_url_is_refused() {
+    for (server, said) in [
+        (
+            "url: https://x.dev/mcp\n    command: x",
+            "both `url` and `command`",
+        ),
+        ("url: ftp://x.dev/mcp", "not an http or https URL"),
+        ("url: not a url", "is not a URL"),
+        (
+            "url: https://x.dev/mcp\n    headrs: {}",
+            "did you mean `headers`?",
+        ),
+    ] {
+        let text = format!("run: {{agent: a, task: t, scope: s}}\nservers:\n  r:\n    {server}\n");
+        let faults = parse(&text).unwrap_err().0;
+        assert!(
+            faults.iter().any(|f| f.to_string().contains(said)),
+            "{server}: {faults:?}"
+        );
+    }
 }
 
 #[test]
@@ -89,17 +150,6 @@ fn an_environment_entry_must_be_a_name_not_a_value() {
     let faults = parse(&text).unwrap_err().0;
     assert_eq!(faults[0].path, "/servers/files/env/1");
     assert!(faults[0].help.contains("names only"));
-}
-
-#[test]
-fn an_http_upstream_is_refused_until_it_is_supported() {
-    let text = GOOD.replace(
-        "  search:\n    command: ./search-server\n",
-        "  search:\n    url: https://mcp.example.com/mcp\n",
-    );
-    let faults = parse(&text).unwrap_err().0;
-    assert_eq!(faults[0].path, "/servers/search/url");
-    assert!(faults[0].message.contains("not supported yet"));
 }
 
 #[test]
