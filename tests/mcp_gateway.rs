@@ -39,7 +39,7 @@ tools:
       /path: \"docs/**\"
   - id: plain
     effect: allow
-    tools: [\"up.deploy_key\", \"up.env_seen\", \"up.rewrite_read_file\"]
+    tools: [\"up.deploy_key\", \"up.env_seen\", \"up.rewrite_read_file\", \"up.exit_now\"]
   - id: writes
     effect: require_approval
     tools: [\"up.write_file\"]
@@ -168,6 +168,7 @@ fn an_mcp_client_sees_only_allowed_tools_and_every_call_is_decided_and_recorded(
             [
                 "up.deploy_key",
                 "up.env_seen",
+                "up.exit_now",
                 "up.read_file",
                 "up.rewrite_read_file",
                 "up.write_file"
@@ -559,4 +560,46 @@ fn malformed_json_rpc_gets_a_json_rpc_error_and_the_session_goes_on() {
     assert_eq!(read["result"]["isError"], false, "{read}");
     drop(stdin);
     let _ = child.wait();
+}
+
+#[test]
+fn an_upstream_that_exits_is_started_again_at_the_next_call_three_times_at_most() {
+    let Some(python) = python_with_mcp() else {
+        return;
+    };
+    let (dir, config) = setup(&python, 5);
+    tokio().block_on(async {
+        let client = connect(dir.path(), &config).await;
+        for restart in 1..=4 {
+            // The call the server died in is not repeated: it fails, with its receipt.
+            let died = call(&client, "up.exit_now", json!({}), None).await.unwrap();
+            assert_eq!(died.is_error, Some(true), "{died:?}");
+            assert_eq!(decision(&died)["effect"], "allow");
+            let read = call(&client, "up.read_file", json!({"path": "docs/a.md"}), None)
+                .await
+                .unwrap();
+            if restart <= 3 {
+                assert_eq!(read.is_error, Some(false), "restart {restart}: {read:?}");
+                assert_eq!(text(&read), "hello docs\n");
+            } else {
+                assert_eq!(read.is_error, Some(true), "{read:?}");
+                assert!(
+                    text(&read).contains("started again 3 times already"),
+                    "{}",
+                    text(&read)
+                );
+            }
+        }
+        client.cancel().await.unwrap();
+    });
+    // Each restart is in the run; each call, its decision and its failure too.
+    let run = runs_json(dir.path())[0]["id"].as_str().unwrap().to_string();
+    let export = support::stdout(&run_in(dir.path(), &["runs", "export", &run]));
+    assert_eq!(
+        export.matches("mcp_upstream_restarted").count(),
+        3,
+        "{export}"
+    );
+    let verify = run_in(dir.path(), &["runs", "verify", &run]);
+    assert!(verify.status.success(), "{}", support::stderr(&verify));
 }

@@ -57,5 +57,11 @@ def env_seen() -> str:
     return ",".join(sorted(os.environ))
 
 
+@server.tool()
+def exit_now() -> str:
+    """Exit the server at once, as a crashing server would."""
+    os._exit(3)
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -33,7 +33,7 @@ use tollgate_rules::decide::DecisionEffect;
 
 use super::config::McpConfig;
 use super::pins::{self, Seen, ToolPin};
-use super::upstream::{Upstream, UpstreamError};
+use super::upstream::{MAX_RESTARTS, Supervised, Upstream, UpstreamError};
 use crate::approvals::{self, ApprovalState};
 use crate::auth::Principal;
 use crate::runtime::{EventInput, OpenRun, Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
@@ -87,7 +87,7 @@ struct Inner {
     run: String,
     /// Whether the session opened its run, and has not finished it yet.
     owned: AtomicBool,
-    upstreams: Vec<Upstream>,
+    upstreams: Vec<Supervised>,
     /// The upstreams' tools as last listed, by name.
     tools: RwLock<Vec<Entry>>,
     /// The client, once it has made a request: told when an upstream's tool list changes.
@@ -192,7 +192,7 @@ impl Front {
         let timeout = Duration::from_secs(config.call_timeout_seconds);
         let mut upstreams = Vec::new();
         for server in &config.servers {
-            match Upstream::start(server, changed.clone(), timeout).await {
+            match Supervised::start(server, changed.clone(), timeout).await {
                 Ok(u) => upstreams.push(u),
                 Err(e) => {
                     if owned {
@@ -267,7 +267,7 @@ impl Front {
     /// is shown.
     async fn refresh(&self, i: usize) -> Result<(), FrontError> {
         let upstream = &self.inner.upstreams[i];
-        let listed = upstream.tools(self.timeout()).await?;
+        let listed = self.upstream(i).await?.tools(self.timeout()).await?;
         let (rt, server) = (self.inner.runtime.clone(), upstream.name.clone());
         let observed = blocking(move || {
             let at = rt.now_rfc3339();
@@ -339,6 +339,24 @@ impl Front {
             Ok(Err(e)) => eprintln!("tollgate: mcp: cannot record a note: {e}"),
             Err(e) => eprintln!("tollgate: mcp: cannot record a note: {e}"),
         }
+    }
+
+    /// Upstream `i`'s connection, the server started again if it has exited (recorded in the
+    /// run as a note).
+    async fn upstream(&self, i: usize) -> Result<Arc<Upstream>, UpstreamError> {
+        let supervised = &self.inner.upstreams[i];
+        let (upstream, restarted) = supervised.get(self.timeout()).await?;
+        if let Some(n) = restarted {
+            eprintln!(
+                "tollgate: mcp: upstream server `{}` had exited; started again ({n} of {MAX_RESTARTS})",
+                supervised.name
+            );
+            self.note(json!({"mcp_upstream_restarted": {
+                "server": supervised.name, "restart": n, "of": MAX_RESTARTS,
+            }}))
+            .await;
+        }
+        Ok(upstream)
     }
 
     fn timeout(&self) -> Duration {
@@ -433,14 +451,19 @@ impl Front {
         answer: &ToolCallAnswer,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let upstream = &self.inner.upstreams[at];
         let arguments = match &answer.arguments {
             Value::Object(m) if m.is_empty() => None,
             Value::Object(m) => Some(m.clone()),
             _ => None,
         };
+        let called = async {
+            self.upstream(at)
+                .await?
+                .call(&tool.name, arguments, self.timeout())
+                .await
+        };
         let called = tokio::select! {
-            r = upstream.call(&tool.name, arguments, self.timeout()) => r,
+            r = called => r,
             _ = ctx.ct.cancelled() => {
                 self.record(answer, "error", json!({"error": "cancelled by the client"})).await;
                 return Err(McpError::internal_error("the client cancelled the call", None));

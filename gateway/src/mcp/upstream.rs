@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
@@ -153,7 +155,9 @@ impl Upstream {
 
     /// Whether the connection is gone (the server exited).
     pub fn is_closed(&self) -> bool {
-        self.service.is_closed()
+        // `RunningService::is_closed` says only whether it was cancelled; a server that
+        // exited ends the service loop, which closes the peer's channel.
+        self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     fn timeout(&self, timeout: Duration) -> UpstreamError {
@@ -168,6 +172,68 @@ impl Upstream {
             server: self.name.clone(),
             reason: e.to_string(),
         }
+    }
+}
+
+/// How many times a session starts an upstream server again after it exited.
+pub const MAX_RESTARTS: u32 = 3;
+
+/// An upstream server that is started again when it has exited (at the next request for it,
+/// never by repeating the call it died in: that call may have had its effect), at most
+/// [`MAX_RESTARTS`] times.
+pub struct Supervised {
+    /// Its name in the configuration.
+    pub name: String,
+    server: ServerConfig,
+    changed: mpsc::UnboundedSender<String>,
+    current: tokio::sync::RwLock<Arc<Upstream>>,
+    restarts: AtomicU32,
+}
+
+impl Supervised {
+    /// Starts `server` ([`Upstream::start`]).
+    pub async fn start(
+        server: &ServerConfig,
+        changed: mpsc::UnboundedSender<String>,
+        timeout: Duration,
+    ) -> Result<Supervised, UpstreamError> {
+        let up = Upstream::start(server, changed.clone(), timeout).await?;
+        Ok(Supervised {
+            name: server.name.clone(),
+            server: server.clone(),
+            changed,
+            current: tokio::sync::RwLock::new(Arc::new(up)),
+            restarts: AtomicU32::new(0),
+        })
+    }
+
+    /// The connection, the server started again first if it has exited; with the number of
+    /// the restart when there was one.
+    pub async fn get(
+        &self,
+        timeout: Duration,
+    ) -> Result<(Arc<Upstream>, Option<u32>), UpstreamError> {
+        let current = self.current.read().await.clone();
+        if !current.is_closed() {
+            return Ok((current, None));
+        }
+        let mut slot = self.current.write().await;
+        if !slot.is_closed() {
+            return Ok((slot.clone(), None));
+        }
+        let done = self.restarts.load(Ordering::SeqCst);
+        if done >= MAX_RESTARTS {
+            return Err(UpstreamError::Failed {
+                server: self.name.clone(),
+                reason: format!(
+                    "it exited, and was started again {MAX_RESTARTS} times already in this session; open a new session once it is fixed"
+                ),
+            });
+        }
+        self.restarts.store(done + 1, Ordering::SeqCst);
+        let fresh = Arc::new(Upstream::start(&self.server, self.changed.clone(), timeout).await?);
+        *slot = fresh.clone();
+        Ok((fresh, Some(done + 1)))
     }
 }
 
