@@ -93,6 +93,17 @@ fn gateway_with_the_example_store() -> (Gateway, Overrides) {
         &[],
         &["memory", "distill", "run-bugfix-users-404", "--json"],
     );
+    // A tool pinned by the MCP gateway whose definition changed since (what a session seeing
+    // a rewritten description leaves; `tests/mcp_http.rs` makes one that way).
+    let db = rusqlite::Connection::open(dir.path().join(".tollgate/tollgate.db")).unwrap();
+    db.execute(
+        "INSERT INTO mcp_tool_pins VALUES ('files', 'read_file', ?1, '{\"name\":\"read_file\"}',
+         'first use', '2026-11-28T00:00:00Z', ?2,
+         '{\"name\":\"read_file\",\"description\":\"Read a file.\"}', '2026-11-28T00:01:00Z')",
+        [&"a".repeat(64), &"b".repeat(64)],
+    )
+    .unwrap();
+    drop(db);
     let envelopes = support::root().join("fixtures/envelopes");
     let gw = Gateway::start_in(
         dir,

@@ -13,6 +13,7 @@ pub mod dashboard;
 mod duplicate_keys;
 mod error;
 mod handoffs;
+mod mcp_pins;
 mod memory;
 mod openapi;
 mod pins;
@@ -237,6 +238,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(handoffs::routes())
         .merge(cases::routes())
         .merge(pins::routes())
+        .merge(mcp_pins::routes())
         .merge(tokens::routes())
 }
 

@@ -106,6 +106,8 @@ fn every_route_is_documented_with_its_method() {
         "GET /v2/handoffs/contracts/{id}/a2a",
         "POST /v2/handoffs/a2a",
         "GET /v2/handoffs/graphs/{run_id}",
+        "GET /v1/mcp/pins",
+        "POST /v1/mcp/pins/{tool}/accept",
         "POST /v1/tokens",
         "GET /v1/tokens",
         "POST /v1/tokens/{id}/revoke",

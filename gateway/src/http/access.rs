@@ -49,6 +49,9 @@ pub(crate) const ACCESS: &[(&str, &str, u8)] = &[
     ("POST", "/v1/mcp", A | D),
     ("GET", "/v1/mcp", A | D),
     ("DELETE", "/v1/mcp", A | D),
+    // Tool pins: accepting a changed definition lets its calls through, so never an agent's.
+    ("GET", "/v1/mcp/pins", P | D),
+    ("POST", "/v1/mcp/pins/{tool}/accept", P | D),
     ("GET", "/v1/approvals", ALL),
     ("GET", "/v1/approvals/{id}", ALL),
     // Policies: admins write envelopes; approvers read them and decide approvals.
@@ -339,6 +342,7 @@ mod tests {
             ("POST", "/v2/policies/approvals/{id}"),
             ("POST", "/cases/{case_id}/proposals/{proposal_id}/approval"),
             ("POST", "/v1/tokens"),
+            ("POST", "/v1/mcp/pins/{tool}/accept"),
             ("POST", "/v1/tokens/{id}/revoke"),
             ("POST", "/v1/runs/{run_id}/repin"),
             ("POST", "/v2/policies/envelopes/{id}/repin"),

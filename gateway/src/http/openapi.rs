@@ -32,6 +32,7 @@ use utoipa::openapi::{OpenApi, Ref, RefOr, Response};
         (name = "handoffs", description = "Handoff contracts: validated, answered, their deliveries checked; handoff graphs; A2A messages"),
         (name = "cases", description = "The case-workflow service: cases as append-only events with projections; proposal, preview, policy, approval and commit through the engine host; inspection, timeline, graph and replay health"),
         (name = "packs", description = "The packs registered at startup (TOLLGATE_PACK_ROOTS) and their demo cases"),
+        (name = "mcp", description = "The MCP gateway's tool pins: accepted definitions, and changed ones waiting for a person (MCP itself is served at /v1/mcp, outside this document)"),
         (name = "tokens", description = "Credentials by kind of principal (agent, approver, admin) and the log of what approvers and admins did"),
         (name = "health", description = "Liveness"),
     )

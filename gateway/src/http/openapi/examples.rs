@@ -484,6 +484,14 @@ fn examples() -> Vec<Example> {
             ],
             None,
         ),
+        // MCP tool pins: `files.read_file`, whose definition changed (hash `bbbb…`).
+        example("get", "/v1/mcp/pins", vec![("changed", json!(true))], None),
+        example(
+            "post",
+            "/v1/mcp/pins/{tool}/accept",
+            vec![("tool", json!("files.read_file"))],
+            Some(json!({"hash": "bbbbbbbbbbbb"})),
+        ),
         // Tokens.
         example(
             "post",
