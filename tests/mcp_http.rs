@@ -666,7 +666,9 @@ fn a_changed_tool_definition_is_accepted_over_http_by_an_approver_for_the_hash_t
     // Who accepted is in the audit log, as every approver's action is.
     let (_, audit) = gw.call("GET", "/v1/audit", None);
     assert!(
-        audit.to_string().contains("/v1/mcp/pins/files.read_file/accept"),
+        audit
+            .to_string()
+            .contains("/v1/mcp/pins/files.read_file/accept"),
         "{audit}"
     );
 }

@@ -79,6 +79,9 @@ struct Entry {
     /// The definition the client is shown: the accepted one ([`pins`]); `None` when it does
     /// not read back, and the tool is not listed.
     served: Option<Tool>,
+    /// Whether the upstream's definition was the accepted one when last listed (a call then
+    /// needs no read of its pin: what the client was shown is what was accepted).
+    accepted: bool,
 }
 
 struct Inner {
@@ -286,7 +289,8 @@ impl Front {
             if seen == (Seen::Changed { new: true }) {
                 self.changed_definition(&name, &pin).await;
             }
-            let served = if pin.hash == pins::hash(&pins::definition(&tool)) {
+            let accepted = pin.hash == pins::hash(&pins::definition(&tool));
+            let served = if accepted {
                 Some(tool.clone())
             } else {
                 pins::tool_of(&pin.definition)
@@ -296,6 +300,7 @@ impl Front {
                 at: i,
                 tool,
                 served,
+                accepted,
             });
         }
         let mut tools = self.inner.tools.write().await;
@@ -598,9 +603,9 @@ impl ServerHandler for Front {
             tools
                 .iter()
                 .find(|e| e.name == name)
-                .map(|e| (e.at, e.tool.clone()))
+                .map(|e| (e.at, e.tool.clone(), e.accepted))
         };
-        let Some((at, tool)) = found else {
+        let Some((at, tool, accepted)) = found else {
             // Named as the listing names them: a hidden tool stays unsaid.
             let known: Vec<String> = self
                 .list_tools(None, ctx)
@@ -622,15 +627,20 @@ impl ServerHandler for Front {
             ));
         };
         // A definition changed since it was accepted: refused until a person accepts it (read
-        // now: it may have been accepted from another process meanwhile).
+        // now: it may have been accepted from another process meanwhile). One the last listing
+        // found accepted needs no read.
         let (rt, server, tool_name) = (
             self.inner.runtime.clone(),
             self.inner.upstreams[at].name.clone(),
             tool.name.to_string(),
         );
-        let pin = blocking(move || pins::get(rt.store(), &server, &tool_name))
-            .await?
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let pin = if accepted {
+            None
+        } else {
+            blocking(move || pins::get(rt.store(), &server, &tool_name))
+                .await?
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?
+        };
         if let Some(pin) = pin
             && let Some(changed) = &pin.changed
         {
