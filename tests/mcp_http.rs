@@ -59,16 +59,18 @@ fn gateway(python: &str) -> Gateway {
 /// A gateway in `dir` with `envelope` stored, serving MCP for `agent` with these `servers`
 /// (YAML, indented under `servers:`).
 fn serve_mcp(dir: TempDir, envelope: &str, agent: &str, servers: &str) -> Gateway {
-    serve_mcp_with(dir, envelope, agent, servers, &[])
+    serve_mcp_with(dir, envelope, agent, servers, &[], &[])
 }
 
-/// [`serve_mcp`] with these environment variables.
+/// [`serve_mcp`] with these environment variables, the configuration's run naming these
+/// envelopes.
 fn serve_mcp_with(
     dir: TempDir,
     envelope: &str,
     agent: &str,
     servers: &str,
     envs: &[(&str, &str)],
+    envelopes: &[&str],
 ) -> Gateway {
     std::fs::write(dir.path().join("envelope.yaml"), envelope).unwrap();
     let stored = Command::new(env!("CARGO_BIN_EXE_tollgate"))
@@ -81,7 +83,8 @@ fn serve_mcp_with(
     std::fs::write(
         dir.path().join("mcp.yaml"),
         format!(
-            "run:\n  agent: {agent}\n  task: mcp over http\n  scope: org:acme/repo\napproval_wait_seconds: 60\nservers:\n{servers}"
+            "run:\n  agent: {agent}\n  task: mcp over http\n  scope: org:acme/repo\n  envelopes: [{}]\napproval_wait_seconds: 60\nservers:\n{servers}",
+            envelopes.join(", ")
         ),
     )
     .unwrap();
@@ -313,6 +316,19 @@ fn post_mcp(
     session: Option<&str>,
     body: &Value,
 ) -> (u16, Option<String>, String) {
+    match session {
+        Some(s) => post_mcp_with(gw, token, &[("mcp-session-id", s)], body),
+        None => post_mcp_with(gw, token, &[], body),
+    }
+}
+
+/// [`post_mcp`] with these headers.
+fn post_mcp_with(
+    gw: &Gateway,
+    token: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Option<String>, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -324,8 +340,8 @@ fn post_mcp(
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2025-11-25");
-    if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let mut resp = agent
         .run(req.body(body.to_string()).unwrap())
@@ -418,21 +434,7 @@ fn a_client_joins_a_run_it_names_and_leaves_it_running() {
 
     // Another agent's credential cannot join it: refused at `initialize`.
     let other = gw.create_token(&["--kind", "agent", "--agent", "other"]);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let req = ureq::http::Request::builder()
-        .method("POST")
-        .uri(format!("{}/v1/mcp", gw.base))
-        .header("Authorization", format!("Bearer {other}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("x-tollgate-run", &run)
-        .body(initialize().to_string())
-        .unwrap();
-    let mut resp = agent.run(req).unwrap();
-    let body = resp.body_mut().read_to_string().unwrap();
+    let (_, _, body) = post_mcp_with(&gw, &other, &[("x-tollgate-run", &run)], &initialize());
     assert!(body.contains("\"error\""), "{body}");
     assert!(
         body.contains(&format!("run `{run}` is agent `mcp-agent`'s")),
@@ -560,6 +562,7 @@ fn an_http_upstream_is_reached_with_its_headers_taken_from_the_environment() {
         "outer-agent",
         &servers,
         &[("INNER_AUTH", &bearer)],
+        &[],
     );
     let seen = session(
         &python,
@@ -592,6 +595,7 @@ fn an_http_upstream_is_reached_with_its_headers_taken_from_the_environment() {
         envelope,
         "outer-agent",
         &servers,
+        &[],
         &[],
     );
     let (status, _, body) = post_mcp(&unset, &unset.token, None, &initialize());
@@ -671,4 +675,43 @@ fn a_changed_tool_definition_is_accepted_over_http_by_an_approver_for_the_hash_t
             .contains("/v1/mcp/pins/files.read_file/accept"),
         "{audit}"
     );
+}
+
+/// Bug (issue 34, found in review): a session opened with an agent's credential took the
+/// envelopes the configuration names, so any agent token got those envelopes' rights. An
+/// agent's run now takes envelopes only through their own `attach`.
+#[test]
+fn an_agent_credential_does_not_take_the_configurations_envelopes() {
+    let Some(python) = support::python_with("mcp.client") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-envelopes");
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/a.md"), "hello docs\n").unwrap();
+    // The envelope attaches to nobody: the configuration's run names it.
+    let unattached = ENVELOPE.replace("attach:\n  agents: [mcp-agent]\n", "");
+    let upstream = support::root().join("tests/mcp/upstream.py");
+    let gw = serve_mcp_with(
+        dir,
+        &unattached,
+        "mcp-agent",
+        &format!(
+            "  up:\n    command: {python}\n    args: [{}]\n",
+            upstream.display()
+        ),
+        &[],
+        &["mcp-http"],
+    );
+    let list = json!([{"op": "list"}]);
+    // The owner's session: the configuration's envelope governs it.
+    let seen = session(&python, &gw, &gw.token, None, list.clone());
+    assert_eq!(seen[1]["tools"], json!(["up.read_file", "up.write_file"]));
+    // An agent's, even one named as the configuration's agent: not.
+    for agent in ["mcp-agent", "other"] {
+        let token = gw.create_token(&["--kind", "agent", "--agent", agent]);
+        let seen = session(&python, &gw, &token, None, list.clone());
+        assert_eq!(seen[1]["tools"], json!([]), "{agent}: {seen:?}");
+        let (_, view) = gw.call("GET", &format!("/v1/runs/{}", run_of(&seen)), None);
+        assert_eq!(view["governing"], json!([]), "{view}");
+    }
 }

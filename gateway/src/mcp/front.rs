@@ -151,24 +151,26 @@ impl Front {
         let rt = runtime.clone();
         let (run, owned) = match how {
             SessionRun::Open(principal) => {
+                // An agent's credential names the agent, and takes no envelope from the
+                // configuration: every agent token may open a session, so envelopes reach an
+                // agent only through their own `attach: {agents: [...]}` (fail closed). The
+                // configuration names agent and envelopes for the command line and admins.
+                let agent = principal.as_ref().filter(|p| p.is_agent());
                 let open = OpenRun {
                     id: None,
-                    // An agent's credential names the agent; the configuration names it
-                    // for everyone else.
-                    agent: match &principal {
-                        Some(p) if p.is_agent() => p.name.clone(),
-                        _ => config.run.agent.clone(),
-                    },
+                    agent: agent.map_or_else(|| config.run.agent.clone(), |p| p.name.clone()),
                     task: config.run.task.clone(),
                     scope: config.run.scope.clone(),
                     clearance: config.run.clearance,
-                    envelopes: config.run.envelopes.clone(),
+                    envelopes: match agent {
+                        Some(_) => Vec::new(),
+                        None => config.run.envelopes.clone(),
+                    },
                     parent_run: None,
                     handoff: None,
                     metadata: Map::from_iter([("mcp".to_string(), json!(true))]),
                 };
-                let view =
-                    blocking(move || rt.open_configured_run(open, principal.as_ref())).await??;
+                let view = blocking(move || rt.open_run_as(open, principal.as_ref())).await??;
                 (view.run.id, true)
             }
             SessionRun::Join { run, principal } => {

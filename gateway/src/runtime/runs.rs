@@ -133,27 +133,6 @@ impl Runtime {
         req: OpenRun,
         principal: Option<&Principal>,
     ) -> Result<RunView, RuntimeError> {
-        self.open_run_checked(req, principal, false)
-    }
-
-    /// Opens the run a gateway's configuration describes (an MCP session's, `mcp::config`)
-    /// for `principal`: bounded by its credential as [`Runtime::open_run_as`], except that
-    /// the envelopes are the operator's, named in the configuration, so an agent's credential
-    /// may open it with them.
-    pub fn open_configured_run(
-        &self,
-        req: OpenRun,
-        principal: Option<&Principal>,
-    ) -> Result<RunView, RuntimeError> {
-        self.open_run_checked(req, principal, true)
-    }
-
-    fn open_run_checked(
-        &self,
-        req: OpenRun,
-        principal: Option<&Principal>,
-        operator_envelopes: bool,
-    ) -> Result<RunView, RuntimeError> {
         if let Some(key) = RESERVED_METADATA
             .iter()
             .find(|k| req.metadata.contains_key(**k))
@@ -168,7 +147,7 @@ impl Runtime {
                 &req.scope,
                 req.clearance.unwrap_or(Level::Public),
             )?;
-            if p.is_agent() && !operator_envelopes && !req.envelopes.is_empty() {
+            if p.is_agent() && !req.envelopes.is_empty() {
                 return Err(crate::auth::Refusal::AttachesEnvelopes {
                     envelopes: req.envelopes.join(", "),
                 }
