@@ -13,11 +13,15 @@
 //!   JSON-RPC gets JSON-RPC's error instead of silence);
 //! - `session`: the same front over streamable HTTP at `/v1/mcp` on `tollgate serve`, a
 //!   session bound at `initialize` to the credential that opened it and to its run;
-//! - `pins`: each tool's definition pinned on first use, a changed one refused until accepted.
+//! - `pins`: each tool's definition pinned on first use, a changed one refused until accepted;
+//! - `relay`: the session's side towards its client, shared with the upstreams: decisions with
+//!   their approval waits, progress passed on, sampling and elicitation decided as calls;
+//! - `front::context`: resources and prompts decided as context items.
 
 pub mod config;
 pub mod front;
 pub mod pins;
+pub mod relay;
 pub mod session;
 pub mod stdio;
 pub mod upstream;

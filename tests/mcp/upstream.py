@@ -9,7 +9,10 @@ gateway's configuration names, which the `env_seen` tool reports.
 import os
 from pathlib import Path
 
+from mcp import types
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel
 
 server = MCPServer("tollgate-test-upstream")
 ROOT = Path.cwd()
@@ -61,6 +64,65 @@ def env_seen() -> str:
 def exit_now() -> str:
     """Exit the server at once, as a crashing server would."""
     os._exit(3)
+
+
+@server.tool()
+async def slow_count(n: int, ctx: Context) -> str:
+    """Count to `n`, reporting progress at each step."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"counted {i}")
+    return f"counted to {n}"
+
+
+@server.tool()
+async def ask_model(question: str, ctx: Context) -> str:
+    """Ask the client's model (MCP sampling) and return its answer."""
+    result = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+        max_tokens=50,
+    )
+    return f"the model said: {result.content.text}"
+
+
+class Confirm(BaseModel):
+    ok: bool
+
+
+@server.tool()
+async def ask_user(question: str, ctx: Context) -> str:
+    """Ask the user (MCP elicitation) and return the answer."""
+    result = await ctx.elicit(question, Confirm)
+    return f"the user answered: {result.action} {getattr(result, 'data', None)}"
+
+
+@server.resource("notes://public/readme")
+def public_readme() -> str:
+    """A public note."""
+    return "Public readme: build with make."
+
+
+@server.resource("notes://hr/salaries")
+def salaries() -> str:
+    """A confidential note."""
+    return "Alice: 100k\nBob: 90k"
+
+
+@server.resource("notes://public/deploy")
+def deploy_note() -> str:
+    """A public note that holds a credential."""
+    return "deploy with token ghp_R8mK2vQx7LpT4nZw9bYc3HdJ6sFa1GeU5kNo please"
+
+
+@server.resource("notes://public/by-name/{name}")
+def by_name(name: str) -> str:
+    """A note per name, from a template."""
+    return f"note for {name}"
+
+
+@server.prompt()
+def review(file: str) -> str:
+    """Ask for a review of a file."""
+    return f"Please review {file} carefully."
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
+pub mod mcp;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -18,6 +18,13 @@
 //!     args: [-y, "@modelcontextprotocol/server-filesystem", /work/repo]
 //!     env: [PATH, HOME]            # names passed on from the host; nothing else is
 //!     cwd: /work/repo
+//!     context:                     # how policy sees its resources and prompts
+//!       scope: org:acme/repo:api   # default: none, which no scoped data rule matches
+//!       sensitivity: internal      # default: secret (fail closed)
+//!       labels: []
+//!       uris:                      # a URI under a prefix is seen as its entry says (the
+//!         "file:///work/repo/hr/": # longest prefix wins; what an entry leaves out is the
+//!           sensitivity: confidential  # server's)
 //! ```
 
 use std::collections::BTreeSet;
@@ -71,6 +78,56 @@ pub struct ServerConfig {
     pub name: String,
     /// A child process, or a URL.
     pub reach: Reach,
+    /// How policy sees its resources and prompts.
+    pub context: ContextConfig,
+}
+
+/// How policy sees what a server's resources and prompts put in an agent's context: each is
+/// decided as a context item with a scope, a sensitivity and labels, which the server does not
+/// say, so the configuration does. Unsaid, an item has no scope and is `secret`: no scoped
+/// data rule lets it through (fail closed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextConfig {
+    /// The server's items.
+    pub seen: Seen,
+    /// Items whose URI starts with a prefix, longest prefixes first.
+    pub uris: Vec<(String, Seen)>,
+}
+
+/// A context item's scope, sensitivity and labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    /// The scope path (empty: none).
+    pub scope: String,
+    /// The sensitivity.
+    pub sensitivity: Level,
+    /// Labels policy reads (`secret`, `pii`).
+    pub labels: Vec<String>,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            seen: Seen {
+                scope: String::new(),
+                sensitivity: Level::Secret,
+                labels: Vec::new(),
+            },
+            uris: Vec::new(),
+        }
+    }
+}
+
+impl ContextConfig {
+    /// How the item at `uri` is seen (a prompt's messages: `None`).
+    pub fn seen(&self, uri: Option<&str>) -> &Seen {
+        uri.and_then(|uri| {
+            self.uris
+                .iter()
+                .find(|(prefix, _)| uri.starts_with(prefix.as_str()))
+        })
+        .map_or(&self.seen, |(_, seen)| seen)
+    }
 }
 
 /// How an upstream server is reached.
@@ -148,8 +205,10 @@ const TOP: [&str; 5] = [
     "max_result_bytes",
 ];
 const RUN: [&str; 5] = ["agent", "task", "scope", "clearance", "envelopes"];
-const SERVER: [&str; 4] = ["command", "args", "env", "cwd"];
-const HTTP_SERVER: [&str; 2] = ["url", "headers"];
+const SERVER: [&str; 5] = ["command", "args", "env", "cwd", "context"];
+const HTTP_SERVER: [&str; 3] = ["url", "headers", "context"];
+const CONTEXT: [&str; 4] = ["scope", "sensitivity", "labels", "uris"];
+const URI: [&str; 3] = ["scope", "sensitivity", "labels"];
 /// Headers the streamable HTTP transport sets itself.
 const RESERVED_HEADERS: [&str; 4] = [
     "accept",
@@ -424,11 +483,16 @@ impl Checker<'_> {
                 );
                 continue;
             }
+            let context = match server.get("context") {
+                Some(v) => self.context(v, &format!("{path}/context")),
+                None => ContextConfig::default(),
+            };
             if server.get("url").is_some() {
                 if let Some(reach) = self.url_server(server, &path, name) {
                     out.push(ServerConfig {
                         name: name.clone(),
                         reach,
+                        context,
                     });
                 }
                 continue;
@@ -463,9 +527,80 @@ impl Checker<'_> {
                     env,
                     cwd,
                 },
+                context,
             });
         }
         out
+    }
+
+    /// A server's `context`: its items' scope, sensitivity and labels, and those of URIs
+    /// under prefixes.
+    fn context(&mut self, value: &Value, path: &str) -> ContextConfig {
+        let mut out = ContextConfig::default();
+        let Some(m) = self.mapping(value, path, &CONTEXT, "`context`").cloned() else {
+            return out;
+        };
+        out.seen = self.seen(&m, path, &out.seen);
+        match m.get("uris") {
+            None => {}
+            Some(Value::Object(uris)) => {
+                for (prefix, entry) in uris {
+                    let at = format!("{path}/uris/{}", escape(prefix));
+                    if prefix.is_empty() {
+                        self.fault(
+                            &at,
+                            "an empty URI prefix",
+                            "give the start of the URIs the entry is for (`file:///srv/hr/`), or set the server's own `scope` and `sensitivity`",
+                        );
+                        continue;
+                    }
+                    let what = format!("the entry of `{prefix}`");
+                    if let Some(e) = self.mapping(entry, &at, &URI, &what).cloned() {
+                        let seen = self.seen(&e, &at, &out.seen);
+                        out.uris.push((prefix.clone(), seen));
+                    }
+                }
+            }
+            Some(other) => self.fault(
+                &format!("{path}/uris"),
+                format!("`uris` must be a mapping, not {}", kind(other)),
+                "write `uris:` and under it `\"PREFIX\": {scope: …, sensitivity: …}`",
+            ),
+        }
+        out.uris
+            .sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        out
+    }
+
+    /// Scope, sensitivity and labels as `m` gives them, the rest as `base` has them.
+    fn seen(&mut self, m: &Map<String, Value>, path: &str, base: &Seen) -> Seen {
+        let scope = self
+            .text(m, path, "scope")
+            .unwrap_or_else(|| base.scope.clone());
+        let sensitivity = match self.text(m, path, "sensitivity") {
+            None => base.sensitivity,
+            Some(s) => match Level::ALL.iter().find(|l| l.as_str() == s) {
+                Some(l) => *l,
+                None => {
+                    self.fault(
+                        &format!("{path}/sensitivity"),
+                        format!("unknown sensitivity `{s}`"),
+                        "use public, internal, confidential or secret",
+                    );
+                    base.sensitivity
+                }
+            },
+        };
+        let labels = if m.contains_key("labels") {
+            self.texts(m, path, "labels")
+        } else {
+            base.labels.clone()
+        };
+        Seen {
+            scope,
+            sensitivity,
+            labels,
+        }
     }
 
     /// A server reached over streamable HTTP: `url`, and `headers` naming the environment

@@ -14,30 +14,34 @@
 //!   the request's `_meta` (`tollgate/approval_id`).
 //!
 //! Results pass the live secret redactor before the client sees them and are recorded as the
-//! call's `tool_result`; a result over `max_result_bytes` is cut, with a note.
+//! call's `tool_result`; a result over `max_result_bytes` is cut, with a note. Resources and
+//! prompts are decided as context items (`context`); what passes between client and servers
+//! unasked, and the decisions both share, is the session's [`Downstream`] (`super::relay`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::{RwLock, mpsc};
-use tollgate_rules::decide::DecisionEffect;
 
 use super::config::McpConfig;
 use super::pins::{self, Seen, ToolPin};
+use super::relay::{self, Downstream, Held, Progress, decision_meta, receipt_text};
 use super::upstream::{MAX_RESTARTS, Supervised, Upstream, UpstreamError};
-use crate::approvals::{self, ApprovalState};
 use crate::auth::Principal;
-use crate::runtime::{EventInput, OpenRun, Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
+use crate::runtime::{OpenRun, Runtime, RuntimeError, ToolCallAnswer};
 use crate::secrets::redact_secrets;
+
+mod context;
 
 /// The `_meta` key under which a client presents an approval granted for a call.
 pub const APPROVAL_META: &str = "tollgate/approval_id";
@@ -93,8 +97,10 @@ struct Inner {
     upstreams: Vec<Supervised>,
     /// The upstreams' tools as last listed, by name.
     tools: RwLock<Vec<Entry>>,
-    /// The client, once it has made a request: told when an upstream's tool list changes.
-    client: std::sync::Mutex<Option<Peer<RoleServer>>>,
+    /// The side towards the client, shared with the upstreams.
+    down: Arc<Downstream>,
+    /// Where resource URIs are read, as last listed.
+    routes: RwLock<context::Routes>,
 }
 
 /// Which run a session decides its calls in.
@@ -195,9 +201,14 @@ impl Front {
         };
         let (changed, mut heard) = mpsc::unbounded_channel();
         let timeout = Duration::from_secs(config.call_timeout_seconds);
+        let down = Arc::new(Downstream::new(
+            runtime.clone(),
+            run.clone(),
+            Duration::from_secs(config.approval_wait_seconds),
+        ));
         let mut upstreams = Vec::new();
         for server in &config.servers {
-            match Supervised::start(server, changed.clone(), timeout).await {
+            match Supervised::start(server, changed.clone(), down.clone(), timeout).await {
                 Ok(u) => upstreams.push(u),
                 Err(e) => {
                     if owned {
@@ -216,7 +227,8 @@ impl Front {
                 owned: AtomicBool::new(owned),
                 upstreams,
                 tools: RwLock::new(Vec::new()),
-                client: std::sync::Mutex::new(None),
+                down,
+                routes: RwLock::new(context::Routes::default()),
             }),
         };
         for i in 0..front.inner.upstreams.len() {
@@ -238,8 +250,7 @@ impl Front {
                     eprintln!("tollgate: mcp: cannot read the tools of `{name}` again: {e}");
                     continue;
                 }
-                let client = front.inner.client.lock().ok().and_then(|c| c.clone());
-                if let Some(client) = client {
+                if let Some(client) = front.inner.down.client() {
                     let _ = client.notify_tool_list_changed().await;
                 }
             }
@@ -335,17 +346,7 @@ impl Front {
 
     /// Records a note of the gateway in the run.
     async fn note(&self, payload: Value) {
-        let event = EventInput {
-            step: None,
-            kind: "note".into(),
-            payload,
-        };
-        let (rt, key) = (self.inner.runtime.clone(), self.inner.run.clone());
-        match blocking(move || rt.append_events(&key, vec![event])).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => eprintln!("tollgate: mcp: cannot record a note: {e}"),
-            Err(e) => eprintln!("tollgate: mcp: cannot record a note: {e}"),
-        }
+        self.inner.down.note(payload).await;
     }
 
     /// Upstream `i`'s connection, the server started again if it has exited (recorded in the
@@ -370,85 +371,6 @@ impl Front {
         Duration::from_secs(self.inner.config.call_timeout_seconds)
     }
 
-    fn remember_client(&self, peer: &Peer<RoleServer>) {
-        if let Ok(mut client) = self.inner.client.lock()
-            && client.is_none()
-        {
-            *client = Some(peer.clone());
-        }
-    }
-
-    /// Decides the call through the runtime (recorded with its receipt).
-    async fn decide(
-        &self,
-        tool: &str,
-        arguments: Value,
-        call_id: Option<String>,
-        approval_id: Option<String>,
-    ) -> Result<ToolCallAnswer, McpError> {
-        let req = ToolCallRequest {
-            tool: tool.to_string(),
-            arguments,
-            step: None,
-            call_id,
-            approval_id,
-        };
-        self.inner
-            .runtime
-            .tool_call_async(&self.inner.run, req)
-            .await
-            .map_err(runtime_error)
-    }
-
-    /// Waits for approval `id` to be decided, up to the configured wait, telling the client
-    /// how long it has waited when it asked for progress.
-    async fn wait_for(
-        &self,
-        id: &str,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<ApprovalState, McpError> {
-        let wait = Duration::from_secs(self.inner.config.approval_wait_seconds);
-        let started = tokio::time::Instant::now();
-        let deadline = started + wait;
-        let token = ctx.meta.get_progress_token();
-        let mut told = 0u64;
-        loop {
-            let notified = self.inner.runtime.approvals_changed.notified();
-            let (rt, key) = (self.inner.runtime.clone(), id.to_string());
-            let state = blocking(move || {
-                let now = rt.now_ms();
-                approvals::get(rt.store(), &key, now).map(|a| a.state)
-            })
-            .await?
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-            let now = tokio::time::Instant::now();
-            if state != ApprovalState::Pending || now >= deadline {
-                return Ok(state);
-            }
-            let waited = now.duration_since(started).as_secs();
-            if let Some(token) = &token
-                && waited >= told + 5
-            {
-                told = waited;
-                let note = ProgressNotificationParam::new(token.clone(), waited as f64)
-                    .with_total(wait.as_secs() as f64)
-                    .with_message(format!("waiting for approval {id} ({waited} s)"));
-                let _ = ctx.peer.notify_progress(note).await;
-            }
-            // Decisions made by this process wake the wait at once; those made by another
-            // process on the same database (the CLI, another gateway) are seen at the next look.
-            tokio::select! {
-                _ = ctx.ct.cancelled() => {
-                    return Err(McpError::internal_error("the client cancelled the call", None));
-                }
-                _ = tokio::time::timeout_at(
-                    deadline.min(now + Duration::from_millis(250)),
-                    notified,
-                ) => {}
-            }
-        }
-    }
-
     /// Calls the upstream with the arguments decided, then passes the result through the
     /// data rules, caps it and records it.
     async fn forward(
@@ -463,10 +385,14 @@ impl Front {
             Value::Object(m) => Some(m.clone()),
             _ => None,
         };
+        let progress = ctx
+            .meta
+            .get_progress_token()
+            .map(|token| (self.inner.down.as_ref(), token));
         let called = async {
             self.upstream(at)
                 .await?
-                .call(&tool.name, arguments, self.timeout())
+                .call(&tool.name, arguments, self.timeout(), progress)
                 .await
         };
         let called = tokio::select! {
@@ -522,25 +448,9 @@ impl Front {
         Ok((result, redacted))
     }
 
-    /// Records the call's `tool_result` (a failure to record is said on stderr: the call
-    /// and its decision are recorded already).
+    /// Records the call's `tool_result`.
     async fn record(&self, answer: &ToolCallAnswer, status: &str, output: Value) {
-        let event = EventInput {
-            step: None,
-            kind: "tool_result".into(),
-            payload: json!({
-                "call_id": answer.call_id,
-                "tool": answer.tool,
-                "status": status,
-                "output": output,
-            }),
-        };
-        let (rt, key) = (self.inner.runtime.clone(), self.inner.run.clone());
-        match blocking(move || rt.append_events(&key, vec![event])).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => eprintln!("tollgate: mcp: cannot record a tool result: {e}"),
-            Err(e) => eprintln!("tollgate: mcp: cannot record a tool result: {e}"),
-        }
+        self.inner.down.record(answer, status, output).await;
     }
 }
 
@@ -558,7 +468,7 @@ impl ServerHandler for Front {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.remember_client(&ctx.peer);
+        self.inner.down.remember_client(&ctx.peer);
         // What the servers list now: a definition changed without a notification is caught
         // here, before the client's model reads it.
         for i in 0..self.inner.upstreams.len() {
@@ -579,7 +489,7 @@ impl ServerHandler for Front {
                 .collect::<Result<Vec<bool>, _>>()
         })
         .await?
-        .map_err(runtime_error)?;
+        .map_err(relay::runtime_error)?;
         let shown = tools
             .into_iter()
             .zip(listed)
@@ -593,12 +503,57 @@ impl ServerHandler for Front {
         Ok(ListToolsResult::with_all_items(shown))
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.resources_listed().await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.templates_listed().await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        Ok(self.resource_read(request).await?.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.prompts_listed().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        Ok(self.prompt_got(request).await?.into())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.remember_client(&ctx.peer);
+        self.inner.down.remember_client(&ctx.peer);
         let name = request.name.to_string();
         let found = {
             let tools = self.inner.tools.read().await;
@@ -616,17 +571,7 @@ impl ServerHandler for Front {
                 .into_iter()
                 .map(|t| t.name.to_string())
                 .collect();
-            return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{name}`; the tools are {}",
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-                Some(json!({"tool": name, "known": known})),
-            ));
+            return Err(unknown("tool", &name, known));
         };
         // A definition changed since it was accepted: refused until a person accepts it (read
         // now: it may have been accepted from another process meanwhile). One the last listing
@@ -664,37 +609,30 @@ impl ServerHandler for Front {
             .get(APPROVAL_META)
             .and_then(Value::as_str)
             .map(str::to_string);
-        let mut answer = self
-            .decide(&name, arguments.clone(), None, presented)
+        let progress = ctx.meta.get_progress_token().map(|token| Progress {
+            peer: &ctx.peer,
+            token,
+        });
+        let held = self
+            .inner
+            .down
+            .decide_held(&name, arguments, presented, progress, &ctx.ct)
             .await?;
-        if answer.effect == DecisionEffect::RequireApproval
-            && let Some(approval) = answer.approval.clone()
-            && approval.state == ApprovalState::Pending
-        {
-            let state = self.wait_for(&approval.id, &ctx).await?;
-            if state == ApprovalState::Pending {
+        let answer = match held {
+            Held::Decided(answer) => answer,
+            Held::Pending(answer, id) => {
                 return Ok(refusal(
                     &answer,
                     format!(
-                        "{}; still pending after {} s: call again with `_meta: {{\"{APPROVAL_META}\": \"{}\"}}` once it is decided (receipt {})",
+                        "{}; still pending after {} s: call again with `_meta: {{\"{APPROVAL_META}\": \"{id}\"}}` once it is decided (receipt {})",
                         answer.reason,
                         self.inner.config.approval_wait_seconds,
-                        approval.id,
                         receipt_text(&answer)
                     ),
                 )
                 .into());
             }
-            // Decided: ask again with the approval, for exactly the arguments it approved.
-            answer = self
-                .decide(
-                    &name,
-                    arguments,
-                    Some(answer.call_id.clone()),
-                    Some(approval.id.clone()),
-                )
-                .await?;
-        }
+        };
         if !answer.execute {
             let mut why = format!("{} (receipt {})", answer.reason, receipt_text(&answer));
             if let Some(after) = answer.retry_after {
@@ -713,6 +651,10 @@ pub(crate) fn server_info(run: Option<&str>) -> ServerConfig {
         ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
             .build(),
     )
     .with_server_info(Implementation::new("tollgate", env!("CARGO_PKG_VERSION")));
@@ -742,29 +684,30 @@ fn refusal(answer: &ToolCallAnswer, text: String) -> CallToolResult {
 /// The result with the decision's receipt in its `_meta`.
 fn with_decision(mut result: CallToolResult, answer: &ToolCallAnswer) -> CallToolResult {
     let mut meta = result.meta.take().unwrap_or_default();
-    meta.0.insert(
-        DECISION_META.into(),
-        json!({
-            "effect": answer.effect,
-            "reason": answer.reason,
-            "rules": answer.rules,
-            "call_id": answer.call_id,
-            "receipt": answer.receipt,
-            "retry_after": answer.retry_after,
-            "approval_id": answer.approval.as_ref().map(|a| a.id.clone()),
-        }),
-    );
+    meta.0.insert(DECISION_META.into(), decision_meta(answer));
     result.meta = Some(meta);
     result
+}
+
+/// A name no listing shows (`what`: `tool`, `prompt`), with those the listing shows.
+fn unknown(what: &str, name: &str, known: Vec<String>) -> McpError {
+    let listed = if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    };
+    McpError::invalid_params(
+        format!("unknown {what} `{name}`; the {what}s are {listed}"),
+        Some(Value::Object(Map::from_iter([
+            (what.to_string(), json!(name)),
+            ("known".to_string(), json!(known)),
+        ]))),
+    )
 }
 
 /// The first 12 characters of a hash, as the CLI shows them.
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
-}
-
-fn receipt_text(answer: &ToolCallAnswer) -> String {
-    format!("{}#{}", answer.receipt.run, answer.receipt.seq)
 }
 
 /// A result over `max` bytes: its text blocks cut so the whole fits, with a note saying so;
@@ -795,20 +738,11 @@ fn cap(mut result: CallToolResult, max: usize, size: usize) -> CallToolResult {
     result
 }
 
-fn runtime_error(e: RuntimeError) -> McpError {
-    match e {
-        RuntimeError::Invalid(m) => McpError::invalid_params(m, None),
-        other => McpError::internal_error(other.to_string(), None),
-    }
-}
-
 /// Runs store work off the async threads.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, FrontError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| FrontError::Join(e.to_string()))
+    relay::blocking(f).await.map_err(FrontError::Join)
 }
 
 impl From<FrontError> for McpError {

@@ -3,7 +3,9 @@
 //! with only the environment its configuration names (the host's is not passed on), in a
 //! process group of its own that is killed, with everything the server started, when the
 //! connection is dropped; or a streamable HTTP endpoint, its headers' values read from the
-//! environment variables the configuration names.
+//! environment variables the configuration names. What a server sends unasked (progress,
+//! sampling and elicitation requests, changed lists) goes through the session's
+//! [`Downstream`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,17 +15,27 @@ use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+#[expect(
+    deprecated,
+    reason = "sampling is deprecated by SEP-2577, and still in the protocol versions the gateway speaks"
+)]
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    JsonObject, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    GetPromptRequestParams, GetPromptResult, Implementation, JsonObject, ProgressNotificationParam,
+    ProgressToken, Prompt, ReadResourceRequestParams, ReadResourceResult, RequestId, Resource,
+    ResourceTemplate, SamplingCapability, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ErrorData as McpError, Peer};
 use tokio::sync::mpsc;
 
 use super::config::{Reach, ServerConfig};
+use super::relay::Downstream;
 
 /// Why an upstream could not be reached or did not answer.
 #[derive(Debug, thiserror::Error)]
@@ -54,23 +66,103 @@ pub enum UpstreamError {
     },
 }
 
-/// Hears an upstream's notifications: a changed tool list is passed on by the server's name.
+/// Hears an upstream's notifications and requests: a changed tool list is passed on by the
+/// server's name (the front reads it again and tells the client); the rest goes through the
+/// session's [`Downstream`].
 #[derive(Clone)]
 pub struct Listener {
     name: String,
     changed: mpsc::UnboundedSender<String>,
+    down: Arc<Downstream>,
 }
 
+#[expect(
+    deprecated,
+    reason = "sampling is deprecated by SEP-2577, and still in the protocol versions the gateway speaks"
+)]
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
+        // Sampling and elicitation are offered to the servers (each request is decided, and
+        // refused when the client cannot answer it); roots are not: a server such as the
+        // filesystem one would take the client's roots over the folders configured for it.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.sampling = Some(SamplingCapability::default());
+        capabilities.elicitation = Some(ElicitationCapability::default());
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("tollgate", env!("CARGO_PKG_VERSION")),
         )
     }
 
     async fn on_tool_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
         let _ = self.changed.send(self.name.clone());
+    }
+
+    async fn on_resource_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        if let Some(client) = self.down.client() {
+            let _ = client.notify_resource_list_changed().await;
+        }
+    }
+
+    async fn on_prompt_list_changed(&self, _ctx: NotificationContext<RoleClient>) {
+        if let Some(client) = self.down.client() {
+            let _ = client.notify_prompt_list_changed().await;
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.down.progress(params).await;
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        self.down
+            .ask_client(&self.name, "sampling", params, |client, p| async move {
+                client.create_message(p).await
+            })
+            .await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        self.down
+            .ask_client(&self.name, "elicitation", params, |client, p| async move {
+                client.create_elicitation(p).await
+            })
+            .await
+    }
+}
+
+/// Tells the server a call was given up (the client cancelled it, or it timed out) when
+/// dropped armed.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let note = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the gateway's client gave the call up".into()),
+                );
+                let _ = peer.notify_cancelled(note).await;
+            });
+        }
     }
 }
 
@@ -87,6 +179,7 @@ impl Upstream {
     pub async fn start(
         server: &ServerConfig,
         changed: mpsc::UnboundedSender<String>,
+        down: Arc<Downstream>,
         timeout: Duration,
     ) -> Result<Upstream, UpstreamError> {
         let start = |reason: String| UpstreamError::Start {
@@ -96,6 +189,7 @@ impl Upstream {
         let listener = Listener {
             name: server.name.clone(),
             changed,
+            down,
         };
         let handshake = |r: Result<Result<_, _>, _>| {
             r.map_err(|_| start(format!("no MCP handshake within {} s", timeout.as_secs())))?
@@ -129,25 +223,126 @@ impl Upstream {
 
     /// The server's tools, every page.
     pub async fn tools(&self, timeout: Duration) -> Result<Vec<Tool>, UpstreamError> {
-        tokio::time::timeout(timeout, self.service.list_all_tools())
-            .await
-            .map_err(|_| self.timeout(timeout))?
-            .map_err(|e| self.failed(e))
+        self.within(timeout, self.service.list_all_tools()).await
     }
 
-    /// Calls the server's tool `name` with `arguments`; dropping the future cancels the call
-    /// upstream.
+    /// Calls the server's tool `name` with `arguments`; the server's progress reaches the
+    /// client under `progress` (its token) when given. Dropping the future, or the timeout,
+    /// cancels the call upstream.
     pub async fn call(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         timeout: Duration,
+        progress: Option<(&Downstream, ProgressToken)>,
     ) -> Result<CallToolResult, UpstreamError> {
         let mut params = CallToolRequestParams::new(name.to_string());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        tokio::time::timeout(timeout, self.service.call_tool(params))
+        let peer = self.service.peer();
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut armed = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let token = handle.progress_token.clone();
+        if let Some((down, client)) = &progress {
+            down.track_progress(token.clone(), client.clone());
+        }
+        let answered = tokio::time::timeout(timeout, handle.await_response()).await;
+        if let Some((down, _)) = &progress {
+            // rmcp hands each notification to a task of its own, so the server's last
+            // progress may still be on its way when the result is: let those tasks run
+            // before the token is forgotten (progress is a courtesy, never awaited further).
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            down.forget_progress(&token);
+        }
+        let answered = answered.map_err(|_| self.timeout(timeout))?;
+        armed.id = None;
+        match answered.map_err(|e| self.failed(e))? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            other => Err(self.failed(format!(
+                "it answered tools/call with something else than a tool result: {other:?}"
+            ))),
+        }
+    }
+
+    /// The server's resources, every page (none when it offers none).
+    pub async fn resources(&self, timeout: Duration) -> Result<Vec<Resource>, UpstreamError> {
+        if !self.offers(|c| c.resources.is_some()) {
+            return Ok(Vec::new());
+        }
+        self.within(timeout, self.service.list_all_resources())
+            .await
+    }
+
+    /// The server's resource templates, every page (none when it offers no resources).
+    pub async fn templates(
+        &self,
+        timeout: Duration,
+    ) -> Result<Vec<ResourceTemplate>, UpstreamError> {
+        if !self.offers(|c| c.resources.is_some()) {
+            return Ok(Vec::new());
+        }
+        self.within(timeout, self.service.list_all_resource_templates())
+            .await
+    }
+
+    /// The server's prompts, every page (none when it offers none).
+    pub async fn prompts(&self, timeout: Duration) -> Result<Vec<Prompt>, UpstreamError> {
+        if !self.offers(|c| c.prompts.is_some()) {
+            return Ok(Vec::new());
+        }
+        self.within(timeout, self.service.list_all_prompts()).await
+    }
+
+    /// Reads the resource at `uri`.
+    pub async fn read(
+        &self,
+        uri: &str,
+        timeout: Duration,
+    ) -> Result<ReadResourceResult, UpstreamError> {
+        let params: ReadResourceRequestParams =
+            serde_json::from_value(serde_json::json!({"uri": uri})).map_err(|e| self.failed(e))?;
+        self.within(timeout, self.service.read_resource(params))
+            .await
+    }
+
+    /// Gets prompt `name` with `arguments`.
+    pub async fn prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        timeout: Duration,
+    ) -> Result<GetPromptResult, UpstreamError> {
+        let params: GetPromptRequestParams =
+            serde_json::from_value(serde_json::json!({"name": name, "arguments": arguments}))
+                .map_err(|e| self.failed(e))?;
+        self.within(timeout, self.service.get_prompt(params)).await
+    }
+
+    /// Whether the server said at the handshake that it offers what `has` looks for.
+    pub fn offers(&self, has: impl Fn(&rmcp::model::ServerCapabilities) -> bool) -> bool {
+        self.service
+            .peer_info()
+            .is_some_and(|info| has(&info.capabilities))
+    }
+
+    async fn within<T>(
+        &self,
+        timeout: Duration,
+        f: impl std::future::Future<Output = Result<T, rmcp::service::ServiceError>>,
+    ) -> Result<T, UpstreamError> {
+        tokio::time::timeout(timeout, f)
             .await
             .map_err(|_| self.timeout(timeout))?
             .map_err(|e| self.failed(e))
@@ -186,6 +381,7 @@ pub struct Supervised {
     pub name: String,
     server: ServerConfig,
     changed: mpsc::UnboundedSender<String>,
+    down: Arc<Downstream>,
     current: tokio::sync::RwLock<Arc<Upstream>>,
     restarts: AtomicU32,
 }
@@ -195,13 +391,15 @@ impl Supervised {
     pub async fn start(
         server: &ServerConfig,
         changed: mpsc::UnboundedSender<String>,
+        down: Arc<Downstream>,
         timeout: Duration,
     ) -> Result<Supervised, UpstreamError> {
-        let up = Upstream::start(server, changed.clone(), timeout).await?;
+        let up = Upstream::start(server, changed.clone(), down.clone(), timeout).await?;
         Ok(Supervised {
             name: server.name.clone(),
             server: server.clone(),
             changed,
+            down,
             current: tokio::sync::RwLock::new(Arc::new(up)),
             restarts: AtomicU32::new(0),
         })
@@ -231,7 +429,15 @@ impl Supervised {
             });
         }
         self.restarts.store(done + 1, Ordering::SeqCst);
-        let fresh = Arc::new(Upstream::start(&self.server, self.changed.clone(), timeout).await?);
+        let fresh = Arc::new(
+            Upstream::start(
+                &self.server,
+                self.changed.clone(),
+                self.down.clone(),
+                timeout,
+            )
+            .await?,
+        );
         *slot = fresh.clone();
         Ok((fresh, Some(done + 1)))
     }

@@ -32,7 +32,7 @@ const POOL: usize = 64;
 const QUERY_TERMS: usize = 32;
 
 /// A retrieval: the items to offer, the ranked memories' verdicts and what policy withheld.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Retrieval {
     /// The memories offered, as candidate items, best first.
     pub items: Vec<CandidateItem>,

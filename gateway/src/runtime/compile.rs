@@ -42,6 +42,27 @@ impl Runtime {
         input: CompileInput,
         step: Option<u32>,
     ) -> Result<CompileAnswer, RuntimeError> {
+        self.compile_from(run, input, step, true)
+    }
+
+    /// Decides and records items a source put before the agent, with nothing retrieved
+    /// beside them (the MCP gateway's `resources/read` and `prompts/get`): the same
+    /// `context_offered` and `compile` events, receipts and replay as [`Runtime::compile`].
+    pub fn compile_offered(
+        &self,
+        run: &str,
+        input: CompileInput,
+    ) -> Result<CompileAnswer, RuntimeError> {
+        self.compile_from(run, input, None, false)
+    }
+
+    fn compile_from(
+        &self,
+        run: &str,
+        input: CompileInput,
+        step: Option<u32>,
+        retrieve: bool,
+    ) -> Result<CompileAnswer, RuntimeError> {
         if input.subject.is_some() {
             return Err(RuntimeError::Invalid(
                 "`subject` is not accepted here: the run is the subject\n  help: leave `subject` out".into(),
@@ -55,13 +76,17 @@ impl Runtime {
             .iter()
             .filter_map(|i| i.content.as_deref().or(i.summary.as_deref()))
             .collect();
-        let retrieval = memory::retrieve(
-            self.store(),
-            engine.set(),
-            &header,
-            &query.join("\n"),
-            self.now_ms().div_euclid(1000),
-        )?;
+        let retrieval = if retrieve {
+            memory::retrieve(
+                self.store(),
+                engine.set(),
+                &header,
+                &query.join("\n"),
+                self.now_ms().div_euclid(1000),
+            )?
+        } else {
+            memory::Retrieval::default()
+        };
         let mut input = input;
         for item in retrieval.items {
             // A memory the agent offered itself is not offered twice.

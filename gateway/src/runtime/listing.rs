@@ -50,3 +50,20 @@ impl Runtime {
         Ok(false)
     }
 }
+
+impl Runtime {
+    /// Whether `run` is shown each context item in a listing (the MCP gateway's resources):
+    /// one is hidden when its envelopes deny it; a read is decided again, and recorded. Reads
+    /// the store; writes nothing.
+    pub fn contexts_listed(
+        &self,
+        run: &str,
+        items: &[tollgate_rules::request::ContextItem],
+    ) -> Result<Vec<bool>, RuntimeError> {
+        let (_, engine) = self.running_engine(run)?;
+        Ok(items
+            .iter()
+            .map(|item| engine.decide_context(run, item).effect != DecisionEffect::Deny)
+            .collect())
+    }
+}

@@ -164,3 +164,48 @@ fn syntax_errors_and_missing_sections_are_faults_not_panics() {
         assert!(!faults.is_empty(), "{text:?}");
     }
 }
+
+#[test]
+fn a_server_context_is_secret_and_unscoped_unless_the_configuration_says() {
+    let c = parse(GOOD).unwrap();
+    let seen = c.servers[0].context.seen(Some("file:///work/repo/a.txt"));
+    assert_eq!(seen.scope, "");
+    assert_eq!(seen.sensitivity, Level::Secret, "fail closed");
+}
+
+#[test]
+fn a_uri_under_the_longest_prefix_is_seen_as_its_entry_says_the_rest_from_the_server() {
+    let c = parse(
+        "run: {agent: a, task: t, scope: s}\nservers:\n  files:\n    command: x\n    context:\n      scope: org:acme/docs\n      sensitivity: internal\n      labels: [docs]\n      uris:\n        'file:///srv/': {sensitivity: confidential}\n        'file:///srv/hr/': {scope: org:acme/hr, labels: [pii]}\n",
+    )
+    .unwrap();
+    let ctx = &c.servers[0].context;
+    let hr = ctx.seen(Some("file:///srv/hr/pay.csv"));
+    assert_eq!(
+        (hr.scope.as_str(), hr.sensitivity, hr.labels.as_slice()),
+        ("org:acme/hr", Level::Internal, &["pii".to_string()][..])
+    );
+    let srv = ctx.seen(Some("file:///srv/a"));
+    assert_eq!(
+        (srv.scope.as_str(), srv.sensitivity),
+        ("org:acme/docs", Level::Confidential)
+    );
+    assert_eq!(ctx.seen(None).sensitivity, Level::Internal);
+    assert_eq!(ctx.seen(Some("https://x")).labels, ["docs"]);
+}
+
+#[test]
+fn a_bad_context_is_a_fault_with_its_place() {
+    let faults = parse(
+        "run: {agent: a, task: t, scope: s}\nservers:\n  files:\n    command: x\n    context:\n      sensitivity: top\n      scop: x\n      uris: {'': {}}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(faults.contains("unknown sensitivity `top`"), "{faults}");
+    assert!(faults.contains("did you mean `scope`?"), "{faults}");
+    assert!(faults.contains("an empty URI prefix"), "{faults}");
+    assert!(
+        faults.contains("6:7: at `/servers/files/context/sensitivity`"),
+        "with the line and column: {faults}"
+    );
+}
