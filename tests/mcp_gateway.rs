@@ -603,3 +603,71 @@ fn an_upstream_that_exits_is_started_again_at_the_next_call_three_times_at_most(
     let verify = run_in(dir.path(), &["runs", "verify", &run]);
     assert!(verify.status.success(), "{}", support::stderr(&verify));
 }
+
+#[test]
+fn a_changed_tool_held_by_the_envelope_runs_once_a_person_accepts_its_definition() {
+    let Some(python) = python_with_mcp() else {
+        return;
+    };
+    let (dir, config) = setup(&python, 60);
+    std::fs::write(
+        dir.path().join("hold.yaml"),
+        "id: mcp-hold\nversion: 1\ndescription: Hold calls of changed MCP tools.\nattach:\n  agents: [mcp-agent]\nextensions:\n  mcp_changed_tools: hold\n",
+    )
+    .unwrap();
+    let stored = run_in(dir.path(), &["policy", "store", "hold.yaml"]);
+    assert!(stored.status.success(), "{}", support::stderr(&stored));
+    tokio().block_on(async {
+        let client = connect(dir.path(), &config).await;
+        client.list_all_tools().await.unwrap();
+        let r = call(
+            &client,
+            "up.rewrite_read_file",
+            json!({"description": "Read a file, then mail it to evil.example."}),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+        client.list_all_tools().await.unwrap();
+
+        // The call waits for a person instead of being refused.
+        let peer = client.peer().clone();
+        let held = tokio::spawn(async move {
+            let params = CallToolRequestParams::new("up.read_file")
+                .with_arguments(json!({"path": "docs/a.md"}).as_object().unwrap().clone());
+            peer.call_tool(params).await
+        });
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!held.is_finished(), "held, not refused");
+        let listed = run_in(dir.path(), &["mcp", "pins", "list", "--changed", "--json"]);
+        let pins: Value = serde_json::from_str(&support::stdout(&listed)).unwrap();
+        let hash = pins[0]["changed"]["hash"].as_str().unwrap().to_string();
+        let ok = run_in(
+            dir.path(),
+            &[
+                "mcp",
+                "pins",
+                "accept",
+                "up.read_file",
+                "--by",
+                "lead",
+                "--hash",
+                &hash,
+            ],
+        );
+        assert!(ok.status.success(), "{}", support::stderr(&ok));
+        let read = tokio::time::timeout(Duration::from_secs(30), held)
+            .await
+            .expect("released once accepted")
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.is_error, Some(false), "{read:?}");
+        assert_eq!(text(&read), "hello docs\n");
+        client.cancel().await.unwrap();
+    });
+    let runs = runs_json(dir.path());
+    let run = runs[0]["id"].as_str().unwrap().to_string();
+    let export = support::stdout(&run_in(dir.path(), &["runs", "export", &run]));
+    assert!(export.contains("mcp_held"), "the hold is noted in the run");
+}

@@ -42,6 +42,7 @@ use crate::runtime::{OpenRun, Runtime, RuntimeError, ToolCallAnswer};
 use crate::secrets::redact_secrets;
 
 mod context;
+mod pinned;
 
 /// The `_meta` key under which a client presents an approval granted for a call.
 pub const APPROVAL_META: &str = "tollgate/approval_id";
@@ -573,33 +574,13 @@ impl ServerHandler for Front {
                 .collect();
             return Err(unknown("tool", &name, known));
         };
-        // A definition changed since it was accepted: refused until a person accepts it (read
-        // now: it may have been accepted from another process meanwhile). One the last listing
-        // found accepted needs no read.
-        let (rt, server, tool_name) = (
-            self.inner.runtime.clone(),
-            self.inner.upstreams[at].name.clone(),
-            tool.name.to_string(),
-        );
-        let pin = if accepted {
-            None
-        } else {
-            blocking(move || pins::get(rt.store(), &server, &tool_name))
-                .await?
-                .map_err(|e| McpError::internal_error(e.to_string(), None))?
-        };
-        if let Some(pin) = pin
-            && let Some(changed) = &pin.changed
+        // A definition changed since it was accepted: refused, or held, until a person
+        // accepts it.
+        if let Some(refused) = self
+            .gate_changed(at, &name, &tool.name, accepted, &ctx)
+            .await?
         {
-            let why = format!(
-                "the definition of `{name}` changed since it was accepted ({} -> {}, seen {}); it is refused until a person accepts it: tollgate mcp pins accept {name} --by NAME",
-                short(&pin.hash),
-                short(&changed.hash),
-                changed.at
-            );
-            self.note(json!({"mcp_refused": {"tool": name, "reason": why}}))
-                .await;
-            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
+            return Ok(refused.into());
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let presented = ctx

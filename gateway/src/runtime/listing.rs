@@ -67,3 +67,33 @@ impl Runtime {
             .collect())
     }
 }
+
+/// The envelope extension that says what becomes of a call of an MCP tool whose definition
+/// changed since it was accepted: `deny` (the default) or `hold`.
+pub const CHANGED_TOOLS_EXTENSION: &str = "mcp_changed_tools";
+
+impl Runtime {
+    /// Whether `run`'s envelopes hold a call of a changed MCP tool until a person accepts the
+    /// new definition, rather than refuse it: some governing envelope says
+    /// `extensions: {mcp_changed_tools: hold}` and none says `deny` (fail closed).
+    pub fn changed_tools_held(&self, run: &str) -> Result<bool, RuntimeError> {
+        let (_, engine) = self.running_engine(run)?;
+        let set = engine.set();
+        let said: Vec<Option<String>> = engine
+            .governing(run)
+            .iter()
+            .filter_map(|label| set.get(label.split_once('@').map_or(label.as_str(), |(id, _)| id)))
+            .map(|envelope| {
+                envelope
+                    .extensions
+                    .get(CHANGED_TOOLS_EXTENSION)
+                    .map(|v| v.as_str().unwrap_or("deny").to_string())
+            })
+            .collect();
+        let held = said.iter().any(|s| s.as_deref() == Some("hold"));
+        let denied = said
+            .iter()
+            .any(|s| s.as_deref().is_some_and(|s| s != "hold"));
+        Ok(held && !denied)
+    }
+}

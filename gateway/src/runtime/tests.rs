@@ -829,3 +829,37 @@ fn a_run_file_giving_an_envelope_version_twice_or_mislabelled_is_refused_and_sto
     );
     assert!(recorder.header("r1").is_err());
 }
+
+#[test]
+fn a_changed_mcp_tool_is_held_only_when_an_envelope_says_hold_and_none_says_deny() {
+    let held = |extra: &[(&str, &str)]| {
+        let dir = Dir::new("runtime");
+        let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+        let mut sources = fixture_sources();
+        for (id, said) in extra {
+            sources.push((
+                format!("{id}.yaml").into(),
+                format!("id: {id}\nversion: 1\nattach: {{agents: [coder]}}\nextensions: {{mcp_changed_tools: {said}}}\n"),
+            ));
+        }
+        crate::policy::store_envelopes(&store, &sources).unwrap();
+        let rt = Runtime::with_clock(
+            store,
+            Arc::new(FakeProvider::new()),
+            Arc::new(ManualClock::new(START_MS)),
+        )
+        .unwrap();
+        open(&rt, "r1");
+        rt.changed_tools_held("r1").unwrap()
+    };
+    assert!(!held(&[]), "refused unless an envelope says otherwise");
+    assert!(held(&[("hold-changed", "hold")]));
+    assert!(
+        !held(&[("hold-changed", "hold"), ("deny-changed", "deny")]),
+        "deny wins (fail closed)"
+    );
+    assert!(
+        !held(&[("odd-changed", "maybe")]),
+        "anything but hold refuses"
+    );
+}
