@@ -838,7 +838,7 @@ fn a_changed_mcp_tool_is_held_only_when_an_envelope_says_hold_and_none_says_deny
         let mut sources = fixture_sources();
         for (id, said) in extra {
             sources.push((
-                format!("{id}.yaml").into(),
+                format!("{id}.yaml"),
                 format!("id: {id}\nversion: 1\nattach: {{agents: [coder]}}\nextensions: {{mcp_changed_tools: {said}}}\n"),
             ));
         }
