@@ -671,3 +671,61 @@ fn a_changed_tool_held_by_the_envelope_runs_once_a_person_accepts_its_definition
     let export = support::stdout(&run_in(dir.path(), &["runs", "export", &run]));
     assert!(export.contains("mcp_held"), "the hold is noted in the run");
 }
+
+#[test]
+fn unprefixed_servers_show_their_own_names_and_a_clash_keeps_the_later_ones_prefix() {
+    let Some(python) = python_with_mcp() else {
+        return;
+    };
+    let (dir, _) = setup(&python, 5);
+    let upstream = support::root().join("tests/mcp/upstream.py");
+    let config = dir.path().join("bare.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "run:\n  agent: bare-agent\n  task: mcp tests\n  scope: org:acme/repo\nservers:\n  up:\n    command: {python}\n    args: [{u}]\n    prefix: false\n  up2:\n    command: {python}\n    args: [{u}]\n    prefix: false\n",
+            u = upstream.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("twin.yaml"),
+        "id: mcp-bare\nversion: 1\ndescription: Two tools of one server, one of its twin.\nattach:\n  agents: [bare-agent]\ntools:\n  - {id: reads, effect: allow, tools: [up.read_file], args: {/path: \"docs/**\"}}\n  - {id: env, effect: allow, tools: [up.env_seen, up2.env_seen]}\n",
+    )
+    .unwrap();
+    let stored = run_in(dir.path(), &["policy", "store", "twin.yaml"]);
+    assert!(stored.status.success(), "{}", support::stderr(&stored));
+    tokio().block_on(async {
+        let client = connect(dir.path(), &config).await;
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        // `up`'s tools by their own names (those the envelopes let it see); `up2`'s clash
+        // (servers take names in name order) and keep `up2.`.
+        assert!(names.contains(&"read_file".to_string()), "{names:?}");
+        assert!(names.contains(&"env_seen".to_string()), "{names:?}");
+        assert!(names.contains(&"up2.env_seen".to_string()), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("up.")), "{names:?}");
+        // Called by the name shown, decided by the name policy sees.
+        let read = call(&client, "read_file", json!({"path": "docs/a.md"}), None)
+            .await
+            .unwrap();
+        assert_eq!(text(&read), "hello docs\n");
+        let receipt = &read.meta.as_ref().unwrap().0["tollgate/decision"];
+        assert_eq!(receipt["effect"], "allow", "{receipt}");
+        let refused = call(&client, "read_file", json!({"path": "/etc/passwd"}), None)
+            .await
+            .unwrap();
+        assert_eq!(refused.is_error, Some(true));
+        let unknown = call(&client, "up.read_file", json!({"path": "docs/a.md"}), None).await;
+        assert!(
+            unknown.is_err(),
+            "only the name shown is called: {unknown:?}"
+        );
+        client.cancel().await.unwrap();
+    });
+}

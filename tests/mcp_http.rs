@@ -12,7 +12,6 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -339,14 +338,7 @@ fn without_an_mcp_configuration_the_route_says_how_to_serve_one() {
 /// The reference filesystem server from the npm registry (`tests/mcp/node`, installed by
 /// `.ci/run`), or `None` after saying the test is skipped.
 fn filesystem_server() -> Option<String> {
-    let script = support::root()
-        .join("tests/mcp/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    let node = Command::new("node").arg("--version").output();
-    if script.exists() && node.is_ok_and(|o| o.status.success()) {
-        return Some(script.display().to_string());
-    }
-    eprintln!("skipped: no node, or no `npm ci --prefix tests/mcp/node` (run .ci/run)");
-    None
+    support::mcp::npm_server("server-filesystem")
 }
 
 #[test]

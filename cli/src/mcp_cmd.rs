@@ -224,7 +224,7 @@ fn proxy(path: &PathBuf, join: Option<String>) -> Result<ExitCode> {
             },
             None => SessionRun::Open(None),
         };
-        let front = Front::start(runtime, config, how).await?;
+        let front = Front::start(runtime, config, how, None).await?;
         eprintln!(
             "tollgate: mcp: run {} opened; serving MCP on stdio",
             front.run()

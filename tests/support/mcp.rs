@@ -71,9 +71,20 @@ pub fn client(
     run: Option<&str>,
     steps: &Value,
 ) -> std::process::Child {
+    client_at(python, &format!("{}/v1/mcp", gw.base), token, run, steps)
+}
+
+/// Starts the Python client on `steps` against the MCP endpoint at `url`.
+pub fn client_at(
+    python: &str,
+    url: &str,
+    token: &str,
+    run: Option<&str>,
+    steps: &Value,
+) -> std::process::Child {
     let mut cmd = Command::new(python);
     cmd.arg(super::root().join("tests/mcp/client.py"))
-        .arg(format!("{}/v1/mcp", gw.base))
+        .arg(url)
         .arg(token);
     if let Some(run) = run {
         cmd.arg(run);
@@ -136,4 +147,19 @@ pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "{what} did not happen");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The entry script of a reference server installed from npm by `.ci/run`
+/// (`npm ci --prefix tests/mcp/node`), when it and node are there; else `None`, the test
+/// saying it is skipped.
+pub fn npm_server(package: &str) -> Option<String> {
+    let script = super::root().join(format!(
+        "tests/mcp/node/node_modules/@modelcontextprotocol/{package}/dist/index.js"
+    ));
+    let node = Command::new("node").arg("--version").output();
+    if script.exists() && node.is_ok_and(|o| o.status.success()) {
+        return Some(script.display().to_string());
+    }
+    eprintln!("skipped: no node, or no `npm ci --prefix tests/mcp/node` (run .ci/run)");
+    None
 }

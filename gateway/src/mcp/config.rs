@@ -18,6 +18,8 @@
 //!     args: [-y, "@modelcontextprotocol/server-filesystem", /work/repo]
 //!     env: [PATH, HOME]            # names passed on from the host; nothing else is
 //!     cwd: /work/repo
+//!     prefix: true                 # false: the client sees `read_file` (envelopes still
+//!                                  # see `files.read_file`)
 //!     context:                     # how policy sees its resources and prompts
 //!       scope: org:acme/repo:api   # default: none, which no scoped data rule matches
 //!       sensitivity: internal      # default: secret (fail closed)
@@ -44,7 +46,7 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 /// A checked configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpConfig {
-    /// The upstream servers, in the file's order.
+    /// The upstream servers, in name order.
     pub servers: Vec<ServerConfig>,
     /// The run each session opens.
     pub run: RunConfig,
@@ -80,6 +82,9 @@ pub struct ServerConfig {
     pub reach: Reach,
     /// How policy sees its resources and prompts.
     pub context: ContextConfig,
+    /// Whether the client is shown its tools and prompts as `SERVER.TOOL` (the default) or
+    /// by the server's own names; envelopes and receipts name them `SERVER.TOOL` either way.
+    pub prefix: bool,
 }
 
 /// How policy sees what a server's resources and prompts put in an agent's context: each is
@@ -205,8 +210,8 @@ const TOP: [&str; 5] = [
     "max_result_bytes",
 ];
 const RUN: [&str; 5] = ["agent", "task", "scope", "clearance", "envelopes"];
-const SERVER: [&str; 5] = ["command", "args", "env", "cwd", "context"];
-const HTTP_SERVER: [&str; 3] = ["url", "headers", "context"];
+const SERVER: [&str; 6] = ["command", "args", "env", "cwd", "context", "prefix"];
+const HTTP_SERVER: [&str; 4] = ["url", "headers", "context", "prefix"];
 const CONTEXT: [&str; 4] = ["scope", "sensitivity", "labels", "uris"];
 const URI: [&str; 3] = ["scope", "sensitivity", "labels"];
 /// Headers the streamable HTTP transport sets itself.
@@ -487,12 +492,25 @@ impl Checker<'_> {
                 Some(v) => self.context(v, &format!("{path}/context")),
                 None => ContextConfig::default(),
             };
+            let prefix = match server.get("prefix") {
+                None | Some(Value::Bool(true)) => true,
+                Some(Value::Bool(false)) => false,
+                Some(other) => {
+                    self.fault(
+                        &format!("{path}/prefix"),
+                        format!("`prefix` must be true or false, not {}", kind(other)),
+                        "write `prefix: false` to show the server's own tool names to the client",
+                    );
+                    true
+                }
+            };
             if server.get("url").is_some() {
                 if let Some(reach) = self.url_server(server, &path, name) {
                     out.push(ServerConfig {
                         name: name.clone(),
                         reach,
                         context,
+                        prefix,
                     });
                 }
                 continue;
@@ -528,6 +546,7 @@ impl Checker<'_> {
                     cwd,
                 },
                 context,
+                prefix,
             });
         }
         out

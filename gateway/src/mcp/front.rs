@@ -75,8 +75,11 @@ pub struct Front {
 /// A tool as the upstream lists it and as the client is shown it.
 #[derive(Clone)]
 struct Entry {
-    /// `SERVER.TOOL`.
+    /// `SERVER.TOOL`, the name policy decides.
     name: String,
+    /// The name the client is shown and calls: `name`, or the server's own name for a server
+    /// configured with `prefix: false` (unless another server's tool is shown by it first).
+    shown: String,
     /// The upstream's index.
     at: usize,
     /// The tool as the upstream lists it now.
@@ -154,6 +157,7 @@ impl Front {
         runtime: Arc<Runtime>,
         config: Arc<McpConfig>,
         how: SessionRun,
+        client: Option<&rmcp::model::ClientCapabilities>,
     ) -> Result<Front, FrontError> {
         let rt = runtime.clone();
         let (run, owned) = match how {
@@ -206,6 +210,7 @@ impl Front {
             runtime.clone(),
             run.clone(),
             Duration::from_secs(config.approval_wait_seconds),
+            client,
         ));
         let mut upstreams = Vec::new();
         for server in &config.servers {
@@ -310,6 +315,7 @@ impl Front {
                 pins::tool_of(&pin.definition)
             };
             entries.push(Entry {
+                shown: name.clone(),
                 name,
                 at: i,
                 tool,
@@ -321,7 +327,52 @@ impl Front {
         tools.retain(|e| e.at != i);
         tools.extend(entries);
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self.name_shown(&mut tools);
         Ok(())
+    }
+
+    /// Sets the names the client is shown ([`Front::shown_names`]).
+    fn name_shown(&self, tools: &mut [Entry]) {
+        let items: Vec<(usize, String)> = tools
+            .iter()
+            .map(|e| (e.at, e.tool.name.to_string()))
+            .collect();
+        for (e, shown) in tools.iter_mut().zip(self.shown_names(&items)) {
+            e.shown = shown;
+        }
+    }
+
+    /// The names the client is shown for `items` (upstream, the server's own name):
+    /// `SERVER.NAME`, or the server's own for a server configured with `prefix: false` —
+    /// unless an item of a server before it (servers in name order, whatever the envelopes
+    /// hide, so a name does not change with policy) is shown by that name (said on stderr), or the name holds a `.` (it could be another server's `SERVER.NAME`), when
+    /// it keeps `SERVER.NAME`. Bare names hold no `.` and prefixed ones one at least, so no
+    /// two items are shown by one name.
+    fn shown_names(&self, items: &[(usize, String)]) -> Vec<String> {
+        let mut taken: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut shown: Vec<String> = items
+            .iter()
+            .map(|(at, own)| format!("{}.{own}", self.inner.upstreams[*at].name))
+            .collect();
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&k| items[k].0);
+        for k in order {
+            let (at, own) = (items[k].0, items[k].1.as_str());
+            if self.inner.config.servers[at].prefix || own.contains('.') {
+                continue;
+            }
+            match taken.get(own) {
+                Some(first) if *first != at => eprintln!(
+                    "tollgate: mcp: `{own}` of `{}` is shown as `{}`: one of `{}` is shown by that name",
+                    self.inner.upstreams[at].name, shown[k], self.inner.upstreams[*first].name
+                ),
+                _ => {
+                    taken.insert(own, at);
+                    shown[k] = own.to_string();
+                }
+            }
+        }
+        shown
     }
 
     /// Records in the run that `name`'s definition changed (the gateway's own note, shown on
@@ -497,7 +548,7 @@ impl ServerHandler for Front {
             .filter(|(_, listed)| *listed)
             .filter_map(|(e, _)| {
                 let mut tool = e.served?;
-                tool.name = e.name.into();
+                tool.name = e.shown.into();
                 Some(tool)
             })
             .collect();
@@ -560,10 +611,10 @@ impl ServerHandler for Front {
             let tools = self.inner.tools.read().await;
             tools
                 .iter()
-                .find(|e| e.name == name)
-                .map(|e| (e.at, e.tool.clone(), e.accepted))
+                .find(|e| e.shown == name)
+                .map(|e| (e.name.clone(), e.at, e.tool.clone(), e.accepted))
         };
-        let Some((at, tool, accepted)) = found else {
+        let Some((policy_name, at, tool, accepted)) = found else {
             // Named as the listing names them: a hidden tool stays unsaid.
             let known: Vec<String> = self
                 .list_tools(None, ctx)
@@ -574,6 +625,8 @@ impl ServerHandler for Front {
                 .collect();
             return Err(unknown("tool", &name, known));
         };
+        // From here on the tool is named as policy names it.
+        let name = policy_name;
         // A definition changed since it was accepted: refused, or held, until a person
         // accepts it.
         if let Some(refused) = self

@@ -16,7 +16,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    ClientCapabilities, ElicitationCapability, FormElicitationCapability,
+    ProgressNotificationParam, ProgressToken, SamplingCapability, UrlElicitationCapability,
+};
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -33,6 +36,8 @@ pub struct Downstream {
     approval_wait: Duration,
     /// The client, once it has made a request.
     client: Mutex<Option<Peer<RoleServer>>>,
+    /// What the upstreams are told the client can do (sampling, elicitation).
+    offered: ClientCapabilities,
     /// Upstream progress tokens → the client's, and the last progress passed on, for the
     /// calls in flight that asked for progress.
     progress: Mutex<HashMap<ProgressToken, (ProgressToken, Option<f64>)>>,
@@ -56,15 +61,45 @@ pub struct Progress<'a> {
 }
 
 impl Downstream {
-    /// The session's side towards its client, deciding in `run`.
-    pub fn new(runtime: Arc<Runtime>, run: String, approval_wait: Duration) -> Downstream {
+    /// The session's side towards its client, deciding in `run`. `client`: what the client
+    /// said it can do at `initialize`, when the session starts after it (HTTP): its sampling
+    /// and elicitation are offered to the upstreams as they are; unknown (stdio, where the
+    /// servers start first), both are offered, and a request the client cannot answer fails
+    /// there.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        run: String,
+        approval_wait: Duration,
+        client: Option<&ClientCapabilities>,
+    ) -> Downstream {
+        let mut offered = ClientCapabilities::default();
+        match client {
+            Some(c) => {
+                offered.sampling = c.sampling.clone();
+                offered.elicitation = c.elicitation.clone();
+            }
+            None => {
+                offered.sampling = Some(SamplingCapability::default());
+                offered.elicitation = Some(
+                    ElicitationCapability::new()
+                        .with_form(FormElicitationCapability::default())
+                        .with_url(UrlElicitationCapability::new()),
+                );
+            }
+        }
         Downstream {
             runtime,
             run,
             approval_wait,
+            offered,
             client: Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// What the upstreams are told the client can do.
+    pub fn offered(&self) -> ClientCapabilities {
+        self.offered.clone()
     }
 
     /// The runtime.

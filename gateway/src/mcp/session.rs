@@ -206,7 +206,13 @@ impl ServerHandler for HttpSession {
             },
             None => SessionRun::Open(Some(principal.clone())),
         };
-        let started = Front::start(self.runtime.clone(), self.config.clone(), how).await?;
+        let started = Front::start(
+            self.runtime.clone(),
+            self.config.clone(),
+            how,
+            Some(&request.capabilities),
+        )
+        .await?;
         let run = started.run().to_string();
         if self.front.set(started).is_err() {
             return Err(McpError::invalid_request(

@@ -21,11 +21,10 @@ use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 )]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability,
-    GetPromptRequestParams, GetPromptResult, Implementation, JsonObject, ProgressNotificationParam,
-    ProgressToken, Prompt, ReadResourceRequestParams, ReadResourceResult, RequestId, Resource,
-    ResourceTemplate, SamplingCapability, ServerResult, Tool,
+    ClientConfig, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, GetPromptRequestParams, GetPromptResult, Implementation,
+    JsonObject, ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, RequestId, Resource, ResourceTemplate, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -82,14 +81,11 @@ pub struct Listener {
 )]
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
-        // Sampling and elicitation are offered to the servers (each request is decided, and
-        // refused when the client cannot answer it); roots are not: a server such as the
-        // filesystem one would take the client's roots over the folders configured for it.
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.sampling = Some(SamplingCapability::default());
-        capabilities.elicitation = Some(ElicitationCapability::default());
+        // Sampling and elicitation as the client offers them (each request is decided); roots
+        // are not offered: a server such as the filesystem one would take the client's roots
+        // over the folders configured for it.
         ClientConfig::new(
-            capabilities,
+            self.down.offered(),
             Implementation::new("tollgate", env!("CARGO_PKG_VERSION")),
         )
     }

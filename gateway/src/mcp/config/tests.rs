@@ -209,3 +209,21 @@ fn a_bad_context_is_a_fault_with_its_place() {
         "with the line and column: {faults}"
     );
 }
+
+#[test]
+fn prefix_is_on_unless_turned_off_and_must_be_a_boolean() {
+    let c = parse(
+        "run: {agent: a, task: t, scope: s}\nservers:\n  a: {command: x}\n  b: {command: x, prefix: false}\n",
+    )
+    .unwrap();
+    assert!(c.servers[0].prefix);
+    assert!(!c.servers[1].prefix);
+    let faults =
+        parse("run: {agent: a, task: t, scope: s}\nservers:\n  a: {command: x, prefix: no}\n")
+            .unwrap_err()
+            .to_string();
+    assert!(
+        faults.contains("`prefix` must be true or false"),
+        "{faults}"
+    );
+}

@@ -148,61 +148,71 @@ impl Front {
         from_value(value)
     }
 
-    /// Every upstream's prompts as `SERVER.PROMPT`, those the run's envelopes deny hidden.
+    /// Every upstream's prompts as the client is shown them (`SERVER.PROMPT`, or the
+    /// server's own name: `Front::shown_names`), those the run's envelopes deny hidden.
     pub(super) async fn prompts_listed(&self) -> Result<ListPromptsResult, McpError> {
+        let listed = self.prompt_entries().await?;
+        Ok(ListPromptsResult::with_all_items(
+            listed.into_iter().map(|(_, _, p)| p).collect(),
+        ))
+    }
+
+    /// The prompts the run may see: (upstream, the server's own name, the prompt as shown).
+    async fn prompt_entries(&self) -> Result<Vec<(usize, String, rmcp::model::Prompt)>, McpError> {
         let mut all = Vec::new();
         for i in 0..self.inner.upstreams.len() {
             let up = self.upstream(i).await.map_err(failed)?;
-            for mut p in up.prompts(self.timeout()).await.map_err(failed)? {
-                p.name = format!("{}.{}", self.inner.upstreams[i].name, p.name);
+            for p in up.prompts(self.timeout()).await.map_err(failed)? {
                 all.push((i, p));
             }
         }
         let items: Vec<ContextItem> = all
             .iter()
             .map(|(i, p)| {
-                let mut item = self.seen_item(*i, &p.name, None);
+                let name = format!("{}.{}", self.inner.upstreams[*i].name, p.name);
+                let mut item = self.seen_item(*i, &name, None);
                 item.kind = ItemKind::Message;
                 item.context_item()
             })
             .collect();
-        let shown = self.listed(items).await?;
-        Ok(ListPromptsResult::with_all_items(
-            all.into_iter()
-                .zip(shown)
-                .filter(|(_, shown)| *shown)
-                .map(|((_, p), _)| p)
-                .collect(),
-        ))
+        let visible = self.listed(items).await?;
+        let all: Vec<(usize, rmcp::model::Prompt)> = all
+            .into_iter()
+            .zip(visible)
+            .filter(|(_, v)| *v)
+            .map(|(p, _)| p)
+            .collect();
+        let own: Vec<(usize, String)> = all.iter().map(|(i, p)| (*i, p.name.clone())).collect();
+        let shown = self.shown_names(&own);
+        Ok(all
+            .into_iter()
+            .zip(shown)
+            .map(|((i, mut p), shown)| {
+                let own = std::mem::replace(&mut p.name, shown);
+                (i, own, p)
+            })
+            .collect())
     }
 
-    /// Gets prompt `SERVER.PROMPT` from its server, each message decided as a context item.
+    /// Gets a prompt, named as the listing shows it, from its server, each message decided
+    /// as a context item.
     pub(super) async fn prompt_got(
         &self,
         request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, McpError> {
         let name = request.name.clone();
         // Named as the listing names them: a hidden prompt stays unsaid.
-        let known: Vec<String> = self
-            .prompts_listed()
-            .await?
-            .prompts
-            .into_iter()
-            .map(|p| p.name)
-            .collect();
-        let found = name
-            .split_once('.')
-            .filter(|_| known.contains(&name))
-            .and_then(|(server, prompt)| {
-                self.inner
-                    .upstreams
-                    .iter()
-                    .position(|u| u.name == server)
-                    .map(|at| (at, prompt.to_string()))
-            });
-        let Some((at, prompt)) = found else {
+        let listed = self.prompt_entries().await?;
+        let Some((at, prompt)) = listed
+            .iter()
+            .find(|(_, _, p)| p.name == name)
+            .map(|(at, own, _)| (*at, own.clone()))
+        else {
+            let known = listed.into_iter().map(|(_, _, p)| p.name).collect();
             return Err(super::unknown("prompt", &name, known));
         };
+        // Decided and recorded by the name policy sees.
+        let name = format!("{}.{prompt}", self.inner.upstreams[at].name);
         let got = self
             .upstream(at)
             .await
