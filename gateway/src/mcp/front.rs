@@ -18,6 +18,11 @@
 //! prompts are decided as context items (`context`); what passes between client and servers
 //! unasked, and the decisions both share, is the session's [`Downstream`] (`super::relay`).
 
+#![expect(
+    deprecated,
+    reason = "the gateway speaks MCP up to 2025-11-25, where sampling, logging and resource subscriptions are current; rmcp marks them deprecated for 2026-07-28"
+)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -42,6 +47,7 @@ use crate::runtime::{OpenRun, Runtime, RuntimeError, ToolCallAnswer};
 use crate::secrets::redact_secrets;
 
 mod context;
+mod passthrough;
 mod pinned;
 
 /// The `_meta` key under which a client presents an approval granted for a call.
@@ -600,6 +606,42 @@ impl ServerHandler for Front {
         Ok(self.prompt_got(request).await?.into())
     }
 
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.level_set(request).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.completed(request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.subscription(request.uri, true).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner.down.remember_client(&ctx.peer);
+        self.subscription(request.uri, false).await
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -689,6 +731,9 @@ pub(crate) fn server_info(run: Option<&str>) -> ServerConfig {
             .enable_resources_list_changed()
             .enable_prompts()
             .enable_prompts_list_changed()
+            .enable_resources_subscribe()
+            .enable_logging()
+            .enable_completions()
             .build(),
     )
     .with_server_info(Implementation::new("tollgate", env!("CARGO_PKG_VERSION")));

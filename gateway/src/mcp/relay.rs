@@ -12,6 +12,11 @@
 //!   goes back to the server;
 //! - a server's changed resource or prompt list is passed on to the client.
 
+#![expect(
+    deprecated,
+    reason = "the gateway speaks MCP up to 2025-11-25, where sampling, logging and resource subscriptions are current; rmcp marks them deprecated for 2026-07-28"
+)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -164,6 +169,13 @@ impl Downstream {
             note.message = text.as_str().map(str::to_string);
         }
         let _ = client.notify_progress(note).await;
+    }
+
+    /// An upstream's log message, passed to the client with its secrets redacted.
+    pub async fn log(&self, mut message: rmcp::model::LoggingMessageNotificationParam) {
+        let Some(client) = self.client() else { return };
+        message.data = redact_secrets(&message.data, "mcp_log").0;
+        let _ = client.notify_logging_message(message).await;
     }
 
     /// Decides a call through the runtime (recorded with its receipt).

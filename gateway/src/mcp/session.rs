@@ -10,6 +10,11 @@
 //! session id alone is not a credential. A session that ends (the client's `DELETE`, or
 //! `keep_alive` without a request) finishes the run it opened and stops its upstreams.
 
+#![expect(
+    deprecated,
+    reason = "the gateway speaks MCP up to 2025-11-25, where sampling, logging and resource subscriptions are current; rmcp marks them deprecated for 2026-07-28"
+)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -317,6 +322,50 @@ impl ServerHandler for HttpSession {
         self.bound(&ctx.extensions)?
             .clone()
             .get_prompt(request, ctx)
+            .await
+    }
+
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.bound(&ctx.extensions)?
+            .clone()
+            .set_level(request, ctx)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.bound(&ctx.extensions)?
+            .clone()
+            .complete(request, ctx)
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.bound(&ctx.extensions)?
+            .clone()
+            .subscribe(request, ctx)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.bound(&ctx.extensions)?
+            .clone()
+            .unsubscribe(request, ctx)
             .await
     }
 }

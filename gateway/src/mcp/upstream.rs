@@ -7,6 +7,11 @@
 //! sampling and elicitation requests, changed lists) goes through the session's
 //! [`Downstream`].
 
+#![expect(
+    deprecated,
+    reason = "the gateway speaks MCP up to 2025-11-25, where sampling, logging and resource subscriptions are current; rmcp marks them deprecated for 2026-07-28"
+)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,16 +20,14 @@ use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-#[expect(
-    deprecated,
-    reason = "sampling is deprecated by SEP-2577, and still in the protocol versions the gateway speaks"
-)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientConfig, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, GetPromptRequestParams, GetPromptResult, Implementation,
-    JsonObject, ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, RequestId, Resource, ResourceTemplate, ServerResult, Tool,
+    ClientConfig, ClientRequest, CompleteRequestParams, CompleteResult, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, GetPromptRequestParams,
+    GetPromptResult, Implementation, JsonObject, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, RequestId, Resource, ResourceTemplate, ResourceUpdatedNotificationParam,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -75,10 +78,6 @@ pub struct Listener {
     down: Arc<Downstream>,
 }
 
-#[expect(
-    deprecated,
-    reason = "sampling is deprecated by SEP-2577, and still in the protocol versions the gateway speaks"
-)]
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
         // Sampling and elicitation as the client offers them (each request is decided); roots
@@ -112,6 +111,24 @@ impl ClientHandler for Listener {
         _ctx: NotificationContext<RoleClient>,
     ) {
         self.down.progress(params).await;
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.down.log(params).await;
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        if let Some(client) = self.down.client() {
+            let _ = client.notify_resource_updated(params).await;
+        }
     }
 
     async fn create_message(
@@ -324,6 +341,42 @@ impl Upstream {
             serde_json::from_value(serde_json::json!({"name": name, "arguments": arguments}))
                 .map_err(|e| self.failed(e))?;
         self.within(timeout, self.service.get_prompt(params)).await
+    }
+
+    /// Sets the server's logging level.
+    pub async fn set_level(
+        &self,
+        params: SetLevelRequestParams,
+        timeout: Duration,
+    ) -> Result<(), UpstreamError> {
+        self.within(timeout, self.service.set_level(params)).await
+    }
+
+    /// Completes an argument of one of the server's prompts or templates.
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+        timeout: Duration,
+    ) -> Result<CompleteResult, UpstreamError> {
+        self.within(timeout, self.service.complete(params)).await
+    }
+
+    /// Subscribes to one of the server's resources.
+    pub async fn subscribe(
+        &self,
+        params: SubscribeRequestParams,
+        timeout: Duration,
+    ) -> Result<(), UpstreamError> {
+        self.within(timeout, self.service.subscribe(params)).await
+    }
+
+    /// Unsubscribes from one of the server's resources.
+    pub async fn unsubscribe(
+        &self,
+        params: UnsubscribeRequestParams,
+        timeout: Duration,
+    ) -> Result<(), UpstreamError> {
+        self.within(timeout, self.service.unsubscribe(params)).await
     }
 
     /// Whether the server said at the handshake that it offers what `has` looks for.

@@ -158,7 +158,9 @@ impl Front {
     }
 
     /// The prompts the run may see: (upstream, the server's own name, the prompt as shown).
-    async fn prompt_entries(&self) -> Result<Vec<(usize, String, rmcp::model::Prompt)>, McpError> {
+    pub(super) async fn prompt_entries(
+        &self,
+    ) -> Result<Vec<(usize, String, rmcp::model::Prompt)>, McpError> {
         let mut all = Vec::new();
         for i in 0..self.inner.upstreams.len() {
             let up = self.upstream(i).await.map_err(failed)?;
@@ -255,7 +257,7 @@ impl Front {
     }
 
     /// The upstream a resource URI is read from.
-    async fn route(&self, uri: &str) -> Result<usize, McpError> {
+    pub(super) async fn route(&self, uri: &str) -> Result<usize, McpError> {
         if !self.inner.routes.read().await.listed {
             self.resources_listed().await?;
         }
