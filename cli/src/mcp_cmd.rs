@@ -7,7 +7,6 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
-use serde_json::Value;
 use tollgate_gateway::mcp::config::{self, McpConfig};
 use tollgate_gateway::mcp::front::{Front, SessionRun};
 use tollgate_gateway::mcp::{pins, stdio};
@@ -145,34 +144,13 @@ fn pins_list(a: &PinsListArgs) -> Result<ExitCode> {
                     p.name(),
                     short(&c.hash)
                 );
-                for (what, before, after) in differences(&p.definition, &c.definition) {
+                for (what, before, after) in pins::differences(&p.definition, &c.definition) {
                     println!("    {what}:\n      - {before}\n      + {after}");
                 }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The fields of two definitions that differ, as compact JSON.
-fn differences(before: &Value, after: &Value) -> Vec<(String, String, String)> {
-    let keys: std::collections::BTreeSet<&String> = before
-        .as_object()
-        .into_iter()
-        .chain(after.as_object())
-        .flat_map(|m| m.keys())
-        .collect();
-    keys.into_iter()
-        .filter(|k| before.get(k.as_str()) != after.get(k.as_str()))
-        .map(|k| {
-            let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
-            (
-                k.clone(),
-                show(before.get(k.as_str())),
-                show(after.get(k.as_str())),
-            )
-        })
-        .collect()
 }
 
 fn pins_accept(a: &PinsAcceptArgs) -> Result<ExitCode> {

@@ -2,6 +2,7 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
+pub mod dashboard;
 pub mod mcp;
 
 use std::path::{Path, PathBuf};

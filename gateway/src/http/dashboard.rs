@@ -9,7 +9,7 @@
 //! Origin checks apply here as everywhere.
 //!
 //! The pattern every screen follows: one page module per resource (`runs`, `receipts`,
-//! `approvals`, `envelopes`, `memories`, `provenance`),
+//! `approvals`, `envelopes`, `memories`, `provenance`, `mcp_pins`...),
 //! rendering with the shared [`layout`] and its components, reading through the runtime in
 //! [`blocking_page`]. A later module adds its screen as one more page module and one more
 //! entry in the navigation.
@@ -19,6 +19,7 @@ mod cases;
 mod envelopes;
 mod handoffs;
 pub mod layout;
+mod mcp_pins;
 mod memories;
 mod provenance;
 mod receipts;
@@ -78,6 +79,8 @@ pub fn routes() -> Router<AppState> {
             "/ui/packs/{engine_id}/{engine_version}/demo-case",
             post(cases::demo),
         )
+        .route(mcp_pins::SCREEN, get(mcp_pins::list))
+        .route("/ui/mcp/pins/{tool}/accept", post(mcp_pins::accept))
         .route("/ui/memories", get(memories::list))
         .route(
             "/ui/memories/{id}",

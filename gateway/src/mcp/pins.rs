@@ -86,6 +86,28 @@ const PINNED: [&str; 6] = [
     "annotations",
 ];
 
+/// The fields of two definitions that differ, as compact JSON: `(field, before, after)`, a
+/// field one side lacks shown as `(none)`.
+pub fn differences(before: &Value, after: &Value) -> Vec<(String, String, String)> {
+    let keys: std::collections::BTreeSet<&String> = before
+        .as_object()
+        .into_iter()
+        .chain(after.as_object())
+        .flat_map(|m| m.keys())
+        .collect();
+    keys.into_iter()
+        .filter(|k| before.get(k.as_str()) != after.get(k.as_str()))
+        .map(|k| {
+            let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
+            (
+                k.clone(),
+                show(before.get(k.as_str())),
+                show(after.get(k.as_str())),
+            )
+        })
+        .collect()
+}
+
 /// The tool a pinned definition describes.
 pub fn tool_of(definition: &Value) -> Option<Tool> {
     serde_json::from_value(definition.clone()).ok()

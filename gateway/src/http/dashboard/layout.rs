@@ -10,7 +10,7 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 9] = [
+const SCREENS: [(&str, &str); 10] = [
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
@@ -20,6 +20,7 @@ const SCREENS: [(&str, &str); 9] = [
     ("/ui/handoffs", "Handoffs"),
     ("/ui/cases", "Cases"),
     ("/ui/provenance", "Provenance"),
+    ("/ui/mcp/pins", "MCP pins"),
 ];
 
 /// A whole page: `title`, the screen it belongs to (`/ui/runs`), its content.
