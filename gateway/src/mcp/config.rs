@@ -110,28 +110,55 @@ pub struct Seen {
     pub labels: Vec<String>,
 }
 
+impl Seen {
+    /// No scope and `secret`: what no scoped data rule lets through.
+    pub fn unknown() -> Seen {
+        Seen {
+            scope: String::new(),
+            sensitivity: Level::Secret,
+            labels: Vec::new(),
+        }
+    }
+}
+
 impl Default for ContextConfig {
     fn default() -> Self {
         ContextConfig {
-            seen: Seen {
-                scope: String::new(),
-                sensitivity: Level::Secret,
-                labels: Vec::new(),
-            },
+            seen: Seen::unknown(),
             uris: Vec::new(),
         }
     }
 }
 
 impl ContextConfig {
-    /// How the item at `uri` is seen (a prompt's messages: `None`).
-    pub fn seen(&self, uri: Option<&str>) -> &Seen {
-        uri.and_then(|uri| {
+    /// How the item at `uri` is seen (a prompt's messages: `None`). An agent chooses the URI
+    /// it reads, and a server may resolve `..` in it, or escapes, out of the prefix it starts
+    /// with: a URI with a dot segment, a percent-escaped dot, slash or backslash, a backslash,
+    /// or that does not parse is seen as [`Seen::unknown`] (fail closed).
+    pub fn seen(&self, uri: Option<&str>) -> std::borrow::Cow<'_, Seen> {
+        use std::borrow::Cow;
+        let Some(uri) = uri else {
+            return Cow::Borrowed(&self.seen);
+        };
+        let lower = uri.to_ascii_lowercase();
+        let dotted = uri
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .split('/')
+            .any(|segment| segment == "." || segment == "..");
+        let escaped = ["%2e", "%2f", "%5c", "\\"]
+            .iter()
+            .any(|h| lower.contains(h));
+        if dotted || escaped || url::Url::parse(uri).is_err() {
+            return Cow::Owned(Seen::unknown());
+        }
+        Cow::Borrowed(
             self.uris
                 .iter()
                 .find(|(prefix, _)| uri.starts_with(prefix.as_str()))
-        })
-        .map_or(&self.seen, |(_, seen)| seen)
+                .map_or(&self.seen, |(_, seen)| seen),
+        )
     }
 }
 

@@ -227,3 +227,36 @@ fn prefix_is_on_unless_turned_off_and_must_be_a_boolean() {
         "{faults}"
     );
 }
+
+#[test]
+fn a_uri_that_could_climb_out_of_its_prefix_is_seen_as_secret() {
+    let c = parse(
+        "run: {agent: a, task: t, scope: s}\nservers:\n  files:\n    command: x\n    context:\n      scope: org:acme/notes\n      sensitivity: public\n      uris:\n        'file:///srv/hr/': {sensitivity: confidential}\n",
+    )
+    .unwrap();
+    let ctx = &c.servers[0].context;
+    // An agent names the URI it reads; a server may resolve what it hides.
+    for uri in [
+        "file:///srv/docs/../hr/pay.csv",
+        "file:///srv/docs/./../hr/pay.csv",
+        "file:///srv/docs/..%2Fhr/pay.csv",
+        "file:///srv/docs/%2e%2e/hr/pay.csv",
+        "file:///srv/docs/..\\hr\\pay.csv",
+        "not a uri",
+    ] {
+        assert_eq!(ctx.seen(Some(uri)).sensitivity, Level::Secret, "{uri}");
+    }
+    assert_eq!(
+        ctx.seen(Some("file:///srv/docs/a.md")).sensitivity,
+        Level::Public
+    );
+    assert_eq!(
+        ctx.seen(Some("file:///srv/hr/pay.csv")).sensitivity,
+        Level::Confidential
+    );
+    assert_eq!(
+        ctx.seen(Some("file:///srv/docs/a..b.md")).sensitivity,
+        Level::Public,
+        "two dots inside a name are no segment"
+    );
+}

@@ -94,7 +94,7 @@ impl Front {
         *self.inner.routes.write().await = routes;
         let items: Vec<ContextItem> = all
             .iter()
-            .map(|(i, r)| self.seen_item(*i, &r.uri, None).context_item())
+            .map(|(i, r)| self.seen_item(*i, &r.uri, Some(&r.uri)).context_item())
             .collect();
         let shown = self.listed(items).await?;
         Ok(ListResourcesResult::with_all_items(
@@ -294,16 +294,17 @@ impl Front {
         }
     }
 
-    /// A candidate item for a resource of upstream `at`, seen as its configuration says.
+    /// A candidate item of upstream `at` (a resource's at `uri`; a prompt's without), seen as
+    /// its configuration says.
     fn seen_item(&self, at: usize, id: &str, uri: Option<&str>) -> CandidateItem {
         // The upstreams are started in the configuration's order.
         let server = &self.inner.config.servers[at];
-        let uri = uri.unwrap_or(id);
         let Seen {
             scope,
             sensitivity,
             labels,
-        } = server.context.seen(Some(uri)).clone();
+        } = server.context.seen(uri).into_owned();
+        let uri = uri.unwrap_or(id);
         let kind = if uri.starts_with("file://") {
             ItemKind::File
         } else {
