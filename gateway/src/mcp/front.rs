@@ -166,7 +166,7 @@ impl Front {
         client: Option<&rmcp::model::ClientCapabilities>,
     ) -> Result<Front, FrontError> {
         let rt = runtime.clone();
-        let (run, owned) = match how {
+        let (run, agent, owned) = match how {
             SessionRun::Open(principal) => {
                 // An agent's credential names the agent, and takes no envelope from the
                 // configuration: every agent token may open a session, so envelopes reach an
@@ -188,11 +188,11 @@ impl Front {
                     metadata: Map::from_iter([("mcp".to_string(), json!(true))]),
                 };
                 let view = blocking(move || rt.open_run_as(open, principal.as_ref())).await??;
-                (view.run.id, true)
+                (view.run.id, view.run.agent, true)
             }
             SessionRun::Join { run, principal } => {
                 let key = run.clone();
-                blocking(move || -> Result<(), RuntimeError> {
+                let agent = blocking(move || -> Result<String, RuntimeError> {
                     let (agent, scope) = rt.run_owner(&key)?;
                     if let Some(p) = &principal {
                         p.reaches_run(&key, &agent, &scope)?;
@@ -204,10 +204,10 @@ impl Front {
                             crate::runtime::RUN_HEADER
                         )));
                     }
-                    Ok(())
+                    Ok(agent)
                 })
                 .await??;
-                (run, false)
+                (run, agent, false)
             }
         };
         let (changed, mut heard) = mpsc::unbounded_channel();
@@ -215,6 +215,7 @@ impl Front {
         let down = Arc::new(Downstream::new(
             runtime.clone(),
             run.clone(),
+            agent,
             Duration::from_secs(config.approval_wait_seconds),
             client,
         ));
@@ -474,14 +475,12 @@ impl Front {
                 ));
             }
         };
-        let (result, redacted) = self.pass(result)?;
+        let (result, mut output, redacted) = self.pass(result)?;
         let status = if result.is_error == Some(true) {
             "error"
         } else {
             "ok"
         };
-        let mut output = serde_json::to_value(&result)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         if redacted > 0
             && let Value::Object(o) = &mut output
         {
@@ -491,19 +490,23 @@ impl Front {
         Ok(with_decision(result, answer))
     }
 
-    /// The result as the client may see it: secrets redacted, cut to the configured size.
-    fn pass(&self, result: CallToolResult) -> Result<(CallToolResult, usize), McpError> {
-        let value = serde_json::to_value(&result)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    /// The result as the client may see it (secrets redacted, cut to the configured size),
+    /// the same as JSON for the record, and how many secrets were redacted. Serialized once:
+    /// this runs on every call.
+    fn pass(&self, result: CallToolResult) -> Result<(CallToolResult, Value, usize), McpError> {
+        let internal = |e: serde_json::Error| McpError::internal_error(e.to_string(), None);
+        let value = serde_json::to_value(&result).map_err(internal)?;
         let (value, redacted) = redact_secrets(&value, "mcp_result");
-        let mut result: CallToolResult = serde_json::from_value(value)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let result =
+            <CallToolResult as serde::Deserialize>::deserialize(&value).map_err(internal)?;
         let max = self.inner.config.max_result_bytes;
-        let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
-        if size > max {
-            result = cap(result, max, size);
+        let size = serde_json::to_vec(&value).map_or(0, |v| v.len());
+        if size <= max {
+            return Ok((result, value, redacted));
         }
-        Ok((result, redacted))
+        let result = cap(result, max, size);
+        let value = serde_json::to_value(&result).map_err(internal)?;
+        Ok((result, value, redacted))
     }
 
     /// Records the call's `tool_result`.

@@ -31,13 +31,16 @@ use tokio_util::sync::CancellationToken;
 use tollgate_rules::decide::DecisionEffect;
 
 use crate::approvals::{self, ApprovalState};
-use crate::runtime::{EventInput, Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
+use crate::recorder::format::EventKind;
+use crate::runtime::{Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
 use crate::secrets::redact_secrets;
 
 /// A session's side towards its client, shared with its upstream connections.
 pub struct Downstream {
     runtime: Arc<Runtime>,
     run: String,
+    /// The run's agent (a first step, when the run has none, is its).
+    agent: String,
     approval_wait: Duration,
     /// The client, once it has made a request.
     client: Mutex<Option<Peer<RoleServer>>>,
@@ -74,6 +77,7 @@ impl Downstream {
     pub fn new(
         runtime: Arc<Runtime>,
         run: String,
+        agent: String,
         approval_wait: Duration,
         client: Option<&ClientCapabilities>,
     ) -> Downstream {
@@ -95,6 +99,7 @@ impl Downstream {
         Downstream {
             runtime,
             run,
+            agent,
             approval_wait,
             offered,
             client: Mutex::new(None),
@@ -291,7 +296,7 @@ impl Downstream {
     /// its decision are recorded already).
     pub async fn record(&self, answer: &ToolCallAnswer, status: &str, output: Value) {
         self.append(
-            "tool_result",
+            EventKind::ToolResult,
             json!({
                 "call_id": answer.call_id,
                 "tool": answer.tool,
@@ -304,20 +309,19 @@ impl Downstream {
 
     /// Records a note of the gateway in the run.
     pub async fn note(&self, payload: Value) {
-        self.append("note", payload).await;
+        self.append(EventKind::Note, payload).await;
     }
 
-    async fn append(&self, kind: &str, payload: Value) {
-        let event = EventInput {
-            step: None,
-            kind: kind.into(),
-            payload,
-        };
-        let (rt, key) = (self.runtime.clone(), self.run.clone());
-        match blocking(move || rt.append_events(&key, vec![event])).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => eprintln!("tollgate: mcp: cannot record a {kind}: {e}"),
-            Err(e) => eprintln!("tollgate: mcp: cannot record a {kind}: {e}"),
+    /// Appends an event at the run's current step: one write, awaited without a thread.
+    async fn append(&self, kind: EventKind, payload: Value) {
+        let at = self.runtime.now_rfc3339();
+        let appended = self
+            .runtime
+            .recorder()
+            .append_at_current_step(&self.run, &self.agent, kind, at, payload)
+            .await;
+        if let Err(e) = appended {
+            eprintln!("tollgate: mcp: cannot record a {}: {e}", kind.as_str());
         }
     }
 

@@ -471,3 +471,47 @@ fn runs_page_by_key_newest_first_with_filters() {
     let last = rec.page(&RunFilter::default(), 7).unwrap();
     assert_eq!((last.runs.len(), last.next), (7, None));
 }
+
+#[test]
+fn appending_at_the_current_step_adds_a_first_step_and_refuses_a_finished_run() {
+    let (_d, rec) = recorder();
+    let mut h = header("run-async");
+    h.status = "running".into();
+    h.finished_at = None;
+    rec.open_run(&h).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let append = |payload: serde_json::Value| {
+        rt.block_on(rec.append_at_current_step(
+            "run-async",
+            "coder",
+            EventKind::ToolResult,
+            "2026-11-02T09:00:00Z".into(),
+            payload,
+        ))
+    };
+    // A run with no step gets `main`, by the agent named.
+    let first = append(json!({"call_id": "c1", "status": "ok"})).unwrap();
+    assert_eq!(first.seq, 0);
+    let steps = rec.export("run-async").unwrap().steps;
+    assert_eq!((steps.len(), steps[0].name.as_str()), (1, "main"));
+    assert_eq!(steps[0].agent, "coder");
+    // Later events go to the last step.
+    let later = rec.add_step("run-async", "write", "coder").unwrap();
+    append(json!({"call_id": "c2", "status": "ok"})).unwrap();
+    let exported = rec.export("run-async").unwrap();
+    assert_eq!(exported.events.last().unwrap().step, later);
+    assert!(
+        append(json!(["not an object"]))
+            .unwrap_err()
+            .to_string()
+            .contains("JSON object")
+    );
+    rec.finish_run("run-async", "succeeded", "2026-11-02T09:01:00Z")
+        .unwrap();
+    let refused = append(json!({"call_id": "c3"})).unwrap_err().to_string();
+    assert!(refused.contains("succeeded"), "{refused}");
+    assert_eq!(rec.export("run-async").unwrap().events.len(), 2);
+    assert!(rec.verify("run-async").unwrap().is_intact());
+}

@@ -224,6 +224,37 @@ impl Recorder {
             .map_err(into_recorder)
     }
 
+    /// Appends one event at the run's current step in a single write, for async callers (the
+    /// MCP front's tool results and notes): the run is checked to be running, and the step
+    /// found (a first step `main` by `agent` added to a run with none), inside the write that
+    /// appends, so nothing is read before it and no thread is held while it commits.
+    pub async fn append_at_current_step(
+        &self,
+        run: &str,
+        agent: &str,
+        kind: EventKind,
+        at: String,
+        payload: Value,
+    ) -> Result<Appended, RecorderError> {
+        if !payload.is_object() {
+            return Err(RecorderError::Invalid(format!(
+                "a `{}` event's payload must be a JSON object",
+                kind.as_str()
+            )));
+        }
+        let (run, agent) = (run.to_string(), agent.to_string());
+        let mut event = NewEvent::json(0, kind, at, payload);
+        self.store
+            .transact_async(move |c| {
+                event.set_step(running_step_in(c, &run, &agent, None)?);
+                append_in(c, &run, vec![event])?
+                    .pop()
+                    .ok_or_else(|| StoreError::Invalid("nothing appended".into()))
+            })
+            .await
+            .map_err(into_recorder)
+    }
+
     /// Marks a run finished.
     pub fn finish_run(
         &self,
