@@ -14,6 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod approvals_cmd;
 mod cases_cmd;
 mod compile_cmd;
+mod cover_cmd;
 mod db_cmd;
 mod envelope_arg;
 mod handoff_cmd;
@@ -109,6 +110,10 @@ enum Command {
     /// launches in front of its servers; `check` reads a configuration.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
+    /// Cover: statically inspect an existing Python agent codebase (nothing of it is
+    /// imported or run): its agents, tools, model calls and the side effects of each tool.
+    #[command(subcommand)]
+    Cover(cover_cmd::CoverCommand),
     /// Demo data: `tollgate demo seed` opens demo cases of the intake_review pack.
     #[command(subcommand)]
     Demo(DemoCommand),
@@ -147,6 +152,7 @@ fn main() -> ExitCode {
         Command::Tokens(cmd) => tokens_cmd::run(cmd),
         Command::Audit(args) => tokens_cmd::audit_log(args),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
+        Command::Cover(cmd) => cover_cmd::run(cmd),
         Command::Demo(DemoCommand::Seed { json }) => cases_cmd::seed(json),
     };
     match result {

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod cases;
 pub mod clock;
 pub mod compiler;
+pub mod cover;
 pub mod evaluators;
 pub mod handoff;
 pub mod http;

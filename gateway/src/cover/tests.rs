@@ -1,0 +1,238 @@
+use super::*;
+use crate::store::tests::tempdir::Dir;
+
+/// A codebase of `files` (path, text) in a fresh folder.
+fn codebase(files: &[(&str, &str)]) -> Dir {
+    let dir = Dir::new("cover");
+    for (path, text) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    dir
+}
+
+const APP: &str = r#"
+from agents import Agent, function_tool
+from .clients import fetch, send
+import subprocess, tools_registry
+
+@function_tool
+def lookup(order_id: str, verbose: bool = False) -> dict:
+    """Look up an order.
+
+    Read only."""
+    return fetch(order_id)
+
+@function_tool(name_override="refund")
+def refund(order_id: str, *extra, **options) -> str:
+    send(order_id)
+    subprocess.run("make deploy", shell=True)
+    handler = tools_registry.pick(order_id)
+    handlers[order_id](order_id)
+    return "ok"
+
+billing = Agent(name="Billing", model="gpt-4.1", tools=[refund])
+triage = Agent(name="Triage", model="gpt-4.1-mini", tools=[lookup, built_later()], handoffs=[billing])
+"#;
+
+const CLIENTS: &str = r#"
+import httpx, requests
+
+def fetch(order_id):
+    return _get(f"https://api.shop.example/orders/{order_id}")
+
+def _get(url):
+    return httpx.get(url)
+
+def send(order_id):
+    with requests.Session() as s:
+        return s.post("https://payments.example/refunds", json={"id": order_id})
+"#;
+
+fn support() -> Dir {
+    codebase(&[
+        ("support/__init__.py", ""),
+        ("support/app.py", APP),
+        ("support/clients.py", CLIENTS),
+    ])
+}
+
+#[test]
+fn agents_tools_and_effects_followed_through_the_code() {
+    let dir = support();
+    let r = inspect(dir.path(), "support.app:triage").unwrap();
+    assert_eq!(r.schema, REPORT_SCHEMA);
+    assert_eq!(
+        (r.entrypoint.kind.as_str(), r.entrypoint.at.line),
+        ("agent", 22)
+    );
+    assert_eq!(r.frameworks, ["openai_agents"]);
+    let triage = r
+        .agents
+        .iter()
+        .find(|a| a.id == "support.app:triage")
+        .unwrap();
+    assert_eq!(triage.model.as_deref(), Some("gpt-4.1-mini"));
+    assert_eq!(triage.tools, ["support.app:lookup"]);
+    assert_eq!(triage.handoffs, ["support.app:billing"]);
+    // Reached through the handoff.
+    assert!(r.agents.iter().all(|a| a.reachable));
+
+    let lookup = r.tools.iter().find(|t| t.name == "lookup").unwrap();
+    assert_eq!(
+        lookup.description.as_deref(),
+        Some("Look up an order.\n\nRead only.")
+    );
+    assert_eq!(lookup.parameters.len(), 2);
+    assert_eq!(lookup.parameters[1].ty.as_deref(), Some("bool"));
+    assert!(!lookup.parameters[1].required);
+    assert_eq!(lookup.agents, ["support.app:triage"]);
+    assert_eq!(lookup.classification, "read_only");
+    let get = &lookup.effects[0];
+    // The URL is the caller's literal only when it reaches the call as one: here it is a
+    // parameter, so no target is claimed.
+    assert_eq!(
+        (get.kind.as_str(), get.call.as_str()),
+        ("http", "httpx.get")
+    );
+    assert_eq!(get.target, None);
+    assert_eq!(get.via, ["support.clients:fetch", "support.clients:_get"]);
+    assert_eq!(
+        (get.at.file.as_str(), get.at.line),
+        ("support/clients.py", 8)
+    );
+
+    let refund = r
+        .tools
+        .iter()
+        .find(|t| t.id == "support.app:refund")
+        .unwrap();
+    assert_eq!(refund.name, "refund");
+    assert_eq!(refund.classification, "executes");
+    let names: Vec<&str> = refund.parameters.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["order_id", "*extra", "**options"]);
+    let post = refund.effects.iter().find(|e| e.kind == "http").unwrap();
+    assert_eq!(post.operation.as_deref(), Some("POST"));
+    assert_eq!(
+        post.target.as_deref(),
+        Some("https://payments.example/refunds")
+    );
+    assert_eq!(post.call, "requests.Session.post");
+    let shell = refund.effects.iter().find(|e| e.kind == "process").unwrap();
+    assert_eq!(shell.operation.as_deref(), Some("shell"));
+    assert_eq!(shell.target.as_deref(), Some("make deploy"));
+
+    // What could not be resolved is said, never guessed.
+    let unknown: Vec<&str> = r.unknowns.iter().map(|u| u.what.as_str()).collect();
+    assert!(
+        unknown
+            .iter()
+            .any(|w| w.contains("a tool of `support.app:triage`")),
+        "{unknown:?}"
+    );
+    assert!(
+        unknown.iter().any(|w| w.contains("handlers[order_id]")),
+        "{unknown:?}"
+    );
+}
+
+#[test]
+fn the_same_code_gives_the_same_report() {
+    let dir = support();
+    let a = serde_json::to_string(&inspect(dir.path(), "support.app:triage").unwrap()).unwrap();
+    let b = serde_json::to_string(&inspect(dir.path(), "support.app:triage").unwrap()).unwrap();
+    assert_eq!(a, b);
+    let back = read_report(&a).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), a);
+    assert!(
+        read_report(r#"{"schema": "tollgate.cover/v0"}"#)
+            .unwrap_err()
+            .contains("v0")
+    );
+}
+
+#[test]
+fn an_entrypoint_not_found_lists_the_candidates() {
+    let dir = support();
+    let e = inspect(dir.path(), "support.ap:triage")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no module `support.ap`") && e.contains("support.app"),
+        "{e}"
+    );
+    let e = inspect(dir.path(), "support.app:nobody")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("billing, lookup, refund, triage"), "{e}");
+    // Imports are not offered as candidates.
+    assert!(!e.contains("Agent"), "{e}");
+    let e = inspect(dir.path(), "support/app.py")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("module:object"), "{e}");
+    let e = inspect(&dir.path().join("nowhere"), "a:b")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot inspect"), "{e}");
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_reported_and_inspection_goes_on() {
+    let dir = support();
+    std::fs::write(
+        dir.path().join("support/broken.py"),
+        "x = 1\n\ndef f(:\n    pass\n",
+    )
+    .unwrap();
+    let r = inspect(dir.path(), "support.app:triage").unwrap();
+    assert_eq!(r.parse_errors.len(), 1);
+    assert_eq!(
+        (
+            r.parse_errors[0].at.file.as_str(),
+            r.parse_errors[0].at.line
+        ),
+        ("support/broken.py", 3)
+    );
+    assert_eq!((r.files.python, r.files.parsed), (4, 3));
+    assert_eq!(r.tools.len(), 2);
+    let e = inspect(dir.path(), "support.broken:x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not parse"), "{e}");
+}
+
+#[test]
+fn loops_binaries_and_paths_outside_are_skipped_and_counted() {
+    let dir = support();
+    let outside = Dir::new("cover-outside");
+    std::fs::write(outside.path().join("secret.py"), "import os\n").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(dir.path().join("support"), dir.path().join("support/loop"))
+            .unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.py"),
+            dir.path().join("support/secret.py"),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("support/blob.py"), b"\x00\x01binary").unwrap();
+    let big = "x = 1\n".repeat((MAX_FILE_BYTES / 6 + 1) as usize);
+    std::fs::write(dir.path().join("support/huge.py"), big).unwrap();
+    let r = inspect(dir.path(), "support.app:triage").unwrap();
+    let s = &r.files.skipped;
+    assert_eq!((s.binary, s.oversized), (1, 1));
+    #[cfg(unix)]
+    assert_eq!((s.symlink_loop, s.outside_root), (1, 1));
+    assert_eq!(r.files.python, 3);
+}
+
+#[test]
+fn module_names_come_from_paths() {
+    assert_eq!(files::module_of("a/b/c.py").as_deref(), Some("a.b.c"));
+    assert_eq!(files::module_of("a/b/__init__.py").as_deref(), Some("a.b"));
+    assert_eq!(files::module_of("my-script.py"), None);
+    assert_eq!(files::module_of("a/README.md"), None);
+}
