@@ -49,6 +49,30 @@ fn every_fixture_app_gives_its_expected_report() {
             std::fs::read_to_string(cwd.path().join(".tollgate/cover/latest.json")).unwrap();
         let report: serde_json::Value = serde_json::from_str(&written).unwrap();
         assert_eq!(report["schema"], "tollgate.cover/v1");
+        // A draft envelope per agent with tools, each valid.
+        let drafts = cwd.path().join(".tollgate/cover/envelopes");
+        let with_tools = report["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| !a["tools"].as_array().unwrap().is_empty())
+            .count();
+        assert_eq!(
+            std::fs::read_dir(&drafts).unwrap().count(),
+            with_tools,
+            "{app}"
+        );
+        let check = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(cwd.path())
+            .args(["policy", "check", ".tollgate/cover/envelopes"])
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{app}: {}{}",
+            stdout(&check),
+            stderr(&check)
+        );
         let expected_path = fixtures.join(format!("{app}.expected.json"));
         if std::env::var_os("UPDATE_EXPECT").is_some() {
             std::fs::write(&expected_path, &written).unwrap();
@@ -121,4 +145,49 @@ fn a_wrong_entrypoint_is_refused_with_the_candidates_and_nothing_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("module:object"));
     assert!(!cwd.path().join(".tollgate").exists());
+}
+
+#[test]
+fn a_draft_envelope_simulates_on_a_recorded_run() {
+    let cwd = TempDir::new("cover-simulate");
+    let app = root().join("fixtures/agent-codebases/mcp_files_server");
+    let out = inspect(
+        cwd.path(),
+        &[
+            app.to_str().unwrap(),
+            "--entrypoint",
+            "files_server.server:mcp",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let url = cwd.database_url();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(cwd.path())
+            .env("TOLLGATE_DATABASE_URL", &url)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let fixture = root().join("fixtures/runs/01-bugfix-users-404.json");
+    let imported = run(&["runs", "import", fixture.to_str().unwrap()]);
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    let draft = ".tollgate/cover/envelopes/cover-files-server-server-mcp.yaml";
+    let simulated = run(&[
+        "policy",
+        "simulate",
+        "--envelope",
+        draft,
+        "--run",
+        "run-bugfix-users-404",
+        "--json",
+    ]);
+    assert!(
+        simulated.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr(&simulated)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&simulated.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&simulated), stderr(&simulated)));
+    assert!(doc.is_object(), "{doc}");
 }

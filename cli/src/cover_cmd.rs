@@ -14,7 +14,8 @@ use tollgate_gateway::cover::{self, Report};
 pub enum CoverCommand {
     /// Inspect a codebase from its entrypoint: agents and their wiring, tools with their
     /// parameters, model calls, the side effects inside each tool, and what could not be
-    /// resolved. Writes the report (`tollgate.cover/v1`) to `.tollgate/cover/latest.json`.
+    /// resolved. Writes the report (`tollgate.cover/v1`) to `.tollgate/cover/latest.json`,
+    /// and a draft envelope per agent to `.tollgate/cover/envelopes/`.
     Inspect(InspectArgs),
 }
 
@@ -53,13 +54,49 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let tmp = out.with_extension("json.tmp");
     std::fs::write(&tmp, &text).with_context(|| format!("cannot write `{}`", tmp.display()))?;
     std::fs::rename(&tmp, &out).with_context(|| format!("cannot write `{}`", out.display()))?;
+    let drafts = write_drafts(&out, &report)?;
     if args.json {
         print!("{text}");
     } else {
         print!("{}", summary(&report));
         println!("report: {}", out.display());
+        for d in &drafts {
+            println!("draft envelope: {}", d.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a draft envelope per agent with tools into `envelopes/` beside the report, in place
+/// of the drafts of an earlier inspection.
+fn write_drafts(report_path: &std::path::Path, report: &Report) -> Result<Vec<PathBuf>> {
+    let dir = report_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .join("envelopes");
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("cover-") && name.ends_with(".yaml") {
+                std::fs::remove_file(e.path())
+                    .with_context(|| format!("cannot remove the old draft `{name}`"))?;
+            }
+        }
+    }
+    let drafts = cover::envelope::drafts(report);
+    if drafts.is_empty() {
+        return Ok(Vec::new());
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    let mut written = Vec::new();
+    for d in drafts {
+        let path = dir.join(&d.file);
+        std::fs::write(&path, &d.text)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
 }
 
 /// What a person reads after an inspection.

@@ -11,9 +11,11 @@
 //! - `index`: each module parsed once, its imports and top-level definitions, and the
 //!   resolution of a name or dotted expression to a qualified name;
 //! - `frameworks`: agents, tools and model calls of the frameworks known;
-//! - `effects`: the catalogue of side-effect boundaries and the walk of a tool's calls.
+//! - `effects`: the catalogue of side-effect boundaries and the walk of a tool's calls;
+//! - `envelope`: a draft policy envelope per agent, from the report.
 
 mod effects;
+pub mod envelope;
 mod files;
 mod frameworks;
 mod index;
@@ -197,6 +199,10 @@ pub struct Effect {
     /// (resolved, operation inferred), `low` (matched by a method name on an object whose type
     /// was not resolved).
     pub confidence: String,
+    /// The tool's parameter the target is taken from, unchanged, when the tool itself makes
+    /// the call (`httpx.get(url)` in `def fetch_url(url)`): what an envelope can narrow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
     /// The functions of the codebase the call was reached through, from the tool inward.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub via: Vec<String>,

@@ -266,12 +266,34 @@ impl Walk<'_, '_> {
             bindings(self.index, m, &stmt_owned)
         };
         let targets = literal_targets(f);
+        // Only the tool's own parameters can be narrowed by an envelope.
+        let params: HashSet<&str> = if via.is_empty() {
+            let p = &f.parameters;
+            p.posonlyargs
+                .iter()
+                .chain(p.args.iter())
+                .chain(p.kwonlyargs.iter())
+                .map(|a| a.parameter.name.as_str())
+                .collect()
+        } else {
+            HashSet::new()
+        };
         let mut calls = Calls::default();
         for s in &f.body {
             calls.visit_stmt(s);
         }
         for call in calls.found {
+            let before = self.effects.len();
             self.call(m, call, &locals, &targets, via, depth);
+            if self.effects.len() > before
+                && let Some(e) = self.effects.last_mut()
+                && e.target.is_none()
+                && e.via.is_empty()
+            {
+                // `requests.request(method, url)`: the target is the second argument.
+                let skip = usize::from(e.call.ends_with(".request"));
+                e.parameter = target_param(call, &params, skip);
+            }
         }
     }
 
@@ -333,6 +355,31 @@ impl Walk<'_, '_> {
     }
 }
 
+/// The parameter a call's target is, unchanged: its first argument, its `url`, `file` or
+/// `path` keyword, or the first argument of the object it is called on (`Path(path).read_text()`).
+fn target_param(call: &ExprCall, params: &HashSet<&str>, skip: usize) -> Option<String> {
+    let receiver_arg = match &*call.func {
+        Expr::Attribute(a) => match &*a.value {
+            Expr::Call(c) => c.arguments.args.first(),
+            _ => None,
+        },
+        _ => None,
+    };
+    [
+        call.arguments.args.get(skip),
+        keyword(call, "url"),
+        keyword(call, "file"),
+        keyword(call, "path"),
+        receiver_arg,
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|e| match e {
+        Expr::Name(n) if params.contains(n.id.as_str()) => Some(n.id.as_str().to_string()),
+        _ => None,
+    })
+}
+
 /// Targets of local names bound to a call with a literal first argument
 /// (`with smtplib.SMTP("smtp.example.com") as s`, `conn = sqlite3.connect("leads.db")`).
 fn literal_targets(f: &StmtFunctionDef) -> HashMap<String, String> {
@@ -373,6 +420,7 @@ fn effect(
         target,
         classification: class.into(),
         confidence: confidence.into(),
+        parameter: None,
         via: Vec::new(),
         at: super::Location {
             file: String::new(),

@@ -236,3 +236,63 @@ fn module_names_come_from_paths() {
     assert_eq!(files::module_of("my-script.py"), None);
     assert_eq!(files::module_of("a/README.md"), None);
 }
+
+#[test]
+fn draft_envelopes_follow_the_effects_and_load() {
+    let dir = codebase(&[(
+        "app.py",
+        r#"
+import httpx, subprocess
+from agents import Agent, function_tool
+
+@function_tool
+def fetch(url: str) -> str:
+    httpx.get("https://status.example.com/health")
+    return httpx.get(url).text
+
+@function_tool
+def browse(path: str) -> str:
+    return open(path).read()
+
+@function_tool
+def save(path: str, text: str) -> None:
+    open(path, "w").write(text)
+
+@function_tool
+def run(cmd: str) -> str:
+    return subprocess.run(cmd, shell=True).stdout
+
+helper = Agent(name="Helper", tools=[fetch, browse, save, run])
+"#,
+    )]);
+    let r = inspect(dir.path(), "app:helper").unwrap();
+    let drafts = envelope::drafts(&r);
+    assert_eq!(drafts.len(), 1);
+    let d = &drafts[0];
+    assert_eq!(
+        (d.id.as_str(), d.file.as_str()),
+        ("cover-app-helper", "cover-app-helper.yaml")
+    );
+    let set = tollgate_rules::envelope::load_envelopes(&[(d.file.as_str(), d.text.as_str())])
+        .unwrap_or_else(|e| panic!("{e}\n{}", d.text));
+    assert_eq!(set.len(), 1);
+    let text = &d.text;
+    // Read-only, narrowed to the host the tool's code names.
+    assert!(text.contains("  - id: fetch\n    effect: allow\n    tools: [\"fetch\"]\n    args:\n      /url: {url: \"https://status.example.com/**\"}\n"), "{text}");
+    // Read-only with nothing literal to narrow to: said, not guessed.
+    assert!(text.contains("  - id: browse\n    effect: allow\n    tools: [\"browse\"]\n    # `path` goes unchanged to open file: narrow it"), "{text}");
+    assert!(
+        text.contains("  - id: save\n    effect: require_approval\n"),
+        "{text}"
+    );
+    assert!(text.contains("  - id: run\n    effect: deny\n"), "{text}");
+    // Each rule says where it came from.
+    assert!(
+        text.contains("# `save` (app:save) at app.py:14: mutating"),
+        "{text}"
+    );
+    assert!(
+        text.contains("#   process subprocess.run shell (from `cmd`) at app.py:20"),
+        "{text}"
+    );
+}
