@@ -167,11 +167,8 @@ pub fn strongest(effects: &[Effect]) -> &'static str {
 
 /// The bindings of a function: parameters with a resolvable annotation hold an instance of
 /// it; `x = call(...)` and `with call(...) as x` hold what the call makes.
-pub fn bindings(index: &Index<'_>, m: usize, stmt: &Stmt) -> HashMap<String, String> {
+pub fn bindings(index: &Index<'_>, m: usize, f: &StmtFunctionDef) -> HashMap<String, String> {
     let mut locals = HashMap::new();
-    let Stmt::FunctionDef(f) = stmt else {
-        return locals;
-    };
     let p = &f.parameters;
     for param in p
         .posonlyargs
@@ -258,13 +255,7 @@ impl Walk<'_, '_> {
         if !self.visited.insert(def) && via.is_empty() {
             return;
         }
-        let stmt_owned;
-        let locals = {
-            // `bindings` takes the statement; a method is not a top-level statement, so its
-            // function definition is wrapped.
-            stmt_owned = Stmt::FunctionDef(f.clone());
-            bindings(self.index, m, &stmt_owned)
-        };
+        let locals = bindings(self.index, m, f);
         let targets = literal_targets(f);
         // Only the tool's own parameters can be narrowed by an envelope.
         let params: HashSet<&str> = if via.is_empty() {

@@ -546,7 +546,10 @@ fn node_name(f: &Finder<'_, '_>, m: usize, e: &Expr) -> String {
 
 /// The bindings of a function for resolution: `x = call(...)` and `with call(...) as x`.
 pub fn locals_for(f: &Finder<'_, '_>, m: usize, stmt: &Stmt) -> HashMap<String, String> {
-    crate::cover::effects::bindings(f.index, m, stmt)
+    match stmt {
+        Stmt::FunctionDef(func) => crate::cover::effects::bindings(f.index, m, func),
+        _ => HashMap::new(),
+    }
 }
 
 /// The provider of a model name: a `provider:` or `provider/` prefix, else its family.
