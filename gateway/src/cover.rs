@@ -12,13 +12,22 @@
 //!   resolution of a name or dotted expression to a qualified name;
 //! - `frameworks`: agents, tools and model calls of the frameworks known;
 //! - `effects`: the catalogue of side-effect boundaries and the walk of a tool's calls;
-//! - `envelope`: a draft policy envelope per agent, from the report.
+//! - `envelope`: a draft policy envelope per agent, from the report;
+//! - `scaffold`: the report becomes a draft pack (read-only: its reading tools are unreviewed
+//!   workers, it has no action), with what the loop's steps share;
+//! - `review`: the mapping review (`cover suggest`, `cover review status|template|apply`);
+//! - `boundaries`: the boundary review (`cover boundaries suggest`, `... review template|apply`),
+//!   which generates actions, capabilities, permits, tests and a demo through `generate`.
 
+pub mod boundaries;
 mod effects;
 pub mod envelope;
 mod files;
 mod frameworks;
+mod generate;
 mod index;
+pub mod review;
+pub mod scaffold;
 #[cfg(test)]
 mod tests;
 
@@ -183,7 +192,8 @@ pub struct Parameter {
 /// A side-effect boundary.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Effect {
-    /// `http`, `network`, `file`, `process`, `code`, `database`, `email`, `cloud`, `mcp`.
+    /// `http`, `network`, `file`, `process`, `code`, `database`, `email`, `cloud`, `mcp`, or
+    /// `unknown` for code nested too deep to inspect (classified `executes`: fail closed).
     pub kind: String,
     /// What is called, qualified (`requests.post`, `open`, `boto3.client(s3).upload_file`).
     pub call: String,
@@ -261,8 +271,31 @@ pub enum CoverError {
     },
 }
 
-/// Inspects the Python code under `root` from `entrypoint` (`module:object`).
+/// The stack the inspection runs on. Ruff's parser guards its own recursion and the inspection
+/// reads only [`index::MAX_NESTING`] levels, but a syntax tree is dropped recursively: a hostile
+/// file of 2 MiB nests up to two million levels (`----…1`), about 200 MB of stack to drop. The
+/// stack is reserved, not committed: an ordinary codebase touches a few hundred kilobytes.
+const STACK_BYTES: usize = 1 << 30;
+
+/// Inspects the Python code under `root` from `entrypoint` (`module:object`), on a thread of its
+/// own with a stack deep enough for any file it reads.
 pub fn inspect(root: &Path, entrypoint: &str) -> Result<Report, CoverError> {
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("cover-inspect".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || inspect_here(root, entrypoint))
+        {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: inspect here, as deep as this stack goes.
+            Err(_) => inspect_here(root, entrypoint),
+        }
+    })
+}
+
+fn inspect_here(root: &Path, entrypoint: &str) -> Result<Report, CoverError> {
     let (module, object) = entrypoint
         .split_once(':')
         .filter(|(m, o)| is_dotted(m) && is_dotted(o) && !o.contains('.'))

@@ -93,6 +93,10 @@ pub struct Worker {
     pub adapter: String,
     /// The evidence keys it may record.
     pub produces: Vec<String>,
+    /// Whether a person reviewed the mapping (a generated one, from `tollgate cover scaffold`,
+    /// starts false).
+    #[serde(default = "reviewed_default")]
+    pub reviewed: bool,
 }
 
 /// One action: a change an adapter previews, applies, verifies and compensates.

@@ -234,6 +234,9 @@ impl<'a> Visitor<'a> for Binds<'a> {
         }
         visitor::walk_stmt(self, stmt);
     }
+
+    // Expressions hold no statement: nothing below them binds a name here.
+    fn visit_expr(&mut self, _: &'a Expr) {}
 }
 
 struct Walk<'i, 'w> {
@@ -272,6 +275,29 @@ impl Walk<'_, '_> {
         let mut calls = Calls::default();
         for s in &f.body {
             calls.visit_stmt(s);
+        }
+        for expr in calls.too_deep {
+            // Fail closed: what is nested too deep to read could do anything.
+            let at = self.index.at(m, expr);
+            self.unknowns.push(Unknown {
+                what: "an expression nested deeper than the inspection reads".into(),
+                why: format!(
+                    "more than {} levels: not inspected, so the tool is taken to run code",
+                    super::index::MAX_NESTING
+                ),
+                at: at.clone(),
+            });
+            self.effects.push(Effect {
+                kind: "unknown".into(),
+                call: "(nested too deep to inspect)".into(),
+                operation: None,
+                target: None,
+                classification: "executes".into(),
+                confidence: "low".into(),
+                parameter: None,
+                via: via.to_vec(),
+                at,
+            });
         }
         for call in calls.found {
             let before = self.effects.len();

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 
-use super::index::{DefRef, Index, docstring, literal_str, source_of};
+use super::index::{DefRef, Index, MAX_NESTING, docstring, literal_str, source_of};
 use super::{Agent, Location, ModelCall, Parameter, Tool, Unknown};
 
 /// Where a tool's code is, for the walk of its effects.
@@ -477,18 +477,27 @@ fn parameters(source: &str, func: &StmtFunctionDef, skip: usize) -> Vec<Paramete
     out
 }
 
-/// Every call in a statement, nested ones included.
+/// Every call in a statement, nested ones included, down to [`MAX_NESTING`]; what is nested
+/// deeper is in `too_deep`, not read.
 #[derive(Default)]
 pub struct Calls<'a> {
     pub found: Vec<&'a ExprCall>,
+    pub too_deep: Vec<&'a Expr>,
+    depth: usize,
 }
 
 impl<'a> Visitor<'a> for Calls<'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.depth >= MAX_NESTING {
+            self.too_deep.push(expr);
+            return;
+        }
         if let Expr::Call(c) = expr {
             self.found.push(c);
         }
+        self.depth += 1;
         visitor::walk_expr(self, expr);
+        self.depth -= 1;
     }
 }
 

@@ -19,6 +19,56 @@ const BUILTINS: &[&str] = &["open", "eval", "exec", "compile", "__import__", "ge
 /// How deep a name is followed through re-exports.
 const MAX_ALIAS_HOPS: usize = 8;
 
+/// How deep the inspection follows nested expressions (`f()()()`, `a.b.c...`, `x + y + ...`).
+/// Code nested deeper is not read further: what it holds is reported as an unknown and, inside a
+/// tool, as an effect of unknown kind classified `executes` (fail closed). Ruff's parser guards
+/// its own recursion; this guards the inspection's.
+pub const MAX_NESTING: usize = 128;
+
+/// How deep a file may nest what the parser descends into recursively (brackets, runs of prefix
+/// operators, lambdas and conditional expressions in one statement) before it is parsed at all:
+/// CPython refuses 200 nested brackets, and a hostile file could make the parser's stack grow
+/// by gigabytes.
+pub const MAX_PARSE_NESTING: usize = 1000;
+
+/// The nesting of `text` as its tokens show it, when it passes `limit`: brackets open, plus the
+/// run of prefix operators (`-`, `+`, `~`, `not`, `await`, `*`), plus the lambdas and `else`s of
+/// the logical line. An upper bound of what the parser recurses on, counted without recursing.
+pub fn nesting_beyond(text: &str, limit: usize) -> Option<usize> {
+    use ruff_python_ast::token::TokenKind as T;
+    let mut lexer = ruff_python_parser::lexer::lex(text, ruff_python_parser::Mode::Module);
+    let (mut brackets, mut run, mut line) = (0usize, 0usize, 0usize);
+    loop {
+        match lexer.next_token() {
+            T::EndOfFile => return None,
+            T::Lpar | T::Lsqb | T::Lbrace => {
+                brackets += 1;
+                run = 0;
+            }
+            T::Rpar | T::Rsqb | T::Rbrace => {
+                brackets = brackets.saturating_sub(1);
+                run = 0;
+            }
+            T::Minus | T::Plus | T::Tilde | T::Not | T::Await | T::Star | T::DoubleStar => {
+                run += 1;
+            }
+            T::Lambda | T::Else => {
+                line += 1;
+                run = 0;
+            }
+            T::Newline => {
+                line = 0;
+                run = 0;
+            }
+            _ => run = 0,
+        }
+        let depth = brackets + run + line;
+        if depth > limit {
+            return Some(depth);
+        }
+    }
+}
+
 /// One parsed module.
 pub struct Module<'w> {
     pub file: &'w SourceFile,
@@ -239,7 +289,7 @@ impl<'w> Index<'w> {
         expr: &Expr,
         locals: &HashMap<String, String>,
     ) -> Option<String> {
-        self.resolve_in(m, expr, locals, 0)
+        self.resolve_in(m, expr, locals, 0, 0)
     }
 
     fn resolve_in(
@@ -248,18 +298,19 @@ impl<'w> Index<'w> {
         expr: &Expr,
         locals: &HashMap<String, String>,
         hops: usize,
+        depth: usize,
     ) -> Option<String> {
-        if hops > MAX_ALIAS_HOPS {
+        if hops > MAX_ALIAS_HOPS || depth > MAX_NESTING {
             return None;
         }
         match expr {
             Expr::Name(n) => self.resolve_name(m, n.id.as_str(), locals, hops),
             Expr::Attribute(a) => {
-                let base = self.resolve_in(m, &a.value, locals, hops)?;
+                let base = self.resolve_in(m, &a.value, locals, hops, depth + 1)?;
                 Some(format!("{base}.{}", a.attr.as_str()))
             }
             Expr::Call(c) => {
-                let callee = self.resolve_in(m, &c.func, locals, hops)?;
+                let callee = self.resolve_in(m, &c.func, locals, hops, depth + 1)?;
                 // `boto3.client("s3")`: the literal first argument names the instance.
                 let first = c.arguments.args.first().and_then(literal_str);
                 Some(match first {
@@ -292,7 +343,7 @@ impl<'w> Index<'w> {
                 Some(Stmt::Assign(a))
                     if matches!(*a.value, Expr::Call(_) | Expr::Name(_) | Expr::Attribute(_)) =>
                 {
-                    self.resolve_in(m, &a.value, &HashMap::new(), hops + 1)
+                    self.resolve_in(m, &a.value, &HashMap::new(), hops + 1, 0)
                         .filter(|q| !q.starts_with(&module.file.module))
                         .unwrap_or(own)
                 }
@@ -363,10 +414,15 @@ fn mentions(stmt: &Stmt, module: &Module<'_>, def: usize) -> bool {
 #[derive(Default)]
 struct Names<'a> {
     found: Vec<&'a Expr>,
+    depth: usize,
 }
 
 impl<'a> Visitor<'a> for Names<'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.depth >= MAX_NESTING {
+            return;
+        }
+        self.depth += 1;
         match expr {
             Expr::Name(_) => self.found.push(expr),
             Expr::Attribute(_) => {
@@ -375,6 +431,7 @@ impl<'a> Visitor<'a> for Names<'a> {
             }
             _ => visitor::walk_expr(self, expr),
         }
+        self.depth -= 1;
     }
 }
 
@@ -391,6 +448,15 @@ impl<'w> Module<'w> {
             imports: HashMap::new(),
             defs: HashMap::new(),
         };
+        if let Some(depth) = nesting_beyond(&file.text, MAX_PARSE_NESTING) {
+            module.fault = Some(ParseFault {
+                at: module.at(TextSize::default()),
+                message: format!(
+                    "nested at least {depth} levels deep (brackets, prefix operators, lambdas or conditional expressions), more than the {MAX_PARSE_NESTING} cover parses; not inspected"
+                ),
+            });
+            return module;
+        }
         match ruff_python_parser::parse_module(&file.text) {
             Ok(parsed) => {
                 module.index(parsed.syntax());
@@ -540,6 +606,13 @@ pub fn literal_str(expr: &Expr) -> Option<String> {
 /// (`f"https://api.example/orders/{id}"` → `https://api.example/orders/{id}`), or of a `+`
 /// concatenation starting with a literal.
 pub fn literal_template(expr: &Expr, source: &str) -> Option<String> {
+    template_in(expr, source, 0)
+}
+
+fn template_in(expr: &Expr, source: &str, depth: usize) -> Option<String> {
+    if depth > MAX_NESTING {
+        return None;
+    }
     match expr {
         Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
         Expr::FString(_) => {
@@ -553,8 +626,8 @@ pub fn literal_template(expr: &Expr, source: &str) -> Option<String> {
             Some(inner.to_string())
         }
         Expr::BinOp(b) if b.op == ruff_python_ast::Operator::Add => {
-            let left = literal_template(&b.left, source)?;
-            let right = literal_template(&b.right, source).unwrap_or_else(|| "{…}".into());
+            let left = template_in(&b.left, source, depth + 1)?;
+            let right = template_in(&b.right, source, depth + 1).unwrap_or_else(|| "{…}".into());
             Some(format!("{left}{right}"))
         }
         _ => None,

@@ -296,3 +296,70 @@ helper = Agent(name="Helper", tools=[fetch, browse, save, run])
         "{text}"
     );
 }
+
+#[test]
+fn hostile_nesting_is_refused_or_read_to_a_bound_never_a_crash() {
+    let deep_prefix = format!("x = {}1\n", "-".repeat(200_000));
+    let deep_brackets = format!("y = {}{}\n", "[".repeat(5_000), "]".repeat(5_000));
+    // Postfix chains and operator chains the parser reads in a loop: deep trees, read to a bound
+    // and dropped on the inspection's own stack.
+    let chain = format!(
+        "from agents import function_tool\nimport requests\n\n@function_tool\ndef calls(u: str) -> str:\n    return f{}\n\n@function_tool\ndef hidden(u: str) -> str:\n    return {}requests.post(u){}\n\n@function_tool\ndef adds(u: str) -> int:\n    return 1{}\n\nagent = 1\n",
+        "()".repeat(150_000),
+        "[".repeat(300),
+        "]".repeat(300),
+        " + 1".repeat(150_000),
+    );
+    let dir = codebase(&[
+        ("app/__init__.py", ""),
+        ("app/prefix.py", &deep_prefix),
+        ("app/brackets.py", &deep_brackets),
+        ("app/main.py", &chain),
+    ]);
+    let report = inspect(dir.path(), "app.main:agent").unwrap();
+    let faults: Vec<&str> = report
+        .parse_errors
+        .iter()
+        .map(|f| f.at.file.as_str())
+        .collect();
+    assert_eq!(faults, ["app/brackets.py", "app/prefix.py"], "{report:#?}");
+    assert!(
+        report.parse_errors[0]
+            .message
+            .contains("more than the 1000 cover parses"),
+        "{}",
+        report.parse_errors[0].message
+    );
+    // `hidden` wraps its POST in 300 lists: more than the inspection reads, so the tool is
+    // taken to run code (fail closed), with an unknown saying why.
+    let hidden = report.tools.iter().find(|t| t.name == "hidden").unwrap();
+    assert_eq!(hidden.classification, "executes", "{hidden:#?}");
+    assert!(hidden.effects.iter().any(|e| e.kind == "unknown"));
+    assert!(
+        report
+            .unknowns
+            .iter()
+            .any(|u| u.what.contains("nested deeper"))
+    );
+    let calls = report.tools.iter().find(|t| t.name == "calls").unwrap();
+    assert_eq!(calls.classification, "executes", "{calls:#?}");
+}
+
+#[test]
+fn nesting_is_counted_from_tokens() {
+    assert_eq!(index::nesting_beyond("x = ((1))\n", 10), None);
+    assert_eq!(index::nesting_beyond("x = ((((1))))\n", 3), Some(4));
+    // Brackets in strings and comments are not nesting.
+    assert_eq!(
+        index::nesting_beyond("x = '((((((('  # ((((((((\n", 3),
+        None
+    );
+    assert_eq!(index::nesting_beyond("x = - - - - 1\n", 3), Some(4));
+    assert_eq!(
+        index::nesting_beyond("f = lambda: lambda: lambda: lambda: 1\n", 3),
+        Some(4)
+    );
+    // A statement per line: `else` counts within one logical line only.
+    let ifs = "if a:\n    pass\nelse:\n    pass\n".repeat(10);
+    assert_eq!(index::nesting_beyond(&ifs, 3), None);
+}

@@ -1,8 +1,8 @@
 //! `tollgate packs author-check`: what an author still owes a pack that validates — every action
 //! says what its preview shows, what verification checks and how it is compensated; every
-//! capability has wording and a reviewed mapping; the pack, its workers and actions are
-//! described; every action is reachable from a capability; the demo is there. Fails with the
-//! list of what is missing.
+//! capability has wording and a reviewed mapping, and every worker a reviewed one; the pack, its
+//! workers and actions are described; every action is reachable from a capability; the demo is
+//! there. Fails with the list of what is missing.
 
 use std::path::Path;
 
@@ -83,6 +83,17 @@ pub fn author_check(root: &Path) -> AuthorCheck {
                 format!("/workers/{i}/description"),
                 "description",
                 format!("worker `{}` has no description", w.id),
+            );
+        }
+        if !w.reviewed {
+            owe(
+                "workers.yaml",
+                format!("/workers/{i}/reviewed"),
+                "reviewed",
+                format!(
+                    "worker `{}`'s mapping is not reviewed: check what it collects, then set `reviewed: true` (for a covered pack: `tollgate cover review apply`)",
+                    w.id
+                ),
             );
         }
     }

@@ -518,14 +518,20 @@ use crate::cover::index::docstring;
 #[derive(Default)]
 struct Dicts<'a> {
     found: Vec<&'a ruff_python_ast::ExprDict>,
+    depth: usize,
 }
 
 impl<'a> Visitor<'a> for Dicts<'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.depth >= crate::cover::index::MAX_NESTING {
+            return;
+        }
         if let Expr::Dict(d) = expr {
             self.found.push(d);
         }
+        self.depth += 1;
         ruff_python_ast::visitor::walk_expr(self, expr);
+        self.depth -= 1;
     }
 }
 
