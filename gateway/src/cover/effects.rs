@@ -8,7 +8,7 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 
 use super::frameworks::{Calls, ToolBody, keyword};
-use super::index::{DefRef, Index, literal_str, literal_template, source_of};
+use super::index::{Index, literal_str, literal_template, source_of};
 use super::{Effect, Unknown};
 
 /// How deep calls into the codebase are followed from a tool.
@@ -131,7 +131,7 @@ pub fn of_tool(index: &Index<'_>, body: &ToolBody) -> (Vec<Effect>, Vec<Unknown>
     match body {
         ToolBody::Function(def) => {
             if let Some(Stmt::FunctionDef(f)) = index.stmt(*def) {
-                walk.function(def.module, f, *def, &[], 0);
+                walk.function(def.module, f, &[], 0, None);
             }
         }
         ToolBody::Method(class, method) => {
@@ -140,7 +140,8 @@ pub fn of_tool(index: &Index<'_>, body: &ToolBody) -> (Vec<Effect>, Vec<Unknown>
                     if let Stmt::FunctionDef(f) = stmt
                         && f.name.as_str() == *method
                     {
-                        walk.function(class.module, f, *class, &[], 0);
+                        let receiver = format!("{}()", index.id(*class).replace(':', "."));
+                        walk.function(class.module, f, &[], 0, Some(receiver));
                     }
                 }
             }
@@ -243,22 +244,34 @@ struct Walk<'i, 'w> {
     index: &'i Index<'w>,
     effects: Vec<Effect>,
     unknowns: Vec<Unknown>,
-    visited: HashSet<DefRef>,
+    /// Functions walked, by module and the offset of their `def` (a class's methods share its
+    /// definition).
+    visited: HashSet<(usize, u32)>,
+}
+
+/// A function's key in [`Walk::visited`].
+fn key(m: usize, f: &StmtFunctionDef) -> (usize, u32) {
+    (m, f.range.start().to_u32())
 }
 
 impl Walk<'_, '_> {
+    /// Walks function `f` of module `m`; `receiver` is what `self` holds in a method
+    /// (`support.clients.Client()`).
     fn function(
         &mut self,
         m: usize,
         f: &StmtFunctionDef,
-        def: DefRef,
         via: &[String],
         depth: usize,
+        receiver: Option<String>,
     ) {
-        if !self.visited.insert(def) && via.is_empty() {
+        if !self.visited.insert(key(m, f)) && via.is_empty() {
             return;
         }
-        let locals = bindings(self.index, m, f);
+        let mut locals = bindings(self.index, m, f);
+        if let Some(r) = receiver {
+            locals.entry("self".into()).or_insert(r);
+        }
         let targets = literal_targets(f);
         // Only the tool's own parameters can be narrowed by an envelope.
         let params: HashSet<&str> = if via.is_empty() {
@@ -336,11 +349,37 @@ impl Walk<'_, '_> {
             if let Some(def) = self.index.def_of(q, 0)
                 && let Some(Stmt::FunctionDef(f)) = self.index.stmt(def)
             {
-                if depth < MAX_DEPTH && !self.visited.contains(&def) {
-                    self.visited.insert(def);
+                if depth < MAX_DEPTH && !self.visited.contains(&key(def.module, f)) {
                     let mut next = via.to_vec();
                     next.push(self.index.id(def));
-                    self.function(def.module, f, def, &next, depth + 1);
+                    self.function(def.module, f, &next, depth + 1, None);
+                }
+                return;
+            }
+            // `Client().get(...)`, `self.get(...)`: a method of a class of the code, on an
+            // instance whose class is known.
+            if let Some((class_q, method)) = q.rsplit_once("().")
+                && !method.contains(['.', '('])
+                && let Some(class) = self.index.def_of(class_q, 0)
+                && let Some(Stmt::ClassDef(c)) = self.index.stmt(class)
+            {
+                let found = c.body.iter().find_map(|s| match s {
+                    Stmt::FunctionDef(f) if f.name.as_str() == method => Some(f),
+                    _ => None,
+                });
+                if let Some(f) = found
+                    && depth < MAX_DEPTH
+                    && !self.visited.contains(&key(class.module, f))
+                {
+                    let mut next = via.to_vec();
+                    next.push(format!("{}.{method}", self.index.id(class)));
+                    self.function(
+                        class.module,
+                        f,
+                        &next,
+                        depth + 1,
+                        Some(format!("{class_q}()")),
+                    );
                 }
                 return;
             }

@@ -363,3 +363,29 @@ fn nesting_is_counted_from_tokens() {
     let ifs = "if a:\n    pass\nelse:\n    pass\n".repeat(10);
     assert_eq!(index::nesting_beyond(&ifs, 3), None);
 }
+
+#[test]
+fn methods_of_the_codebase_classes_are_followed() {
+    let dir = codebase(&[
+        ("svc/__init__.py", ""),
+        (
+            "svc/client.py",
+            "import httpx, requests\n\nclass Client:\n    def fetch(self, item: str) -> dict:\n        return httpx.get(\"https://svc.example/items\").json()\n\n    def create(self, payload: dict) -> dict:\n        return self._send(payload)\n\n    def _send(self, payload: dict) -> dict:\n        return requests.post(\"https://svc.example/items\", json=payload).json()\n",
+        ),
+        (
+            "svc/app.py",
+            "from agents import Agent, function_tool\nfrom svc.client import Client\n\n@function_tool\ndef lookup(item: str) -> dict:\n    \"\"\"Look up.\"\"\"\n    return Client().fetch(item)\n\n@function_tool\ndef create(name: str) -> dict:\n    \"\"\"Create.\"\"\"\n    client = Client()\n    return client.create({\"name\": name})\n\nagent = Agent(name=\"A\", tools=[lookup, create])\n",
+        ),
+    ]);
+    let report = inspect(dir.path(), "svc.app:agent").unwrap();
+    let lookup = report.tools.iter().find(|t| t.name == "lookup").unwrap();
+    assert_eq!(lookup.classification, "read_only", "{lookup:#?}");
+    assert_eq!(lookup.effects[0].via, ["svc.client:Client.fetch"]);
+    let create = report.tools.iter().find(|t| t.name == "create").unwrap();
+    assert_eq!(create.classification, "mutating", "{create:#?}");
+    assert_eq!(
+        create.effects[0].via,
+        ["svc.client:Client.create", "svc.client:Client._send"]
+    );
+    assert_eq!(create.effects[0].call, "requests.post");
+}
