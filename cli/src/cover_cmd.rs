@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use tollgate_gateway::cover::scaffold::Written;
-use tollgate_gateway::cover::{self, Report, boundaries, review, scaffold};
+use tollgate_gateway::cover::{self, Report, boundaries, review, scaffold, status};
 use tollgate_gateway::packs::PackFaults;
 
 #[derive(Subcommand, Debug)]
@@ -164,7 +164,7 @@ pub fn run(cmd: CoverCommand) -> Result<ExitCode> {
         }
         CoverCommand::Review(ReviewCommand::Status(a)) => {
             let root = root_of(&a);
-            faults_or(review::status(&root), a.json, |s| {
+            faults_or(status::status(&root), a.json, |s| {
                 if a.json {
                     print_json(&s);
                 } else {
@@ -296,7 +296,7 @@ fn written(w: &Written, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn status_text(s: &review::Status) -> String {
+fn status_text(s: &status::Status) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -27,7 +27,9 @@ mod frameworks;
 mod generate;
 mod index;
 pub mod review;
+pub mod review_files;
 pub mod scaffold;
+pub mod status;
 #[cfg(test)]
 mod tests;
 

@@ -10,11 +10,11 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::generate;
 use super::review::{self, Decision, ReviewFile, entry_faults, place, read_text, read_typed};
+pub use super::review_files::{Boundary, BoundaryFile};
 use super::scaffold::{
     self, ADAPTER, Role, TableEntry, Written, entry_of, id_of, pack_report, parameter_keys,
     samples, suggested_role, unique_ids,
@@ -32,62 +32,6 @@ pub const REVIEW_FILE: &str = "cover-boundaries.review.yaml";
 pub const APPLIED: &str = "cover/boundaries.applied.yaml";
 /// The rule file of the reviewed boundaries.
 pub const RULES: &str = "rules/boundaries.dl";
-
-/// A boundary review file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BoundaryFile {
-    /// [`BOUNDARY_SCHEMA`].
-    pub schema: String,
-    /// The pack it is for.
-    pub pack_id: String,
-    /// The entrypoint inspected.
-    pub source: String,
-    /// One per boundary.
-    pub boundaries: Vec<Boundary>,
-}
-
-/// One side-effect boundary and the action it would become.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Boundary {
-    /// The tool's id in the report.
-    pub tool: String,
-    /// Where it is defined.
-    pub at: String,
-    /// `mutating` or `executes`.
-    pub classification: String,
-    /// What the inspection found it does.
-    #[serde(default)]
-    pub effects: Vec<String>,
-    /// `accept` or `reject`: what the inspection suggests.
-    pub suggested: Decision,
-    /// Why.
-    pub why: String,
-    /// The action's id.
-    pub action: String,
-    /// The capability's id.
-    pub capability: String,
-    /// What the action changes.
-    pub description: String,
-    /// Its input keys.
-    #[serde(default)]
-    pub input: Vec<String>,
-    /// The input the adapter harness and the demo use.
-    #[serde(default)]
-    pub sample_input: Map<String, Value>,
-    /// The proposal's wording.
-    pub wording: String,
-    /// What the preview shows.
-    pub preview: String,
-    /// What verification checks.
-    pub verify: String,
-    /// How it is compensated.
-    pub compensate: String,
-    /// `pending`, `accept` or `reject` (absent in suggestions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-}
 
 /// The tools that are boundaries: those the applied mapping review accepted as boundaries, or,
 /// before it, those the report classifies as changing or running something.

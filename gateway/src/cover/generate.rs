@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::Report;
-use super::boundaries::Boundary;
+use super::review_files::Boundary;
 use super::scaffold::{self, AdapterTable, samples};
 use crate::packs::{Action, Demo, PackManifest};
 

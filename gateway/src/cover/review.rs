@@ -8,15 +8,15 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::review_files::{Decision, Mapping, ReviewFile};
 use super::scaffold::{
     self, ADAPTER, Role, Written, entry_of, id_of, pack_report, parameter_keys, suggested_role,
     unique_ids, worker_of,
 };
 use super::{Report, Tool};
-use crate::packs::{PackFault, PackFaults, author_check, load};
+use crate::packs::{PackFault, PackFaults, load};
 
 /// The schema of a mapping review file.
 pub const REVIEW_SCHEMA: &str = "tollgate.cover.review/v1";
@@ -26,60 +26,6 @@ pub const SUGGESTED_FILE: &str = "cover-review.suggested.yaml";
 pub const REVIEW_FILE: &str = "cover-review.yaml";
 /// The applied review, kept in the pack.
 pub const APPLIED: &str = "cover/review.applied.yaml";
-
-/// A decision on a suggestion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Not decided yet.
-    Pending,
-    /// Applied as written.
-    Accept,
-    /// Left out.
-    Reject,
-}
-
-/// A mapping review file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReviewFile {
-    /// [`REVIEW_SCHEMA`].
-    pub schema: String,
-    /// The pack it is for.
-    pub pack_id: String,
-    /// The entrypoint inspected.
-    pub source: String,
-    /// One per inspected tool.
-    pub mappings: Vec<Mapping>,
-}
-
-/// What one inspected tool becomes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Mapping {
-    /// The tool's id in the report.
-    pub tool: String,
-    /// Where it is defined.
-    pub at: String,
-    /// Its classification in the report.
-    pub classification: String,
-    /// What the inspection found it does.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub effects: Vec<String>,
-    /// `worker`, `boundary` or `excluded`.
-    pub role: Role,
-    /// The worker's id (role `worker`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker: Option<String>,
-    /// The worker's description (role `worker`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Why this role is suggested.
-    pub why: String,
-    /// `pending`, `accept` or `reject` (absent in suggestions: they decide nothing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-}
 
 fn why(tool: &Tool, role: Role) -> String {
     match role {
@@ -454,98 +400,6 @@ pub(crate) fn place(mut faults: Vec<PackFault>, text: &str) -> Vec<PackFault> {
 pub fn applied(root: &Path) -> Option<ReviewFile> {
     let text = std::fs::read_to_string(root.join(APPLIED)).ok()?;
     read(APPLIED, &text).ok()
-}
-
-/// Where a covered pack stands.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Status {
-    /// The pack.
-    pub pack_id: String,
-    /// The entrypoint it covers.
-    pub source: String,
-    /// Tools inspected.
-    pub tools: usize,
-    /// Whether the mapping review is applied.
-    pub mappings_applied: bool,
-    /// Workers, and how many are reviewed.
-    pub workers: usize,
-    /// Of them, reviewed.
-    pub workers_reviewed: usize,
-    /// Boundaries the review keeps (or the report suggests, before it).
-    pub boundaries: usize,
-    /// Whether the boundary review is applied.
-    pub boundaries_applied: bool,
-    /// Actions generated.
-    pub actions: usize,
-    /// Whether author-check passes.
-    pub author_check_ok: bool,
-    /// What author-check still owes, one line each.
-    pub awaiting: Vec<String>,
-    /// The next command.
-    pub next: Vec<String>,
-}
-
-/// The status of the covered pack at `root`.
-pub fn status(root: &Path) -> Result<Status, PackFaults> {
-    let report = pack_report(root)?;
-    let pack = load(root)?;
-    let applied = applied(root);
-    let boundaries = super::boundaries::boundary_tools(&report, applied.as_ref()).len();
-    let boundaries_applied = root.join(super::boundaries::APPLIED).exists();
-    let check = author_check::author_check(root);
-    let mut awaiting: Vec<String> = check
-        .faults
-        .iter()
-        .map(ToString::to_string)
-        .chain(
-            check
-                .missing
-                .iter()
-                .map(|m| format!("{}: {}", m.file, m.message)),
-        )
-        .collect();
-    awaiting.dedup();
-    let r = pack.root.display();
-    let next = if applied.is_none() {
-        vec![
-            format!("tollgate cover suggest --pack-root {r} --output {r}/{SUGGESTED_FILE}"),
-            format!("tollgate cover review template --pack-root {r} --output {r}/{REVIEW_FILE}"),
-            format!("tollgate cover review apply --pack-root {r} --mapping-file {r}/{REVIEW_FILE}"),
-        ]
-    } else if !boundaries_applied {
-        let s = super::boundaries::SUGGESTED_FILE;
-        let f = super::boundaries::REVIEW_FILE;
-        vec![
-            format!("tollgate cover boundaries suggest --pack-root {r} --output {r}/{s}"),
-            format!(
-                "tollgate cover boundaries review template --pack-root {r} --suggestions {r}/{s} --output {r}/{f}"
-            ),
-            format!(
-                "tollgate cover boundaries review apply --pack-root {r} --mapping-file {r}/{f}"
-            ),
-        ]
-    } else {
-        vec![
-            format!("tollgate packs author-check --pack-root {r}"),
-            format!("tollgate packs adapter-dry-run --pack-root {r}"),
-            format!("tollgate packs adapter-preflight --pack-root {r} --mode dry_run"),
-            format!("TOLLGATE=$(command -v tollgate) {r}/demo.sh   # prints a case_id"),
-        ]
-    };
-    Ok(Status {
-        pack_id: pack.manifest.pack_id.clone(),
-        source: report.entrypoint.spec.clone(),
-        tools: report.tools.len(),
-        mappings_applied: applied.is_some(),
-        workers: pack.workers.len(),
-        workers_reviewed: pack.workers.iter().filter(|w| w.reviewed).count(),
-        boundaries,
-        boundaries_applied,
-        actions: pack.actions.len(),
-        author_check_ok: check.ok,
-        awaiting,
-        next,
-    })
 }
 
 /// The input keys of a tool, for callers outside this module.
