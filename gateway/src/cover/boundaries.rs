@@ -412,7 +412,11 @@ pub fn apply(root: &Path, mapping_file: &Path) -> Result<Written, PackFaults> {
             scaffold::capabilities_file(&capabilities),
             false,
         ),
-        (RULES.into(), generate::rules(&report, &accepted), false),
+        (
+            RULES.into(),
+            generate::rules(&report.entrypoint.spec, &accepted),
+            false,
+        ),
         (
             scaffold::ADAPTER_TABLE.into(),
             scaffold::table_file(&table),
