@@ -19,7 +19,19 @@ use crate::recorder::write::{append_in, new_event};
 use crate::store::{Store, StoreError};
 
 /// Where an approval stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalState {
     /// Waiting for a human.
@@ -67,7 +79,7 @@ impl ApprovalState {
 }
 
 /// One approval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Approval {
     /// `apr-…`.
     pub id: String,
@@ -78,6 +90,7 @@ pub struct Approval {
     /// The tool.
     pub tool: String,
     /// The arguments, as the call gave them.
+    #[schema(value_type = Object)]
     pub arguments: Value,
     /// [`call_hash`] of the call.
     pub call_hash: String,

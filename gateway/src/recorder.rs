@@ -110,7 +110,7 @@ fn summary_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
 }
 
 /// A run as listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct RunSummary {
     /// Run id.
     pub id: String,

@@ -74,8 +74,10 @@ pub enum RuntimeError {
     Denied {
         /// What was refused.
         message: String,
-        /// The decision, with its receipt.
+        /// The decision.
         decision: Box<tollgate_rules::decide::EnvelopeDecision>,
+        /// Where the refusal is recorded: `{run, seq, hash}` of its decision event.
+        receipt: Option<serde_json::Value>,
     },
     /// The caller may not do this (an approver the rule does not name).
     #[error("{0}")]

@@ -23,6 +23,28 @@ pub fn level(description: &str) -> Object {
     )
 }
 
+/// A decision's effect, described.
+pub fn effect(description: &str) -> Object {
+    one_of(
+        description,
+        &[
+            "allow",
+            "deny",
+            "redact",
+            "require_approval",
+            "rate_limited",
+        ],
+    )
+}
+
+/// What a decision is about, described.
+pub fn request_kind(description: &str) -> Object {
+    one_of(
+        description,
+        &["tool", "context", "model", "memory", "handoff"],
+    )
+}
+
 /// The same schema that also takes null (an optional field of a body).
 pub fn or_null(mut schema: Object) -> Object {
     if let SchemaType::Type(t) = schema.schema_type {

@@ -308,11 +308,21 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Invalid(m) => ApiError::invalid("invalid", m),
             RuntimeError::NotFound(m) => ApiError::NotFound(m),
             RuntimeError::Conflict(m) => ApiError::Conflict(m),
-            RuntimeError::Denied { message, decision } => ApiError::Forbidden {
-                code: "policy_denied",
+            RuntimeError::Denied {
                 message,
-                details: serde_json::to_value(&decision).unwrap_or(Value::Null),
-            },
+                decision,
+                receipt,
+            } => {
+                let mut details = serde_json::to_value(&decision).unwrap_or(Value::Null);
+                if let (Some(obj), Some(receipt)) = (details.as_object_mut(), receipt) {
+                    obj.insert("receipt".to_owned(), receipt);
+                }
+                ApiError::Forbidden {
+                    code: "policy_denied",
+                    message,
+                    details,
+                }
+            }
             RuntimeError::Forbidden(message) => ApiError::Forbidden {
                 code: "forbidden",
                 message,

@@ -275,7 +275,7 @@ fn decision_kinds() -> utoipa::openapi::Object {
 #[utoipa::path(get, path = "/v2/policies/decisions/{run_id}", tag = "policies",
     params(("run_id" = String, Path, description = "Run id"), DecisionsQuery),
     responses(
-        (status = 200, description = "`{\"run\", \"decisions\": [...]}`", body = Object),
+        (status = 200, description = "The run's decisions, in event order", body = RunDecisions),
         (status = 404, description = "No such run", body = super::ErrorBody),
         (status = 422, description = "Unknown effect or kind", body = super::ErrorBody),
     ))]
@@ -284,7 +284,7 @@ async fn decisions(
     caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiQuery(q): ApiQuery<DecisionsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunDecisions>, ApiError> {
     caller.reach_run(&state.runtime, &run)?;
     let effect = query_enum(
         q.effect,
@@ -295,7 +295,19 @@ async fn decisions(
     let filter = DecisionFilter { effect, kind };
     let key = run.clone();
     let list = blocking(&state, move |rt| rt.decisions(&key, &filter)).await?;
-    Ok(Json(json!({ "run": run, "decisions": list })))
+    Ok(Json(RunDecisions {
+        run,
+        decisions: list,
+    }))
+}
+
+/// A run's decisions.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(super) struct RunDecisions {
+    /// The run.
+    run: String,
+    /// Its decisions, in event order.
+    decisions: Vec<crate::runtime::RecordedDecision>,
 }
 
 /// A human's answer to a gated action.
@@ -322,7 +334,7 @@ fn approval_decisions() -> utoipa::openapi::Object {
     params(("id" = String, Path, description = "Approval id")),
     request_body = ApprovalBody,
     responses(
-        (status = 200, description = "The approval, decided", body = Object),
+        (status = 200, description = "The approval, decided", body = crate::approvals::Approval),
         (status = 403, description = "The credential's principal is not an approver the rule names, or opened the run whose call it is (`self_approval`)", body = super::ErrorBody),
         (status = 404, description = "No such approval", body = super::ErrorBody),
         (status = 409, description = "Already decided, used or expired", body = super::ErrorBody),
@@ -333,7 +345,7 @@ async fn decide_approval(
     Caller(who): Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ApprovalBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::approvals::Approval>, ApiError> {
     let approve = match body.decision.as_str() {
         "approve" | "approved" => true,
         "reject" | "rejected" => false,
@@ -362,5 +374,5 @@ async fn decide_approval(
     })
     .await?;
     state.runtime.approvals_changed.notify_waiters();
-    Ok(Json(json!(approval)))
+    Ok(Json(approval))
 }

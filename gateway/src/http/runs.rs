@@ -31,7 +31,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 #[utoipa::path(post, path = "/v1/runs", tag = "runs",
     request_body(content = OpenRun, description = "Who runs, what, where, under which envelopes"),
     responses(
-        (status = 201, description = "The run, its summary and the envelope versions governing it", body = Object),
+        (status = 201, description = "The run, its summary and the envelope versions governing it", body = crate::runtime::RunView),
         (status = 422, description = "Invalid request (an empty field, a bad id)", body = super::ErrorBody),
         (status = 404, description = "An envelope or the handoff contract named is not stored", body = super::ErrorBody),
         (status = 403, description = "An agent's credential opening a run as another agent (`other_agent`), outside its scope (`outside_scope`), above its clearance (`above_clearance`), or attaching envelopes (`attaches_envelopes`)", body = super::ErrorBody),
@@ -41,9 +41,9 @@ async fn open_run(
     State(state): State<AppState>,
     Caller(who): Caller,
     ApiJson(body): ApiJson<OpenRun>,
-) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
+) -> Result<(axum::http::StatusCode, Json<crate::runtime::RunView>), ApiError> {
     let view = blocking(&state, move |rt| rt.open_run_as(body, Some(&who))).await?;
-    Ok((axum::http::StatusCode::CREATED, Json(json!(view))))
+    Ok((axum::http::StatusCode::CREATED, Json(view)))
 }
 
 /// Which runs to list.
@@ -140,17 +140,17 @@ async fn list_runs(
 #[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs",
     params(("run_id" = String, Path, description = "Run id")),
     responses(
-        (status = 200, description = "The run", body = Object),
+        (status = 200, description = "The run", body = crate::runtime::RunView),
         (status = 404, description = "No such run", body = super::ErrorBody),
     ))]
 async fn get_run(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(run): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::runtime::RunView>, ApiError> {
     caller.reach_run(&state.runtime, &run)?;
     let view = blocking(&state, move |rt| rt.run_view(&run)).await?;
-    Ok(Json(json!(view)))
+    Ok(Json(view))
 }
 
 /// A step to add.
@@ -169,7 +169,7 @@ pub(super) struct StepBody {
     params(("run_id" = String, Path, description = "Run id")),
     request_body = StepBody,
     responses(
-        (status = 201, description = "`{\"step\": INDEX}`", body = Object),
+        (status = 201, description = "The step's index", body = StepAdded),
         (status = 404, description = "No such run", body = super::ErrorBody),
         (status = 409, description = "The run is finished", body = super::ErrorBody),
     ))]
@@ -178,16 +178,27 @@ async fn add_step(
     caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<StepBody>,
-) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
+) -> Result<(axum::http::StatusCode, Json<StepAdded>), ApiError> {
     caller.reach_run(&state.runtime, &run)?;
     let step = blocking(&state, move |rt| {
         rt.add_step(&run, &body.name, body.agent.as_deref())
     })
     .await?;
-    Ok((
-        axum::http::StatusCode::CREATED,
-        Json(json!({ "step": step })),
-    ))
+    Ok((axum::http::StatusCode::CREATED, Json(StepAdded { step })))
+}
+
+/// A step added.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub(super) struct StepAdded {
+    /// Its index in the run.
+    step: u32,
+}
+
+/// Events appended.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub(super) struct EventsAppended {
+    /// Each event's sequence number and hash, in order.
+    appended: Vec<crate::recorder::write::Appended>,
 }
 
 /// Events to append.
@@ -203,7 +214,7 @@ pub(super) struct EventsBody {
     params(("run_id" = String, Path, description = "Run id")),
     request_body = EventsBody,
     responses(
-        (status = 201, description = "`{\"appended\": [{seq, hash}]}`", body = Object),
+        (status = 201, description = "Each event's sequence number and hash", body = EventsAppended),
         (status = 422, description = "An unknown kind, or one only the gateway records", body = super::ErrorBody),
         (status = 409, description = "The run is finished", body = super::ErrorBody),
     ))]
@@ -212,12 +223,12 @@ async fn append_events(
     caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<EventsBody>,
-) -> Result<(axum::http::StatusCode, Json<Value>), ApiError> {
+) -> Result<(axum::http::StatusCode, Json<EventsAppended>), ApiError> {
     caller.reach_run(&state.runtime, &run)?;
     let appended = blocking(&state, move |rt| rt.append_events(&run, body.events)).await?;
     Ok((
         axum::http::StatusCode::CREATED,
-        Json(json!({ "appended": appended })),
+        Json(EventsAppended { appended }),
     ))
 }
 
@@ -279,7 +290,7 @@ fn run_endings() -> utoipa::openapi::Object {
     params(("run_id" = String, Path, description = "Run id")),
     request_body = FinishBody,
     responses(
-        (status = 200, description = "The finished run", body = Object),
+        (status = 200, description = "The finished run", body = crate::runtime::RunView),
         (status = 409, description = "Already finished", body = super::ErrorBody),
     ))]
 async fn finish_run(
@@ -287,8 +298,8 @@ async fn finish_run(
     caller: Caller,
     ApiPath(run): ApiPath<String>,
     ApiJson(body): ApiJson<FinishBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::runtime::RunView>, ApiError> {
     caller.reach_run(&state.runtime, &run)?;
     let view = blocking(&state, move |rt| rt.finish_run(&run, &body.status)).await?;
-    Ok(Json(json!(view)))
+    Ok(Json(view))
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -38,7 +37,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     params(("run_id" = String, Path, description = "Run id")),
     request_body = ToolCallRequest,
     responses(
-        (status = 200, description = "The decision, what to do, and the receipt", body = Object),
+        (status = 200, description = "The decision, what to do, and the receipt", body = ToolCallAnswer),
         (status = 404, description = "No such run or approval", body = super::ErrorBody),
         (status = 409, description = "The approval given does not authorise this call (other arguments, used, expired), or the run is finished", body = super::ErrorBody),
         (status = 422, description = "Invalid call", body = super::ErrorBody),
@@ -85,14 +84,14 @@ fn approval_states() -> utoipa::openapi::Object {
 #[utoipa::path(get, path = "/v1/approvals", tag = "tools",
     params(ApprovalQuery),
     responses(
-        (status = 200, description = "`{\"approvals\": [...]}`", body = Object),
+        (status = 200, description = "The approvals", body = ApprovalList),
         (status = 422, description = "Unknown state", body = super::ErrorBody),
     ))]
 async fn list_approvals(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<ApprovalQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalList>, ApiError> {
     if let Some(run) = &q.run {
         caller.reach_run(&state.runtime, run)?;
     }
@@ -121,7 +120,14 @@ async fn list_approvals(
         Ok(list)
     })
     .await?;
-    Ok(Json(json!({ "approvals": list })))
+    Ok(Json(ApprovalList { approvals: list }))
+}
+
+/// Approvals, oldest first.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(super) struct ApprovalList {
+    /// The approvals.
+    approvals: Vec<approvals::Approval>,
 }
 
 /// Long-poll parameters.
@@ -137,7 +143,7 @@ pub(super) struct WaitQuery {
 #[utoipa::path(get, path = "/v1/approvals/{id}", tag = "tools",
     params(("id" = String, Path, description = "Approval id"), WaitQuery),
     responses(
-        (status = 200, description = "The approval", body = Object),
+        (status = 200, description = "The approval", body = approvals::Approval),
         (status = 404, description = "No such approval", body = super::ErrorBody),
     ))]
 async fn get_approval(
@@ -145,7 +151,7 @@ async fn get_approval(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<WaitQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<approvals::Approval>, ApiError> {
     let mut reached = !caller.0.is_agent();
     let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_WAIT_SECONDS));
     let deadline = tokio::time::Instant::now() + wait;
@@ -165,7 +171,7 @@ async fn get_approval(
             reached = true;
         }
         if approval.state != ApprovalState::Pending || tokio::time::Instant::now() >= deadline {
-            return Ok(Json(json!(approval)));
+            return Ok(Json(approval));
         }
         // Decisions made by this process wake the wait at once; those made by another
         // process on the same database (the CLI) are seen at the next look.

@@ -206,6 +206,117 @@ fn fake_is_deterministic_and_readable() {
     );
 }
 
+/// A request offering the functions `names`.
+fn offering(mut request: ChatRequest, names: &[&str]) -> ChatRequest {
+    let tools: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| json!({"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}))
+        .collect();
+    request.extra.insert("tools".to_owned(), json!(tools));
+    request
+}
+
+/// The assistant's call of `name` with `arguments`, and its result.
+fn called(request: &mut ChatRequest, name: &str, arguments: &str, result: &str) {
+    request.messages.push(ChatMessage {
+        role: "assistant".to_owned(),
+        tool_calls: vec![ToolCall {
+            id: format!("call-{name}"),
+            kind: "function".to_owned(),
+            function: FunctionCall {
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+            },
+        }],
+        ..ChatMessage::default()
+    });
+    request.messages.push(ChatMessage {
+        role: "tool".to_owned(),
+        content: result.to_owned(),
+        tool_call_id: Some(format!("call-{name}")),
+        ..ChatMessage::default()
+    });
+}
+
+#[test]
+fn fake_makes_the_scripted_calls_in_order_then_answers_with_the_last_result() {
+    let fake = FakeProvider::new();
+    let script = r#"Refund order 7. [[call lookup {"order": 7}]] then [[call refund {"order": 7, "items": [[1, 2]]}]] and [[call missing]]"#;
+    let mut req = offering(request(&[("user", script)]), &["lookup", "refund"]);
+    let first = fake.complete(&req).unwrap();
+    assert_eq!(first.finish_reason, "tool_calls");
+    assert_eq!(first.content, "");
+    assert_eq!(first.tool_calls.len(), 1);
+    assert_eq!(first.tool_calls[0].function.name, "lookup");
+    assert_eq!(first.tool_calls[0].function.arguments, r#"{"order":7}"#);
+    assert_eq!(fake.complete(&req).unwrap(), first, "deterministic");
+
+    // Arguments written with other spacing are the same call.
+    called(
+        &mut req,
+        "lookup",
+        r#"{ "order" : 7 }"#,
+        "order 7: two mugs",
+    );
+    let second = fake.complete(&req).unwrap();
+    assert_eq!(second.tool_calls[0].function.name, "refund");
+    assert_eq!(
+        second.tool_calls[0].function.arguments,
+        r#"{"items":[[1,2]],"order":7}"#
+    );
+    assert_ne!(second.tool_calls[0].id, first.tool_calls[0].id);
+
+    // `missing` is not offered: the script is done, and the answer echoes the last result.
+    called(
+        &mut req,
+        "refund",
+        r#"{"order":7,"items":[[1,2]]}"#,
+        "refunded 7",
+    );
+    let done = fake.complete(&req).unwrap();
+    assert_eq!(done.finish_reason, "stop");
+    assert!(done.tool_calls.is_empty());
+    assert!(
+        done.content.ends_with("the tool said: \"refunded 7\""),
+        "{}",
+        done.content
+    );
+}
+
+#[test]
+fn fake_makes_no_call_without_tools_or_after_a_new_user_message() {
+    let fake = FakeProvider::new();
+    let script = "[[call lookup]]";
+    // Tools not offered: the directive is only text.
+    let plain = fake.complete(&request(&[("user", script)])).unwrap();
+    assert!(plain.tool_calls.is_empty());
+    assert!(plain.content.ends_with("you said: \"[[call lookup]]\""));
+    // Offered: called with `{}`.
+    let mut req = offering(request(&[("user", script)]), &["lookup"]);
+    let call = fake.complete(&req).unwrap();
+    assert_eq!(call.tool_calls[0].function.arguments, "{}");
+    // A later user message without directives ends the script.
+    called(&mut req, "lookup", "{}", "ok");
+    req.messages.push(ChatMessage::new("user", "thanks"));
+    assert!(fake.complete(&req).unwrap().tool_calls.is_empty());
+}
+
+#[test]
+fn fake_reads_malformed_directives_as_text() {
+    let fake = FakeProvider::new();
+    for text in [
+        "[[call lookup {\"order\": ]]",
+        "[[call lookup [1]]]",
+        "[[call lookup {} ",
+        "[[call ]]",
+        "[[call lookup {}} ]]",
+    ] {
+        let req = offering(request(&[("user", text)]), &["lookup", ""]);
+        let answer = fake.complete(&req).unwrap();
+        assert!(answer.tool_calls.is_empty(), "{text}: {answer:?}");
+    }
+}
+
 #[test]
 fn fake_echo_is_cut_after_eight_words() {
     let fake = FakeProvider::new();

@@ -11,7 +11,7 @@ use tollgate_rules::decide::DecisionEffect;
 use super::format::EventKind;
 
 /// How many of a run's decisions ended in each effect.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DecisionCounts {
     /// Allowed.
     pub allow: u64,

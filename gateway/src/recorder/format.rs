@@ -49,7 +49,7 @@ pub struct RunFile {
 }
 
 /// Who ran what, where, and how it ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunHeader {
     /// Run id.
@@ -78,6 +78,7 @@ pub struct RunHeader {
     pub envelopes: Vec<String>,
     /// Free metadata (framework, model, repository...).
     #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
     pub metadata: serde_json::Value,
 }
 

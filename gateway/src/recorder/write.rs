@@ -41,7 +41,7 @@ pub struct ImportSummary {
 }
 
 /// An appended event's place in its chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Appended {
     /// Its sequence number.
     pub seq: u64,

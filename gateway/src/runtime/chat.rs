@@ -288,7 +288,7 @@ impl Runtime {
         } = decided;
         let (request, messages, recorded) = match verdict {
             ChatVerdict::Refused { message, data } => {
-                self.record_refusal(
+                let receipt = self.record_refusal(
                     &run,
                     &engine,
                     step,
@@ -300,6 +300,7 @@ impl Runtime {
                 return Err(RuntimeError::Denied {
                     message,
                     decision: data.unwrap_or_else(|| Box::new(model_decision)),
+                    receipt: Some(receipt),
                 });
             }
             ChatVerdict::Allowed {
@@ -427,7 +428,7 @@ impl Runtime {
         model: &EnvelopeDecision,
         data: Option<&EnvelopeDecision>,
         message: &str,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<Value, RuntimeError> {
         let at = self.now_rfc3339();
         let refused = DecisionEvent {
             refused_model_call: Some(call.clone()),
@@ -446,8 +447,14 @@ impl Runtime {
             request_hash: None,
         };
         events.push(new_event(step, at, &error)?);
-        self.append_decided(run, engine, events)?;
-        Ok(())
+        let appended = self.append_decided(run, engine, events)?;
+        // The receipt is the refusing decision: the model's, or the data decision after it.
+        let decided = appended.get(usize::from(data.is_some()));
+        Ok(serde_json::json!({
+            "run": run,
+            "seq": decided.map(|a| a.seq),
+            "hash": decided.map(|a| a.hash.as_str()),
+        }))
     }
 }
 

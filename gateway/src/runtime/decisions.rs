@@ -10,7 +10,7 @@ use crate::recorder::events::Event;
 use crate::recorder::format::EventKind;
 
 /// One decision as a run recorded it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct RecordedDecision {
     /// The event that records it.
     pub seq: u64,
@@ -21,9 +21,11 @@ pub struct RecordedDecision {
     /// That event's hash in the run's chain.
     pub event_hash: String,
     /// `tool`, `context`, `model`, `memory`, `handoff`.
+    #[schema(schema_with = recorded_kind)]
     pub kind: RequestKind,
     /// What happened: the policy's effect, or for a tool call what the gateway answered
     /// (an approved call is `allow`, secrets in its arguments make it `redact`).
+    #[schema(schema_with = recorded_effect)]
     pub effect: DecisionEffect,
     /// The tool call or context item it is about.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,7 +36,20 @@ pub struct RecordedDecision {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The decision with its proof, envelope versions and input hash.
+    #[schema(value_type = Object)]
     pub decision: EnvelopeDecision,
+}
+
+fn recorded_kind() -> utoipa::openapi::Object {
+    crate::schemas::request_kind(
+        "What was decided: `tool`, `context`, `model`, `memory`, `handoff`.",
+    )
+}
+
+fn recorded_effect() -> utoipa::openapi::Object {
+    crate::schemas::effect(
+        "What happened: the policy's effect, or for a tool call what the gateway answered (an approved call is `allow`, secrets in its arguments make it `redact`).",
+    )
 }
 
 /// Which decisions to list.

@@ -53,7 +53,7 @@ pub struct OpenRun {
 }
 
 /// A run as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     /// The header.
     pub run: RunHeader,

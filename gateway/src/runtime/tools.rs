@@ -63,7 +63,7 @@ fn empty_object() -> Value {
 }
 
 /// An approval as an answer shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ApprovalView {
     /// Its id.
     pub id: String,
@@ -95,19 +95,22 @@ impl From<&Approval> for ApprovalView {
 }
 
 /// The gateway's answer to a tool call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ToolCallAnswer {
     /// The call's id.
     pub call_id: String,
     /// What the agent must do: `allow` (execute), `redact` (execute with `arguments`),
     /// `deny`, `rate_limited` (retry after `retry_after` seconds), `require_approval` (wait
     /// for `approval`, then ask again with its id).
+    #[schema(schema_with = answer_effect)]
     pub effect: DecisionEffect,
     /// Whether the agent may execute the call now.
     pub execute: bool,
     /// The tool.
     pub tool: String,
-    /// The arguments to execute with (secrets replaced when `effect` is `redact`).
+    /// The arguments to execute with (secrets replaced when `effect` is `redact`); null when
+    /// the call may not run.
+    #[schema(value_type = Option<Object>)]
     pub arguments: Value,
     /// A sentence for the agent (and its logs).
     pub reason: String,
@@ -122,10 +125,18 @@ pub struct ToolCallAnswer {
     /// The receipt: where the decision is recorded.
     pub receipt: Receipt,
     /// The tool decision, with its proof.
+    #[schema(value_type = Object)]
     pub decision: Rendered,
     /// The data decision over the arguments, when they held something to hide.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub data_decision: Option<Rendered>,
+}
+
+fn answer_effect() -> utoipa::openapi::Object {
+    crate::schemas::effect(
+        "What the agent must do: `allow` (execute), `redact` (execute with `arguments`), `deny`, `rate_limited` (retry after `retry_after` seconds), `require_approval` (wait for `approval`, then ask again with its id).",
+    )
 }
 
 /// A decision together with its canonical JSON, written once: the recorded event and the
@@ -183,7 +194,7 @@ impl Serialize for Rendered {
 }
 
 /// Where a decision is recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Receipt {
     /// The run.
     pub run: String,

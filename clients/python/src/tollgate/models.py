@@ -1,0 +1,314 @@
+"""The shapes the client sends and reads, as pydantic models.
+
+Answers are read leniently (``extra="allow"``: a newer gateway may add fields, and an older
+client keeps working); requests are strict (``extra="forbid"``: a misspelt field is an error
+here, not a 422 there). ``tests/test_openapi_contract.py`` holds every model to the gateway's
+``/openapi.json``: each field the client sends or reads is a field there, of a compatible type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Effect = Literal["allow", "deny", "redact", "require_approval", "rate_limited"]
+ApprovalState = Literal["pending", "approved", "rejected", "used", "expired"]
+Level = Literal["public", "internal", "confidential", "secret"]
+RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
+DecisionKind = Literal["tool", "context", "model", "memory", "handoff"]
+
+
+class Answer(BaseModel):
+    """A model read from the gateway: unknown fields are kept, not refused."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Body(BaseModel):
+    """A model sent to the gateway: unknown fields are refused here."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# ---- runs ----
+
+
+class OpenRunBody(Body):
+    agent: str
+    task: str
+    scope: str
+    id: Optional[str] = None
+    clearance: Optional[Level] = None
+    envelopes: list[str] = Field(default_factory=list)
+    parent_run: Optional[str] = None
+    handoff: Optional[str] = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunHeader(Answer):
+    id: str
+    agent: str
+    task: str
+    scope: str
+    clearance: Level
+    status: RunStatus
+    started_at: str
+    finished_at: Optional[str] = None
+    parent_run: Optional[str] = None
+    envelopes: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DecisionCounts(Answer):
+    allow: int
+    redact: int
+    require_approval: int
+    rate_limited: int
+    deny: int
+
+
+class RunSummary(Answer):
+    id: str
+    agent: str
+    task: str
+    status: RunStatus
+    started_at: str
+    steps: int
+    events: int
+    decisions: DecisionCounts
+
+
+class RunView(Answer):
+    """A run: its header, its summary, and the envelope versions governing it."""
+
+    run: RunHeader
+    summary: RunSummary
+    governing: list[str]
+
+
+class StepBody(Body):
+    name: str
+    agent: Optional[str] = None
+
+
+class StepAdded(Answer):
+    step: int
+
+
+class EventInput(Body):
+    kind: Literal["note", "tool_result", "output", "error", "handoff", "context_offered"]
+    payload: dict[str, Any] = Field(default_factory=dict)
+    step: Optional[int] = None
+
+
+class EventsBody(Body):
+    events: list[EventInput]
+
+
+class Appended(Answer):
+    seq: int
+    hash: str
+
+
+class EventsAppended(Answer):
+    appended: list[Appended]
+
+
+class FinishBody(Body):
+    status: RunStatus
+
+
+# ---- tool calls and approvals ----
+
+
+class ToolCallBody(Body):
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: Optional[str] = None
+    approval_id: Optional[str] = None
+    step: Optional[int] = None
+
+
+class ApprovalView(Answer):
+    id: str
+    state: ApprovalState
+    expires_at: str
+    approvers: list[str]
+    decided_by: Optional[str] = None
+    reason: Optional[str] = None
+
+
+class Receipt(Answer):
+    """Where a decision is recorded: the run, its event's sequence number and hash."""
+
+    run: str
+    seq: int
+    hash: str
+    input_hash: str
+    envelopes: list[str]
+
+    def __str__(self) -> str:
+        return f"{self.run}#{self.seq}"
+
+
+class ToolCallAnswer(Answer):
+    """The gateway's answer to a tool call: what to do, why, and the receipt."""
+
+    call_id: str
+    effect: Effect
+    execute: bool
+    tool: str
+    arguments: Optional[dict[str, Any]]
+    reason: str
+    rules: list[str]
+    receipt: Receipt
+    decision: dict[str, Any]
+    retry_after: Optional[int] = None
+    approval: Optional[ApprovalView] = None
+    data_decision: Optional[dict[str, Any]] = None
+
+
+class Approval(Answer):
+    id: str
+    run: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    call_hash: str
+    envelopes: list[str]
+    rules: list[str]
+    approvers: list[str]
+    state: ApprovalState
+    requested_at: int
+    expires_at: int
+    decided_by: Optional[str] = None
+    reason: Optional[str] = None
+    decided_at: Optional[int] = None
+    used_at: Optional[int] = None
+
+
+class ApprovalList(Answer):
+    approvals: list[Approval]
+
+
+class ApprovalBody(Body):
+    decision: Literal["approve", "reject"]
+    reason: str = ""
+
+
+class RecordedDecision(Answer):
+    """A recorded decision with its receipt (``event_hash`` in the run's chain)."""
+
+    seq: int
+    step: int
+    at: str
+    event_hash: str
+    kind: DecisionKind
+    effect: Effect
+    rules: list[str]
+    decision: dict[str, Any]
+    subject: Optional[str] = None
+    reason: Optional[str] = None
+
+
+class RunDecisions(Answer):
+    run: str
+    decisions: list[RecordedDecision]
+
+
+# ---- compile ----
+
+
+class CandidateItem(Body):
+    id: str
+    kind: Literal["file", "doc", "message", "tool_result", "memory", "summary"]
+    content: Optional[str] = None
+    scope: Optional[str] = None
+    sensitivity: Optional[Level] = None
+    labels: list[str] = Field(default_factory=list)
+    role: Optional[str] = None
+    summary: Optional[str] = None
+    reference: Optional[str] = None
+    tokens: Optional[int] = None
+    weight: Optional[float] = None
+
+
+class CompileBody(Body):
+    items: list[CandidateItem]
+    settings: Optional[dict[str, Any]] = None
+    step: Optional[int] = None
+
+
+# ---- memory ----
+
+
+class FeedbackBody(Body):
+    verdict: Literal["helpful", "unhelpful", "wrong"]
+    note: str = ""
+    run: Optional[str] = None
+
+
+# ---- handoff contracts ----
+
+
+class Producer(Body):
+    run: str
+    agent: Optional[str] = None
+
+
+class Consumer(Body):
+    agent: str
+    clearance: Optional[Level] = None
+    run: Optional[str] = None
+    scope: Optional[str] = None
+
+
+class HandoffContract(Body):
+    """A typed handoff: what the producer hands the consumer (``/v2/handoffs/schema``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    producer: Producer
+    consumer: Consumer
+    goal: Any
+    schema_: Optional[str] = Field(default=None, alias="schema")
+    template: Optional[
+        Literal["lightweight", "code_patch_review", "research_to_implementation", "planner_to_executor"]
+    ] = None
+    evidence: Optional[Any] = None
+    constraints: Optional[dict[str, Any]] = None
+    required_outputs: list[Any] = Field(default_factory=list)
+    success_criteria: list[Any] = Field(default_factory=list)
+    extensions: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---- cases ----
+
+
+class OpenCaseBody(Body):
+    engine_id: str
+    engine_version: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    title: Optional[str] = None
+
+
+class EvidenceAppend(Body):
+    expected_version: int
+    worker: str
+    evidence: dict[str, Any]
+    event_id: Optional[str] = None
+
+
+class ProposeBody(Body):
+    capability: str
+
+
+class CaseApprovalBody(Body):
+    approve: bool
+    reason: str = ""
+
+
+class CommitBody(Body):
+    mode: Optional[Literal["dry_run", "real"]] = None
