@@ -62,6 +62,7 @@ pub struct RunHeader {
     pub scope: String,
     /// The highest sensitivity the run may see.
     #[serde(default = "public")]
+    #[schema(required = true)]
     pub clearance: String,
     /// `running`, `succeeded`, `failed` or `cancelled`.
     pub status: String,

@@ -110,7 +110,7 @@ pub struct ToolCallAnswer {
     pub tool: String,
     /// The arguments to execute with (secrets replaced when `effect` is `redact`); null when
     /// the call may not run.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, required = true)]
     pub arguments: Value,
     /// A sentence for the agent (and its logs).
     pub reason: String,

@@ -140,7 +140,7 @@ class Tollgate:
         body = m.CompileBody(items=items, settings=settings or None, step=step)
         return self.send(ops.compile_context(run_id, body))
 
-    def finish_run(self, run_id: str, status: m.RunStatus = "succeeded") -> m.RunView:
+    def finish_run(self, run_id: str, status: m.FinalStatus = "succeeded") -> m.RunView:
         return self.send(ops.finish_run(run_id, m.FinishBody(status=status)))
 
     # ---- tool calls, approvals, decisions ----
@@ -340,7 +340,7 @@ class AsyncTollgate:
         body = m.CompileBody(items=items, settings=settings or None, step=step)
         return await self.send(ops.compile_context(run_id, body))
 
-    async def finish_run(self, run_id: str, status: m.RunStatus = "succeeded") -> m.RunView:
+    async def finish_run(self, run_id: str, status: m.FinalStatus = "succeeded") -> m.RunView:
         return await self.send(ops.finish_run(run_id, m.FinishBody(status=status)))
 
     async def tool_call(

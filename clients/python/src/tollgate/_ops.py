@@ -164,15 +164,15 @@ def decisions(run_id: str, effect: Optional[str] = None, kind: Optional[str] = N
 
 SEARCH_MEMORY = _spec(
     Spec(
-        "search_memory",
+        "search_memories",
         "GET",
         "/v2/memory/search",
         query=("scope", "clearance", "agent", "task", "user", "repo", "class", "q", "limit"),
     )
 )
 GET_MEMORY = _spec(Spec("get_memory", "GET", "/v2/memory/{id}"))
-MEMORY_FEEDBACK = _spec(Spec("memory_feedback", "POST", "/v2/memory/{id}/feedback", body=m.FeedbackBody))
-DISTILL_RUN = _spec(Spec("distill_run", "POST", "/v2/memory/distill/run/{run_id}", status=202))
+MEMORY_FEEDBACK = _spec(Spec("feedback", "POST", "/v2/memory/{id}/feedback", body=m.FeedbackBody))
+DISTILL_RUN = _spec(Spec("distill", "POST", "/v2/memory/distill/run/{run_id}", status=202))
 
 
 def search_memory(**query: Any) -> Op:
@@ -216,14 +216,14 @@ LIST_CASES = _spec(Spec("list_cases", "GET", "/cases", query=("pack", "limit")))
 OPEN_CASE = _spec(Spec("open_case", "POST", "/cases", body=m.OpenCaseBody, status=201))
 GET_CASE = _spec(Spec("get_case", "GET", "/cases/{case_id}"))
 APPEND_EVIDENCE = _spec(
-    Spec("append_evidence", "POST", "/cases/{case_id}/evidence", body=m.EvidenceAppend, status=201, also=(200,))
+    Spec("record_evidence", "POST", "/cases/{case_id}/evidence", body=m.EvidenceAppend, status=201, also=(200,))
 )
 PROPOSE = _spec(Spec("propose", "POST", "/cases/{case_id}/proposals", body=m.ProposeBody, status=201))
 PREVIEW = _spec(Spec("preview", "POST", "/cases/{case_id}/proposals/{proposal_id}/preview", status=201))
-CHECK_POLICY = _spec(Spec("check_policy", "POST", "/cases/{case_id}/proposals/{proposal_id}/policy", status=201))
+CHECK_POLICY = _spec(Spec("policy", "POST", "/cases/{case_id}/proposals/{proposal_id}/policy", status=201))
 DECIDE_CASE_APPROVAL = _spec(
     Spec(
-        "decide_case_approval",
+        "approval",
         "POST",
         "/cases/{case_id}/proposals/{proposal_id}/approval",
         body=m.CaseApprovalBody,

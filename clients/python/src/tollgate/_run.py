@@ -188,7 +188,7 @@ class Run(_RunBase):
         """Posts a handoff contract from this run (the handoff pack judges it)."""
         return self.client.create_contract(contract)
 
-    def finish(self, status: m.RunStatus = "succeeded") -> m.RunView:
+    def finish(self, status: m.FinalStatus = "succeeded") -> m.RunView:
         self.view = self.client.finish_run(self.id, status)
         return self.view
 
@@ -291,7 +291,7 @@ class AsyncRun(_RunBase):
     async def post_contract(self, contract: m.HandoffContract) -> dict[str, Any]:
         return await self.client.create_contract(contract)
 
-    async def finish(self, status: m.RunStatus = "succeeded") -> m.RunView:
+    async def finish(self, status: m.FinalStatus = "succeeded") -> m.RunView:
         self.view = await self.client.finish_run(self.id, status)
         return self.view
 

@@ -8,7 +8,7 @@ here, not a 422 there). ``tests/test_openapi_contract.py`` holds every model to 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,7 @@ Effect = Literal["allow", "deny", "redact", "require_approval", "rate_limited"]
 ApprovalState = Literal["pending", "approved", "rejected", "used", "expired"]
 Level = Literal["public", "internal", "confidential", "secret"]
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
+FinalStatus = Literal["succeeded", "failed", "cancelled"]
 DecisionKind = Literal["tool", "context", "model", "memory", "handoff"]
 
 
@@ -116,7 +117,7 @@ class EventsAppended(Answer):
 
 
 class FinishBody(Body):
-    status: RunStatus
+    status: FinalStatus
 
 
 # ---- tool calls and approvals ----
@@ -272,12 +273,12 @@ class HandoffContract(Body):
     id: str
     producer: Producer
     consumer: Consumer
-    goal: Any
+    goal: Union[str, dict[str, Any]]
     schema_: Optional[str] = Field(default=None, alias="schema")
     template: Optional[
         Literal["lightweight", "code_patch_review", "research_to_implementation", "planner_to_executor"]
     ] = None
-    evidence: Optional[Any] = None
+    evidence: Optional[list[Any]] = None
     constraints: Optional[dict[str, Any]] = None
     required_outputs: list[Any] = Field(default_factory=list)
     success_criteria: list[Any] = Field(default_factory=list)
