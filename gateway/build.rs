@@ -1,4 +1,5 @@
-//! Embeds the SQL migrations of `../migrations/` into the library.
+//! Embeds the SQL migrations of `migrations/` (in this crate, so its package holds them) into
+//! the library.
 //!
 //! Every `NNNN_name.up.sql` must have a `NNNN_name.down.sql` beside it; the numbers must run
 //! 1, 2, 3... without gaps. The generated file is a sorted table of
@@ -13,7 +14,7 @@ fn main() {
     // The manifest dir of this build, read when the script runs: `env!` would bake in the
     // path the script was compiled at, and a target dir shared by two checkouts reuses it.
     let manifest = env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let dir = Path::new(&manifest).join("../migrations");
+    let dir = Path::new(&manifest).join("migrations");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut ups = Vec::new();
     let entries = match fs::read_dir(&dir) {

@@ -48,9 +48,8 @@ def test_openai_agents_tool_runs_with_redacted_arguments_and_records_its_result(
         bad = asyncio.run(note.on_invoke_tool(ctx, "[1, 2]"))
         assert "not a JSON object" in bad
     tool = agent.decisions(run.id, kind="tool")
-    assert [(d.subject, d.effect) for d in tool] == [("call_note_1", "redact"), ("call_note_1", "deny")] or [
-        d.effect for d in tool
-    ] == ["redact", "deny"]
+    # The SDK's tool-call id is the call's id in the receipts.
+    assert [(d.subject, d.effect) for d in tool] == [("call_note_1", "redact"), ("call_note_1", "deny")]
     # The original agent is untouched: its tools still run ungoverned where it is used as is.
     assert base.tools[0] is add_note
 
@@ -90,3 +89,32 @@ def test_langgraph_tool_runs_with_redacted_arguments_and_refuses_with_a_tool_mes
         assert asyncio.run(note.ainvoke({"customer_id": 3, "text": "async"})) == "noted"
     effects = [d.effect for d in agent.decisions(run.id, kind="tool")]
     assert effects == ["redact", "deny", "allow", "allow"]
+
+
+def test_openai_agents_handoff_is_recorded_and_posted_as_a_typed_contract(agent: Tollgate, admin: Tollgate, task: str) -> None:
+    agents = pytest.importorskip("agents")
+    from agents.run_context import RunContextWrapper
+
+    from tollgate.integrations.openai_agents import govern
+
+    refunds = agents.Agent(name="refunds", model="gpt-4.1-mini")
+    triage = agents.Agent(name="triage", model="gpt-4.1-mini", handoffs=[refunds])
+    refunds.handoffs = [triage]  # a cycle: each governed once
+    built = []
+
+    def contract(input_json):
+        built.append(input_json)
+        return {"goal": "Refund order 7 after checking it", "template": "lightweight"}
+
+    with agent.open_run("support", task, SCOPE, clearance="confidential") as run:
+        governed = govern(triage, run, contracts={"refunds": contract})
+        handoff = governed.handoffs[0]
+        target = asyncio.run(handoff.on_invoke_handoff(RunContextWrapper(context=None), ""))
+        assert target.name == "refunds" and target is not refunds
+        assert target.handoffs[0].agent_name == "triage"
+        assert built == [None]
+        stored = admin.get_contract(f"{run.id}-to-refunds-1")
+        assert stored["contract"]["contract"]["consumer"]["agent"] == "refunds"
+        assert stored["contract"]["contract"]["producer"]["run"] == run.id
+    # The handoff is a step of the run (and a `handoff` event in it).
+    assert agent.get_run(run.id).summary.steps >= 1

@@ -1,4 +1,4 @@
-//! Versioned, reversible migrations. The SQL lives in `migrations/` at the repository root;
+//! Versioned, reversible migrations. The SQL lives in the crate's `migrations/` (`gateway/migrations/`);
 //! `build.rs` embeds it. Applied migrations are rows of `tollgate_migrations` (a table rather
 //! than SQLite's `user_version`, so the same bookkeeping works on PostgreSQL).
 
