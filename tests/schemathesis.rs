@@ -211,6 +211,12 @@ fn gateway_with_the_example_store() -> (Gateway, Overrides) {
     overrides
         .query
         .insert("execute_regression", vec![("repeat", "1".to_string())]);
+    // A long poll on a pending approval waits up to 60 s, past the 10 s a request may take
+    // here: with the answers' schemas typed, Schemathesis finds the held call's approval id
+    // and would wait on it. `tests/gateway_http.rs` checks the long poll itself.
+    overrides
+        .query
+        .insert("get_approval", vec![("wait", "0".to_string())]);
     (gw, overrides)
 }
 
