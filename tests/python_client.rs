@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{Gateway, TempDir};
 
-const IMPORTS: &str = "import httpx, pydantic, pytest, openai, agents, langgraph, langchain_openai";
+const IMPORTS: &str =
+    "import httpx, pydantic, pytest, openai, agents, langgraph, langchain_openai, ruff, mypy";
 
 fn python() -> Option<String> {
     let venv = support::root().join(".ci/venv/bin/python");
@@ -258,4 +259,51 @@ fn an_openai_agents_sdk_agent_is_governed_end_to_end() {
 #[test]
 fn a_langgraph_graph_is_governed_end_to_end() {
     run_example("examples/langgraph_agent.py");
+}
+
+#[test]
+fn the_client_is_clean_under_ruff_and_mypy() {
+    let Some(python) = python() else { return };
+    for args in [
+        &[
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "src",
+            "tests",
+            "examples",
+        ][..],
+        &[
+            "-m",
+            "ruff",
+            "format",
+            "--no-cache",
+            "--check",
+            "src",
+            "tests",
+            "examples",
+        ][..],
+        &[
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--cache-dir",
+            "/dev/null",
+            "--ignore-missing-imports",
+            "src",
+        ][..],
+    ] {
+        let out = Command::new(&python)
+            .args(args)
+            .current_dir(client_dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}:\n{}{}",
+            support::stdout(&out),
+            support::stderr(&out)
+        );
+    }
 }

@@ -18,7 +18,8 @@ POLICY_NAMES = {
 # The conversation both examples run. With a real model, the first paragraph is the request;
 # Tollgate's deterministic fake provider (the default, with no TOLLGATE_PROVIDER set) plays the
 # model's part and makes the calls the [[call ...]] lines script, in order.
-REQUEST = """Customer 42 wants order 7 refunded; note the card token they pasted, and they asked us to delete their account.
+REQUEST = """Customer 42 wants order 7 refunded; note the card token they pasted,
+and they asked us to delete their account.
 [[call lookup_order {"order_id": 7}]]
 [[call add_note {"customer_id": 42, "text": "customer pasted AKIAPYDATUTGFKRXITKP in chat"}]]
 [[call delete_customer {"customer_id": 42}]]

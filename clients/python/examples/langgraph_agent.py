@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import sys
 
+import desk
 from langchain_core.messages import HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import tools_condition
 
-import desk
 from tollgate import Tollgate
 from tollgate.integrations.langgraph import chat_model, tool_node
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import sys
 
+import desk
 from agents import Agent, Runner, function_tool
 
-import desk
 from tollgate import Tollgate
 from tollgate.integrations.openai_agents import govern
 
@@ -41,7 +41,12 @@ def main() -> int:
     with tollgate.open_run(agent="support", task="refund-7", scope="org:acme/support", clearance="confidential") as run:
         print(f"run {run.id} governed by {', '.join(run.governing)}", flush=True)
         result = Runner.run_sync(
-            govern(triage, run, tool_names=desk.POLICY_NAMES, approval_timeout=float(os.environ.get("APPROVAL_TIMEOUT", "300"))),
+            govern(
+                triage,
+                run,
+                tool_names=desk.POLICY_NAMES,
+                approval_timeout=float(os.environ.get("APPROVAL_TIMEOUT", "300")),
+            ),
             desk.REQUEST,
         )
         print("final:", result.final_output, flush=True)

@@ -8,8 +8,8 @@ import asyncio
 import json
 
 import pytest
-
 from conftest import SCOPE
+
 from tollgate import Tollgate
 
 SECRET = "AKIAPYDATUTGFKRXITKP"
@@ -54,7 +54,9 @@ def test_openai_agents_tool_runs_with_redacted_arguments_and_records_its_result(
     assert base.tools[0] is add_note
 
 
-def test_langgraph_tool_runs_with_redacted_arguments_and_refuses_with_a_tool_message(agent: Tollgate, task: str) -> None:
+def test_langgraph_tool_runs_with_redacted_arguments_and_refuses_with_a_tool_message(
+    agent: Tollgate, task: str
+) -> None:
     pytest.importorskip("langgraph")
     from langchain_core.messages import ToolMessage
     from langchain_core.tools import tool
@@ -81,7 +83,9 @@ def test_langgraph_tool_runs_with_redacted_arguments_and_refuses_with_a_tool_mes
         message = note.invoke(call)
         assert isinstance(message, ToolMessage) and message.content == "noted"
         assert seen == ["[REDACTED:support-desk/secrets-redacted]"]
-        refused = delete.invoke({"type": "tool_call", "name": "delete_customer", "id": "call_lg_2", "args": {"customer_id": 1}})
+        refused = delete.invoke(
+            {"type": "tool_call", "name": "delete_customer", "id": "call_lg_2", "args": {"customer_id": 1}}
+        )
         assert isinstance(refused, ToolMessage) and refused.status == "error"
         assert "no-deleting-customers" in refused.content and len(seen) == 1
         # Called directly (not by a ToolNode), the answer is the tool's own.
@@ -91,7 +95,9 @@ def test_langgraph_tool_runs_with_redacted_arguments_and_refuses_with_a_tool_mes
     assert effects == ["redact", "deny", "allow", "allow"]
 
 
-def test_openai_agents_handoff_is_recorded_and_posted_as_a_typed_contract(agent: Tollgate, admin: Tollgate, task: str) -> None:
+def test_openai_agents_handoff_is_recorded_and_posted_as_a_typed_contract(
+    agent: Tollgate, admin: Tollgate, task: str
+) -> None:
     agents = pytest.importorskip("agents")
     from agents.run_context import RunContextWrapper
 

@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-
 from conftest import SCOPE
+
 from tollgate import AsyncTollgate, Forbidden, NotFound, Tollgate, ToolDenied, errors
 
 SECRET = "AKIAPYDATUTGFKRXITKP"
@@ -92,7 +92,9 @@ def test_an_approval_wait_is_released_by_an_approver(agent: Tollgate, approver: 
         assert agent.get_approval(auth.approval.id).state == "used"
 
 
-def test_an_unanswered_approval_times_out_and_a_rejection_says_who(agent: Tollgate, approver: Tollgate, task: str) -> None:
+def test_an_unanswered_approval_times_out_and_a_rejection_says_who(
+    agent: Tollgate, approver: Tollgate, task: str
+) -> None:
     with agent.open_run("support", task, SCOPE) as run:
         auth = run.authorize("payments.issue_refund", {"order_id": 8, "amount_cents": 1}, approval_timeout=1)
         assert not auth.allowed and auth.timed_out

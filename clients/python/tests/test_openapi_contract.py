@@ -102,7 +102,9 @@ def check_answer(model: type[BaseModel], schema: dict[str, Any], doc: dict[str, 
     schema = resolve(schema, doc)
     props = schema.get("properties")
     if props is None:
-        return [f"{where}: the gateway documents no fields (a bare object), the client reads {sorted(model.model_fields)}"]
+        return [
+            f"{where}: the gateway documents no fields (a bare object), the client reads {sorted(model.model_fields)}"
+        ]
     required = set(schema.get("required", []))
     for name, field in model.model_fields.items():
         key = field.alias or name
@@ -118,7 +120,9 @@ def check_answer(model: type[BaseModel], schema: dict[str, Any], doc: dict[str, 
             problems.append(f"{at}: the gateway sends {sorted(sent)}, the client takes {sorted(kinds)}")
         gw_enum = resolve(props[key], doc).get("enum")
         if values is not None and gw_enum is not None and not {v for v in gw_enum if v is not None} <= values:
-            problems.append(f"{at}: the gateway may send {sorted(map(str, gw_enum))}, the client takes {sorted(map(str, values))}")
+            problems.append(
+                f"{at}: the gateway may send {sorted(map(str, gw_enum))}, the client takes {sorted(map(str, values))}"
+            )
         if nested is not None:
             problems += check_answer(nested, _object_member(props[key], doc), doc, at)
         if item is not None:
@@ -151,7 +155,9 @@ def check_body(model: type[BaseModel], schema: dict[str, Any], doc: dict[str, An
             problems.append(f"{at}: the client sends {sorted(kinds)}, the gateway takes {sorted(taken)}")
         gw_enum = resolve(props[key], doc).get("enum")
         if values is not None and gw_enum is not None and not {v for v in values if v is not None} <= set(gw_enum):
-            problems.append(f"{at}: the client sends {sorted(map(str, values))}, the gateway takes {sorted(map(str, gw_enum))}")
+            problems.append(
+                f"{at}: the client sends {sorted(map(str, values))}, the gateway takes {sorted(map(str, gw_enum))}"
+            )
         if nested is not None:
             problems += check_body(nested, _object_member(props[key], doc), doc, at)
         if item is not None:
@@ -180,7 +186,9 @@ def test_operation_matches_the_gateway(name: str, document: dict[str, Any]) -> N
     assert route is not None, f"{name}: no route {spec.path} in /openapi.json"
     operation = route.get(spec.method.lower())
     assert operation is not None, f"{name}: {spec.path} takes no {spec.method}"
-    assert operation.get("operationId") == spec.operation_id, f"{name}: the gateway calls it {operation.get('operationId')}"
+    assert operation.get("operationId") == spec.operation_id, (
+        f"{name}: the gateway calls it {operation.get('operationId')}"
+    )
     params = operation.get("parameters", [])
     path_params = {p["name"] for p in params if p["in"] == "path"}
     assert path_params == set(re.findall(r"{(\w+)}", spec.path)), f"{name}: path parameters {path_params}"
@@ -216,7 +224,9 @@ def test_the_checker_catches_drift(document: dict[str, Any]) -> None:
         call_id: str
         verdict: str
 
-    schema = document["paths"]["/v1/runs/{run_id}/tool-calls"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    schema = document["paths"]["/v1/runs/{run_id}/tool-calls"]["post"]["responses"]["200"]["content"][
+        "application/json"
+    ]["schema"]
     assert any("verdict" in p for p in check_answer(Drifted, schema, document, "x"))
 
     class WrongType(Answer):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Optional
+from typing import Any
 
 import httpx
 
@@ -55,18 +55,18 @@ class Tollgate:
 
     def __init__(
         self,
-        url: Optional[str] = None,
-        token: Optional[str] = None,
+        url: str | None = None,
+        token: str | None = None,
         *,
         timeout: float = 30.0,
-        http: Optional[httpx.Client] = None,
+        http: httpx.Client | None = None,
     ) -> None:
         self.url = resolve_url(url)
         self.token = resolve_token(token)
         self.timeout = timeout
         self._http = http or httpx.Client(headers=_headers(self.token), timeout=timeout)
 
-    def __enter__(self) -> "Tollgate":
+    def __enter__(self) -> Tollgate:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -75,7 +75,7 @@ class Tollgate:
     def close(self) -> None:
         self._http.close()
 
-    def send(self, op: ops.Op, *, timeout: Optional[float] = None) -> Any:
+    def send(self, op: ops.Op, *, timeout: float | None = None) -> Any:
         """Sends one operation and reads its answer (or raises the gateway's error)."""
         args = _request_args(self.url, op)
         if timeout is not None:
@@ -96,12 +96,12 @@ class Tollgate:
         task: str,
         scope: str,
         *,
-        id: Optional[str] = None,
-        clearance: Optional[m.Level] = None,
-        envelopes: Optional[list[str]] = None,
-        parent_run: Optional[str] = None,
-        handoff: Optional[str] = None,
-        metadata: Optional[dict[str, Any]] = None,
+        id: str | None = None,
+        clearance: m.Level | None = None,
+        envelopes: list[str] | None = None,
+        parent_run: str | None = None,
+        handoff: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Run:
         """Opens a run; use it as a context manager to finish it (``failed`` on an exception)."""
         body = m.OpenRunBody(
@@ -128,7 +128,7 @@ class Tollgate:
         """Runs, newest first: ``agent``, ``status``, ``limit``, ``after``, ``after_started_at``."""
         return self.send(ops.list_runs(**query))
 
-    def add_step(self, run_id: str, name: str, agent: Optional[str] = None) -> int:
+    def add_step(self, run_id: str, name: str, agent: str | None = None) -> int:
         return self.send(ops.add_step(run_id, m.StepBody(name=name, agent=agent))).step
 
     def append_events(self, run_id: str, events: list[m.EventInput]) -> list[m.Appended]:
@@ -149,19 +149,17 @@ class Tollgate:
         self,
         run_id: str,
         tool: str,
-        arguments: Optional[dict[str, Any]] = None,
+        arguments: dict[str, Any] | None = None,
         *,
-        call_id: Optional[str] = None,
-        approval_id: Optional[str] = None,
-        step: Optional[int] = None,
+        call_id: str | None = None,
+        approval_id: str | None = None,
+        step: int | None = None,
     ) -> m.ToolCallAnswer:
         """Asks whether a tool call may run (one question; see :meth:`Run.authorize`)."""
-        body = m.ToolCallBody(
-            tool=tool, arguments=arguments or {}, call_id=call_id, approval_id=approval_id, step=step
-        )
+        body = m.ToolCallBody(tool=tool, arguments=arguments or {}, call_id=call_id, approval_id=approval_id, step=step)
         return self.send(ops.tool_call(run_id, body))
 
-    def get_approval(self, approval_id: str, wait: Optional[int] = None) -> m.Approval:
+    def get_approval(self, approval_id: str, wait: int | None = None) -> m.Approval:
         extra = float(wait or 0) + self.timeout
         return self.send(ops.get_approval(approval_id, wait), timeout=extra)
 
@@ -180,7 +178,7 @@ class Tollgate:
                     details={"approval": approval.id},
                 )
 
-    def list_approvals(self, run: Optional[str] = None, state: Optional[m.ApprovalState] = None) -> list[m.Approval]:
+    def list_approvals(self, run: str | None = None, state: m.ApprovalState | None = None) -> list[m.Approval]:
         return self.send(ops.list_approvals(run, state)).approvals
 
     def approve(self, approval_id: str, reason: str = "") -> m.Approval:
@@ -191,7 +189,7 @@ class Tollgate:
         return self.send(ops.decide_approval(approval_id, m.ApprovalBody(decision="reject", reason=reason)))
 
     def decisions(
-        self, run_id: str, *, effect: Optional[m.Effect] = None, kind: Optional[m.DecisionKind] = None
+        self, run_id: str, *, effect: m.Effect | None = None, kind: m.DecisionKind | None = None
     ) -> list[m.RecordedDecision]:
         """Every decision of a run with its receipt, in event order."""
         return self.send(ops.decisions(run_id, effect, kind)).decisions
@@ -206,7 +204,9 @@ class Tollgate:
     def get_memory(self, memory_id: str) -> dict[str, Any]:
         return self.send(ops.get_memory(memory_id))
 
-    def memory_feedback(self, memory_id: str, verdict: str, note: str = "", run: Optional[str] = None) -> dict[str, Any]:
+    def memory_feedback(
+        self, memory_id: str, verdict: m.Verdict, note: str = "", run: str | None = None
+    ) -> dict[str, Any]:
         return self.send(ops.memory_feedback(memory_id, m.FeedbackBody(verdict=verdict, note=note, run=run)))
 
     def distill_run(self, run_id: str) -> dict[str, Any]:
@@ -218,25 +218,29 @@ class Tollgate:
         """Posts a handoff contract; the handoff pack judges it (403 ``contract_rejected``)."""
         return self.send(ops.create_contract(contract))
 
-    def get_contract(self, contract_id: str, version: Optional[int] = None) -> dict[str, Any]:
+    def get_contract(self, contract_id: str, version: int | None = None) -> dict[str, Any]:
         return self.send(ops.get_contract(contract_id, version))
 
-    def list_contracts(self, limit: Optional[int] = None) -> dict[str, Any]:
+    def list_contracts(self, limit: int | None = None) -> dict[str, Any]:
         return self.send(ops.list_contracts(limit))
 
     # ---- cases ----
 
-    def list_cases(self, pack: Optional[str] = None, limit: Optional[int] = None) -> dict[str, Any]:
+    def list_cases(self, pack: str | None = None, limit: int | None = None) -> dict[str, Any]:
         return self.send(ops.list_cases(pack, limit))
 
-    def open_case(self, engine_id: str, engine_version: str, input: dict[str, Any], title: Optional[str] = None) -> dict[str, Any]:
+    def open_case(
+        self, engine_id: str, engine_version: str, input: dict[str, Any], title: str | None = None
+    ) -> dict[str, Any]:
         body = m.OpenCaseBody(engine_id=engine_id, engine_version=engine_version, input=input, title=title)
         return self.send(ops.open_case(body))
 
     def get_case(self, case_id: str) -> dict[str, Any]:
         return self.send(ops.get_case(case_id))
 
-    def append_evidence(self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    def append_evidence(
+        self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]
+    ) -> dict[str, Any]:
         body = m.EvidenceAppend(expected_version=expected_version, worker=worker, evidence=evidence)
         return self.send(ops.append_evidence(case_id, body))
 
@@ -253,7 +257,7 @@ class Tollgate:
         body = m.CaseApprovalBody(approve=approve, reason=reason)
         return self.send(ops.decide_case_approval(case_id, proposal_id, body))
 
-    def commit(self, case_id: str, proposal_id: str, mode: Optional[str] = None) -> dict[str, Any]:
+    def commit(self, case_id: str, proposal_id: str, mode: m.CommitMode | None = None) -> dict[str, Any]:
         return self.send(ops.commit(case_id, proposal_id, m.CommitBody(mode=mode)))
 
 
@@ -262,18 +266,18 @@ class AsyncTollgate:
 
     def __init__(
         self,
-        url: Optional[str] = None,
-        token: Optional[str] = None,
+        url: str | None = None,
+        token: str | None = None,
         *,
         timeout: float = 30.0,
-        http: Optional[httpx.AsyncClient] = None,
+        http: httpx.AsyncClient | None = None,
     ) -> None:
         self.url = resolve_url(url)
         self.token = resolve_token(token)
         self.timeout = timeout
         self._http = http or httpx.AsyncClient(headers=_headers(self.token), timeout=timeout)
 
-    async def __aenter__(self) -> "AsyncTollgate":
+    async def __aenter__(self) -> AsyncTollgate:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -282,7 +286,7 @@ class AsyncTollgate:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def send(self, op: ops.Op, *, timeout: Optional[float] = None) -> Any:
+    async def send(self, op: ops.Op, *, timeout: float | None = None) -> Any:
         args = _request_args(self.url, op)
         if timeout is not None:
             args["timeout"] = timeout
@@ -300,12 +304,12 @@ class AsyncTollgate:
         task: str,
         scope: str,
         *,
-        id: Optional[str] = None,
-        clearance: Optional[m.Level] = None,
-        envelopes: Optional[list[str]] = None,
-        parent_run: Optional[str] = None,
-        handoff: Optional[str] = None,
-        metadata: Optional[dict[str, Any]] = None,
+        id: str | None = None,
+        clearance: m.Level | None = None,
+        envelopes: list[str] | None = None,
+        parent_run: str | None = None,
+        handoff: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> AsyncRun:
         body = m.OpenRunBody(
             agent=agent,
@@ -329,7 +333,7 @@ class AsyncTollgate:
     async def list_runs(self, **query: Any) -> dict[str, Any]:
         return await self.send(ops.list_runs(**query))
 
-    async def add_step(self, run_id: str, name: str, agent: Optional[str] = None) -> int:
+    async def add_step(self, run_id: str, name: str, agent: str | None = None) -> int:
         return (await self.send(ops.add_step(run_id, m.StepBody(name=name, agent=agent)))).step
 
     async def append_events(self, run_id: str, events: list[m.EventInput]) -> list[m.Appended]:
@@ -347,18 +351,16 @@ class AsyncTollgate:
         self,
         run_id: str,
         tool: str,
-        arguments: Optional[dict[str, Any]] = None,
+        arguments: dict[str, Any] | None = None,
         *,
-        call_id: Optional[str] = None,
-        approval_id: Optional[str] = None,
-        step: Optional[int] = None,
+        call_id: str | None = None,
+        approval_id: str | None = None,
+        step: int | None = None,
     ) -> m.ToolCallAnswer:
-        body = m.ToolCallBody(
-            tool=tool, arguments=arguments or {}, call_id=call_id, approval_id=approval_id, step=step
-        )
+        body = m.ToolCallBody(tool=tool, arguments=arguments or {}, call_id=call_id, approval_id=approval_id, step=step)
         return await self.send(ops.tool_call(run_id, body))
 
-    async def get_approval(self, approval_id: str, wait: Optional[int] = None) -> m.Approval:
+    async def get_approval(self, approval_id: str, wait: int | None = None) -> m.Approval:
         extra = float(wait or 0) + self.timeout
         return await self.send(ops.get_approval(approval_id, wait), timeout=extra)
 
@@ -377,7 +379,7 @@ class AsyncTollgate:
                     details={"approval": approval.id},
                 )
 
-    async def list_approvals(self, run: Optional[str] = None, state: Optional[m.ApprovalState] = None) -> list[m.Approval]:
+    async def list_approvals(self, run: str | None = None, state: m.ApprovalState | None = None) -> list[m.Approval]:
         return (await self.send(ops.list_approvals(run, state))).approvals
 
     async def approve(self, approval_id: str, reason: str = "") -> m.Approval:
@@ -387,7 +389,7 @@ class AsyncTollgate:
         return await self.send(ops.decide_approval(approval_id, m.ApprovalBody(decision="reject", reason=reason)))
 
     async def decisions(
-        self, run_id: str, *, effect: Optional[m.Effect] = None, kind: Optional[m.DecisionKind] = None
+        self, run_id: str, *, effect: m.Effect | None = None, kind: m.DecisionKind | None = None
     ) -> list[m.RecordedDecision]:
         return (await self.send(ops.decisions(run_id, effect, kind))).decisions
 
@@ -397,7 +399,9 @@ class AsyncTollgate:
     async def get_memory(self, memory_id: str) -> dict[str, Any]:
         return await self.send(ops.get_memory(memory_id))
 
-    async def memory_feedback(self, memory_id: str, verdict: str, note: str = "", run: Optional[str] = None) -> dict[str, Any]:
+    async def memory_feedback(
+        self, memory_id: str, verdict: m.Verdict, note: str = "", run: str | None = None
+    ) -> dict[str, Any]:
         return await self.send(ops.memory_feedback(memory_id, m.FeedbackBody(verdict=verdict, note=note, run=run)))
 
     async def distill_run(self, run_id: str) -> dict[str, Any]:
@@ -406,23 +410,27 @@ class AsyncTollgate:
     async def create_contract(self, contract: m.HandoffContract) -> dict[str, Any]:
         return await self.send(ops.create_contract(contract))
 
-    async def get_contract(self, contract_id: str, version: Optional[int] = None) -> dict[str, Any]:
+    async def get_contract(self, contract_id: str, version: int | None = None) -> dict[str, Any]:
         return await self.send(ops.get_contract(contract_id, version))
 
-    async def list_contracts(self, limit: Optional[int] = None) -> dict[str, Any]:
+    async def list_contracts(self, limit: int | None = None) -> dict[str, Any]:
         return await self.send(ops.list_contracts(limit))
 
-    async def list_cases(self, pack: Optional[str] = None, limit: Optional[int] = None) -> dict[str, Any]:
+    async def list_cases(self, pack: str | None = None, limit: int | None = None) -> dict[str, Any]:
         return await self.send(ops.list_cases(pack, limit))
 
-    async def open_case(self, engine_id: str, engine_version: str, input: dict[str, Any], title: Optional[str] = None) -> dict[str, Any]:
+    async def open_case(
+        self, engine_id: str, engine_version: str, input: dict[str, Any], title: str | None = None
+    ) -> dict[str, Any]:
         body = m.OpenCaseBody(engine_id=engine_id, engine_version=engine_version, input=input, title=title)
         return await self.send(ops.open_case(body))
 
     async def get_case(self, case_id: str) -> dict[str, Any]:
         return await self.send(ops.get_case(case_id))
 
-    async def append_evidence(self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    async def append_evidence(
+        self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]
+    ) -> dict[str, Any]:
         body = m.EvidenceAppend(expected_version=expected_version, worker=worker, evidence=evidence)
         return await self.send(ops.append_evidence(case_id, body))
 
@@ -435,9 +443,11 @@ class AsyncTollgate:
     async def check_policy(self, case_id: str, proposal_id: str) -> dict[str, Any]:
         return await self.send(ops.check_policy(case_id, proposal_id))
 
-    async def decide_case_approval(self, case_id: str, proposal_id: str, approve: bool, reason: str = "") -> dict[str, Any]:
+    async def decide_case_approval(
+        self, case_id: str, proposal_id: str, approve: bool, reason: str = ""
+    ) -> dict[str, Any]:
         body = m.CaseApprovalBody(approve=approve, reason=reason)
         return await self.send(ops.decide_case_approval(case_id, proposal_id, body))
 
-    async def commit(self, case_id: str, proposal_id: str, mode: Optional[str] = None) -> dict[str, Any]:
+    async def commit(self, case_id: str, proposal_id: str, mode: m.CommitMode | None = None) -> dict[str, Any]:
         return await self.send(ops.commit(case_id, proposal_id, m.CommitBody(mode=mode)))

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 TOKEN_FILE = Path(".tollgate") / "token"
 
 
-def resolve_url(url: Optional[str]) -> str:
+def resolve_url(url: str | None) -> str:
     """``url``, else ``TOLLGATE_URL``, else the gateway's default address."""
     chosen = url or os.environ.get("TOLLGATE_URL") or DEFAULT_URL
     return chosen.rstrip("/")
 
 
-def resolve_token(token: Optional[str]) -> str:
+def resolve_token(token: str | None) -> str:
     """``token``, else ``TOLLGATE_TOKEN``, else ``.tollgate/token`` (the owner's, on the
     gateway's own machine); a clear error when there is none."""
     if token:

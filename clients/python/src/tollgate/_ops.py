@@ -6,8 +6,9 @@ holds the client to ``/openapi.json`` (``tests/test_openapi_contract.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from . import models as m
@@ -21,8 +22,8 @@ class Spec:
     method: str
     path: str
     query: tuple[str, ...] = ()
-    body: Optional[type[m.Body]] = None
-    answer: Optional[type[m.Answer]] = None
+    body: type[m.Body] | None = None
+    answer: type[m.Answer] | None = None
     status: int = 200
     also: tuple[int, ...] = ()
 
@@ -38,7 +39,7 @@ class Op:
     spec: Spec
     path: str
     query: dict[str, Any] = field(default_factory=dict)
-    body: Optional[dict[str, Any]] = None
+    body: dict[str, Any] | None = None
 
     def read(self, status: int, payload: Any) -> Any:
         if self.spec.answer is None:
@@ -65,7 +66,7 @@ def _query(**values: Any) -> dict[str, Any]:
     return {k.rstrip("_"): v for k, v in values.items() if v is not None}
 
 
-def _body(model: Optional[m.Body]) -> Optional[dict[str, Any]]:
+def _body(model: m.Body | None) -> dict[str, Any] | None:
     if model is None:
         return None
     return model.model_dump(mode="json", exclude_none=True, by_alias=True)
@@ -75,12 +76,8 @@ def _body(model: Optional[m.Body]) -> Optional[dict[str, Any]]:
 
 OPEN_RUN = _spec(Spec("open_run", "POST", "/v1/runs", body=m.OpenRunBody, answer=m.RunView, status=201))
 GET_RUN = _spec(Spec("get_run", "GET", "/v1/runs/{run_id}", answer=m.RunView))
-LIST_RUNS = _spec(
-    Spec("list_runs", "GET", "/v1/runs", query=("agent", "status", "limit", "after", "after_started_at"))
-)
-ADD_STEP = _spec(
-    Spec("add_step", "POST", "/v1/runs/{run_id}/steps", body=m.StepBody, answer=m.StepAdded, status=201)
-)
+LIST_RUNS = _spec(Spec("list_runs", "GET", "/v1/runs", query=("agent", "status", "limit", "after", "after_started_at")))
+ADD_STEP = _spec(Spec("add_step", "POST", "/v1/runs/{run_id}/steps", body=m.StepBody, answer=m.StepAdded, status=201))
 APPEND_EVENTS = _spec(
     Spec(
         "append_events",
@@ -129,9 +126,7 @@ TOOL_CALL = _spec(
     Spec("tool_call", "POST", "/v1/runs/{run_id}/tool-calls", body=m.ToolCallBody, answer=m.ToolCallAnswer)
 )
 GET_APPROVAL = _spec(Spec("get_approval", "GET", "/v1/approvals/{id}", query=("wait",), answer=m.Approval))
-LIST_APPROVALS = _spec(
-    Spec("list_approvals", "GET", "/v1/approvals", query=("run", "state"), answer=m.ApprovalList)
-)
+LIST_APPROVALS = _spec(Spec("list_approvals", "GET", "/v1/approvals", query=("run", "state"), answer=m.ApprovalList))
 DECIDE_APPROVAL = _spec(
     Spec("decide_approval", "POST", "/v2/policies/approvals/{id}", body=m.ApprovalBody, answer=m.Approval)
 )
@@ -144,11 +139,11 @@ def tool_call(run_id: str, body: m.ToolCallBody) -> Op:
     return Op(TOOL_CALL, _path(TOOL_CALL.path, run_id=run_id), body=_body(body))
 
 
-def get_approval(approval_id: str, wait: Optional[int] = None) -> Op:
+def get_approval(approval_id: str, wait: int | None = None) -> Op:
     return Op(GET_APPROVAL, _path(GET_APPROVAL.path, id=approval_id), query=_query(wait=wait))
 
 
-def list_approvals(run: Optional[str] = None, state: Optional[str] = None) -> Op:
+def list_approvals(run: str | None = None, state: str | None = None) -> Op:
     return Op(LIST_APPROVALS, LIST_APPROVALS.path, query=_query(run=run, state=state))
 
 
@@ -156,7 +151,7 @@ def decide_approval(approval_id: str, body: m.ApprovalBody) -> Op:
     return Op(DECIDE_APPROVAL, _path(DECIDE_APPROVAL.path, id=approval_id), body=_body(body))
 
 
-def decisions(run_id: str, effect: Optional[str] = None, kind: Optional[str] = None) -> Op:
+def decisions(run_id: str, effect: str | None = None, kind: str | None = None) -> Op:
     return Op(DECISIONS, _path(DECISIONS.path, run_id=run_id), query=_query(effect=effect, kind=kind))
 
 
@@ -202,11 +197,11 @@ def create_contract(body: m.HandoffContract) -> Op:
     return Op(CREATE_CONTRACT, CREATE_CONTRACT.path, body=_body(body))
 
 
-def get_contract(contract_id: str, version: Optional[int] = None) -> Op:
+def get_contract(contract_id: str, version: int | None = None) -> Op:
     return Op(GET_CONTRACT, _path(GET_CONTRACT.path, id=contract_id), query=_query(version=version))
 
 
-def list_contracts(limit: Optional[int] = None) -> Op:
+def list_contracts(limit: int | None = None) -> Op:
     return Op(LIST_CONTRACTS, LIST_CONTRACTS.path, query=_query(limit=limit))
 
 
@@ -230,12 +225,10 @@ DECIDE_CASE_APPROVAL = _spec(
         status=201,
     )
 )
-COMMIT = _spec(
-    Spec("commit", "POST", "/cases/{case_id}/proposals/{proposal_id}/commit", body=m.CommitBody, status=201)
-)
+COMMIT = _spec(Spec("commit", "POST", "/cases/{case_id}/proposals/{proposal_id}/commit", body=m.CommitBody, status=201))
 
 
-def list_cases(pack: Optional[str] = None, limit: Optional[int] = None) -> Op:
+def list_cases(pack: str | None = None, limit: int | None = None) -> Op:
     return Op(LIST_CASES, LIST_CASES.path, query=_query(pack=pack, limit=limit))
 
 

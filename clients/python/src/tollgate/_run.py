@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from . import models as m
@@ -22,7 +23,7 @@ class Authorization:
     """
 
     answer: m.ToolCallAnswer
-    approval: Optional[m.Approval] = None
+    approval: m.Approval | None = None
     timed_out: bool = False
 
     @property
@@ -60,7 +61,7 @@ class Authorization:
         return f"Tollgate: call not run, {self.answer.effect}: {self.answer.reason} (receipt {self.receipt})"
 
 
-def _approved_id(call_id: str) -> Optional[str]:
+def _approved_id(call_id: str) -> str | None:
     """The id of the call made again with its approval: the first call's, marked."""
     return f"{call_id}.approved" if len(call_id) <= 119 else None
 
@@ -106,11 +107,11 @@ class Run(_RunBase):
     """A run, for a blocking agent. As a context manager, it finishes the run on exit:
     ``succeeded``, or ``failed`` when the block raised."""
 
-    def __init__(self, client: "Tollgate", view: m.RunView) -> None:
+    def __init__(self, client: Tollgate, view: m.RunView) -> None:
         self.client = client
         self.view = view
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
@@ -123,7 +124,7 @@ class Run(_RunBase):
         self.view = self.client.get_run(self.id)
         return self.view
 
-    def step(self, name: str, agent: Optional[str] = None) -> int:
+    def step(self, name: str, agent: str | None = None) -> int:
         return self.client.add_step(self.id, name, agent)
 
     def events(self, events: list[m.EventInput]) -> list[m.Appended]:
@@ -138,15 +139,15 @@ class Run(_RunBase):
     def compile(self, items: list[m.CandidateItem], **settings: Any) -> dict[str, Any]:
         return self.client.compile(self.id, items, **settings)
 
-    def tool_call(self, tool: str, arguments: Optional[dict[str, Any]] = None, **kw: Any) -> m.ToolCallAnswer:
+    def tool_call(self, tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> m.ToolCallAnswer:
         return self.client.tool_call(self.id, tool, arguments, **kw)
 
     def authorize(
         self,
         tool: str,
-        arguments: Optional[dict[str, Any]] = None,
+        arguments: dict[str, Any] | None = None,
         *,
-        call_id: Optional[str] = None,
+        call_id: str | None = None,
         approval_timeout: float = 300.0,
     ) -> Authorization:
         """Asks before a tool call; when policy wants a human, waits up to
@@ -167,7 +168,7 @@ class Run(_RunBase):
         """Records what a tool returned (``status`` ``ok`` or ``error``)."""
         return self.events([_result_event(call_id, output, status)])[0]
 
-    def call(self, tool: str, fn: Callable[..., Any], arguments: Optional[dict[str, Any]] = None, **kw: Any) -> Any:
+    def call(self, tool: str, fn: Callable[..., Any], arguments: dict[str, Any] | None = None, **kw: Any) -> Any:
         """Authorizes ``tool``, runs ``fn(**arguments)`` when allowed (with the arguments policy
         returned), records its result and returns it; raises ``ToolDenied`` otherwise."""
         auth = self.authorize(tool, arguments, **kw)
@@ -208,11 +209,11 @@ class Run(_RunBase):
 class AsyncRun(_RunBase):
     """A run, for an asyncio agent: :class:`Run`'s methods, awaited."""
 
-    def __init__(self, client: "AsyncTollgate", view: m.RunView) -> None:
+    def __init__(self, client: AsyncTollgate, view: m.RunView) -> None:
         self.client = client
         self.view = view
 
-    async def __aenter__(self) -> "AsyncRun":
+    async def __aenter__(self) -> AsyncRun:
         return self
 
     async def __aexit__(self, kind: object, exc: object, tb: object) -> None:
@@ -225,7 +226,7 @@ class AsyncRun(_RunBase):
         self.view = await self.client.get_run(self.id)
         return self.view
 
-    async def step(self, name: str, agent: Optional[str] = None) -> int:
+    async def step(self, name: str, agent: str | None = None) -> int:
         return await self.client.add_step(self.id, name, agent)
 
     async def events(self, events: list[m.EventInput]) -> list[m.Appended]:
@@ -240,15 +241,15 @@ class AsyncRun(_RunBase):
     async def compile(self, items: list[m.CandidateItem], **settings: Any) -> dict[str, Any]:
         return await self.client.compile(self.id, items, **settings)
 
-    async def tool_call(self, tool: str, arguments: Optional[dict[str, Any]] = None, **kw: Any) -> m.ToolCallAnswer:
+    async def tool_call(self, tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> m.ToolCallAnswer:
         return await self.client.tool_call(self.id, tool, arguments, **kw)
 
     async def authorize(
         self,
         tool: str,
-        arguments: Optional[dict[str, Any]] = None,
+        arguments: dict[str, Any] | None = None,
         *,
-        call_id: Optional[str] = None,
+        call_id: str | None = None,
         approval_timeout: float = 300.0,
     ) -> Authorization:
         answer = await self.tool_call(tool, arguments or {}, call_id=call_id)
@@ -268,7 +269,7 @@ class AsyncRun(_RunBase):
     async def record_result(self, call_id: str, output: Any, status: str = "ok") -> m.Appended:
         return (await self.events([_result_event(call_id, output, status)]))[0]
 
-    async def call(self, tool: str, fn: Callable[..., Any], arguments: Optional[dict[str, Any]] = None, **kw: Any) -> Any:
+    async def call(self, tool: str, fn: Callable[..., Any], arguments: dict[str, Any] | None = None, **kw: Any) -> Any:
         """:meth:`Run.call` for a coroutine function or a plain one."""
         import inspect
 

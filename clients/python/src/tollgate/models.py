@@ -8,7 +8,7 @@ here, not a 422 there). ``tests/test_openapi_contract.py`` holds every model to 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,9 @@ Level = Literal["public", "internal", "confidential", "secret"]
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 FinalStatus = Literal["succeeded", "failed", "cancelled"]
 DecisionKind = Literal["tool", "context", "model", "memory", "handoff"]
+Verdict = Literal["helpful", "unhelpful", "wrong"]
+CommitMode = Literal["dry_run", "real"]
+HandoffTemplate = Literal["lightweight", "code_patch_review", "research_to_implementation", "planner_to_executor"]
 
 
 class Answer(BaseModel):
@@ -39,11 +42,11 @@ class OpenRunBody(Body):
     agent: str
     task: str
     scope: str
-    id: Optional[str] = None
-    clearance: Optional[Level] = None
+    id: str | None = None
+    clearance: Level | None = None
     envelopes: list[str] = Field(default_factory=list)
-    parent_run: Optional[str] = None
-    handoff: Optional[str] = None
+    parent_run: str | None = None
+    handoff: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -55,8 +58,8 @@ class RunHeader(Answer):
     clearance: Level
     status: RunStatus
     started_at: str
-    finished_at: Optional[str] = None
-    parent_run: Optional[str] = None
+    finished_at: str | None = None
+    parent_run: str | None = None
     envelopes: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -90,7 +93,7 @@ class RunView(Answer):
 
 class StepBody(Body):
     name: str
-    agent: Optional[str] = None
+    agent: str | None = None
 
 
 class StepAdded(Answer):
@@ -100,7 +103,7 @@ class StepAdded(Answer):
 class EventInput(Body):
     kind: Literal["note", "tool_result", "output", "error", "handoff", "context_offered"]
     payload: dict[str, Any] = Field(default_factory=dict)
-    step: Optional[int] = None
+    step: int | None = None
 
 
 class EventsBody(Body):
@@ -126,9 +129,9 @@ class FinishBody(Body):
 class ToolCallBody(Body):
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    call_id: Optional[str] = None
-    approval_id: Optional[str] = None
-    step: Optional[int] = None
+    call_id: str | None = None
+    approval_id: str | None = None
+    step: int | None = None
 
 
 class ApprovalView(Answer):
@@ -136,8 +139,8 @@ class ApprovalView(Answer):
     state: ApprovalState
     expires_at: str
     approvers: list[str]
-    decided_by: Optional[str] = None
-    reason: Optional[str] = None
+    decided_by: str | None = None
+    reason: str | None = None
 
 
 class Receipt(Answer):
@@ -160,14 +163,14 @@ class ToolCallAnswer(Answer):
     effect: Effect
     execute: bool
     tool: str
-    arguments: Optional[dict[str, Any]]
+    arguments: dict[str, Any] | None
     reason: str
     rules: list[str]
     receipt: Receipt
     decision: dict[str, Any]
-    retry_after: Optional[int] = None
-    approval: Optional[ApprovalView] = None
-    data_decision: Optional[dict[str, Any]] = None
+    retry_after: int | None = None
+    approval: ApprovalView | None = None
+    data_decision: dict[str, Any] | None = None
 
 
 class Approval(Answer):
@@ -183,10 +186,10 @@ class Approval(Answer):
     state: ApprovalState
     requested_at: int
     expires_at: int
-    decided_by: Optional[str] = None
-    reason: Optional[str] = None
-    decided_at: Optional[int] = None
-    used_at: Optional[int] = None
+    decided_by: str | None = None
+    reason: str | None = None
+    decided_at: int | None = None
+    used_at: int | None = None
 
 
 class ApprovalList(Answer):
@@ -209,8 +212,8 @@ class RecordedDecision(Answer):
     effect: Effect
     rules: list[str]
     decision: dict[str, Any]
-    subject: Optional[str] = None
-    reason: Optional[str] = None
+    subject: str | None = None
+    reason: str | None = None
 
 
 class RunDecisions(Answer):
@@ -224,30 +227,30 @@ class RunDecisions(Answer):
 class CandidateItem(Body):
     id: str
     kind: Literal["file", "doc", "message", "tool_result", "memory", "summary"]
-    content: Optional[str] = None
-    scope: Optional[str] = None
-    sensitivity: Optional[Level] = None
+    content: str | None = None
+    scope: str | None = None
+    sensitivity: Level | None = None
     labels: list[str] = Field(default_factory=list)
-    role: Optional[str] = None
-    summary: Optional[str] = None
-    reference: Optional[str] = None
-    tokens: Optional[int] = None
-    weight: Optional[float] = None
+    role: str | None = None
+    summary: str | None = None
+    reference: str | None = None
+    tokens: int | None = None
+    weight: float | None = None
 
 
 class CompileBody(Body):
     items: list[CandidateItem]
-    settings: Optional[dict[str, Any]] = None
-    step: Optional[int] = None
+    settings: dict[str, Any] | None = None
+    step: int | None = None
 
 
 # ---- memory ----
 
 
 class FeedbackBody(Body):
-    verdict: Literal["helpful", "unhelpful", "wrong"]
+    verdict: Verdict
     note: str = ""
-    run: Optional[str] = None
+    run: str | None = None
 
 
 # ---- handoff contracts ----
@@ -255,14 +258,14 @@ class FeedbackBody(Body):
 
 class Producer(Body):
     run: str
-    agent: Optional[str] = None
+    agent: str | None = None
 
 
 class Consumer(Body):
     agent: str
-    clearance: Optional[Level] = None
-    run: Optional[str] = None
-    scope: Optional[str] = None
+    clearance: Level | None = None
+    run: str | None = None
+    scope: str | None = None
 
 
 class HandoffContract(Body):
@@ -273,13 +276,11 @@ class HandoffContract(Body):
     id: str
     producer: Producer
     consumer: Consumer
-    goal: Union[str, dict[str, Any]]
-    schema_: Optional[str] = Field(default=None, alias="schema")
-    template: Optional[
-        Literal["lightweight", "code_patch_review", "research_to_implementation", "planner_to_executor"]
-    ] = None
-    evidence: Optional[list[Any]] = None
-    constraints: Optional[dict[str, Any]] = None
+    goal: str | dict[str, Any]
+    schema_: str | None = Field(default=None, alias="schema")
+    template: HandoffTemplate | None = None
+    evidence: list[Any] | None = None
+    constraints: dict[str, Any] | None = None
     required_outputs: list[Any] = Field(default_factory=list)
     success_criteria: list[Any] = Field(default_factory=list)
     extensions: dict[str, Any] = Field(default_factory=dict)
@@ -292,14 +293,14 @@ class OpenCaseBody(Body):
     engine_id: str
     engine_version: str
     input: dict[str, Any] = Field(default_factory=dict)
-    title: Optional[str] = None
+    title: str | None = None
 
 
 class EvidenceAppend(Body):
     expected_version: int
     worker: str
     evidence: dict[str, Any]
-    event_id: Optional[str] = None
+    event_id: str | None = None
 
 
 class ProposeBody(Body):
@@ -312,4 +313,4 @@ class CaseApprovalBody(Body):
 
 
 class CommitBody(Body):
-    mode: Optional[Literal["dry_run", "real"]] = None
+    mode: CommitMode | None = None

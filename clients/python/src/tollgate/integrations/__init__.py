@@ -7,15 +7,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping, Optional, Union
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .._run import AsyncRun, Authorization, Run
 
-AnyRun = Union[Run, AsyncRun]
-ToolNames = Union[Mapping[str, str], Callable[[str], str], None]
+AnyRun = Run | AsyncRun
+ToolNames = Mapping[str, str] | Callable[[str], str] | None
 
 
-def policy_name(tool: str, names: ToolNames, prefix: Optional[str]) -> str:
+def policy_name(tool: str, names: ToolNames, prefix: str | None) -> str:
     """The name policy knows a framework's tool by: ``names[tool]`` (a mapping or a function),
     else ``PREFIX.tool``, else the tool's own name."""
     if callable(names):
@@ -25,7 +26,9 @@ def policy_name(tool: str, names: ToolNames, prefix: Optional[str]) -> str:
     return f"{prefix}.{tool}" if prefix else tool
 
 
-async def authorize(run: AnyRun, tool: str, arguments: dict[str, Any], call_id: Optional[str], timeout: float) -> Authorization:
+async def authorize(
+    run: AnyRun, tool: str, arguments: dict[str, Any], call_id: str | None, timeout: float
+) -> Authorization:
     """:meth:`Run.authorize` from async code, whichever kind of run it is (a blocking run's
     HTTP calls go to a worker thread, so the event loop is never blocked)."""
     if isinstance(run, AsyncRun):
@@ -48,7 +51,7 @@ async def call_run(run: AnyRun, method: str, *args: Any, **kwargs: Any) -> Any:
     return await asyncio.to_thread(fn, *args, **kwargs)
 
 
-def safe_call_id(raw: Optional[str]) -> Optional[str]:
+def safe_call_id(raw: str | None) -> str | None:
     """A framework's tool-call id when the gateway takes it as a call id, else none (the
     gateway then names the call)."""
     if not raw or len(raw) > 128:

@@ -15,12 +15,13 @@ is LangGraph's ``ToolNode`` over them, for graphs built by hand. :func:`chat_mod
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from pydantic import ConfigDict
+from pydantic import ConfigDict, SecretStr
 
 from .._run import AsyncRun
 from . import AnyRun, ToolNames, authorize, policy_name, record_result, safe_call_id
@@ -28,7 +29,7 @@ from . import AnyRun, ToolNames, authorize, policy_name, record_result, safe_cal
 __all__ = ["GovernedTool", "chat_model", "govern_tools", "tool_node"]
 
 
-def _split(input: Any) -> tuple[Optional[str], Any]:
+def _split(input: Any) -> tuple[str | None, Any]:
     """(the tool call's id, its arguments) of what a ``ToolNode`` (a ``tool_call`` dict) or a
     direct caller (the arguments) passes to ``invoke``."""
     if isinstance(input, dict) and input.get("type") == "tool_call":
@@ -56,12 +57,12 @@ class GovernedTool(BaseTool):
     tollgate_run: Any
     approval_timeout: float = 300.0
 
-    def _refusal(self, call_id: Optional[str], reason: str) -> Any:
+    def _refusal(self, call_id: str | None, reason: str) -> Any:
         if call_id is None:
             return reason
         return ToolMessage(content=reason, tool_call_id=call_id, name=self.name, status="error")
 
-    def _arguments(self, raw: Any) -> Optional[dict[str, Any]]:
+    def _arguments(self, raw: Any) -> dict[str, Any] | None:
         if isinstance(raw, dict):
             return raw
         if isinstance(raw, str):
@@ -69,7 +70,7 @@ class GovernedTool(BaseTool):
             return {"input": raw}
         return None
 
-    def invoke(self, input: Any, config: Optional[RunnableConfig] = None, **kwargs: Any) -> Any:
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         call_id, raw = _split(input)
         arguments = self._arguments(raw)
         if arguments is None:
@@ -77,7 +78,9 @@ class GovernedTool(BaseTool):
         run = self.tollgate_run
         if isinstance(run, AsyncRun):
             raise TypeError("a tool governed by an AsyncRun is called with ainvoke (use a Run for invoke)")
-        auth = run.authorize(self.policy_name, arguments, call_id=safe_call_id(call_id), approval_timeout=self.approval_timeout)
+        auth = run.authorize(
+            self.policy_name, arguments, call_id=safe_call_id(call_id), approval_timeout=self.approval_timeout
+        )
         if not auth.allowed:
             return self._refusal(call_id, auth.reason)
         governed_input = _with_args(input, auth.arguments) if isinstance(raw, dict) else raw
@@ -89,12 +92,14 @@ class GovernedTool(BaseTool):
         run.record_result(auth.call_id, _output_text(output))
         return output
 
-    async def ainvoke(self, input: Any, config: Optional[RunnableConfig] = None, **kwargs: Any) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         call_id, raw = _split(input)
         arguments = self._arguments(raw)
         if arguments is None:
             return self._refusal(call_id, f"Tollgate: call not run, its arguments are not an object: {raw!r:.200}")
-        auth = await authorize(self.tollgate_run, self.policy_name, arguments, safe_call_id(call_id), self.approval_timeout)
+        auth = await authorize(
+            self.tollgate_run, self.policy_name, arguments, safe_call_id(call_id), self.approval_timeout
+        )
         if not auth.allowed:
             return self._refusal(call_id, auth.reason)
         governed_input = _with_args(input, auth.arguments) if isinstance(raw, dict) else raw
@@ -115,7 +120,7 @@ def govern_tools(
     run: AnyRun,
     *,
     tool_names: ToolNames = None,
-    prefix: Optional[str] = None,
+    prefix: str | None = None,
     approval_timeout: float = 300.0,
 ) -> list[GovernedTool]:
     """The tools (LangChain tools, or functions, which become tools) under ``run``.
@@ -160,9 +165,8 @@ def chat_model(run: AnyRun, model: str, **kwargs: Any) -> Any:
     return ChatOpenAI(
         model=model,
         base_url=run.client.url + "/v1",
-        api_key=run.client.token,
+        api_key=SecretStr(run.client.token),
         default_headers=headers,
         use_responses_api=False,
         **kwargs,
     )
-

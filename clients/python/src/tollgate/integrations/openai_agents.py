@@ -25,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, handoff
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
@@ -36,7 +37,7 @@ from . import AnyRun, ToolNames, authorize, call_run, policy_name, record_result
 
 __all__ = ["HandoffRejected", "govern"]
 
-ContractBuilder = Callable[[Optional[str]], Mapping[str, Any]]
+ContractBuilder = Callable[[str | None], Mapping[str, Any]]
 
 
 class HandoffRejected(errors.TollgateError):
@@ -48,9 +49,9 @@ def govern(
     run: AnyRun,
     *,
     tool_names: ToolNames = None,
-    prefix: Optional[str] = None,
+    prefix: str | None = None,
     approval_timeout: float = 300.0,
-    contracts: Optional[Mapping[str, ContractBuilder]] = None,
+    contracts: Mapping[str, ContractBuilder] | None = None,
 ) -> Agent[Any]:
     """A copy of ``agent`` under ``run`` (a :class:`tollgate.Run` or :class:`tollgate.AsyncRun`).
 
@@ -69,7 +70,7 @@ class _Governor:
         self,
         run: AnyRun,
         names: ToolNames,
-        prefix: Optional[str],
+        prefix: str | None,
         timeout: float,
         contracts: dict[str, ContractBuilder],
     ) -> None:
@@ -104,7 +105,7 @@ class _Governor:
         elif isinstance(chosen, str):
             name = chosen
         elif isinstance(getattr(chosen, "model", None), str):
-            name = chosen.model
+            name = str(getattr(chosen, "model"))  # noqa: B009
         else:
             raise ValueError(
                 f"agent {agent.name!r}: its model {chosen!r} names no model; give the agent a "
@@ -157,7 +158,7 @@ class _Governor:
 
         return dataclasses.replace(h, on_invoke_handoff=invoke)
 
-    async def record_handoff(self, to: str, input_json: Optional[str]) -> None:
+    async def record_handoff(self, to: str, input_json: str | None) -> None:
         await call_run(self.run, "step", f"handoff to {to}", to)
         builder = self.contracts.get(to)
         payload: dict[str, Any] = {"to": to, "framework": "openai-agents"}
