@@ -6,6 +6,7 @@ Run by `tollgate mcp proxy` as a child process (stdio); it sees only the environ
 gateway's configuration names, which the `env_seen` tool reports.
 """
 
+import anyio
 import os
 from pathlib import Path
 
@@ -68,9 +69,14 @@ def exit_now() -> str:
 
 @server.tool()
 async def slow_count(n: int, ctx: Context) -> str:
-    """Count to `n`, reporting progress at each step."""
+    """Count to `n`, reporting progress at each step. Each step takes a tenth of a second, as
+    work that reports progress does: progress sent in the same instant as the result may be
+    overtaken by it (the gateway passes on no progress after a call's result), and the test
+    of the relay would then hear none on a loaded machine."""
     for i in range(1, n + 1):
         await ctx.report_progress(i, n, f"counted {i}")
+        if i < n:
+            await anyio.sleep(0.1)
     return f"counted to {n}"
 
 
