@@ -100,7 +100,19 @@ impl MemoryClass {
 }
 
 /// Where a memory stands. Only `approved` memories are ever retrieved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryStatus {
     /// Extracted, waiting for review (below the promotion thresholds).
@@ -224,7 +236,7 @@ pub struct MemoryCandidate {
 }
 
 /// A stored memory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MemoryArtifact {
     /// `mem-…`.
     pub id: String,
@@ -235,6 +247,7 @@ pub struct MemoryArtifact {
     /// Where it applies.
     pub scope: String,
     /// How sensitive it is.
+    #[schema(schema_with = memory_sensitivity)]
     pub sensitivity: Level,
     /// Where it stands.
     pub status: MemoryStatus,
@@ -247,17 +260,26 @@ pub struct MemoryArtifact {
     /// How many compiles included it.
     pub usage_count: u64,
     /// Its score when last distilled, by parts.
+    #[schema(value_type = Object)]
     pub score: ScoreParts,
     /// Every source, oldest first: its provenance.
+    #[schema(value_type = Vec<Object>)]
     pub sources: Vec<Evidence>,
     /// Its review history, oldest first.
+    #[schema(value_type = Vec<Object>)]
     pub decisions: Vec<PromotionDecision>,
     /// People's edits of its metadata, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub edits: Vec<MemoryEdit>,
     /// Feedback from those who used it, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub feedback: Vec<MemoryFeedback>,
+}
+
+fn memory_sensitivity() -> utoipa::openapi::Object {
+    crate::schemas::level("How sensitive it is.")
 }
 
 /// What someone who used a memory says of it.

@@ -188,3 +188,12 @@ def test_an_unreachable_gateway_is_a_connection_error() -> None:
     with Tollgate("http://127.0.0.1:9", "tg_x", timeout=2) as client:
         with pytest.raises(errors.ConnectionFailed, match="cannot reach the gateway"):
             client.get_run("r")
+
+
+def test_memory_search_answers_typed_hits_and_what_policy_withheld(admin: Tollgate) -> None:
+    found = admin.search_memory(SCOPE, clearance="confidential", class_="fact", q="refund", limit=5)
+    assert found.eligible >= 0 and len(found.hits) <= 5
+    assert all(count >= 0 for count in found.withheld.values())
+    with pytest.raises(errors.Invalid) as bad:
+        admin.search_memory(SCOPE, class_="gossip")
+    assert "gossip" in bad.value.message

@@ -115,13 +115,13 @@ fn memory_classes() -> utoipa::openapi::Object {
 #[utoipa::path(get, path = "/v2/memory/search", tag = "memory",
     params(SearchParams),
     responses(
-        (status = 200, description = "`{\"hits\": [{rank, relevance, memory}], \"eligible\", \"withheld\": {reason: n}}`", body = Object),
+        (status = 200, description = "The hits, best first, how many memories are eligible, and what policy withheld by reason", body = crate::memory::SearchAnswer),
         (status = 422, description = "No scope, or a clearance or class that is not one", body = super::ErrorBody),
     ))]
 async fn search_memories(
     State(state): State<AppState>,
     ApiQuery(p): ApiQuery<SearchParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::memory::SearchAnswer>, ApiError> {
     let clearance: Level = match p.clearance.as_deref() {
         None => Level::Internal,
         Some(c) => serde_json::from_value(Value::String(c.into())).map_err(|_| {
@@ -158,7 +158,7 @@ async fn search_memories(
         Ok(memory::search(rt.store(), &rt.envelopes(), &query, now)?)
     })
     .await?;
-    Ok(Json(serde_json::to_value(answer).unwrap_or(Value::Null)))
+    Ok(Json(answer))
 }
 
 /// A memory: class, text, scope, sensitivity, status, pinned, expiry, strength, usage, its

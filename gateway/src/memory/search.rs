@@ -45,7 +45,7 @@ pub struct SearchQuery {
 }
 
 /// One memory found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SearchHit {
     /// Its rank (1 first).
     pub rank: u32,
@@ -56,7 +56,7 @@ pub struct SearchHit {
 }
 
 /// What a search found, and what policy kept from it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SearchAnswer {
     /// The hits, best first.
     pub hits: Vec<SearchHit>,

@@ -196,7 +196,7 @@ class Tollgate:
 
     # ---- memory ----
 
-    def search_memory(self, scope: str, **query: Any) -> dict[str, Any]:
+    def search_memory(self, scope: str, **query: Any) -> m.SearchAnswer:
         """Memories a run at ``scope`` could retrieve: ``agent``, ``clearance``, ``task``,
         ``user``, ``repo``, ``class_``, ``q``, ``limit``."""
         return self.send(ops.search_memory(scope=scope, **query))
@@ -393,7 +393,7 @@ class AsyncTollgate:
     ) -> list[m.RecordedDecision]:
         return (await self.send(ops.decisions(run_id, effect, kind))).decisions
 
-    async def search_memory(self, scope: str, **query: Any) -> dict[str, Any]:
+    async def search_memory(self, scope: str, **query: Any) -> m.SearchAnswer:
         return await self.send(ops.search_memory(scope=scope, **query))
 
     async def get_memory(self, memory_id: str) -> dict[str, Any]:

@@ -163,6 +163,7 @@ SEARCH_MEMORY = _spec(
         "GET",
         "/v2/memory/search",
         query=("scope", "clearance", "agent", "task", "user", "repo", "class", "q", "limit"),
+        answer=m.SearchAnswer,
     )
 )
 GET_MEMORY = _spec(Spec("get_memory", "GET", "/v2/memory/{id}"))

@@ -246,6 +246,43 @@ class CompileBody(Body):
 
 # ---- memory ----
 
+MemoryStatus = Literal["candidate", "approved", "rejected", "quarantined", "expired"]
+MemoryClass = Literal["fact", "procedure", "preference", "warning", "summary"]
+
+
+class MemoryArtifact(Answer):
+    """A stored memory: what it says, where it applies, and how it was reviewed."""
+
+    id: str
+    class_: MemoryClass = Field(alias="class")
+    text: str
+    scope: str
+    sensitivity: Level
+    status: MemoryStatus
+    pinned: bool
+    expires_at: int
+    strength: int
+    usage_count: int
+    score: dict[str, Any]
+    sources: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    edits: list[dict[str, Any]] = Field(default_factory=list)
+    feedback: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SearchHit(Answer):
+    rank: int
+    relevance: float
+    memory: MemoryArtifact
+
+
+class SearchAnswer(Answer):
+    """What a memory search found, and how many memories policy kept back, by reason."""
+
+    hits: list[SearchHit]
+    eligible: int
+    withheld: dict[str, int]
+
 
 class FeedbackBody(Body):
     verdict: Verdict
