@@ -197,3 +197,31 @@ def test_memory_search_answers_typed_hits_and_what_policy_withheld(admin: Tollga
     with pytest.raises(errors.Invalid) as bad:
         admin.search_memory(SCOPE, class_="gossip")
     assert "gossip" in bad.value.message
+
+
+def test_a_compile_is_decided_item_by_item_and_recorded(agent: Tollgate, task: str) -> None:
+    from tollgate.models import CandidateItem
+
+    with agent.open_run("support", task, SCOPE, clearance="confidential") as run:
+        answer = run.compile(
+            [
+                CandidateItem(
+                    id="ticket", kind="doc", content="Order 7: two mugs", scope=SCOPE, sensitivity="internal"
+                ),
+                CandidateItem(
+                    id="key",
+                    kind="doc",
+                    content=f"key {SECRET}",
+                    scope=SCOPE,
+                    sensitivity="internal",
+                    labels=["secret"],
+                ),
+                CandidateItem(id="elsewhere", kind="doc", content="other org", scope="org:other", sensitivity="public"),
+            ],
+            budget=500,
+        )
+    by_id = {o.id: o for o in answer.compiled.outcomes}
+    assert by_id["ticket"].status == "included"
+    assert by_id["key"].status in ("redacted", "excluded") and SECRET not in answer.compiled.text
+    assert by_id["elsewhere"].status == "excluded"
+    assert answer.seq > 0 and len(answer.hash) == 64 and "Order 7" in answer.compiled.text

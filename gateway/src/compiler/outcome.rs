@@ -10,7 +10,19 @@ use super::items::ItemKind;
 use crate::secrets::RedactedSpan;
 
 /// What became of a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemStatus {
     /// In the output, in full.
@@ -202,7 +214,7 @@ impl fmt::Display for Reason {
 }
 
 /// What became of one candidate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ItemOutcome {
     /// The candidate's id.
     pub id: String,
@@ -211,19 +223,22 @@ pub struct ItemOutcome {
     /// What became of it.
     pub status: ItemStatus,
     /// Why.
+    #[schema(value_type = Object)]
     pub reason: Reason,
     /// Tokens its block takes in the compiled text (0 when excluded).
     pub tokens: u32,
     /// The spans replaced in what was rendered (empty unless redacted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub spans: Vec<RedactedSpan>,
     /// The policy decision about it, with its rules and proof, when a policy ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub policy: Option<EnvelopeDecision>,
 }
 
 /// The result of a compile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CompiledContext {
     /// The rendered context.
     pub text: String,

@@ -252,7 +252,7 @@ pub(super) struct CompileBody {
     params(("run_id" = String, Path, description = "Run id")),
     request_body = CompileBody,
     responses(
-        (status = 200, description = "The compiled context, every item's outcome with its receipt, and the explanation", body = Object),
+        (status = 200, description = "The compiled context, every item's outcome with its receipt, and the explanation", body = crate::runtime::CompileAnswer),
         (status = 409, description = "The run is finished", body = super::ErrorBody),
         (status = 422, description = "Invalid items or settings, or a step the run does not have", body = super::ErrorBody),
     ))]

@@ -14,16 +14,18 @@ use crate::recorder::events::{CompileEvent, ContextOfferedEvent};
 use crate::recorder::write::new_event;
 
 /// A compile's answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CompileAnswer {
     /// The compiled context, every item's outcome with its reason and policy receipt.
     pub compiled: CompiledContext,
     /// The memories retrieval ranked, best first: offered to the compile or beyond the
     /// retrieval limit (rank, relevance, the rule that made each eligible).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub memories: Vec<RetrievalVerdict>,
     /// What policy withheld from retrieval, by reason: how many, the rule, examples.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub memories_withheld: Vec<RetrievalExclusion>,
     /// The readable explanation (`tollgate compile --explain`).
     pub explanation: String,

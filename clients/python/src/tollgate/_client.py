@@ -134,7 +134,7 @@ class Tollgate:
     def append_events(self, run_id: str, events: list[m.EventInput]) -> list[m.Appended]:
         return self.send(ops.append_events(run_id, m.EventsBody(events=events))).appended
 
-    def compile(self, run_id: str, items: list[m.CandidateItem], **settings: Any) -> dict[str, Any]:
+    def compile(self, run_id: str, items: list[m.CandidateItem], **settings: Any) -> m.CompileAnswer:
         """Compiles context from candidate items: every item decided by policy, recorded."""
         step = settings.pop("step", None)
         body = m.CompileBody(items=items, settings=settings or None, step=step)
@@ -339,7 +339,7 @@ class AsyncTollgate:
     async def append_events(self, run_id: str, events: list[m.EventInput]) -> list[m.Appended]:
         return (await self.send(ops.append_events(run_id, m.EventsBody(events=events)))).appended
 
-    async def compile(self, run_id: str, items: list[m.CandidateItem], **settings: Any) -> dict[str, Any]:
+    async def compile(self, run_id: str, items: list[m.CandidateItem], **settings: Any) -> m.CompileAnswer:
         step = settings.pop("step", None)
         body = m.CompileBody(items=items, settings=settings or None, step=step)
         return await self.send(ops.compile_context(run_id, body))

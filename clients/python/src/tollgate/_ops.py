@@ -88,7 +88,7 @@ APPEND_EVENTS = _spec(
         status=201,
     )
 )
-COMPILE = _spec(Spec("compile", "POST", "/v1/runs/{run_id}/compile", body=m.CompileBody))
+COMPILE = _spec(Spec("compile", "POST", "/v1/runs/{run_id}/compile", body=m.CompileBody, answer=m.CompileAnswer))
 FINISH_RUN = _spec(Spec("finish_run", "POST", "/v1/runs/{run_id}/finish", body=m.FinishBody, answer=m.RunView))
 
 

@@ -136,7 +136,7 @@ class Run(_RunBase):
     def output(self, text: str, **payload: Any) -> m.Appended:
         return self.events([m.EventInput(kind="output", payload={"text": text, **payload})])[0]
 
-    def compile(self, items: list[m.CandidateItem], **settings: Any) -> dict[str, Any]:
+    def compile(self, items: list[m.CandidateItem], **settings: Any) -> m.CompileAnswer:
         return self.client.compile(self.id, items, **settings)
 
     def tool_call(self, tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> m.ToolCallAnswer:
@@ -238,7 +238,7 @@ class AsyncRun(_RunBase):
     async def output(self, text: str, **payload: Any) -> m.Appended:
         return (await self.events([m.EventInput(kind="output", payload={"text": text, **payload})]))[0]
 
-    async def compile(self, items: list[m.CandidateItem], **settings: Any) -> dict[str, Any]:
+    async def compile(self, items: list[m.CandidateItem], **settings: Any) -> m.CompileAnswer:
         return await self.client.compile(self.id, items, **settings)
 
     async def tool_call(self, tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> m.ToolCallAnswer:

@@ -17,6 +17,7 @@ ApprovalState = Literal["pending", "approved", "rejected", "used", "expired"]
 Level = Literal["public", "internal", "confidential", "secret"]
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 FinalStatus = Literal["succeeded", "failed", "cancelled"]
+ItemKind = Literal["file", "doc", "message", "tool_result", "memory", "summary"]
 DecisionKind = Literal["tool", "context", "model", "memory", "handoff"]
 Verdict = Literal["helpful", "unhelpful", "wrong"]
 CommitMode = Literal["dry_run", "real"]
@@ -226,7 +227,7 @@ class RunDecisions(Answer):
 
 class CandidateItem(Body):
     id: str
-    kind: Literal["file", "doc", "message", "tool_result", "memory", "summary"]
+    kind: ItemKind
     content: str | None = None
     scope: str | None = None
     sensitivity: Level | None = None
@@ -236,6 +237,43 @@ class CandidateItem(Body):
     reference: str | None = None
     tokens: int | None = None
     weight: float | None = None
+
+
+ItemStatus = Literal["included", "redacted", "summarised", "excluded"]
+
+
+class ItemOutcome(Answer):
+    """What became of one candidate item, and why (with the policy decision when it was
+    redacted or excluded)."""
+
+    id: str
+    kind: ItemKind
+    status: ItemStatus
+    reason: dict[str, Any]
+    tokens: int
+    spans: list[dict[str, Any]] = Field(default_factory=list)
+    policy: dict[str, Any] | None = None
+
+
+class CompiledContext(Answer):
+    text: str
+    hash: str
+    tokens: int
+    budget: int
+    tokenizer: str
+    outcomes: list[ItemOutcome]
+
+
+class CompileAnswer(Answer):
+    """A compile: the rendered context, each item's outcome, the memories retrieval ranked and
+    withheld, the explanation, and the recorded event (``seq``, ``hash``)."""
+
+    compiled: CompiledContext
+    explanation: str
+    seq: int
+    hash: str
+    memories: list[dict[str, Any]] = Field(default_factory=list)
+    memories_withheld: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class CompileBody(Body):
