@@ -59,11 +59,20 @@ struct Desk {
     gw: Gateway,
     agent_token: String,
     approver_token: String,
+    _packs: TempDir,
 }
 
 fn desk() -> Desk {
     let envelope = client_dir().join("examples/support.yaml");
-    let gw = Gateway::start_args(&[], &["--envelopes", envelope.to_str().unwrap()]);
+    // The case service's template pack, for the client's case tests.
+    let packs = TempDir::new("packs");
+    let pack = packs.path().join("intake_review");
+    let made = support::tollgate(&["init", "intake_review", "--output", pack.to_str().unwrap()]);
+    assert!(made.status.success(), "{}", support::stderr(&made));
+    let gw = Gateway::start_args(
+        &[("TOLLGATE_PACK_ROOTS", pack.to_str().unwrap())],
+        &["--envelopes", envelope.to_str().unwrap()],
+    );
     let agent_token = gw.create_token(&[
         "--kind",
         "agent",
@@ -79,6 +88,7 @@ fn desk() -> Desk {
         gw,
         agent_token,
         approver_token,
+        _packs: packs,
     }
 }
 
@@ -108,6 +118,7 @@ fn the_client_suite_passes_against_a_real_gateway() {
     )
     .env("TOLLGATE_APPROVER_TOKEN", &desk.approver_token)
     .env("TOLLGATE_ADMIN_TOKEN", &desk.gw.token)
+    .env("TOLLGATE_TEST_PACKS", "intake_review")
     .output()
     .unwrap();
     let text = format!("{}{}", support::stdout(&out), support::stderr(&out));

@@ -225,3 +225,37 @@ def test_a_compile_is_decided_item_by_item_and_recorded(agent: Tollgate, task: s
     assert by_id["key"].status in ("redacted", "excluded") and SECRET not in answer.compiled.text
     assert by_id["elsewhere"].status == "excluded"
     assert answer.seq > 0 and len(answer.hash) == 64 and "Order 7" in answer.compiled.text
+
+
+def test_a_case_moves_through_proposal_preview_policy_approval_and_commit(admin: Tollgate) -> None:
+    import os
+
+    if not os.environ.get("TOLLGATE_TEST_PACKS"):
+        pytest.skip("tests/python_client.rs serves the intake_review pack and sets TOLLGATE_TEST_PACKS")
+    opened = admin.open_case(
+        "intake_review",
+        "0.1.0",
+        {
+            "title": "Vendor contract renewal",
+            "body": "Please review the NDA.",
+            "requester": "procurement",
+            "amount": 4800,
+        },
+        title="from the Python client",
+    )
+    case = opened.case_id
+    assert opened.version >= 1 and opened.state
+    added = admin.append_evidence(case, opened.version, "triage", {"queue": "legal", "urgency": "high"})
+    assert added.version == opened.version + 1 and not added.duplicate
+    with pytest.raises(errors.Conflict) as stale:
+        admin.append_evidence(case, opened.version, "triage", {"queue": "legal"})
+    assert stale.value.code == "version_conflict"
+    proposed = admin.propose(case, "route_to_queue")
+    proposal = proposed.proposal_id
+    assert proposal is not None
+    previewed = admin.preview(case, proposal)
+    assert previewed.proposal_id == proposal
+    decided = admin.check_policy(case, proposal)
+    assert decided.detail, decided
+    assert admin.get_case(case)["case"]["case_id"] == case
+    assert any(c["case_id"] == case for c in admin.list_cases(pack="intake_review")["cases"])

@@ -231,33 +231,31 @@ class Tollgate:
 
     def open_case(
         self, engine_id: str, engine_version: str, input: dict[str, Any], title: str | None = None
-    ) -> dict[str, Any]:
+    ) -> m.Moved:
         body = m.OpenCaseBody(engine_id=engine_id, engine_version=engine_version, input=input, title=title)
         return self.send(ops.open_case(body))
 
     def get_case(self, case_id: str) -> dict[str, Any]:
         return self.send(ops.get_case(case_id))
 
-    def append_evidence(
-        self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]
-    ) -> dict[str, Any]:
+    def append_evidence(self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]) -> m.Moved:
         body = m.EvidenceAppend(expected_version=expected_version, worker=worker, evidence=evidence)
         return self.send(ops.append_evidence(case_id, body))
 
-    def propose(self, case_id: str, capability: str) -> dict[str, Any]:
+    def propose(self, case_id: str, capability: str) -> m.Moved:
         return self.send(ops.propose(case_id, m.ProposeBody(capability=capability)))
 
-    def preview(self, case_id: str, proposal_id: str) -> dict[str, Any]:
+    def preview(self, case_id: str, proposal_id: str) -> m.Moved:
         return self.send(ops.preview(case_id, proposal_id))
 
-    def check_policy(self, case_id: str, proposal_id: str) -> dict[str, Any]:
+    def check_policy(self, case_id: str, proposal_id: str) -> m.Moved:
         return self.send(ops.check_policy(case_id, proposal_id))
 
-    def decide_case_approval(self, case_id: str, proposal_id: str, approve: bool, reason: str = "") -> dict[str, Any]:
+    def decide_case_approval(self, case_id: str, proposal_id: str, approve: bool, reason: str = "") -> m.Moved:
         body = m.CaseApprovalBody(approve=approve, reason=reason)
         return self.send(ops.decide_case_approval(case_id, proposal_id, body))
 
-    def commit(self, case_id: str, proposal_id: str, mode: m.CommitMode | None = None) -> dict[str, Any]:
+    def commit(self, case_id: str, proposal_id: str, mode: m.CommitMode | None = None) -> m.Moved:
         return self.send(ops.commit(case_id, proposal_id, m.CommitBody(mode=mode)))
 
 
@@ -421,7 +419,7 @@ class AsyncTollgate:
 
     async def open_case(
         self, engine_id: str, engine_version: str, input: dict[str, Any], title: str | None = None
-    ) -> dict[str, Any]:
+    ) -> m.Moved:
         body = m.OpenCaseBody(engine_id=engine_id, engine_version=engine_version, input=input, title=title)
         return await self.send(ops.open_case(body))
 
@@ -430,24 +428,22 @@ class AsyncTollgate:
 
     async def append_evidence(
         self, case_id: str, expected_version: int, worker: str, evidence: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> m.Moved:
         body = m.EvidenceAppend(expected_version=expected_version, worker=worker, evidence=evidence)
         return await self.send(ops.append_evidence(case_id, body))
 
-    async def propose(self, case_id: str, capability: str) -> dict[str, Any]:
+    async def propose(self, case_id: str, capability: str) -> m.Moved:
         return await self.send(ops.propose(case_id, m.ProposeBody(capability=capability)))
 
-    async def preview(self, case_id: str, proposal_id: str) -> dict[str, Any]:
+    async def preview(self, case_id: str, proposal_id: str) -> m.Moved:
         return await self.send(ops.preview(case_id, proposal_id))
 
-    async def check_policy(self, case_id: str, proposal_id: str) -> dict[str, Any]:
+    async def check_policy(self, case_id: str, proposal_id: str) -> m.Moved:
         return await self.send(ops.check_policy(case_id, proposal_id))
 
-    async def decide_case_approval(
-        self, case_id: str, proposal_id: str, approve: bool, reason: str = ""
-    ) -> dict[str, Any]:
+    async def decide_case_approval(self, case_id: str, proposal_id: str, approve: bool, reason: str = "") -> m.Moved:
         body = m.CaseApprovalBody(approve=approve, reason=reason)
         return await self.send(ops.decide_case_approval(case_id, proposal_id, body))
 
-    async def commit(self, case_id: str, proposal_id: str, mode: m.CommitMode | None = None) -> dict[str, Any]:
+    async def commit(self, case_id: str, proposal_id: str, mode: m.CommitMode | None = None) -> m.Moved:
         return await self.send(ops.commit(case_id, proposal_id, m.CommitBody(mode=mode)))

@@ -209,24 +209,44 @@ def list_contracts(limit: int | None = None) -> Op:
 # ---- cases ----
 
 LIST_CASES = _spec(Spec("list_cases", "GET", "/cases", query=("pack", "limit")))
-OPEN_CASE = _spec(Spec("open_case", "POST", "/cases", body=m.OpenCaseBody, status=201))
+OPEN_CASE = _spec(Spec("open_case", "POST", "/cases", body=m.OpenCaseBody, answer=m.Moved, status=201))
 GET_CASE = _spec(Spec("get_case", "GET", "/cases/{case_id}"))
 APPEND_EVIDENCE = _spec(
-    Spec("record_evidence", "POST", "/cases/{case_id}/evidence", body=m.EvidenceAppend, status=201, also=(200,))
+    Spec(
+        "record_evidence",
+        "POST",
+        "/cases/{case_id}/evidence",
+        body=m.EvidenceAppend,
+        answer=m.Moved,
+        status=201,
+        also=(200,),
+    )
 )
-PROPOSE = _spec(Spec("propose", "POST", "/cases/{case_id}/proposals", body=m.ProposeBody, status=201))
-PREVIEW = _spec(Spec("preview", "POST", "/cases/{case_id}/proposals/{proposal_id}/preview", status=201))
-CHECK_POLICY = _spec(Spec("policy", "POST", "/cases/{case_id}/proposals/{proposal_id}/policy", status=201))
+PROPOSE = _spec(Spec("propose", "POST", "/cases/{case_id}/proposals", body=m.ProposeBody, answer=m.Moved, status=201))
+PREVIEW = _spec(Spec("preview", "POST", "/cases/{case_id}/proposals/{proposal_id}/preview", answer=m.Moved, status=201))
+CHECK_POLICY = _spec(
+    Spec("policy", "POST", "/cases/{case_id}/proposals/{proposal_id}/policy", answer=m.Moved, status=201)
+)
 DECIDE_CASE_APPROVAL = _spec(
     Spec(
         "approval",
         "POST",
         "/cases/{case_id}/proposals/{proposal_id}/approval",
         body=m.CaseApprovalBody,
+        answer=m.Moved,
         status=201,
     )
 )
-COMMIT = _spec(Spec("commit", "POST", "/cases/{case_id}/proposals/{proposal_id}/commit", body=m.CommitBody, status=201))
+COMMIT = _spec(
+    Spec(
+        "commit",
+        "POST",
+        "/cases/{case_id}/proposals/{proposal_id}/commit",
+        body=m.CommitBody,
+        answer=m.Moved,
+        status=201,
+    )
+)
 
 
 def list_cases(pack: str | None = None, limit: int | None = None) -> Op:

@@ -364,6 +364,18 @@ class HandoffContract(Body):
 # ---- cases ----
 
 
+class Moved(Answer):
+    """Where a step of the case workflow left the case: its state and version now, and what the
+    step produced (the evidence, the preview, the decision, the receipt)."""
+
+    case_id: str
+    version: int
+    state: str
+    detail: dict[str, Any]
+    duplicate: bool = False
+    proposal_id: str | None = None
+
+
 class OpenCaseBody(Body):
     engine_id: str
     engine_version: str
