@@ -11,7 +11,7 @@ use super::{ContractState, HandoffContract, Validation, delegate};
 use crate::store::{Store, StoreError};
 
 /// One stored version of a contract.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StoredContract {
     /// The contract's id.
     pub id: String,
@@ -34,6 +34,7 @@ pub struct StoredContract {
     /// The contract.
     pub contract: HandoffContract,
     /// What the handoff pack said of it, with the decision (the receipt).
+    #[schema(value_type = Object)]
     pub validation: Validation,
     /// Its `handoff` event in the producer's run, when it was recorded there.
     pub recorded_seq: Option<u64>,

@@ -179,7 +179,16 @@ async fn template(ApiPath(name): ApiPath<String>) -> Result<Response, ApiError> 
 
 /// The answer to a posted contract: 201 (a new version, validated), 200 (unchanged), 403
 /// (refused by the handoff pack: stored with its problems and receipt).
-fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
+/// A contract posted: the version stored (or the latest, unchanged).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(super) struct Posted {
+    /// The version.
+    contract: crate::handoff::store::StoredContract,
+    /// `false` when the latest version already had this content (nothing was written).
+    created: bool,
+}
+
+fn posted(s: Submitted) -> Result<(StatusCode, Json<Posted>), ApiError> {
     let body = json!({"contract": s.contract, "created": s.created});
     if s.contract.state == ContractState::Rejected {
         let problems: Vec<String> = s
@@ -205,7 +214,13 @@ fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(body)))
+    Ok((
+        status,
+        Json(Posted {
+            contract: s.contract,
+            created: s.created,
+        }),
+    ))
 }
 
 /// Posts a contract: read against the schema (every fault with its JSON pointer, 422, nothing
@@ -218,8 +233,8 @@ fn posted(s: Submitted) -> Result<(StatusCode, Json<Value>), ApiError> {
 #[utoipa::path(post, path = "/v2/handoffs/contracts", tag = "handoffs",
     request_body = HandoffContract,
     responses(
-        (status = 201, description = "`{\"contract\": {id, version, state, contract, validation: {problems, dropped, crossing, decision}, ...}, \"created\": true}`", body = Object),
-        (status = 200, description = "Unchanged: the latest version has this content", body = Object),
+        (status = 201, description = "The stored version, with what the handoff pack said of it (`validation`: problems, dropped, crossing, decision)", body = Posted),
+        (status = 200, description = "Unchanged: the latest version has this content", body = Posted),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 403, description = "Refused by the handoff pack (`contract_rejected`); `details` holds the stored version", body = super::ErrorBody),
         (status = 404, description = "No such producer (or consumer) run", body = super::ErrorBody),
@@ -230,7 +245,7 @@ async fn create_contract(
     State(state): State<AppState>,
     who: Caller,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Posted>), ApiError> {
     let submitted = blocking(&state, move |rt| {
         Ok((|| {
             let contract = contract::from_value(&body).map_err(HandoffError::from)?;
@@ -392,8 +407,8 @@ async fn export_a2a(
 #[utoipa::path(post, path = "/v2/handoffs/a2a", tag = "handoffs",
     request_body(content = Object, description = "An A2A message with a data part holding a `tollgate.handoff/v1` contract"),
     responses(
-        (status = 201, description = "A new version, validated", body = Object),
-        (status = 200, description = "Unchanged", body = Object),
+        (status = 201, description = "A new version, validated", body = Posted),
+        (status = 200, description = "Unchanged", body = Posted),
         (status = 400, description = "The body is not JSON", body = super::ErrorBody),
         (status = 403, description = "Refused by the handoff pack (`contract_rejected`)", body = super::ErrorBody),
         (status = 404, description = "No such producer (or consumer) run", body = super::ErrorBody),
@@ -404,7 +419,7 @@ async fn import_a2a(
     State(state): State<AppState>,
     who: Caller,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Posted>), ApiError> {
     let submitted = blocking(&state, move |rt| {
         Ok((|| {
             let contract = a2a::import(&body).map_err(HandoffError::from)?;

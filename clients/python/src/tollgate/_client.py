@@ -214,7 +214,7 @@ class Tollgate:
 
     # ---- handoff contracts ----
 
-    def create_contract(self, contract: m.HandoffContract) -> dict[str, Any]:
+    def create_contract(self, contract: m.HandoffContract) -> m.Posted:
         """Posts a handoff contract; the handoff pack judges it (403 ``contract_rejected``)."""
         return self.send(ops.create_contract(contract))
 
@@ -405,7 +405,7 @@ class AsyncTollgate:
     async def distill_run(self, run_id: str) -> dict[str, Any]:
         return await self.send(ops.distill_run(run_id))
 
-    async def create_contract(self, contract: m.HandoffContract) -> dict[str, Any]:
+    async def create_contract(self, contract: m.HandoffContract) -> m.Posted:
         return await self.send(ops.create_contract(contract))
 
     async def get_contract(self, contract_id: str, version: int | None = None) -> dict[str, Any]:

@@ -189,7 +189,17 @@ def distill_run(run_id: str) -> Op:
 
 # ---- handoff contracts ----
 
-CREATE_CONTRACT = _spec(Spec("create_contract", "POST", "/v2/handoffs/contracts", body=m.HandoffContract, status=201))
+CREATE_CONTRACT = _spec(
+    Spec(
+        "create_contract",
+        "POST",
+        "/v2/handoffs/contracts",
+        body=m.HandoffContract,
+        answer=m.Posted,
+        status=201,
+        also=(200,),
+    )
+)
 GET_CONTRACT = _spec(Spec("get_contract", "GET", "/v2/handoffs/contracts/{id}", query=("version",)))
 LIST_CONTRACTS = _spec(Spec("list_contracts", "GET", "/v2/handoffs/contracts", query=("limit",)))
 

@@ -185,7 +185,7 @@ class Run(_RunBase):
     def decisions(self, **filters: Any) -> list[m.RecordedDecision]:
         return self.client.decisions(self.id, **filters)
 
-    def post_contract(self, contract: m.HandoffContract) -> dict[str, Any]:
+    def post_contract(self, contract: m.HandoffContract) -> m.Posted:
         """Posts a handoff contract from this run (the handoff pack judges it)."""
         return self.client.create_contract(contract)
 
@@ -289,7 +289,7 @@ class AsyncRun(_RunBase):
     async def decisions(self, **filters: Any) -> list[m.RecordedDecision]:
         return await self.client.decisions(self.id, **filters)
 
-    async def post_contract(self, contract: m.HandoffContract) -> dict[str, Any]:
+    async def post_contract(self, contract: m.HandoffContract) -> m.Posted:
         return await self.client.create_contract(contract)
 
     async def finish(self, status: m.FinalStatus = "succeeded") -> m.RunView:

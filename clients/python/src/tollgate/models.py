@@ -361,6 +361,33 @@ class HandoffContract(Body):
     extensions: dict[str, Any] = Field(default_factory=dict)
 
 
+class StoredContract(Answer):
+    """A stored version of a handoff contract, with what the handoff pack said of it."""
+
+    id: str
+    version: int
+    content_hash: str
+    template: str
+    producer_run: str
+    producer_agent: str
+    consumer_run: str
+    consumer_agent: str
+    state: str
+    contract: dict[str, Any]
+    validation: dict[str, Any]
+    created_by: str
+    created_at: str
+    updated_at: str
+    recorded_seq: int | None = None
+
+
+class Posted(Answer):
+    """A contract posted: the version stored, or the latest when it had this content."""
+
+    contract: StoredContract
+    created: bool
+
+
 # ---- cases ----
 
 

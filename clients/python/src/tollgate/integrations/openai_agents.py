@@ -178,5 +178,5 @@ class _Governor:
                     details=e.details,
                     receipt=e.receipt,
                 ) from e
-            payload["contract"] = stored.get("contract", {}).get("id", contract.id)
+            payload["contract"] = f"{stored.contract.id}@{stored.contract.version}"
         await call_run(self.run, "events", [m.EventInput(kind="handoff", payload=payload)])
