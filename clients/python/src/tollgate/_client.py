@@ -104,18 +104,18 @@ class Tollgate:
         metadata: dict[str, Any] | None = None,
     ) -> Run:
         """Opens a run; use it as a context manager to finish it (``failed`` on an exception)."""
-        body = m.OpenRunBody(
-            agent=agent,
-            task=task,
-            scope=scope,
+        op = ops.open_run(
+            agent,
+            task,
+            scope,
             id=id,
             clearance=clearance,
-            envelopes=envelopes or [],
+            envelopes=envelopes,
             parent_run=parent_run,
             handoff=handoff,
-            metadata=metadata or {},
+            metadata=metadata,
         )
-        return Run(self, self.send(ops.open_run(body)))
+        return Run(self, self.send(op))
 
     def run(self, run_id: str) -> Run:
         """A handle on an existing run."""
@@ -136,9 +136,7 @@ class Tollgate:
 
     def compile(self, run_id: str, items: list[m.CandidateItem], **settings: Any) -> m.CompileAnswer:
         """Compiles context from candidate items: every item decided by policy, recorded."""
-        step = settings.pop("step", None)
-        body = m.CompileBody(items=items, settings=settings or None, step=step)
-        return self.send(ops.compile_context(run_id, body))
+        return self.send(ops.compile_context(run_id, items, settings))
 
     def finish_run(self, run_id: str, status: m.FinalStatus = "succeeded") -> m.RunView:
         return self.send(ops.finish_run(run_id, m.FinishBody(status=status)))
@@ -156,8 +154,7 @@ class Tollgate:
         step: int | None = None,
     ) -> m.ToolCallAnswer:
         """Asks whether a tool call may run (one question; see :meth:`Run.authorize`)."""
-        body = m.ToolCallBody(tool=tool, arguments=arguments or {}, call_id=call_id, approval_id=approval_id, step=step)
-        return self.send(ops.tool_call(run_id, body))
+        return self.send(ops.tool_call(run_id, tool, arguments, call_id=call_id, approval_id=approval_id, step=step))
 
     def get_approval(self, approval_id: str, wait: int | None = None) -> m.Approval:
         extra = float(wait or 0) + self.timeout
@@ -309,18 +306,18 @@ class AsyncTollgate:
         handoff: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> AsyncRun:
-        body = m.OpenRunBody(
-            agent=agent,
-            task=task,
-            scope=scope,
+        op = ops.open_run(
+            agent,
+            task,
+            scope,
             id=id,
             clearance=clearance,
-            envelopes=envelopes or [],
+            envelopes=envelopes,
             parent_run=parent_run,
             handoff=handoff,
-            metadata=metadata or {},
+            metadata=metadata,
         )
-        return AsyncRun(self, await self.send(ops.open_run(body)))
+        return AsyncRun(self, await self.send(op))
 
     async def run(self, run_id: str) -> AsyncRun:
         return AsyncRun(self, await self.get_run(run_id))
@@ -338,9 +335,7 @@ class AsyncTollgate:
         return (await self.send(ops.append_events(run_id, m.EventsBody(events=events)))).appended
 
     async def compile(self, run_id: str, items: list[m.CandidateItem], **settings: Any) -> m.CompileAnswer:
-        step = settings.pop("step", None)
-        body = m.CompileBody(items=items, settings=settings or None, step=step)
-        return await self.send(ops.compile_context(run_id, body))
+        return await self.send(ops.compile_context(run_id, items, settings))
 
     async def finish_run(self, run_id: str, status: m.FinalStatus = "succeeded") -> m.RunView:
         return await self.send(ops.finish_run(run_id, m.FinishBody(status=status)))
@@ -355,8 +350,9 @@ class AsyncTollgate:
         approval_id: str | None = None,
         step: int | None = None,
     ) -> m.ToolCallAnswer:
-        body = m.ToolCallBody(tool=tool, arguments=arguments or {}, call_id=call_id, approval_id=approval_id, step=step)
-        return await self.send(ops.tool_call(run_id, body))
+        return await self.send(
+            ops.tool_call(run_id, tool, arguments, call_id=call_id, approval_id=approval_id, step=step)
+        )
 
     async def get_approval(self, approval_id: str, wait: int | None = None) -> m.Approval:
         extra = float(wait or 0) + self.timeout

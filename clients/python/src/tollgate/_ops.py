@@ -6,9 +6,8 @@ holds the client to ``/openapi.json`` (``tests/test_openapi_contract.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 from . import models as m
@@ -48,8 +47,6 @@ class Op:
 
 
 REGISTRY: dict[str, Spec] = {}
-
-F = TypeVar("F", bound=Callable[..., Op])
 
 
 def _spec(spec: Spec) -> Spec:
@@ -92,8 +89,10 @@ COMPILE = _spec(Spec("compile", "POST", "/v1/runs/{run_id}/compile", body=m.Comp
 FINISH_RUN = _spec(Spec("finish_run", "POST", "/v1/runs/{run_id}/finish", body=m.FinishBody, answer=m.RunView))
 
 
-def open_run(body: m.OpenRunBody) -> Op:
-    return Op(OPEN_RUN, OPEN_RUN.path, body=_body(body))
+def open_run(agent: str, task: str, scope: str, **optional: Any) -> Op:
+    """Opens a run; optional fields left as None are not sent."""
+    given = {k: v for k, v in optional.items() if v is not None}
+    return Op(OPEN_RUN, OPEN_RUN.path, body=_body(m.OpenRunBody(agent=agent, task=task, scope=scope, **given)))
 
 
 def get_run(run_id: str) -> Op:
@@ -112,7 +111,11 @@ def append_events(run_id: str, body: m.EventsBody) -> Op:
     return Op(APPEND_EVENTS, _path(APPEND_EVENTS.path, run_id=run_id), body=_body(body))
 
 
-def compile_context(run_id: str, body: m.CompileBody) -> Op:
+def compile_context(run_id: str, items: list[m.CandidateItem], settings: dict[str, Any]) -> Op:
+    """A compile of ``items``; ``settings`` may hold ``step`` beside the compile settings."""
+    settings = dict(settings)
+    step = settings.pop("step", None)
+    body = m.CompileBody(items=items, settings=settings or None, step=step)
     return Op(COMPILE, _path(COMPILE.path, run_id=run_id), body=_body(body))
 
 
@@ -135,7 +138,8 @@ DECISIONS = _spec(
 )
 
 
-def tool_call(run_id: str, body: m.ToolCallBody) -> Op:
+def tool_call(run_id: str, tool: str, arguments: dict[str, Any] | None, **optional: Any) -> Op:
+    body = m.ToolCallBody(tool=tool, arguments=arguments or {}, **optional)
     return Op(TOOL_CALL, _path(TOOL_CALL.path, run_id=run_id), body=_body(body))
 
 
