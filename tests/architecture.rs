@@ -2,7 +2,9 @@
 //! own child excepted: a child reads its parent's items, the parent re-exports the child's).
 //! A circle between siblings is how a module becomes a hidden hub; when this fails, move what
 //! both need into a module below both (as `run_policy.rs` is below the runtime, replay and the
-//! simulator).
+//! simulator). And the database is reached only through the store: no module but `store.rs`
+//! and `gateway/src/store/` names a database engine's crate, so a second engine is added in one
+//! place.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -163,4 +165,74 @@ fn the_circle_check_sees_a_circle() {
     assert!(imports(&mods, &b, &mods[&b]).contains(&a));
     let commented = code_of("// use crate::a::Other;\nfn f() {}");
     assert!(imports(&mods, &b, &commented).is_empty());
+}
+
+/// The database engines' crates, which only the store may name.
+const ENGINE_CRATES: [&str; 3] = ["rusqlite", "postgres", "libsqlite3_sys"];
+
+/// Every `.rs` file under `dir`, with its source.
+fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
+/// The lines of `text` (comments aside) that name an engine's crate as a path (`rusqlite::`).
+fn engine_uses(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .filter(|code| {
+            ENGINE_CRATES
+                .iter()
+                .any(|krate| code.contains(&format!("{krate}::")))
+        })
+        .map(|code| code.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_store_names_a_database_engine() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let store = root.join("gateway/src/store");
+    let mut found = Vec::new();
+    let mut seen = 0;
+    for krate in ["engine", "rules", "gateway", "cli"] {
+        for (path, text) in sources(&root.join(krate).join("src")) {
+            seen += 1;
+            if path.starts_with(&store) || path == store.with_extension("rs") {
+                continue;
+            }
+            for line in engine_uses(&text) {
+                found.push(format!("{}: {line}", path.display()));
+            }
+        }
+    }
+    assert!(seen > 100, "the walk found the sources ({seen})");
+    assert!(
+        found.is_empty(),
+        "outside the store, use the store's own types (store::Connection, Row, \
+         params!, Value) instead of an engine's crate:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The engine check sees a use, and not a comment.
+#[test]
+fn the_engine_check_sees_a_use() {
+    assert_eq!(
+        engine_uses("use rusqlite::Connection;\n// rusqlite::Row in a comment\nfn f() {}"),
+        vec!["use rusqlite::Connection;".to_string()]
+    );
+    assert!(engine_uses("let c = store::Connection;").is_empty());
 }

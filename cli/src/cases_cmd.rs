@@ -676,7 +676,7 @@ pub fn seed(json: bool) -> Result<ExitCode> {
     let existing: Vec<String> = rt.store().read(move |c| {
         let mut q = c.prepare("SELECT case_id FROM cases WHERE pack_root = ?1 ORDER BY case_id")?;
         let ids = q.query_map([demo_root], |r| r.get(0))?;
-        Ok(ids.collect::<Result<_, _>>()?)
+        ids.collect::<Result<_, _>>()
     })?;
     if !existing.is_empty() {
         if json {

@@ -136,7 +136,7 @@ fn store() -> Store {
                 for i in 0..RUNS {
                     let state = ["pending", "approved", "rejected", "used"][i % 4];
                     let at = 1_793_577_600_000i64 + i as i64 * 60_000;
-                    insert.execute(rusqlite::params![
+                    insert.execute(tollgate_gateway::store::params![
                         format!("apr-{i:05}"),
                         format!("run-{i:05}"),
                         format!("{i:064x}"),

@@ -151,7 +151,7 @@ fn generated(n: usize, skewed: bool, words: &Words) -> Store {
                              '2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z')",
                 )?;
                 for m in &chunk {
-                    stmt.execute(rusqlite::params![
+                    stmt.execute(tollgate_gateway::store::params![
                         m.id,
                         m.class,
                         m.text,

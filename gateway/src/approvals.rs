@@ -8,7 +8,7 @@
 //! `decision` event that asked for the approval and the `approval` event of its answer, which
 //! is appended in the same transaction that changes the row.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::store::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tollgate_rules::canonical::canonical_json;
@@ -235,7 +235,7 @@ fn split(list: &str) -> Vec<String> {
         .collect()
 }
 
-fn from_row(r: &Row<'_>, now_ms: i64) -> rusqlite::Result<Result<Approval, StoreError>> {
+fn from_row(r: &Row<'_>, now_ms: i64) -> Result<Result<Approval, StoreError>, StoreError> {
     let state: String = r.get(9)?;
     let arguments: String = r.get(4)?;
     let expires_at: i64 = r.get(11)?;
@@ -262,9 +262,9 @@ fn from_row(r: &Row<'_>, now_ms: i64) -> rusqlite::Result<Result<Approval, Store
         tool: r.get(3)?,
         arguments,
         call_hash: r.get(5)?,
-        envelopes: split(&r.get::<_, String>(6)?),
-        rules: split(&r.get::<_, String>(7)?),
-        approvers: split(&r.get::<_, String>(8)?),
+        envelopes: split(&r.get::<String>(6)?),
+        rules: split(&r.get::<String>(7)?),
+        approvers: split(&r.get::<String>(8)?),
         state,
         requested_at: r.get(10)?,
         expires_at,
@@ -501,13 +501,11 @@ pub(crate) fn decide_in(
         ApprovalState::Rejected
     };
     // Only a row still pending changes: a concurrent answer wins once.
-    let changed = c
-        .execute(
-            "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, decided_at = ?5
+    let changed = c.execute(
+        "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, decided_at = ?5
              WHERE id = ?1 AND state = 'pending' AND expires_at > ?5",
-            params![id, state.as_str(), answer.by, answer.reason, now_ms],
-        )
-        .map_err(StoreError::from)?;
+        params![id, state.as_str(), answer.by, answer.reason, now_ms],
+    )?;
     if changed == 0 {
         return Err(ApprovalError::Invalid(format!(
             "approval `{id}` was decided or expired meanwhile"
@@ -538,13 +536,11 @@ fn check_not_own_call(
     approval: &Approval,
     answer: &ApprovalAnswer,
 ) -> Result<(), ApprovalError> {
-    let (agent, metadata): (String, String) = c
-        .query_row(
-            "SELECT agent, metadata FROM runs WHERE id = ?1",
-            [&approval.run],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .map_err(StoreError::from)?;
+    let (agent, metadata): (String, String) = c.query_row(
+        "SELECT agent, metadata FROM runs WHERE id = ?1",
+        [&approval.run],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     let opened_by = serde_json::from_str::<Value>(&metadata).ok().and_then(|m| {
         m.get(crate::runtime::OPENED_BY)?
             .as_str()
@@ -585,8 +581,7 @@ pub(crate) fn use_in(
     c.execute(
         "UPDATE approvals SET state = 'used', used_at = ?2 WHERE id = ?1 AND state = 'approved'",
         params![id, now_ms],
-    )
-    .map_err(StoreError::from)?;
+    )?;
     load(c, id, now_ms)?.ok_or_else(|| ApprovalError::NotFound(id.to_string()))
 }
 

@@ -417,12 +417,6 @@ pub enum JobError {
     Invalid(String),
 }
 
-impl From<rusqlite::Error> for JobError {
-    fn from(e: rusqlite::Error) -> JobError {
-        JobError::Store(StoreError::Sqlite(e))
-    }
-}
-
 /// Milliseconds in `d`, saturating.
 #[cfg(test)]
 mod tests;

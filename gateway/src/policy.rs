@@ -5,7 +5,7 @@
 //! can be listed, read back as source, and assembled into the set in force (the latest version
 //! of every envelope), which `policy diff` and the gateway decide against.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use tollgate_rules::canonical::canonical_json;
 use tollgate_rules::envelope::{EnvelopeErrors, EnvelopeSet, PolicyEnvelope, load_envelopes};
@@ -208,16 +208,16 @@ fn find(
     id: &str,
     hash: Option<&str>,
 ) -> Result<Option<EnvelopeVersion>, StoreError> {
-    Ok(c.query_row(
+    c.query_row(
         "SELECT id, version, content_hash, created_at FROM envelope_versions
          WHERE id = ?1 AND (?2 IS NULL OR content_hash = ?2)",
         params![id, hash],
         row_version,
     )
-    .optional()?)
+    .optional()
 }
 
-fn row_version(r: &rusqlite::Row<'_>) -> rusqlite::Result<EnvelopeVersion> {
+fn row_version(r: &crate::store::Row<'_>) -> Result<EnvelopeVersion, StoreError> {
     Ok(EnvelopeVersion {
         id: r.get(0)?,
         version: r.get(1)?,
@@ -238,7 +238,7 @@ pub fn list_versions(
              WHERE ?1 IS NULL OR id = ?1 ORDER BY id, version",
         )?;
         let rows = stmt.query_map([id], row_version)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.collect::<Result<_, _>>()
     })?)
 }
 
@@ -260,14 +260,14 @@ pub fn version_source(
     };
     let (i, v) = (id.clone(), version);
     let found: Option<(u32, Vec<u8>)> = store.read(move |c| {
-        Ok(c.query_row(
+        c.query_row(
             "SELECT v.version, a.body FROM envelope_versions v JOIN artifacts a ON a.hash = v.artifact
              WHERE v.id = ?1 AND (?2 IS NULL OR v.version = ?2)
              ORDER BY v.version DESC LIMIT 1",
             params![i, v],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
-        .optional()?)
+        .optional()
     })?;
     let (version, body) = found.ok_or_else(|| {
         PolicyStoreError::NotFound(format!(

@@ -13,9 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
+use crate::store::{Connection, params};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
-use rusqlite::{Connection, params};
 use serde::Serialize;
 
 use crate::recorder::events::Event;
@@ -306,7 +306,7 @@ fn stored_edges(c: &Connection, id: &str) -> Result<Vec<ProvEdge>, StoreError> {
             relation: r.get(2)?,
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<_, _>>()
 }
 
 /// Every node and edge a run's records imply.
@@ -353,11 +353,7 @@ fn run_graph(c: &Connection, run: &str) -> Result<(Vec<ProvNode>, Vec<ProvEdge>)
          WHERE r.run_id = ?1",
     )?;
     let rows = stmt.query_map([run], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, u32>(1)?,
-            r.get::<_, String>(2)?,
-        ))
+        Ok((r.get::<String>(0)?, r.get::<u32>(1)?, r.get::<String>(2)?))
     })?;
     for row in rows {
         let (id, version, hash) = row?;
@@ -373,11 +369,7 @@ fn run_graph(c: &Connection, run: &str) -> Result<(Vec<ProvNode>, Vec<ProvEdge>)
     let mut stmt =
         c.prepare("SELECT idx, name, agent FROM steps WHERE run_id = ?1 ORDER BY idx")?;
     let steps = stmt.query_map([run], |r| {
-        Ok((
-            r.get::<_, u32>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-        ))
+        Ok((r.get::<u32>(0)?, r.get::<String>(1)?, r.get::<String>(2)?))
     })?;
     for s in steps {
         let (idx, name, agent) = s?;

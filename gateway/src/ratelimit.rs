@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, params};
+use crate::store::{Connection, params};
 use serde_json::Value;
 use tollgate_rules::engine::ast::TestFn;
 use tollgate_rules::engine::functions::PatternCache;

@@ -17,8 +17,7 @@ mod promote;
 mod timeline;
 pub(crate) mod write;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, SqlValue, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tollgate_rules::canonical::canonical_json;
@@ -96,14 +95,14 @@ const SUMMARY_COLUMNS: &str = "r.id, r.agent, r.task, r.status, r.started_at, r.
      r.decisions_require_approval, r.decisions_rate_limited, r.decisions_deny";
 
 /// A run's summary from a row of [`SUMMARY_COLUMNS`].
-fn summary_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
+fn summary_of_row(r: &crate::store::Row<'_>) -> Result<RunSummary, StoreError> {
     Ok(RunSummary {
         id: r.get(0)?,
         agent: r.get(1)?,
         task: r.get(2)?,
         status: r.get(3)?,
         started_at: r.get(4)?,
-        events: r.get::<_, i64>(5)? as u64,
+        events: r.get::<i64>(5)? as u64,
         steps: r.get(6)?,
         decisions: DecisionCounts::from_row(r, 7)?,
     })
@@ -205,7 +204,7 @@ impl Recorder {
                 ))?,
             };
             let rows = stmt.query_map([run], summary_of_row)?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            rows.collect::<Result<_, _>>()
         })?)
     }
 
@@ -288,7 +287,7 @@ impl Recorder {
             let (count, head): (u64, String) = c.query_row(
                 "SELECT event_count, head_hash FROM runs WHERE id = ?1",
                 [&id],
-                |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+                |r| Ok((r.get::<i64>(0)? as u64, r.get(1)?)),
             )?;
             Ok((events, steps, count, head))
         })?;
@@ -334,8 +333,8 @@ fn load_header(c: &Connection, run: &str) -> Result<Option<RunHeader>, StoreErro
                     envelopes: Vec::new(),
                     metadata: Value::Null,
                 },
-                r.get::<_, String>(9)?,
-                r.get::<_, String>(10)?,
+                r.get::<String>(9)?,
+                r.get::<String>(10)?,
             ))
         })
         .optional()?;
@@ -357,7 +356,7 @@ fn load_steps(c: &Connection, run: &str) -> Result<Vec<StepRecord>, StoreError> 
             agent: r.get(2)?,
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<_, _>>()
 }
 
 fn load_events(c: &Connection, run: &str) -> Result<Vec<StoredEvent>, StoreError> {
@@ -380,19 +379,19 @@ fn load_events_in(
     )?;
     let rows = stmt.query_map(params![run, as_sql(from), as_sql(to)], |r| {
         Ok((
-            r.get::<_, i64>(0)? as u64,
-            r.get::<_, u32>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            match r.get_ref(4)? {
-                ValueRef::Text(t) => Stored::Text(String::from_utf8_lossy(t).into_owned()),
-                ValueRef::Blob(z) => Stored::Compressed(z.to_vec()),
+            r.get::<i64>(0)? as u64,
+            r.get::<u32>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            match r.value(4)? {
+                SqlValue::Text(t) => Stored::Text(t.to_string()),
+                SqlValue::Blob(z) => Stored::Compressed(z.to_vec()),
                 _ => Stored::Elsewhere,
             },
-            r.get::<_, String>(5)?,
-            r.get::<_, String>(6)?,
-            r.get::<_, String>(7)?,
-            r.get::<_, Option<Vec<u8>>>(8)?,
+            r.get::<String>(5)?,
+            r.get::<String>(6)?,
+            r.get::<String>(7)?,
+            r.get::<Option<Vec<u8>>>(8)?,
         ))
     })?;
     let mut out = Vec::new();

@@ -261,7 +261,9 @@ impl Runtime {
         then: F,
     ) -> Result<Vec<Appended>, RuntimeError>
     where
-        F: FnOnce(&rusqlite::Connection, &[Appended]) -> Result<(), StoreError> + Send + 'static,
+        F: FnOnce(&crate::store::Connection, &[Appended]) -> Result<(), StoreError>
+            + Send
+            + 'static,
     {
         let (key, links) = (run.to_string(), policy.unlinked());
         let appended = self.store.transact(move |c| {

@@ -9,6 +9,7 @@
 pub(crate) mod artifacts;
 mod migrate;
 mod schema;
+mod sql;
 mod writer;
 
 use std::any::{Any, TypeId};
@@ -17,11 +18,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rusqlite::OpenFlags;
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags};
 
 pub use migrate::{Migration, MigrationStatus, migrations};
 pub use schema::SchemaDrift;
+pub use sql::params;
+pub use sql::{
+    Column, Connection, Dialect, OptionalExtension, Param, Params, ParamsFromIter, Row, Rows,
+    SqlValue, Statement, Value, params_from_iter,
+};
 use writer::Writer;
 
 /// The environment variable naming the database (`sqlite:PATH`).
@@ -58,6 +64,10 @@ pub enum StoreError {
     /// so a printed chain does not say it twice.
     #[error("database error: {0}{help}", help = sqlite_help(.0))]
     Sqlite(rusqlite::Error),
+    /// A query that should have found a row found none ([`OptionalExtension::optional`]
+    /// turns this into `None`).
+    #[error("the database has no such row")]
+    NoRow,
     /// A stored value could not be decoded.
     #[error("stored data is not valid: {0}")]
     Corrupt(String),
@@ -81,11 +91,47 @@ pub enum StoreError {
     WriterGone,
 }
 
-/// A help line for a statement that met a table the schema lacks.
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Sqlite(e)
+        match e {
+            rusqlite::Error::QueryReturnedNoRows => StoreError::NoRow,
+            // A parameter refused by our own binding keeps its own error.
+            rusqlite::Error::ToSqlConversionFailure(inner) => {
+                match inner.downcast::<StoreError>() {
+                    Ok(own) => *own,
+                    Err(other) => {
+                        StoreError::Sqlite(rusqlite::Error::ToSqlConversionFailure(other))
+                    }
+                }
+            }
+            e => StoreError::Sqlite(e),
+        }
     }
+}
+
+/// Which kind of constraint a refused write broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstraintKind {
+    /// A unique index or primary key: the row exists already.
+    Unique,
+    /// A foreign key: the row names a missing row, or is named by one.
+    ForeignKey,
+    /// A `CHECK` constraint.
+    Check,
+    /// A `NOT NULL` column left empty.
+    NotNull,
+    /// Another constraint (a trigger's `RAISE`).
+    Other,
+}
+
+/// A constraint a write broke: its kind and the database's own words for it (the table and
+/// columns, or the constraint's name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Its kind.
+    pub kind: ConstraintKind,
+    /// What the database said.
+    pub detail: String,
 }
 
 /// How to fix what SQLite refused, where there is something to say.
@@ -106,6 +152,31 @@ fn sqlite_help(e: &rusqlite::Error) -> &'static str {
 }
 
 impl StoreError {
+    /// The constraint this error reports broken, if it is a constraint violation: the one
+    /// place the engines' codes are read, so modules match on [`ConstraintKind`].
+    pub fn violation(&self) -> Option<Violation> {
+        let StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, message)) = self else {
+            return None;
+        };
+        if f.code != rusqlite::ErrorCode::ConstraintViolation {
+            return None;
+        }
+        let kind = match f.extended_code {
+            rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => ConstraintKind::Unique,
+            rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ConstraintKind::ForeignKey,
+            rusqlite::ffi::SQLITE_CONSTRAINT_CHECK => ConstraintKind::Check,
+            rusqlite::ffi::SQLITE_CONSTRAINT_NOTNULL => ConstraintKind::NotNull,
+            _ => ConstraintKind::Other,
+        };
+        Some(Violation {
+            kind,
+            detail: message
+                .clone()
+                .unwrap_or_else(|| "a constraint failed".into()),
+        })
+    }
+
     /// Wraps a decoding problem.
     pub fn corrupt(what: impl std::fmt::Display) -> Self {
         StoreError::Corrupt(what.to_string())
@@ -197,7 +268,7 @@ impl Store {
         }
         let conn = open_connection(&path, false)?;
         // WAL is a property of the file: set once, every later connection sees it.
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", (), |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Open {
                 path,
@@ -302,20 +373,20 @@ impl Store {
         self.read(|c| {
             let mut problems = Vec::new();
             let mut stmt = c.prepare("PRAGMA quick_check")?;
-            for line in stmt.query_map([], |r| r.get::<_, String>(0))? {
+            for line in stmt.query_map((), |r| r.get::<String>(0))? {
                 let line = line?;
                 if line != "ok" {
                     problems.push(line);
                 }
             }
             let mut stmt = c.prepare("PRAGMA foreign_key_check")?;
-            let dangling = stmt.query_map([], |r| {
+            let dangling = stmt.query_map((), |r| {
                 Ok(format!(
                     "a row of `{}` (rowid {}) names a missing row of `{}`",
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<i64>>(1)?
+                    r.get::<String>(0)?,
+                    r.get::<Option<i64>>(1)?
                         .map_or("-".into(), |n| n.to_string()),
-                    r.get::<_, String>(2)?
+                    r.get::<String>(2)?
                 ))
             })?;
             for line in dangling {
@@ -366,10 +437,11 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
-        path: path.to_path_buf(),
-        source: Box::new(e),
-    })?;
+    let conn =
+        rusqlite::Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // One plan per statement whatever its parameters (the query planner stability guarantee):
@@ -384,7 +456,7 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
         "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
          PRAGMA mmap_size = 2147418112; PRAGMA cache_size = -16384;",
     )?;
-    Ok(conn)
+    Ok(Connection::sqlite(conn))
 }
 
 #[cfg(test)]

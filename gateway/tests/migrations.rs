@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
 use serde_json::json;
 use tollgate_gateway::recorder::Recorder;
 use tollgate_gateway::recorder::format::{EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord};
+use tollgate_gateway::store::Connection;
 use tollgate_gateway::store::{Store, StoreError, StoreLocation, migrations};
 
 type Schema = BTreeMap<String, String>;
@@ -38,8 +38,8 @@ fn schema(c: &Connection) -> Result<Schema, StoreError> {
     let mut stmt = c.prepare(
         "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name <> 'tollgate_migrations'",
     )?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect::<Result<_, _>>()
 }
 
 fn data(c: &Connection) -> Result<Data, StoreError> {
@@ -50,18 +50,18 @@ fn data(c: &Connection) -> Result<Data, StoreError> {
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'tollgate_migrations'
                AND name NOT GLOB '*_fts_*'",
         )?;
-        stmt.query_map([], |r| r.get(0))?
+        stmt.query_map((), |r| r.get(0))?
             .collect::<Result<_, _>>()?
     };
     let mut out = Data::new();
     for t in tables {
         let mut stmt = c.prepare(&format!("SELECT * FROM {t} ORDER BY rowid"))?;
         let n = stmt.column_count();
-        let columns: Vec<String> = stmt.column_names().map(str::to_string).collect();
-        let rows = stmt.query_map([], |r| {
+        let columns: Vec<String> = stmt.column_names();
+        let rows = stmt.query_map((), |r| {
             let mut cells = Vec::with_capacity(n);
             for i in 0..n {
-                cells.push(format!("{:?}", r.get_ref(i)?));
+                cells.push(format!("{:?}", r.value(i)?));
             }
             Ok(cells)
         })?;
@@ -131,7 +131,7 @@ fn populate(store: &Store) {
                 "INSERT INTO promoted_records (id, kind, body, source_run, source_step, source_event,
                     scope, ttl_seconds, sensitivity, created_at)
                  VALUES ('memory:m', 'memory', '{}', 'run-m', 0, 1, 'org:acme', 60, 'internal', 't')",
-                [],
+                (),
             )?;
             for (id, class, text) in [
                 ("mem-b", "warning", "never force-push to main"),
@@ -143,7 +143,7 @@ fn populate(store: &Store) {
                         created_at, updated_at)
                      VALUES (?1, ?2, ?3, ?3, 'org:acme', 'internal', 'approved', 0, 0, 0, 1, 0,
                         '{}', 'test', 't', 't')",
-                    rusqlite::params![id, class, text],
+                    tollgate_gateway::store::params![id, class, text],
                 )?;
             }
             c.execute(
@@ -151,12 +151,12 @@ fn populate(store: &Store) {
                     rules, approvers, state, requested_at, expires_at)
                  VALUES ('apr-1', 'run-m', 'c1', 'shell.exec', '{}', 'h', 'e@1', 'e/r', '',
                     'pending', 1, 2)",
-                [],
+                (),
             )?;
             c.execute(
                 "INSERT INTO tool_usage (rule_id, per_kind, per_id, run_id, call_id, at)
                  VALUES ('e/limit', 'run', 'run-m', 'run-m', 'c1', 1)",
-                [],
+                (),
             )?;
             Ok(())
         })
@@ -185,7 +185,7 @@ fn indexed_saying_force(store: &Store) -> Vec<String> {
                  WHERE memories_fts MATCH ?1 ORDER BY m.id",
             )?;
             let found = stmt.query_map([&expr], |r| r.get(0))?;
-            Ok(found.collect::<Result<Vec<String>, _>>()?)
+            found.collect::<Result<Vec<String>, _>>()
         })
         .unwrap()
 }

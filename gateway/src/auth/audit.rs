@@ -2,7 +2,7 @@
 //! name), what (the method), on what (the path), and the answer's status. Agents' actions are
 //! recorded in their runs' chains instead.
 
-use rusqlite::params;
+use crate::store::params;
 use serde::Serialize;
 
 use super::Principal;
@@ -99,6 +99,6 @@ pub fn page(store: &Store, before: Option<i64>, limit: u32) -> Result<Vec<AuditE
                 status: r.get(7)?,
             })
         })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        rows.collect::<Result<Vec<_>, _>>()
     })
 }

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use tollgate_rules::envelope::Level;
 
@@ -272,9 +272,8 @@ pub fn list(store: &Store) -> Result<Vec<TokenRecord>, StoreError> {
         let mut stmt = c.prepare(&format!(
             "SELECT {COLUMNS} FROM tokens ORDER BY created_at DESC, id"
         ))?;
-        let rows = stmt.query_map([], |r| Ok((record(r)?, ())))?;
-        rows.map(|r| r.map_err(StoreError::from).and_then(|(rec, ())| rec))
-            .collect()
+        let rows = stmt.query_map((), |r| Ok((record(r)?, ())))?;
+        rows.map(|r| r.and_then(|(rec, ())| rec)).collect()
     })
 }
 
@@ -290,8 +289,7 @@ pub fn revoke(
         c.execute(
             "UPDATE tokens SET revoked_at = ?2, revoked_by = ?3 WHERE id = ?1 AND revoked_at IS NULL",
             params![id, now, by],
-        )
-        .map_err(StoreError::from)?;
+        )?;
         load(c, &id)?
             .map(|(r, _)| r)
             .ok_or(TokenError::NotFound(id))
@@ -304,7 +302,7 @@ const COLUMNS: &str = "id, kind, name, max_scope, max_clearance, created_at, cre
 fn load(c: &Connection, id: &str) -> Result<Option<(TokenRecord, String)>, StoreError> {
     let found = c
         .prepare_cached(&format!("SELECT {COLUMNS} FROM tokens WHERE id = ?1"))?
-        .query_row([id], |r| Ok((record(r)?, r.get::<_, String>(10)?)))
+        .query_row([id], |r| Ok((record(r)?, r.get::<String>(10)?)))
         .optional()?;
     match found {
         None => Ok(None),
@@ -313,7 +311,7 @@ fn load(c: &Connection, id: &str) -> Result<Option<(TokenRecord, String)>, Store
 }
 
 /// A row as a record: SQLite's error outside, a value that does not read as ours inside.
-fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TokenRecord, StoreError>> {
+fn record(r: &crate::store::Row<'_>) -> Result<Result<TokenRecord, StoreError>, StoreError> {
     let kind: String = r.get(1)?;
     let clearance: Option<String> = r.get(4)?;
     let Some(kind) = PrincipalKind::parse(&kind) else {
@@ -397,7 +395,7 @@ mod tests {
         // The stored row holds no part of the secret.
         let secret = text.rsplit('_').next().unwrap().to_string();
         let stored: String = store
-            .read(|c| Ok(c.query_row("SELECT secret_hash FROM tokens", [], |r| r.get(0))?))
+            .read(|c| c.query_row("SELECT secret_hash FROM tokens", (), |r| r.get(0)))
             .unwrap();
         assert!(!stored.contains(&secret));
         // A wrong secret, a wrong id, another key: nothing.

@@ -2,7 +2,7 @@
 //! preview diffs, policy status, commit status, replay health, recent timeline events), the
 //! case graph, and the timeline page by page.
 
-use rusqlite::params;
+use crate::store::params;
 use serde::Serialize;
 
 use super::project::{

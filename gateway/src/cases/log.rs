@@ -1,7 +1,7 @@
 //! The case event log as stored: each event hash-chained to the one before (from a genesis
 //! hash of the case id), read back in version order, and its chain verified.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use tollgate_rules::canonical::canonical_json;
 
@@ -61,7 +61,7 @@ pub(super) fn head_in(c: &Connection, case_id: &str) -> Result<String, StoreErro
     .unwrap_or_else(|| genesis(case_id)))
 }
 
-fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<CaseEvent, StoreError>> {
+fn event_from_row(r: &crate::store::Row<'_>) -> Result<Result<CaseEvent, StoreError>, StoreError> {
     let kind: String = r.get(3)?;
     let payload: String = r.get(4)?;
     let body = serde_json::from_str::<Value>(&payload)

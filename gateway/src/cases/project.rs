@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
+use crate::store::Connection;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -431,11 +431,11 @@ pub struct Rebuilt {
 pub fn rebuild(store: &Store) -> Result<Rebuilt, StoreError> {
     store.write(|c| {
         for t in TABLES {
-            c.execute(&format!("DELETE FROM {t}"), [])?;
+            c.execute(&format!("DELETE FROM {t}"), ())?;
         }
         let ids: Vec<String> = {
             let mut q = c.prepare("SELECT DISTINCT case_id FROM case_events ORDER BY case_id")?;
-            let rows = q.query_map([], |r| r.get(0))?;
+            let rows = q.query_map((), |r| r.get(0))?;
             rows.collect::<Result<_, _>>()?
         };
         let mut events = 0;

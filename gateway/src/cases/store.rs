@@ -2,14 +2,14 @@
 //! event hash-chained to the one before, and the projections brought up to date in the same
 //! transaction (so a reader never sees an event without its projection, nor the reverse).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, ConstraintKind, OptionalExtension, params};
 use serde::Serialize;
 use tollgate_rules::canonical::canonical_json;
 
 use super::log::{event_hash, head_in, version_in};
 use super::project::{self, CaseProjection};
 use super::{CaseError, CaseEvent, EventBody, NewEvent};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -51,8 +51,7 @@ pub fn append_in(
                 [case_id, id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
-            .optional()
-            .map_err(StoreError::from)?;
+            .optional()?;
         if let Some((case, version, kind, payload, actor)) = stored {
             let same = case == case_id
                 && kind == e.body.kind()
@@ -129,16 +128,14 @@ pub fn append_in(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![case_id, version, event_id, kind, payload, e.actor, at, prev, hash],
         )
-        .map_err(|err| match err {
-            rusqlite::Error::SqliteFailure(f, _)
-                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
+        .map_err(|err| match err.violation() {
+            Some(v) if v.kind == ConstraintKind::Unique => {
                 CaseError::conflict(
                     "event_id_reused",
                     format!("event id `{event_id}` is stored already\n  help: give a new event a new id"),
                 )
             }
-            other => CaseError::Store(other.into()),
+            _ => CaseError::Store(err),
         })?;
         let event = CaseEvent {
             payload_text: payload.clone(),

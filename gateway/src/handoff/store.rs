@@ -3,7 +3,7 @@
 //! connection, so the flows in [`super::validate`], [`super::deliver`] and the runtime write
 //! a version and its events in one transaction.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::store::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use tollgate_rules::request::Delegation;
 
@@ -140,11 +140,11 @@ const COLUMNS: &str = "id, version, content_hash, template, producer_run, produc
      consumer_run, consumer_agent, state, contract, validation, recorded_seq, created_by, \
      created_at, updated_at";
 
-fn corrupt(what: impl std::fmt::Display) -> rusqlite::Error {
-    rusqlite::Error::ToSqlConversionFailure(what.to_string().into())
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::corrupt(what)
 }
 
-fn contract_row(r: &Row<'_>) -> rusqlite::Result<StoredContract> {
+fn contract_row(r: &Row<'_>) -> Result<StoredContract, StoreError> {
     let state: String = r.get(8)?;
     let contract: String = r.get(9)?;
     let validation: String = r.get(10)?;
@@ -161,7 +161,7 @@ fn contract_row(r: &Row<'_>) -> rusqlite::Result<StoredContract> {
             .ok_or_else(|| corrupt(format!("contract state `{state}`")))?,
         contract: serde_json::from_str(&contract).map_err(corrupt)?,
         validation: serde_json::from_str(&validation).map_err(corrupt)?,
-        recorded_seq: r.get::<_, Option<i64>>(11)?.map(|s| s as u64),
+        recorded_seq: r.get::<Option<i64>>(11)?.map(|s| s as u64),
         created_by: r.get(12)?,
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
@@ -220,7 +220,7 @@ pub fn versions(
                 r.get(3)?,
             ))
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.collect::<Result<_, _>>()
     })
 }
 
@@ -354,11 +354,11 @@ pub fn delegations_in(c: &Connection, except: &str) -> Result<Vec<Delegation>, S
     )?;
     let rows = stmt.query_map([except], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<String>(4)?,
         ))
     })?;
     let mut out = Vec::new();
@@ -387,7 +387,7 @@ pub fn for_run(store: &Store, run: &str) -> Result<Vec<StoredContract>, StoreErr
              ORDER BY h.created_at, h.id"
         ))?;
         let rows = stmt.query_map([&run], contract_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.collect::<Result<_, _>>()
     })
 }
 
@@ -400,7 +400,7 @@ pub fn list(store: &Store, limit: usize) -> Result<Vec<StoredContract>, StoreErr
              ORDER BY h.updated_at DESC, h.id LIMIT ?1"
         ))?;
         let rows = stmt.query_map([limit as i64], contract_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.collect::<Result<_, _>>()
     })
 }
 
@@ -453,11 +453,11 @@ pub fn acks(store: &Store, id: &str) -> Result<Vec<StoredAck>, StoreError> {
                 by: r.get(3)?,
                 reason: r.get(4)?,
                 questions: serde_json::from_str(&questions).map_err(corrupt)?,
-                recorded_seq: r.get::<_, Option<i64>>(6)?.map(|s| s as u64),
+                recorded_seq: r.get::<Option<i64>>(6)?.map(|s| s as u64),
                 at: r.get(7)?,
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.collect::<Result<_, _>>()
     })
 }
 
@@ -567,12 +567,12 @@ pub fn deliveries(store: &Store, id: &str) -> Result<Vec<StoredDelivery>, StoreE
         )?;
         let rows = stmt.query_map([&id], |r| {
             Ok((
-                r.get::<_, i64>(0)?,
+                r.get::<i64>(0)?,
                 StoredViolation {
                     code: r.get(1)?,
                     detail: r.get(2)?,
                     rule: r.get(3)?,
-                    recorded_seq: r.get::<_, Option<i64>>(4)?.map(|s| s as u64),
+                    recorded_seq: r.get::<Option<i64>>(4)?.map(|s| s as u64),
                     at: r.get(5)?,
                 },
             ))
@@ -591,7 +591,7 @@ pub fn deliveries(store: &Store, id: &str) -> Result<Vec<StoredDelivery>, StoreE
 /// is still open when the write commits).
 pub fn running_in(c: &Connection, run: &str) -> Result<bool, StoreError> {
     Ok(c.prepare_cached("SELECT status FROM runs WHERE id = ?1")?
-        .query_row([run], |r| r.get::<_, String>(0))
+        .query_row([run], |r| r.get::<String>(0))
         .optional()?
         .is_some_and(|s| s == "running"))
 }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::store::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::Value;
 
 use super::{
@@ -94,7 +94,7 @@ impl JobQueue {
                     return Ok(JobId(id));
                 }
             }
-            let id: i64 = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM jobs", [], |r| {
+            let id: i64 = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM jobs", (), |r| {
                 r.get(0)
             })?;
             conn.execute(
@@ -139,7 +139,7 @@ impl JobQueue {
                 "SELECT id FROM jobs WHERE state IN ('queued', 'failed') AND run_after <= ?1\
                  {kind_filter} ORDER BY run_after, id LIMIT 1"
             );
-            let mut args: Vec<rusqlite::types::Value> = vec![now.into()];
+            let mut args: Vec<crate::store::Value> = vec![now.into()];
             args.extend(kinds.iter().map(|k| k.clone().into()));
             let id: Option<i64> = conn
                 .query_row(&sql, params_from_iter(args), |r| r.get(0))
@@ -412,7 +412,7 @@ impl JobQueue {
                 "SELECT DISTINCT kind FROM jobs WHERE state IN {UNFINISHED}"
             ))?;
             let found: Vec<String> = stmt
-                .query_map([], |r| r.get(0))?
+                .query_map((), |r| r.get(0))?
                 .collect::<Result<_, _>>()?;
             Ok(found.iter().any(|k| kinds.is_empty() || kinds.contains(k)))
         })?)
@@ -461,14 +461,13 @@ fn expire_leases(conn: &Connection, now: i64) -> Result<usize, JobError> {
         stmt.query_map([now], |r| {
             Ok((
                 r.get(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                r.get::<Option<String>>(1)?.unwrap_or_default(),
                 r.get(2)?,
                 r.get(3)?,
                 r.get(4)?,
             ))
         })?
-        .collect::<Result<_, _>>()
-        .map_err(StoreError::from)?
+        .collect::<Result<_, _>>()?
     };
     for (id, worker, attempts, max_attempts, until) in &expired {
         let error = format!("lease expired: worker `{worker}` stopped");
@@ -545,12 +544,12 @@ fn lease_lost(conn: &Connection, job: &LeasedJob) -> JobError {
 }
 
 fn job_record(r: &Row<'_>) -> Result<JobRecord, StoreError> {
-    let progress = match (r.get::<_, Option<i64>>(10)?, r.get::<_, Option<i64>>(11)?) {
+    let progress = match (r.get::<Option<i64>>(10)?, r.get::<Option<i64>>(11)?) {
         (Some(done), Some(total)) => Some(JobProgress {
             done: u64::try_from(done).unwrap_or(0),
             total: u64::try_from(total).unwrap_or(0),
-            message: r.get::<_, Option<String>>(12)?.unwrap_or_default(),
-            at_ms: r.get::<_, Option<i64>>(13)?.unwrap_or(0),
+            message: r.get::<Option<String>>(12)?.unwrap_or_default(),
+            at_ms: r.get::<Option<i64>>(13)?.unwrap_or(0),
         }),
         _ => None,
     };
@@ -558,7 +557,7 @@ fn job_record(r: &Row<'_>) -> Result<JobRecord, StoreError> {
     Ok(JobRecord {
         id: JobId(r.get(0)?),
         kind: r.get(1)?,
-        payload: parse_json(&r.get::<_, String>(2)?, "payload")?,
+        payload: parse_json(&r.get::<String>(2)?, "payload")?,
         state: parse_state(&state)?,
         attempts: r.get(4)?,
         max_attempts: r.get(5)?,
@@ -568,7 +567,7 @@ fn job_record(r: &Row<'_>) -> Result<JobRecord, StoreError> {
         leased_until_ms: r.get(9)?,
         progress,
         result: r
-            .get::<_, Option<String>>(14)?
+            .get::<Option<String>>(14)?
             .map(|s| parse_json(&s, "result"))
             .transpose()?,
         last_error: r.get(15)?,

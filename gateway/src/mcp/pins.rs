@@ -7,8 +7,8 @@
 //! tool's calls are refused. Pins are kept per server name and tool name in the store
 //! (`mcp_tool_pins`), so every session and every gateway on the store sees the same.
 
+use crate::store::{Connection, OptionalExtension, params};
 use rmcp::model::Tool;
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tollgate_rules::canonical::canonical_json;
@@ -195,7 +195,7 @@ pub fn list(store: &Store, changed_only: bool) -> Result<Vec<ToolPin>, StoreErro
         )?;
         let keys = stmt
             .query_map([i64::from(changed_only)], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                Ok((r.get::<String>(0)?, r.get::<String>(1)?))
             })?
             .collect::<Result<Vec<_>, _>>()?;
         keys.iter()
@@ -262,8 +262,7 @@ pub fn accept(
              accepted_by = ?3, accepted_at = ?4, changed_hash = NULL, changed_definition = NULL,
              changed_at = NULL WHERE server = ?1 AND tool = ?2",
             params![server, tool, by, at],
-        )
-        .map_err(StoreError::from)?;
+        )?;
         load(c, &server, &tool)?.ok_or_else(|| AcceptError::NotFound(name))
     })
 }
@@ -277,13 +276,13 @@ fn load(c: &Connection, server: &str, tool: &str) -> Result<Option<ToolPin>, Sto
         )?
         .query_row(params![server, tool], |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, Option<String>>(5)?,
-                r.get::<_, Option<String>>(6)?,
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<String>(3)?,
+                r.get::<Option<String>>(4)?,
+                r.get::<Option<String>>(5)?,
+                r.get::<Option<String>>(6)?,
             ))
         })
         .optional()?;

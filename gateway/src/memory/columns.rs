@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{RwLock, RwLockReadGuard};
 
-use rusqlite::{Connection, OptionalExtension};
+use crate::store::{Connection, OptionalExtension};
 
 use super::MemoryClass;
 use crate::store::{Store, StoreError};
@@ -67,7 +67,7 @@ pub(crate) fn current<'a>(
     c: &Connection,
 ) -> Result<RwLockReadGuard<'a, Columns>, StoreError> {
     let (first, last): (Option<i64>, Option<i64>) =
-        c.query_row(LOG_ENDS, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        c.query_row(LOG_ENDS, (), |r| Ok((r.get(0)?, r.get(1)?)))?;
     let last = last.unwrap_or(0);
     {
         let columns = kept.0.read().unwrap_or_else(|e| e.into_inner());
@@ -117,10 +117,10 @@ fn load_all(c: &Connection, last: i64) -> Result<Columns, StoreError> {
     let mut stmt = c.prepare(&format!(
         "SELECT {COLUMNS} FROM memories WHERE fts_rowid IS NOT NULL"
     ))?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query(())?;
     let mut by_rowid = HashMap::new();
     while let Some(r) = rows.next()? {
-        let (rowid, ranking) = ranking(r)?;
+        let (rowid, ranking) = ranking(&r)?;
         by_rowid.insert(rowid, ranking);
     }
     Ok(Columns {
@@ -157,9 +157,9 @@ fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<(),
 }
 
 /// A row of [`COLUMNS`] as ranking sees it.
-fn ranking(r: &rusqlite::Row<'_>) -> Result<(i64, Ranking), StoreError> {
+fn ranking(r: &crate::store::Row<'_>) -> Result<(i64, Ranking), StoreError> {
     let rowid: i64 = r.get(0)?;
-    let norm = r.get_ref(3)?.as_str().map_err(StoreError::corrupt)?;
+    let norm = r.value(3)?.as_str()?;
     let mut length = 0u32;
     let mut words: Vec<(&str, u16)> = Vec::new();
     for w in norm.split(' ') {
@@ -174,13 +174,13 @@ fn ranking(r: &rusqlite::Row<'_>) -> Result<(i64, Ranking), StoreError> {
         .filter(|(_, n)| *n > 1)
         .map(|(w, n)| (Box::from(w), n))
         .collect();
-    let class = r.get_ref(4)?.as_str().map_err(StoreError::corrupt)?;
+    let class = r.value(4)?.as_str()?;
     let class = MemoryClass::parse(class)
         .ok_or_else(|| StoreError::Corrupt(format!("memory class `{class}`")))?;
     // A score that does not parse ranks as if not recent; reading the row (the second pass of
     // ranking, for the best matches only) reports it as corrupt, as before these columns.
     let recency = r
-        .get_ref(9)?
+        .value(9)?
         .as_str()
         .ok()
         .and_then(|s| serde_json::from_str::<Recency>(s).ok())
@@ -189,7 +189,7 @@ fn ranking(r: &rusqlite::Row<'_>) -> Result<(i64, Ranking), StoreError> {
     Ok((
         rowid,
         Ranking {
-            group: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+            group: r.get::<Option<i64>>(1)?.unwrap_or(0),
             expires_at: r.get(2)?,
             length,
             repeated,
@@ -256,8 +256,8 @@ mod tests {
         let plan: Vec<String> = store
             .read(|c| {
                 let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {LOG_ENDS}"))?;
-                let rows = stmt.query_map([], |r| r.get(3))?;
-                Ok(rows.collect::<Result<_, _>>()?)
+                let rows = stmt.query_map((), |r| r.get(3))?;
+                rows.collect::<Result<_, _>>()
             })
             .unwrap();
         assert!(

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
+use crate::store::Connection;
 use tollgate_rules::decide::{MemoryVerdict, PolicyEngine};
 use tollgate_rules::engine::{Proof, ProofStep};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
@@ -168,14 +168,14 @@ impl Eligibility {
         let (groups, total, passed, off_chain) = store.read(move |c| {
             let groups = groups(c, &chain)?;
             let off_chain = first_group_off(c, &chain)?;
-            let total: i64 = c.query_row("SELECT members FROM memory_census", [], |r| r.get(0))?;
+            let total: i64 = c.query_row("SELECT members FROM memory_census", (), |r| r.get(0))?;
             // Passed expiries are few (decay expires them), and indexed.
             let mut passed = BTreeMap::new();
             let mut stmt = c.prepare_cached(
                 "SELECT COUNT(*) FROM memories WHERE group_id = ?1 AND expires_at <= ?2",
             )?;
             for g in groups.iter().filter(|g| g.expiring) {
-                let n: i64 = stmt.query_row(rusqlite::params![g.id, now], |r| r.get(0))?;
+                let n: i64 = stmt.query_row(crate::store::params![g.id, now], |r| r.get(0))?;
                 passed.insert(g.id, n.max(0) as u64);
             }
             Ok((groups, total.max(0) as u64, passed, off_chain))
@@ -477,7 +477,7 @@ fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<Stri
     };
     let ids = stmt
         .query_map(
-            rusqlite::params![part.group.id, window, now, n as i64],
+            crate::store::params![part.group.id, window, now, n as i64],
             |r| r.get(0),
         )?
         .collect::<Result<Vec<String>, _>>()?;
@@ -489,9 +489,9 @@ fn first_group_off(c: &Connection, scopes: &[String]) -> Result<Option<Group>, S
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE members > 0 ORDER BY id"
     ))?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query(())?;
     while let Some(r) = rows.next()? {
-        let group = group_row(r)?;
+        let group = group_row(&r)?;
         if !scopes.contains(&group.scope) {
             return Ok(Some(group));
         }
@@ -502,7 +502,7 @@ fn first_group_off(c: &Connection, scopes: &[String]) -> Result<Option<Group>, S
 /// The columns [`group_row`] reads.
 const GROUP_COLUMNS: &str = "id, class, scope, sensitivity, status, pinned, expiring, members";
 
-fn group_row(r: &rusqlite::Row<'_>) -> Result<Group, StoreError> {
+fn group_row(r: &crate::store::Row<'_>) -> Result<Group, StoreError> {
     let id: i64 = r.get(0)?;
     Ok(Group {
         sensitivity: stored_level(&format!("group {id}"), r.get(3)?)?,
@@ -512,7 +512,7 @@ fn group_row(r: &rusqlite::Row<'_>) -> Result<Group, StoreError> {
         status: r.get(4)?,
         pinned: r.get(5)?,
         expiring: r.get(6)?,
-        members: r.get::<_, i64>(7)?.max(0) as u64,
+        members: r.get::<i64>(7)?.max(0) as u64,
     })
 }
 
@@ -533,7 +533,7 @@ fn groups_in(c: &Connection, scope: &str) -> Result<Vec<Group>, StoreError> {
     let mut rows = stmt.query([scope])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push(group_row(r)?);
+        out.push(group_row(&r)?);
     }
     Ok(out)
 }
@@ -616,13 +616,13 @@ mod tests {
         }
     }
 
-    fn put(c: &Connection, id: &str, m: &Meta) -> rusqlite::Result<usize> {
+    fn put(c: &Connection, id: &str, m: &Meta) -> Result<usize, StoreError> {
         c.execute(
             "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status, pinned,
                  ttl_seconds, expires_at, strength, usage_count, score, extractor, created_at,
                  updated_at)
              VALUES (?1, ?2, ?1, ?1, ?3, ?4, ?5, ?6, 0, ?7, 1, 0, '{}', 'test', 't', 't')",
-            rusqlite::params![
+            crate::store::params![
                 id,
                 CLASSES[m.0],
                 SCOPES[m.1],
@@ -676,7 +676,7 @@ mod tests {
                         c.execute(
                             "UPDATE memories SET class = ?2, scope = ?3, sensitivity = ?4,
                                  status = ?5, pinned = ?6, expires_at = ?7 WHERE id = ?1",
-                            rusqlite::params![
+                            crate::store::params![
                                 format!("m{i:02}"),
                                 CLASSES[m.0],
                                 SCOPES[m.1],
@@ -739,7 +739,7 @@ mod tests {
                     let got: BTreeSet<String> = match &filter {
                         Some(f) => c
                             .prepare(&format!("SELECT m.id FROM memories m WHERE {f}"))?
-                            .query_map([], |r| r.get(0))?
+                            .query_map((), |r| r.get(0))?
                             .collect::<Result<_, _>>()?,
                         None => BTreeSet::new(),
                     };

@@ -2,7 +2,7 @@
 //! what is stale — past its expiry, or unused for [`STALE_DAYS`] — unless it is pinned. Each
 //! expiry is a recorded `expire` decision by `decay`, with why. The `memory.decay` job runs it.
 
-use rusqlite::params;
+use crate::store::params;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -46,7 +46,7 @@ pub fn decay(store: &Store, now: i64) -> Result<DecayReport, MemoryError> {
                         (SELECT MAX(l.at) FROM memory_links l WHERE l.memory_id = m.id)
                  FROM memories m WHERE m.status IN ('candidate', 'approved') ORDER BY m.id",
             )?;
-            stmt.query_map([], |r| {
+            stmt.query_map((), |r| {
                 Ok((
                     r.get(0)?,
                     r.get(1)?,
@@ -183,7 +183,7 @@ pub fn collect(store: &Store, now: i64, retention_days: i64) -> Result<GcReport,
                  FROM memories m
                  WHERE m.status IN ('expired', 'rejected') AND m.pinned = 0 ORDER BY m.id",
             )?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?
         };
         let mut collected = Vec::new();
@@ -268,7 +268,7 @@ pub fn review_quarantine(store: &Store, now: i64) -> Result<QuarantineReport, Me
                                WHERE d.memory_id = m.id AND d.decision = 'quarantine')
                  FROM memories m WHERE m.status = 'quarantined' ORDER BY m.id",
             )?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?
         };
         let mut report = QuarantineReport {

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use crate::store::{Connection, OptionalExtension, params, params_from_iter};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
 use super::columns::{self, base_relevance, fixed_relevance, relevance};
@@ -102,7 +102,7 @@ pub(crate) struct Narrow {
 impl Narrow {
     /// The SQL condition (starting ` AND `, empty when there is nothing to narrow) and its
     /// values, numbered from `?first`.
-    fn condition(&self, first: usize) -> (String, Vec<rusqlite::types::Value>) {
+    fn condition(&self, first: usize) -> (String, Vec<crate::store::Value>) {
         let mut values = Vec::new();
         let mut tests = String::new();
         for (column, value) in [
@@ -112,7 +112,7 @@ impl Narrow {
         ] {
             if let Some(v) = value {
                 let _ = write!(tests, " AND {column} = ?{}", first + values.len());
-                values.push(rusqlite::types::Value::Text(v.clone()));
+                values.push(crate::store::Value::Text(v.clone()));
             }
         }
         if values.is_empty() {
@@ -180,7 +180,7 @@ pub(crate) fn ranked(
             let mut stmt = c.prepare_cached(&sql)?;
             let mut found = stmt.query(params_from_iter(values))?;
             while let Some(r) = found.next()? {
-                rows.push(row(r)?);
+                rows.push(row(&r)?);
             }
         }
     } else {
@@ -281,7 +281,7 @@ fn matching(
                 continue;
             }
             if let Some(stmt) = narrowed.as_mut() {
-                let mut args = vec![rusqlite::types::Value::Integer(rowid)];
+                let mut args = vec![crate::store::Value::Integer(rowid)];
                 args.extend(values.iter().cloned());
                 if !stmt.exists(params_from_iter(args))? {
                     continue;
@@ -327,7 +327,7 @@ fn matching(
             }
             let mut counts = [0u16; QUERY_TERMS];
             let mut length = 0u32;
-            let norm = r.get_ref(9)?.as_str().map_err(StoreError::corrupt)?;
+            let norm = r.value(9)?.as_str()?;
             for w in norm.split(' ') {
                 length += 1;
                 if let Some(i) = words.iter().position(|t| t.word == w) {
@@ -335,7 +335,7 @@ fn matching(
                 }
             }
             let lexical = weights.score(length, &counts);
-            let (mut ranked, group) = row(r)?;
+            let (mut ranked, group) = row(&r)?;
             ranked.relevance = relevance(ranked.relevance, lexical);
             out.push((ranked, group));
         }
@@ -452,16 +452,16 @@ impl Bm25 {
 
 /// A ranked memory from a row of `ranked`'s columns (its group id beside it): its relevance
 /// the class, strength, use, recency and feedback parts plus `lexical`.
-fn row(r: &rusqlite::Row<'_>) -> Result<(Ranked, i64), StoreError> {
+fn row(r: &crate::store::Row<'_>) -> Result<(Ranked, i64), StoreError> {
     let id: String = r.get(0)?;
     let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
-    let class = MemoryClass::parse(&r.get::<_, String>(1)?).ok_or_else(|| corrupt("class"))?;
+    let class = MemoryClass::parse(&r.get::<String>(1)?).ok_or_else(|| corrupt("class"))?;
     let strength: u32 = r.get(5)?;
     let score: ScoreParts =
-        serde_json::from_str(&r.get::<_, String>(7)?).map_err(StoreError::corrupt)?;
-    let helpful = r.get::<_, i64>(10)?;
-    let unhelpful = r.get::<_, i64>(11)?;
-    let base = base_relevance(class, strength, r.get::<_, i64>(6)?, helpful, unhelpful);
+        serde_json::from_str(&r.get::<String>(7)?).map_err(StoreError::corrupt)?;
+    let helpful = r.get::<i64>(10)?;
+    let unhelpful = r.get::<i64>(11)?;
+    let base = base_relevance(class, strength, r.get::<i64>(6)?, helpful, unhelpful);
     let relevance = fixed_relevance(base, score.recency);
     Ok((
         Ranked {
@@ -506,7 +506,7 @@ fn item(m: &Ranked) -> CandidateItem {
 /// Records that a compile of `run` (its `compile` event `seq`) included memory `id`, why, and
 /// counts the use; with the provenance edge `memory → event`.
 pub(crate) fn link_in(
-    c: &rusqlite::Connection,
+    c: &crate::store::Connection,
     id: &str,
     run: &str,
     seq: u64,

@@ -1,7 +1,7 @@
 //! Memories in the store (migration 8): the memory rows, their sources and their review
 //! history, and the provenance edge from each source event to the memory.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use tollgate_rules::canonical::to_canonical_json;
 use tollgate_rules::envelope::Level;
 
@@ -353,7 +353,7 @@ pub fn usage(store: &Store, id: &str) -> Result<Vec<MemoryLink>, MemoryError> {
             Ok(MemoryLink {
                 memory: key.clone(),
                 run: r.get(0)?,
-                compile_seq: r.get::<_, i64>(1)? as u64,
+                compile_seq: r.get::<i64>(1)? as u64,
                 reason: r.get(2)?,
                 at: r.get(3)?,
             })
@@ -375,17 +375,17 @@ pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, S
         .prepare_cached(&format!("SELECT {COLUMNS} FROM memories WHERE id = ?1"))?
         .query_row([id], |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, bool>(6)?,
-                r.get::<_, i64>(7)?,
-                r.get::<_, u32>(8)?,
-                r.get::<_, i64>(9)?,
-                r.get::<_, String>(10)?,
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<String>(3)?,
+                r.get::<String>(4)?,
+                r.get::<String>(5)?,
+                r.get::<bool>(6)?,
+                r.get::<i64>(7)?,
+                r.get::<u32>(8)?,
+                r.get::<i64>(9)?,
+                r.get::<String>(10)?,
             ))
         })
         .optional()?;
@@ -427,12 +427,12 @@ fn load_sources(c: &Connection, id: &str) -> Result<Vec<Evidence>, StoreError> {
         Ok(Evidence {
             run: r.get(0)?,
             step: r.get(1)?,
-            event: r.get::<_, i64>(2)? as u64,
+            event: r.get::<i64>(2)? as u64,
             episode: r.get(3)?,
             quote: r.get(4)?,
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<_, _>>()
 }
 
 fn load_edits(c: &Connection, id: &str) -> Result<Vec<MemoryEdit>, StoreError> {
@@ -450,7 +450,7 @@ fn load_edits(c: &Connection, id: &str) -> Result<Vec<MemoryEdit>, StoreError> {
             at: r.get(5)?,
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<_, _>>()
 }
 
 fn load_feedback(c: &Connection, id: &str) -> Result<Vec<MemoryFeedback>, StoreError> {
@@ -460,11 +460,11 @@ fn load_feedback(c: &Connection, id: &str) -> Result<Vec<MemoryFeedback>, StoreE
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Option<String>>(3)?,
-            r.get::<_, String>(4)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<Option<String>>(3)?,
+            r.get::<String>(4)?,
         ))
     })?;
     let mut out = Vec::new();
@@ -490,11 +490,11 @@ fn load_decisions(c: &Connection, id: &str) -> Result<Vec<PromotionDecision>, St
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, Option<String>>(4)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<Option<String>>(4)?,
         ))
     })?;
     let mut out = Vec::new();
@@ -542,7 +542,7 @@ pub(crate) fn near_index(
          ORDER BY id",
     )?;
     let rows = stmt.query_map(params![class.as_str(), scope], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        Ok((r.get::<String>(0)?, r.get::<String>(1)?))
     })?;
     let mut index = dedupe::NearIndex::default();
     for row in rows {

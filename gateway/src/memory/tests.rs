@@ -451,7 +451,7 @@ mod retrieval {
         // A public-clearance run and a memory raised to confidential: above clearance.
         rt.store()
             .write(|c| {
-                c.execute("UPDATE memories SET sensitivity = 'confidential'", [])?;
+                c.execute("UPDATE memories SET sensitivity = 'confidential'", ())?;
                 Ok(())
             })
             .unwrap();
@@ -492,7 +492,7 @@ mod retrieval {
             .write(|c| {
                 c.execute(
                     "UPDATE memories SET expires_at = 1000, status = 'approved'",
-                    [],
+                    (),
                 )?;
                 Ok(())
             })
@@ -618,12 +618,12 @@ fn collection_deletes_expired_and_rejected_memories_past_retention_with_their_re
                     "SELECT COUNT(*) FROM memory_sources WHERE memory_id = ?1",
                     "SELECT COUNT(*) FROM memory_decisions WHERE memory_id = ?1",
                 ] {
-                    n += c.query_row(sql, [&a], |r| r.get::<_, i64>(0))?;
+                    n += c.query_row(sql, [&a], |r| r.get::<i64>(0))?;
                 }
                 n += c.query_row(
                     "SELECT COUNT(*) FROM provenance_edges WHERE parent = ?1 OR child = ?1",
                     [&node],
-                    |r| r.get::<_, i64>(0),
+                    |r| r.get::<i64>(0),
                 )?;
                 Ok(n)
             }
@@ -632,7 +632,7 @@ fn collection_deletes_expired_and_rejected_memories_past_retention_with_their_re
     assert_eq!(left, 0, "nothing recorded about it is left");
     // The census the search uses follows.
     let census: i64 = store
-        .read(|c| Ok(c.query_row("SELECT members FROM memory_census", [], |r| r.get(0))?))
+        .read(|c| c.query_row("SELECT members FROM memory_census", (), |r| r.get(0)))
         .unwrap();
     assert_eq!(census as usize, all.len() - 1);
     // So do the word counts BM25 reads: each word counted once per memory that says it.
@@ -651,8 +651,8 @@ fn collection_deletes_expired_and_rejected_memories_past_retention_with_their_re
         .read(|c| {
             let mut stmt =
                 c.prepare("SELECT word, documents FROM memory_words WHERE documents > 0")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<_, _>>()
         })
         .unwrap();
     assert_eq!(counted, want);
@@ -729,12 +729,12 @@ fn a_sensitivity_edit_is_recorded_with_who_and_why_and_moves_the_memory_out_of_r
         .read({
             let id = m.id.clone();
             move |c| {
-                Ok(c.query_row(
+                c.query_row(
                     "SELECT g.sensitivity FROM memories m JOIN memory_groups g ON g.id = m.group_id
                      WHERE m.id = ?1",
                     [&id],
                     |r| r.get(0),
-                )?)
+                )
             }
         })
         .unwrap();
@@ -824,11 +824,11 @@ fn feedback_moves_a_memory_s_rank_and_wrong_quarantines_it_with_who_and_why() {
         .read({
             let id = m.id.clone();
             move |c| {
-                Ok(c.query_row(
+                c.query_row(
                     "SELECT helpful, unhelpful FROM memories WHERE id = ?1",
                     [&id],
                     |r| Ok((r.get(0)?, r.get(1)?)),
-                )?)
+                )
             }
         })
         .unwrap();
@@ -862,7 +862,7 @@ fn search_narrows_to_the_memories_of_a_user_s_runs() {
             c.execute(
                 "UPDATE runs SET metadata = json_set(metadata, '$.user', 'alice')
                  WHERE id = 'run-bugfix-users-404'",
-                [],
+                (),
             )?;
             Ok(())
         })

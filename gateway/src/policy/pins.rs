@@ -3,7 +3,7 @@
 //! it. Each re-pin is a row of `run_pins` naming the versions, who re-pinned and when; the
 //! latest row of a run governs it, and the rows before it are the record of how it moved.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use crate::store::{Store, StoreError};
@@ -66,10 +66,10 @@ pub fn history(store: &Store, run: &str) -> Result<Vec<Pin>, StoreError> {
         )?;
         let rows = stmt.query_map([run], |r| {
             Ok((
-                r.get::<_, u32>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
+                r.get::<u32>(0)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<String>(3)?,
             ))
         })?;
         rows.map(|row| {
@@ -95,11 +95,11 @@ pub(crate) fn running(store: &Store) -> Result<Vec<(String, Vec<String>)>, Store
                      ORDER BY p.seq DESC LIMIT 1)
              FROM runs r WHERE r.status = 'running' ORDER BY r.id",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map((), |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
+                r.get::<Option<String>>(2)?,
             ))
         })?;
         rows.map(|row| {

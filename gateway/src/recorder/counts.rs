@@ -59,8 +59,11 @@ impl DecisionCounts {
 
     /// Reads the five `decisions_*` columns (allow, redact, require_approval, rate_limited,
     /// deny) starting at `first`.
-    pub(crate) fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self> {
-        let at = |i: usize| r.get::<_, i64>(first + i).map(|n| n.max(0) as u64);
+    pub(crate) fn from_row(
+        r: &crate::store::Row<'_>,
+        first: usize,
+    ) -> Result<Self, crate::store::StoreError> {
+        let at = |i: usize| r.get::<i64>(first + i).map(|n| n.max(0) as u64);
         Ok(DecisionCounts {
             allow: at(0)?,
             redact: at(1)?,

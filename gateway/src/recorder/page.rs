@@ -84,8 +84,11 @@ impl Recorder {
                  LIMIT {}",
                 limit + 1
             ))?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), summary_of_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let rows = stmt.query_map(
+                crate::store::params_from_iter(values.iter()),
+                summary_of_row,
+            )?;
+            rows.collect::<Result<Vec<_>, _>>()
         })?;
         let next = (runs.len() > limit).then(|| {
             runs.truncate(limit);

@@ -2,7 +2,7 @@
 //! any without provenance (source run, step and event, which must exist), a scope, a TTL and
 //! a sensitivity.
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -109,18 +109,13 @@ impl Recorder {
                 )?;
                 Ok(())
             })
-            .map_err(|e| match e {
-                StoreError::Invalid(m) => RecorderError::Invalid(m),
-                StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, m))
-                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    RecorderError::Invalid(format!(
-                        "record `{}` was refused: {}",
-                        record.id,
-                        m.unwrap_or_else(|| "a constraint failed".into())
-                    ))
-                }
-                other => other.into(),
+            .map_err(|e| match (e.violation(), e) {
+                (_, StoreError::Invalid(m)) => RecorderError::Invalid(m),
+                (Some(v), _) => RecorderError::Invalid(format!(
+                    "record `{}` was refused: {}",
+                    record.id, v.detail
+                )),
+                (None, other) => other.into(),
             })
     }
 }

@@ -205,10 +205,9 @@ fn large_payloads_are_compressed_in_their_row_or_else_artifacts_and_read_back_al
             let mut stmt = c.prepare(
                 "SELECT seq, payload IS NULL, typeof(payload) = 'blob' FROM events ORDER BY seq",
             )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            let rows =
+                stmt.query_map((), |r| Ok((r.get::<i64>(0)? as u64, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<Result<_, _>>()
         })
         .unwrap();
     // seq 1: an artifact (payload NULL); seq 2: compressed (a BLOB); the others text.
@@ -259,7 +258,7 @@ fn verify_detects_an_edit_with_rehashed_payload() {
         .write(move |c| {
             c.execute(
                 "UPDATE events SET payload = ?1, payload_hash = ?2 WHERE run_id = 'run-1' AND seq = 4",
-                rusqlite::params![payload, hash],
+                crate::store::params![payload, hash],
             )?;
             Ok(())
         })

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, ConstraintKind, OptionalExtension, SqlValue, params};
 use serde::Serialize;
 use serde_json::Value;
 use tollgate_rules::canonical::{canonical_json, to_canonical_json};
@@ -375,7 +374,7 @@ pub(crate) fn append_in(
 ) -> Result<Vec<Appended>, StoreError> {
     let (mut seq, mut prev): (u64, String) = c
         .prepare_cached("SELECT event_count, head_hash FROM runs WHERE id = ?1")?
-        .query_row([run], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+        .query_row([run], |r| Ok((r.get::<i64>(0)? as u64, r.get(1)?)))
         .optional()?
         .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
     if seq == 0 {
@@ -502,13 +501,11 @@ fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
             now_rfc3339()
         ],
     )
-    .map_err(|e| match e {
-        rusqlite::Error::SqliteFailure(f, _)
-            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-        {
+    .map_err(|e| match e.violation() {
+        Some(v) if v.kind == ConstraintKind::Unique => {
             StoreError::Duplicate(format!("run `{}` is already recorded", h.id))
         }
-        other => other.into(),
+        _ => e,
     })?;
     Ok(())
 }
@@ -530,15 +527,15 @@ fn insert_event(
     // Inline text; or compressed in the row; or, still too large, an artifact.
     let compressed: Vec<u8>;
     let stored = if text.len() <= COMPRESS_PAYLOAD_OVER {
-        ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes()))
+        SqlValue::Text(text)
     } else {
         let z = super::compress_payload(text);
         if z.len() <= INLINE_PAYLOAD_LIMIT {
             compressed = z;
-            ToSqlOutput::Borrowed(ValueRef::Blob(&compressed))
+            SqlValue::Blob(&compressed)
         } else {
             crate::store::artifacts::store(c, &payload_hash, "application/json", text.as_bytes())?;
-            ToSqlOutput::Borrowed(ValueRef::Null)
+            SqlValue::Null
         }
     };
     let hash = event_hash(run, seq, step, kind, at, &payload_hash, prev);
@@ -607,10 +604,10 @@ pub(super) fn load_envelope_sources(
         Ok(EnvelopeSource {
             id: r.get(0)?,
             version: r.get(1)?,
-            yaml: String::from_utf8_lossy(&r.get::<_, Vec<u8>>(2)?).into_owned(),
+            yaml: String::from_utf8_lossy(&r.get::<Vec<u8>>(2)?).into_owned(),
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<_, _>>()
 }
 
 /// A checked run file, ready to insert.

@@ -69,8 +69,7 @@ fn keep(
                 "SELECT max(version) FROM regression_cases WHERE id = ?1",
                 [&c.id],
                 |r| r.get(0),
-            )
-            .map_err(crate::store::StoreError::from)?;
+            )?;
         if let Some(v) = existing {
             return Err(RegressError::Conflict(format!(
                 "case `{}` exists (version {v})\n  help: name the new case with `id`, or change the existing one with a new version",

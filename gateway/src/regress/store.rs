@@ -4,7 +4,7 @@
 //! Each execution of a case is a row of `regression_runs`, the case's history; a suite
 //! execution groups them (`regression_suites`).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::RegressError;
@@ -127,8 +127,7 @@ pub fn save_case(
             params![case.id, case.version],
             |r| r.get(0),
         )
-        .optional()
-        .map_err(StoreError::from)?;
+        .optional()?;
     if let Some(stored) = existing {
         if stored == yaml {
             return Ok(false);
@@ -168,8 +167,7 @@ pub fn save_case(
             yaml,
             at
         ],
-    )
-    .map_err(StoreError::from)?;
+    )?;
     Ok(true)
 }
 
@@ -238,7 +236,7 @@ pub fn versions(store: &Store, id: &str) -> Result<Vec<CaseVersion>, StoreError>
                 created_at: r.get(3)?,
             })
         })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        rows.collect::<Result<Vec<_>, _>>()
     })
 }
 
@@ -254,7 +252,7 @@ pub fn cases(store: &Store) -> Result<Vec<CaseSummary>, StoreError> {
              WHERE k.version = (SELECT max(version) FROM regression_cases v WHERE v.id = k.id)
              ORDER BY k.id",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map((), |r| {
             Ok(CaseSummary {
                 id: r.get(0)?,
                 version: r.get(1)?,
@@ -267,7 +265,7 @@ pub fn cases(store: &Store) -> Result<Vec<CaseSummary>, StoreError> {
                 last_run_at: r.get(8)?,
             })
         })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        rows.collect::<Result<Vec<_>, _>>()
     })
 }
 
@@ -321,7 +319,7 @@ pub fn history(
 fn runs(
     c: &Connection,
     tail: &str,
-    args: impl rusqlite::Params,
+    args: impl crate::store::Params,
 ) -> Result<Vec<CaseRun>, StoreError> {
     let mut stmt = c.prepare_cached(&format!(
         "SELECT id, case_id, version, suite_id, status, passes, runs, drift, signature, report, executed_at
@@ -354,7 +352,7 @@ pub fn create_suite(
     selection: &serde_json::Value,
     at: &str,
 ) -> Result<String, StoreError> {
-    let n: i64 = c.query_row("SELECT count(*) FROM regression_suites", [], |r| r.get(0))?;
+    let n: i64 = c.query_row("SELECT count(*) FROM regression_suites", (), |r| r.get(0))?;
     let id = format!("sui-{}", n + 1);
     c.execute(
         "INSERT INTO regression_suites (id, selection, created_at) VALUES (?1, ?2, ?3)",
@@ -399,13 +397,13 @@ pub fn suite(store: &Store, id: &str) -> Result<Option<StoredSuite>, StoreError>
             [&id],
             |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<i64>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, Option<String>>(6)?,
+                    r.get::<String>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<Option<i64>>(2)?,
+                    r.get::<Option<String>>(3)?,
+                    r.get::<Option<String>>(4)?,
+                    r.get::<String>(5)?,
+                    r.get::<Option<String>>(6)?,
                 ))
             },
         )
@@ -436,12 +434,12 @@ pub fn suite(store: &Store, id: &str) -> Result<Option<StoredSuite>, StoreError>
 /// The newest suite execution that finished.
 pub fn last_suite(store: &Store) -> Result<Option<StoredSuite>, StoreError> {
     let id: Option<String> = store.read(|c| {
-        Ok(c.query_row(
+        c.query_row(
             "SELECT id FROM regression_suites WHERE finished_at IS NOT NULL ORDER BY rowid DESC LIMIT 1",
-            [],
+            (),
             |r| r.get(0),
         )
-        .optional()?)
+        .optional()
     })?;
     match id {
         Some(id) => suite(store, &id),

@@ -2,7 +2,7 @@
 //! its spec, so storing the same scenario twice keeps one; a result's id counts the
 //! executions of its scenario (`rpl-HASH-N`), a batch's the batches of its run.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -81,9 +81,9 @@ fn scenario_in(c: &Connection, id: &str) -> Result<Option<StoredScenario>, Store
             [id],
             |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
+                    r.get::<String>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<String>(2)?,
                 ))
             },
         )
@@ -237,7 +237,7 @@ pub fn results(store: &Store, filter: &ResultFilter) -> Result<Vec<ResultSummary
         )?;
         let limit = i64::try_from(f.limit.max(1)).unwrap_or(i64::MAX);
         let rows = stmt.query_map(params![f.run, f.scenario, f.batch, limit, f.before], |r| {
-            r.get::<_, String>(0)
+            r.get::<String>(0)
         })?;
         let mut out = Vec::new();
         for text in rows {
@@ -309,11 +309,11 @@ pub fn batch(store: &Store, id: &str) -> Result<Option<StoredBatch>, StoreError>
                 [&id],
                 |r| {
                     Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<i64>>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<Option<i64>>(2)?,
+                        r.get::<String>(3)?,
+                        r.get::<String>(4)?,
                     ))
                 },
             )

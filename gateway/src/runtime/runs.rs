@@ -307,10 +307,8 @@ impl Runtime {
     pub(crate) fn current_step(&self, run: &str, header: &RunHeader) -> Result<u32, RuntimeError> {
         let key = run.to_string();
         let steps: u32 = self.store().read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
-                    .query_row([&key], |r| r.get(0))?,
-            )
+            c.prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
+                .query_row([&key], |r| r.get(0))
         })?;
         if steps == 0 {
             return Ok(self.recorder().add_step(run, "main", &header.agent)?);

@@ -606,7 +606,7 @@ impl Runtime {
         let hash = event.call_hash.unwrap_or_default();
         let (key, id) = (run.clone(), call_id.clone());
         // The write owns what it needs; the approval to show comes back with the result.
-        let write: ToolCallWrite = Box::new(move |c: &rusqlite::Connection| {
+        let write: ToolCallWrite = Box::new(move |c: &crate::store::Connection| {
             let step = running_step_in(c, &key, &header.agent, step)?;
             for e in &mut events {
                 e.set_step(step);
@@ -677,7 +677,7 @@ const DECIDE_ATTEMPTS: usize = 4;
 
 /// The write recording a decided tool call.
 type ToolCallWrite =
-    Box<dyn FnOnce(&rusqlite::Connection) -> Result<Written, RecordError> + Send + 'static>;
+    Box<dyn FnOnce(&crate::store::Connection) -> Result<Written, RecordError> + Send + 'static>;
 
 /// What a tool call's write gives back: the appended events, and the approval to show.
 struct Written {

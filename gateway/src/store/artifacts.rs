@@ -2,7 +2,7 @@
 //! Event payloads too large to keep inline and envelope YAML versions live here; whoever
 //! stores a body keeps its hash and joins on it to read it back.
 
-use rusqlite::{Connection, params};
+use crate::store::{Connection, params};
 
 use super::StoreError;
 use crate::clock::now_rfc3339;

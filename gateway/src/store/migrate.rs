@@ -2,7 +2,7 @@
 //! `build.rs` embeds it. Applied migrations are rows of `tollgate_migrations` (a table rather
 //! than SQLite's `user_version`, so the same bookkeeping works on PostgreSQL).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::StoreError;
@@ -76,7 +76,7 @@ fn applied(conn: &Connection) -> Result<Vec<(u32, String)>, StoreError> {
     let exists: Option<String> = conn
         .query_row(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tollgate_migrations'",
-            [],
+            (),
             |r| r.get(0),
         )
         .optional()?;
@@ -85,8 +85,8 @@ fn applied(conn: &Connection) -> Result<Vec<(u32, String)>, StoreError> {
     }
     let mut stmt =
         conn.prepare("SELECT version, checksum FROM tollgate_migrations ORDER BY version")?;
-    let rows = stmt.query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let rows = stmt.query_map((), |r| Ok((r.get::<u32>(0)?, r.get::<String>(1)?)))?;
+    rows.collect::<Result<_, _>>()
 }
 
 /// The status of the database behind `conn`.

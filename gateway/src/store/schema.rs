@@ -3,7 +3,7 @@
 //! database. A table dropped by hand (or lost with a damaged file) is then named by `db check`
 //! instead of surfacing later as "no such table", and `db repair` recreates what is missing.
 
-use rusqlite::Connection;
+use crate::store::Connection;
 use serde::Serialize;
 
 use super::StoreError;
@@ -48,19 +48,19 @@ fn objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
          WHERE sql IS NOT NULL AND name <> 'tollgate_migrations' AND name NOT LIKE 'sqlite_%'
          ORDER BY rowid",
     )?;
-    let rows = stmt.query_map([], |r| {
+    let rows = stmt.query_map((), |r| {
         Ok(SchemaObject {
             kind: r.get(0)?,
             name: r.get(1)?,
             sql: r.get(2)?,
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<_, _>>()
 }
 
 /// What migrations `1..=version` create, applied to an empty in-memory database.
 fn expected(version: u32) -> Result<Vec<SchemaObject>, StoreError> {
-    let conn = Connection::open_in_memory()?;
+    let conn = Connection::sqlite(rusqlite::Connection::open_in_memory()?);
     for m in migrations().iter().filter(|m| m.version <= version) {
         conn.execute_batch(m.up).map_err(|e| {
             StoreError::Migration(format!("migration {} `{}` failed: {e}", m.version, m.name))

@@ -69,7 +69,7 @@ fn open_applies_every_migration_and_uses_wal() {
     assert!(status.is_current(), "{status:?}");
     assert_eq!(status.current, status.latest);
     let mode: String = store
-        .read(|c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?))
+        .read(|c| c.query_row("PRAGMA journal_mode", (), |r| r.get(0)))
         .unwrap();
     assert_eq!(mode, "wal");
 }
@@ -96,8 +96,8 @@ fn failed_write_changes_nothing_and_others_in_the_batch_commit() {
     let parents: Vec<String> = store
         .read(|c| {
             let mut s = c.prepare("SELECT parent FROM provenance_edges ORDER BY parent")?;
-            let rows = s.query_map([], |r| r.get(0))?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            let rows = s.query_map((), |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()
         })
         .unwrap();
     assert_eq!(parents, ["a", "c"]);
@@ -125,7 +125,7 @@ fn concurrent_writers_are_batched_and_all_acknowledged() {
         }
     });
     let n: i64 = store
-        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM provenance_edges", [], |r| r.get(0))?))
+        .read(|c| c.query_row("SELECT COUNT(*) FROM provenance_edges", (), |r| r.get(0)))
         .unwrap();
     assert_eq!(n, 400);
 }
@@ -139,13 +139,13 @@ fn a_second_store_on_the_same_file_sees_committed_writes() {
     a.write(|c| {
         c.execute(
             "INSERT INTO provenance_edges (parent, child, relation) VALUES ('p', 'c', 'r')",
-            [],
+            (),
         )?;
         Ok(())
     })
     .unwrap();
     let n: i64 = b
-        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM provenance_edges", [], |r| r.get(0))?))
+        .read(|c| c.query_row("SELECT COUNT(*) FROM provenance_edges", (), |r| r.get(0)))
         .unwrap();
     assert_eq!(n, 1);
 }
@@ -168,9 +168,9 @@ fn a_statement_on_a_missing_table_says_how_to_find_and_restore_it() {
     let (_d, store) = temp_store();
     let e = store
         .read(|c| {
-            Ok(c.query_row("SELECT COUNT(*) FROM no_such_table", [], |r| {
-                r.get::<_, i64>(0)
-            })?)
+            c.query_row("SELECT COUNT(*) FROM no_such_table", (), |r| {
+                r.get::<i64>(0)
+            })
         })
         .unwrap_err();
     // Pending migrations or a dropped table: `db check` tells which (issue 33, bug 2).
@@ -182,7 +182,7 @@ fn a_statement_on_a_missing_table_says_how_to_find_and_restore_it() {
         assert!(e.to_string().contains(said), "{e}");
     }
     let other = store
-        .read(|c| Ok(c.query_row("SELECT nonsense(", [], |r| r.get::<_, i64>(0))?))
+        .read(|c| c.query_row("SELECT nonsense(", (), |r| r.get::<i64>(0)))
         .unwrap_err();
     assert!(!other.to_string().contains("db upgrade"), "{other}");
 }
@@ -203,7 +203,7 @@ fn integrity_is_clean_for_a_sound_database_and_names_a_dangling_reference() {
     assert_eq!(store.integrity().unwrap(), Vec::<String>::new());
     // An event whose run does not exist, written by another connection with references
     // unchecked (as a tool editing the file by hand could).
-    let other = Connection::open(dir.path().join("t.db")).unwrap();
+    let other = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
     other
         .execute_batch(
             "PRAGMA foreign_keys = OFF;
@@ -226,7 +226,7 @@ fn write_blob(store: &Store, i: i32, size: i64) -> Result<(), StoreError> {
         c.execute(
             "INSERT INTO artifacts (hash, media_type, size, body, created_at)
              VALUES (?1, 'application/octet-stream', ?2, zeroblob(?2), 't')",
-            rusqlite::params![format!("blob-{i}"), size],
+            crate::store::params![format!("blob-{i}"), size],
         )?;
         Ok(())
     })
@@ -283,7 +283,7 @@ fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
 fn past_the_hard_bound_writes_wait_for_a_reader_holding_the_log_rather_than_grow_it() {
     let (dir, store) = temp_store();
     let wal = dir.path().join("t.db-wal");
-    let reader = Connection::open(dir.path().join("t.db")).unwrap();
+    let reader = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
     // The reader's snapshot predates every write below: no page of the log can be copied
     // into the database until it lets go, which it does once the log has reached the bound
     // and a little more time has passed (time in which the log would otherwise grow).
@@ -337,9 +337,7 @@ fn an_async_write_resolves_after_its_commit_and_a_failed_one_changes_nothing() {
     // Resolved means committed: a read on another connection sees it.
     let count = |store: &Store| {
         store
-            .read(
-                |c| Ok(c.query_row("SELECT COUNT(*) FROM artifacts", [], |r| r.get::<_, i64>(0))?),
-            )
+            .read(|c| c.query_row("SELECT COUNT(*) FROM artifacts", (), |r| r.get::<i64>(0)))
             .unwrap()
     };
     assert_eq!(count(&store), 1);
@@ -360,20 +358,18 @@ fn a_full_disk_fails_the_write_with_help_and_stores_none_of_it() {
     write_blob(&store, 0, 1000).unwrap();
     let count = |store: &Store| {
         store
-            .read(
-                |c| Ok(c.query_row("SELECT COUNT(*) FROM artifacts", [], |r| r.get::<_, i64>(0))?),
-            )
+            .read(|c| c.query_row("SELECT COUNT(*) FROM artifacts", (), |r| r.get::<i64>(0)))
             .unwrap()
     };
     let limit = |pages: &'static str| {
         move |c: &Connection| -> Result<(), StoreError> {
             let sql = format!("PRAGMA max_page_count = {pages}");
-            c.query_row(&sql, [], |_| Ok(()))?;
+            c.query_row(&sql, (), |_| Ok(()))?;
             Ok(())
         }
     };
     let pages: i64 = store
-        .read(|c| Ok(c.query_row("PRAGMA page_count", [], |r| r.get(0))?))
+        .read(|c| c.query_row("PRAGMA page_count", (), |r| r.get(0)))
         .unwrap();
     let cap: &'static str = Box::leak((pages + 4).to_string().into_boxed_str());
     store.write(limit(cap)).unwrap();
@@ -419,13 +415,13 @@ fn writes_batched_with_one_that_fills_the_disk_are_stored_exactly_when_acknowled
     let (_dir, store) = temp_store();
     write_blob(&store, 0, 1000).unwrap();
     let pages: i64 = store
-        .read(|c| Ok(c.query_row("PRAGMA page_count", [], |r| r.get(0))?))
+        .read(|c| c.query_row("PRAGMA page_count", (), |r| r.get(0)))
         .unwrap();
     store
         .write(move |c| {
             c.query_row(
                 &format!("PRAGMA max_page_count = {}", pages + 40),
-                [],
+                (),
                 |_| Ok(()),
             )?;
             Ok(())
@@ -448,11 +444,11 @@ fn writes_batched_with_one_that_fills_the_disk_are_stored_exactly_when_acknowled
     for (i, acknowledged) in results {
         let stored: i64 = store
             .read(move |c| {
-                Ok(c.query_row(
+                c.query_row(
                     "SELECT COUNT(*) FROM artifacts WHERE hash = ?1",
                     [format!("blob-{i}")],
                     |r| r.get(0),
-                )?)
+                )
             })
             .unwrap();
         assert_eq!(

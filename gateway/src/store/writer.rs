@@ -13,9 +13,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use rusqlite::Connection;
-
-use super::StoreError;
+use super::{Connection, StoreError};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -76,7 +74,7 @@ impl Writer {
         let mut woken_at = 0;
         {
             let log_pages = Arc::clone(&log_pages);
-            conn.wal_hook(Some(
+            conn.raw_mut().wal_hook(Some(
                 move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
                     log_pages.store(pages, Ordering::Relaxed);
                     let at = pages / CHECKPOINT_PAGES;
@@ -184,7 +182,7 @@ fn in_savepoint<T, E: From<StoreError>>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<T, E>,
 ) -> Result<T, E> {
-    let sql = |sql: &str| conn.execute_batch(sql).map_err(StoreError::from);
+    let sql = |sql: &str| conn.execute_batch(sql);
     sql("SAVEPOINT tollgate_write")?;
     match f(conn) {
         Ok(value) => {
@@ -193,7 +191,7 @@ fn in_savepoint<T, E: From<StoreError>>(
         }
         // SQLite rolled the whole transaction back (a full disk, an I/O error): there is no
         // savepoint left to undo, and the error is the write's own.
-        Err(e) if conn.is_autocommit() => Err(e),
+        Err(e) if conn.raw().is_autocommit() => Err(e),
         Err(e) => {
             sql("ROLLBACK TO tollgate_write; RELEASE tollgate_write")?;
             Err(e)
@@ -215,9 +213,7 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
         let mut completions = Vec::new();
         // IMMEDIATE takes the write lock up front, so writers of other processes queue on
         // the busy timeout instead of deadlocking on a lock upgrade.
-        let begun = conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(StoreError::from);
+        let begun = conn.execute_batch("BEGIN IMMEDIATE");
         if let Err(e) = begun {
             first(Err(&e))(Err(&e));
             continue;
@@ -226,12 +222,12 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
         // A write whose failure made SQLite roll the whole transaction back ends the batch:
         // the writes after it would otherwise run outside any transaction, each committed on
         // its own, and then be told they failed.
-        let mut lost = conn.is_autocommit();
+        let mut lost = conn.raw().is_autocommit();
         while !lost && completions.len() < MAX_BATCH {
             match queue.try_recv() {
                 Ok(job) => {
                     completions.push(job(Ok(&conn)));
-                    lost = conn.is_autocommit();
+                    lost = conn.raw().is_autocommit();
                 }
                 Err(_) => break,
             }
@@ -239,9 +235,9 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
         let committed = if lost {
             Err(rolled_back())
         } else {
-            conn.execute_batch("COMMIT").map_err(StoreError::from)
+            conn.execute_batch("COMMIT")
         };
-        if committed.is_err() && !conn.is_autocommit() {
+        if committed.is_err() && !conn.raw().is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
         for done in completions {
@@ -286,7 +282,7 @@ fn restart_log(conn: &Connection) -> bool {
 /// Runs `PRAGMA wal_checkpoint(MODE)`: `Some(true)` when the whole log was copied, `Some(false)`
 /// when a lock kept part of it out, `None` on an error.
 fn wal_checkpoint(conn: &Connection, mode: &str) -> Option<bool> {
-    conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
+    conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), (), |row| {
         let busy: i64 = row.get(0)?;
         let log: i64 = row.get(1)?;
         let copied: i64 = row.get(2)?;

@@ -1,7 +1,7 @@
 //! The projection tables in SQL: a case's projection written (all but the timeline replaced,
 //! the timeline given the new events' rows) and read back.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 use tollgate_rules::canonical::canonical_json;
@@ -179,11 +179,11 @@ pub fn load_in(
     )?;
     let rows = q.query_map([case_id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, i64>(4)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<i64>(4)?,
         ))
     })?;
     for row in rows {
@@ -204,13 +204,13 @@ pub fn load_in(
     )?;
     let rows = q.query_map([case_id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, String>(5)?,
-            r.get::<_, i64>(6)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<String>(4)?,
+            r.get::<String>(5)?,
+            r.get::<i64>(6)?,
         ))
     })?;
     for row in rows {
@@ -233,11 +233,11 @@ pub fn load_in(
     )?;
     let rows = q.query_map([case_id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, i64>(4)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<i64>(4)?,
         ))
     })?;
     for row in rows {
@@ -259,13 +259,13 @@ pub fn load_in(
     )?;
     let rows = q.query_map([case_id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, Option<String>>(4)?,
-            r.get::<_, Option<String>>(5)?,
-            r.get::<_, i64>(6)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<Option<String>>(4)?,
+            r.get::<Option<String>>(5)?,
+            r.get::<i64>(6)?,
         ))
     })?;
     for row in rows {
@@ -288,11 +288,11 @@ pub fn load_in(
     )?;
     let rows = q.query_map([case_id], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, i64>(4)?,
+            r.get::<String>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<String>(3)?,
+            r.get::<i64>(4)?,
         ))
     })?;
     for row in rows {
@@ -337,5 +337,5 @@ pub fn timeline_in(
             })
         },
     )?;
-    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    rows.collect::<Result<Vec<_>, _>>()
 }

@@ -75,7 +75,7 @@ fn text(words: &[usize]) -> String {
         .join(" ")
 }
 
-fn insert(c: &Connection, id: &str, m: &Memory) -> rusqlite::Result<usize> {
+fn insert(c: &Connection, id: &str, m: &Memory) -> Result<usize, crate::store::StoreError> {
     let score = json!({"confidence": 0.9, "reuse": 0.5, "recency": f64::from(m.8) / 100.0,
                        "sensitivity": 0.0, "total": 0.7});
     c.execute(
@@ -83,7 +83,7 @@ fn insert(c: &Connection, id: &str, m: &Memory) -> rusqlite::Result<usize> {
              ttl_seconds, expires_at, strength, usage_count, helpful, score, extractor,
              created_at, updated_at)
          VALUES (?1, ?2, ?3, ?3, ?4, 'internal', ?5, 0, 0, ?6, ?7, ?8, ?9, ?10, 'test', 't', 't')",
-        rusqlite::params![
+        crate::store::params![
             id,
             CLASSES[m.1],
             text(&m.0),
@@ -98,7 +98,12 @@ fn insert(c: &Connection, id: &str, m: &Memory) -> rusqlite::Result<usize> {
     )
 }
 
-fn apply(c: &Connection, ids: &[String], change: &Change, next: usize) -> rusqlite::Result<()> {
+fn apply(
+    c: &Connection,
+    ids: &[String],
+    change: &Change,
+    next: usize,
+) -> Result<(), crate::store::StoreError> {
     let pick = |i: &prop::sample::Index| ids[i.index(ids.len())].clone();
     match change {
         Change::Insert(m) => {
@@ -107,25 +112,25 @@ fn apply(c: &Connection, ids: &[String], change: &Change, next: usize) -> rusqli
         Change::Used(i, n) => {
             c.execute(
                 "UPDATE memories SET usage_count = ?2 WHERE id = ?1",
-                rusqlite::params![pick(i), n],
+                crate::store::params![pick(i), n],
             )?;
         }
         Change::Rescored(i, r) => {
             c.execute(
                 "UPDATE memories SET score = json_set(score, '$.recency', ?2) WHERE id = ?1",
-                rusqlite::params![pick(i), f64::from(*r) / 100.0],
+                crate::store::params![pick(i), f64::from(*r) / 100.0],
             )?;
         }
         Change::Reworded(i, w) => {
             c.execute(
                 "UPDATE memories SET text = ?2, norm = ?2 WHERE id = ?1",
-                rusqlite::params![pick(i), text(w)],
+                crate::store::params![pick(i), text(w)],
             )?;
         }
         Change::Status(i, s) => {
             c.execute(
                 "UPDATE memories SET status = ?2 WHERE id = ?1",
-                rusqlite::params![pick(i), STATUSES[*s]],
+                crate::store::params![pick(i), STATUSES[*s]],
             )?;
         }
         Change::Deleted(i) => {
@@ -163,7 +168,7 @@ fn every_match(
         return Ok(Vec::new());
     };
     let mut stmt = c.prepare(&format!("SELECT {COLUMNS} FROM memories m WHERE {filter}"))?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query(())?;
     let mut found = Vec::new();
     while let Some(r) = rows.next()? {
         let norm: String = r.get(9)?;
@@ -176,7 +181,7 @@ fn every_match(
             }
         }
         if counts.iter().any(|c| *c > 0) {
-            let (ranked, _) = row(r)?;
+            let (ranked, _) = row(&r)?;
             found.push((ranked, length, counts));
         }
     }
@@ -225,7 +230,7 @@ proptest! {
         for m in first {
             let id = format!("mem-{:03}", ids.len());
             let inserted = id.clone();
-            store.write(move |c| Ok(insert(c, &inserted, &m)?)).unwrap();
+            store.write(move |c| insert(c, &inserted, &m)).unwrap();
             ids.push(id);
         }
         let set = EnvelopeSet::empty();
@@ -234,7 +239,7 @@ proptest! {
             for (change, elsewhere) in changes {
                 let (at, known, next) = (if elsewhere { &other } else { &store }, ids.clone(), ids.len());
                 let done = change.clone();
-                at.write(move |c| Ok(apply(c, &known, &done, next)?)).unwrap();
+                at.write(move |c| apply(c, &known, &done, next)).unwrap();
                 if matches!(change, Change::Insert(_)) {
                     ids.push(format!("mem-{next:03}"));
                 }
@@ -245,7 +250,7 @@ proptest! {
                     .write(|c| {
                         c.execute(
                             "DELETE FROM memory_changes WHERE seq < (SELECT MAX(seq) FROM memory_changes)",
-                            [],
+                            (),
                         )?;
                         Ok(())
                     })
