@@ -490,9 +490,8 @@ pub fn record_edge(
     let (p, ch, r) = (parent.to_string(), child.to_string(), relation.to_string());
     recorder.store().write(move |c| {
         c.execute(
-            "INSERT INTO provenance_edges (parent, child, relation)
-             SELECT ?1, ?2, ?3 WHERE NOT EXISTS
-               (SELECT 1 FROM provenance_edges WHERE parent = ?1 AND child = ?2 AND relation = ?3)",
+            "INSERT INTO provenance_edges (parent, child, relation) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO NOTHING",
             params![p, ch, r],
         )?;
         Ok(())

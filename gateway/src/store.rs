@@ -7,6 +7,7 @@
 //! processes queue instead of failing.
 
 pub(crate) mod artifacts;
+mod counters;
 mod migrate;
 mod schema;
 mod sql;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use rusqlite::OpenFlags;
 use rusqlite::config::DbConfig;
 
+pub use counters::next_number;
 pub use migrate::{Migration, MigrationStatus, migrations};
 pub use schema::SchemaDrift;
 pub use sql::params;

@@ -3,12 +3,11 @@ use serde_json::json;
 use super::*;
 use crate::recorder::Recorder;
 use crate::recorder::format::{EventKind, RunHeader};
-use crate::store::StoreLocation;
 use crate::store::tests::tempdir::Dir;
 
 fn store_with_run() -> (Dir, Store) {
     let dir = Dir::new("approvals");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     let recorder = Recorder::new(store.clone());
     recorder
         .open_run(&RunHeader {

@@ -364,12 +364,12 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StoreLocation;
+
     use crate::store::tests::tempdir::Dir;
 
     fn store() -> (Dir, Store) {
         let dir = Dir::new("tokens");
-        let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+        let store = crate::store::tests::open_in(dir.path());
         (dir, store)
     }
 

@@ -4,12 +4,12 @@ use serde_json::{Map, Value, json};
 use super::project::{self, CaseProjection};
 use super::store::append;
 use super::*;
+use crate::store::Store;
 use crate::store::tests::tempdir::Dir;
-use crate::store::{Store, StoreLocation};
 
 fn store(tag: &str) -> (Dir, Store) {
     let dir = Dir::new(tag);
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     (dir, store)
 }
 

@@ -475,9 +475,10 @@ pub fn insert_delivery_in(
 ) -> Result<i64, StoreError> {
     c.prepare_cached(
         "INSERT INTO handoff_deliveries (contract_id, version, consumer_run, state, delivered, decision, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
     )?
-    .execute(params![
+    .query_row(
+        params![
         id,
         version,
         consumer_run,
@@ -485,8 +486,9 @@ pub fn insert_delivery_in(
         delivered.to_string(),
         decision.to_string(),
         at,
-    ])?;
-    Ok(c.last_insert_rowid())
+        ],
+        |r| r.get(0),
+    )
 }
 
 /// Stores a violation a delivery check raised.

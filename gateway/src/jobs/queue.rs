@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::store::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::store::{Connection, OptionalExtension, Row, next_number, params, params_from_iter};
 use serde_json::Value;
 
 use super::{
@@ -94,9 +94,7 @@ impl JobQueue {
                     return Ok(JobId(id));
                 }
             }
-            let id: i64 = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM jobs", (), |r| {
-                r.get(0)
-            })?;
+            let id = next_number(conn, "jobs")?;
             conn.execute(
                 "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, \
                  dedupe_key, created_at, updated_at) \

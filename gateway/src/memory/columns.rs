@@ -246,13 +246,13 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::store::StoreLocation;
+
     use crate::store::tests::tempdir::Dir;
 
     #[test]
     fn the_change_log_is_read_at_its_ends_not_scanned() {
         let dir = Dir::new("columns");
-        let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+        let store = crate::store::tests::open_in(dir.path());
         let plan: Vec<String> = store
             .read(|c| {
                 let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {LOG_ENDS}"))?;

@@ -546,7 +546,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::store::StoreLocation;
+
     use crate::store::tests::tempdir::Dir;
 
     const CLASSES: [&str; 5] = ["fact", "procedure", "preference", "warning", "summary"];
@@ -649,7 +649,7 @@ mod tests {
             clearance in 0..LEVELS.len(),
         ) {
             let dir = Dir::new("groups");
-            let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+            let store = crate::store::tests::open_in(dir.path());
             crate::policy::store_envelopes(
                 &store,
                 &[envelope("org-baseline"), envelope("coding-agent")],

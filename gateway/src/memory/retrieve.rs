@@ -514,8 +514,8 @@ pub(crate) fn link_in(
     at: &str,
 ) -> Result<(), StoreError> {
     let added = c.execute(
-        "INSERT OR IGNORE INTO memory_links (memory_id, run_id, compile_seq, reason, at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO memory_links (memory_id, run_id, compile_seq, reason, at)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
         params![id, run, seq as i64, reason, at],
     )? == 1;
     if added {
@@ -524,8 +524,8 @@ pub(crate) fn link_in(
             [id],
         )?;
         c.execute(
-            "INSERT OR IGNORE INTO provenance_edges (parent, child, relation)
-             VALUES (?1, ?2, 'retrieved')",
+            "INSERT INTO provenance_edges (parent, child, relation)
+             VALUES (?1, ?2, 'retrieved') ON CONFLICT DO NOTHING",
             params![format!("memory:{id}"), format!("event:{run}/{seq}")],
         )?;
     }

@@ -577,8 +577,8 @@ pub(crate) fn add_source(
 ) -> Result<bool, StoreError> {
     let added =
         c.prepare_cached(
-            "INSERT OR IGNORE INTO memory_sources (memory_id, run_id, step, event, episode, quote)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO memory_sources (memory_id, run_id, step, event, episode, quote)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
         )?
         .execute(params![
             id,
@@ -592,7 +592,7 @@ pub(crate) fn add_source(
         c.prepare_cached(
             "UPDATE memories SET strength = strength + 1, updated_at = ?3,
                  expires_at = CASE WHEN expires_at = 0 OR ?2 = 0 THEN 0
-                                   ELSE MAX(expires_at, ?2) END
+                                   WHEN expires_at >= ?2 THEN expires_at ELSE ?2 END
              WHERE id = ?1",
         )?
         .execute(params![id, expires_at, at])?;
@@ -647,8 +647,8 @@ pub(crate) fn set_status(
 
 fn edge(c: &Connection, e: &Evidence, id: &str) -> Result<(), StoreError> {
     c.prepare_cached(
-        "INSERT OR IGNORE INTO provenance_edges (parent, child, relation)
-         VALUES (?1, ?2, 'distilled')",
+        "INSERT INTO provenance_edges (parent, child, relation)
+         VALUES (?1, ?2, 'distilled') ON CONFLICT DO NOTHING",
     )?
     .execute(params![
         format!("event:{}/{}", e.run, e.event),

@@ -2,7 +2,6 @@ use super::*;
 use crate::recorder::Recorder;
 use crate::recorder::format::RunFile;
 use crate::store::tests::tempdir::Dir;
-use crate::store::{Store, StoreLocation};
 
 /// 2026-11-25T00:00:00Z.
 const NOW_MS: i64 = 1_795_564_800_000;
@@ -14,7 +13,7 @@ fn fixture(name: &str) -> RunFile {
 
 fn recorder_with(files: &[&str]) -> (Dir, Recorder) {
     let dir = Dir::new("memory");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     let recorder = Recorder::new(store);
     for f in files {
         recorder.import(&fixture(f)).unwrap();

@@ -1,5 +1,4 @@
 use super::*;
-use crate::store::StoreLocation;
 use crate::store::tests::tempdir::Dir;
 
 fn fixture(name: &str) -> (String, String) {
@@ -12,7 +11,7 @@ fn fixture(name: &str) -> (String, String) {
 
 fn store() -> (Dir, Store) {
     let dir = Dir::new("policy");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     (dir, store)
 }
 

@@ -4,7 +4,6 @@ use super::*;
 use crate::recorder::format::{EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use crate::recorder::{PromotedRecord, Provenance};
 use crate::store::tests::tempdir::Dir;
-use crate::store::{Store, StoreLocation};
 
 /// A candidate item as a `context_offered` event records it.
 fn item(id: &str) -> Value {
@@ -30,7 +29,7 @@ fn event(seq: u64, step: u32, kind: &str, payload: Value) -> EventRecord {
 
 fn recorded() -> (Dir, Recorder) {
     let dir = Dir::new("prov");
-    let rec = Recorder::new(Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap());
+    let rec = Recorder::new(crate::store::tests::open_in(dir.path()));
     let file = RunFile {
         format: RUN_FORMAT.into(),
         run: RunHeader {

@@ -2,12 +2,11 @@ use serde_json::json;
 
 use super::format::{EventKind, EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use super::*;
-use crate::store::StoreLocation;
 use crate::store::tests::tempdir::Dir;
 
 fn recorder() -> (Dir, Recorder) {
     let dir = Dir::new("recorder");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     (dir, Recorder::new(store))
 }
 

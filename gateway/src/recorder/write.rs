@@ -578,10 +578,8 @@ pub(crate) fn link_envelope_versions(
 ) -> Result<(), StoreError> {
     for (id, hash) in versions {
         c.prepare_cached(
-            "INSERT INTO run_envelopes (run_id, envelope_id, content_hash)
-             SELECT ?1, ?2, ?3 WHERE NOT EXISTS (
-                 SELECT 1 FROM run_envelopes
-                 WHERE run_id = ?1 AND envelope_id = ?2 AND content_hash = ?3)",
+            "INSERT INTO run_envelopes (run_id, envelope_id, content_hash) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO NOTHING",
         )?
         .execute(params![run, id, hash])?;
     }

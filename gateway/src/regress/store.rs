@@ -4,7 +4,7 @@
 //! Each execution of a case is a row of `regression_runs`, the case's history; a suite
 //! execution groups them (`regression_suites`).
 
-use crate::store::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, next_number, params};
 use serde::{Deserialize, Serialize};
 
 use super::RegressError;
@@ -279,9 +279,9 @@ pub fn record_run(
 ) -> Result<i64, StoreError> {
     let result = report.result.as_ref();
     let body = serde_json::to_string(report).map_err(|e| corrupt("encoding a report", e))?;
-    c.execute(
+    c.query_row(
         "INSERT INTO regression_runs (case_id, version, suite_id, status, passes, runs, drift, signature, report, executed_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
         params![
             report.case,
             version,
@@ -294,8 +294,8 @@ pub fn record_run(
             body,
             at
         ],
-    )?;
-    Ok(c.last_insert_rowid())
+        |r| r.get(0),
+    )
 }
 
 /// A case's executions, newest first: at most `limit`, older than row `before` when given.
@@ -352,11 +352,11 @@ pub fn create_suite(
     selection: &serde_json::Value,
     at: &str,
 ) -> Result<String, StoreError> {
-    let n: i64 = c.query_row("SELECT count(*) FROM regression_suites", (), |r| r.get(0))?;
-    let id = format!("sui-{}", n + 1);
+    let n = next_number(c, "regression_suites")?;
+    let id = format!("sui-{n}");
     c.execute(
-        "INSERT INTO regression_suites (id, selection, created_at) VALUES (?1, ?2, ?3)",
-        params![id, selection.to_string(), at],
+        "INSERT INTO regression_suites (id, selection, created_at, seq) VALUES (?1, ?2, ?3, ?4)",
+        params![id, selection.to_string(), at, n],
     )?;
     Ok(id)
 }
@@ -435,7 +435,7 @@ pub fn suite(store: &Store, id: &str) -> Result<Option<StoredSuite>, StoreError>
 pub fn last_suite(store: &Store) -> Result<Option<StoredSuite>, StoreError> {
     let id: Option<String> = store.read(|c| {
         c.query_row(
-            "SELECT id FROM regression_suites WHERE finished_at IS NOT NULL ORDER BY rowid DESC LIMIT 1",
+            "SELECT id FROM regression_suites WHERE finished_at IS NOT NULL ORDER BY seq DESC LIMIT 1",
             (),
             |r| r.get(0),
         )

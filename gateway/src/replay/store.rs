@@ -2,7 +2,7 @@
 //! its spec, so storing the same scenario twice keeps one; a result's id counts the
 //! executions of its scenario (`rpl-HASH-N`), a batch's the batches of its run.
 
-use crate::store::{Connection, OptionalExtension, params};
+use crate::store::{Connection, OptionalExtension, next_number, params};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -59,8 +59,8 @@ pub fn save_scenario(
 ) -> Result<(StoredScenario, bool), StoreError> {
     let id = spec.id();
     let added = c.execute(
-        "INSERT OR IGNORE INTO replay_scenarios (id, run_id, step, name, spec, created_by, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO replay_scenarios (id, run_id, step, name, spec, created_by, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
         params![id, spec.run, spec.step, spec.name, json_text(spec)?, by, at],
     )? == 1;
     let stored =
@@ -105,13 +105,9 @@ pub fn save_result(
     mut result: ReplayResult,
     at: &str,
 ) -> Result<ReplayResult, StoreError> {
-    let n: i64 = c.query_row(
-        "SELECT count(*) FROM replay_results WHERE scenario_id = ?1",
-        [&result.scenario],
-        |r| r.get(0),
-    )?;
+    let n = next_number(c, &format!("replay_results/{}", result.scenario))?;
     let hash = result.scenario.trim_start_matches("scn-");
-    result.id = format!("rpl-{}-{}", &hash[..hash.len().min(12)], n + 1);
+    result.id = format!("rpl-{}-{n}", &hash[..hash.len().min(12)]);
     result.executed_at = at.to_string();
     // The baseline is the same for every scenario of a run (or step): stored once, as an
     // artifact under its hash, and referred to from the result.
@@ -122,8 +118,8 @@ pub fn save_result(
     let mut row = serde_json::to_value(&result).map_err(|e| corrupt("encoding a result", e))?;
     row["baseline"] = serde_json::json!({ "artifact": hash });
     c.execute(
-        "INSERT INTO replay_results (id, scenario_id, batch_id, run_id, label, first_change, result, executed_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO replay_results (id, scenario_id, batch_id, run_id, label, first_change, result, executed_at, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             result.id,
             result.scenario,
@@ -132,7 +128,8 @@ pub fn save_result(
             result.label.as_str(),
             result.first_change,
             row.to_string(),
-            at
+            at,
+            next_number(c, "replay_results")?
         ],
     )?;
     Ok(result)
@@ -232,8 +229,8 @@ pub fn results(store: &Store, filter: &ResultFilter) -> Result<Vec<ResultSummary
             "SELECT result FROM replay_results
              WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR scenario_id = ?2)
                AND (?3 IS NULL OR batch_id = ?3)
-               AND (?5 IS NULL OR rowid < (SELECT rowid FROM replay_results WHERE id = ?5))
-             ORDER BY rowid DESC LIMIT ?4",
+               AND (?5 IS NULL OR seq < (SELECT seq FROM replay_results WHERE id = ?5))
+             ORDER BY seq DESC LIMIT ?4",
         )?;
         let limit = i64::try_from(f.limit.max(1)).unwrap_or(i64::MAX);
         let rows = stmt.query_map(params![f.run, f.scenario, f.batch, limit, f.before], |r| {
@@ -259,13 +256,9 @@ pub fn save_batch(
     for s in scenarios {
         ids.push(save_scenario(c, s, by, at)?.0.id);
     }
-    let n: i64 = c.query_row(
-        "SELECT count(*) FROM replay_batches WHERE run_id = ?1",
-        [&spec.run],
-        |r| r.get(0),
-    )?;
+    let n = next_number(c, &format!("replay_batches/{}", spec.run))?;
     let hash = blake3::hash(spec.run.as_bytes()).to_hex();
-    let id = format!("bat-{}-{}", &hash[..12], n + 1);
+    let id = format!("bat-{}-{n}", &hash[..12]);
     c.execute(
         "INSERT INTO replay_batches (id, run_id, name, spec, scenarios, created_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -229,10 +229,9 @@ fn replay_exact_runs_as_a_job() {
     use crate::job_kinds::builtin_registry;
     use crate::jobs::{EnqueueOptions, JobQueue, JobState, Worker, WorkerConfig};
     use crate::store::tests::tempdir::Dir;
-    use crate::store::{Store, StoreLocation};
 
     let dir = Dir::new("replay-job");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     Recorder::new(store.clone())
         .import(&recorded_run(true))
         .unwrap();

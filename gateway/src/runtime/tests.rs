@@ -40,7 +40,7 @@ pub(super) fn fixture_sources() -> Vec<(String, String)> {
 
 /// A store with the fixture envelopes, and a runtime over it.
 pub(super) fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     crate::policy::store_envelopes(&store, &fixture_sources()).unwrap();
     Runtime::with_clock(
         store,
@@ -309,7 +309,7 @@ fn secrets_in_arguments_are_redacted_and_never_recorded() {
 fn a_tool_above_the_run_clearance_is_denied_by_clearance_forbid_and_never_gated() {
     let dir = Dir::new("runtime");
     let clock = ManualClock::new(START_MS);
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     let mut sources = fixture_sources();
     sources.push((
         "levels.yaml".into(),
@@ -432,7 +432,7 @@ fn calls_on_a_run_finished_by_another_process_are_refused_by_their_writes() {
     rt.tool_call("r1", call("fs.read_file", json!({}))).unwrap();
     let events = rt.recorder().events("r1", None).unwrap().len();
     // Another process (the CLI) finishes the run: this runtime's cached engine does not know.
-    Recorder::new(Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap())
+    Recorder::new(crate::store::tests::open_in(dir.path()))
         .finish_run("r1", "succeeded", "2026-01-01T00:00:00Z")
         .unwrap();
     let err = rt
@@ -834,7 +834,7 @@ fn a_run_file_giving_an_envelope_version_twice_or_mislabelled_is_refused_and_sto
 fn a_changed_mcp_tool_is_held_only_when_an_envelope_says_hold_and_none_says_deny() {
     let held = |extra: &[(&str, &str)]| {
         let dir = Dir::new("runtime");
-        let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+        let store = crate::store::tests::open_in(dir.path());
         let mut sources = fixture_sources();
         for (id, said) in extra {
             sources.push((

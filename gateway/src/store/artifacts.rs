@@ -16,7 +16,7 @@ pub(crate) fn store(
 ) -> Result<(), StoreError> {
     c.prepare_cached(
         "INSERT INTO artifacts (hash, media_type, size, body, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE hash = ?1)",
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
     )?
     .execute(params![
         hash,

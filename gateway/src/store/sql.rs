@@ -440,11 +440,6 @@ impl Connection {
             sqlite: SqliteStatement::Cached(self.sqlite.prepare_cached(sql)?),
         })
     }
-
-    /// The key of the row the last `INSERT` made.
-    pub fn last_insert_rowid(&self) -> i64 {
-        self.sqlite.last_insert_rowid()
-    }
 }
 
 enum SqliteStatement<'c> {

@@ -1,9 +1,16 @@
 use super::*;
 
-fn temp_store() -> (tempdir::Dir, Store) {
+/// A store for a test in its own throwaway directory (removed when the `Dir` drops).
+pub(crate) fn temp_store() -> (tempdir::Dir, Store) {
     let dir = tempdir::Dir::new("store");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = open_in(dir.path());
     (dir, store)
+}
+
+/// The one place unit tests open a store: the database `t.db` under `dir`, migrated. Every
+/// store a test makes comes from here, so the engine the tests run on is chosen in one place.
+pub(crate) fn open_in(dir: &std::path::Path) -> Store {
+    Store::open(&StoreLocation::file(dir.join("t.db"))).expect("open a test store")
 }
 
 /// A throwaway directory under the target dir's temp, removed on drop.

@@ -4,12 +4,11 @@ use rmcp::model::{JsonObject, Tool};
 use serde_json::json;
 
 use super::*;
-use crate::store::StoreLocation;
 use crate::store::tests::tempdir;
 
 fn store() -> (tempdir::Dir, Store) {
     let dir = tempdir::Dir::new("mcp-pins");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     (dir, store)
 }
 

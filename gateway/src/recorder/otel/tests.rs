@@ -8,7 +8,6 @@ use crate::providers::{ChatRequest, ChatResponse};
 use crate::recorder::Recorder;
 use crate::recorder::format::RUN_FORMAT;
 use crate::store::tests::tempdir::Dir;
-use crate::store::{Store, StoreLocation};
 
 const TRACE: &str = "5b8efff798038103d269b633813fc60c";
 
@@ -319,7 +318,7 @@ fn the_coding_agent_trace_matches_its_expected_run_file() {
 #[test]
 fn the_imported_run_passes_the_recorders_checks() {
     let dir = Dir::new("otel-import");
-    let store = Store::open(&StoreLocation::file(dir.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(dir.path());
     let recorder = Recorder::new(store);
     let run = one_run(&fixture());
     let summary = recorder.import(&run).unwrap();

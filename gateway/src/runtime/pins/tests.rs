@@ -93,8 +93,7 @@ fn a_run_stays_pinned_when_the_gateway_restarts() {
 
     // A new process builds each run's engine from the store: no cache to lean on.
     let rt = Runtime::with_clock(
-        crate::store::Store::open(&crate::store::StoreLocation::file(dir.path().join("t.db")))
-            .unwrap(),
+        crate::store::tests::open_in(dir.path()),
         Arc::new(FakeProvider::new()),
         Arc::new(clock.clone()),
     )
