@@ -578,11 +578,27 @@ pub(crate) fn use_in(
 ) -> Result<Approval, ApprovalError> {
     let approval = load(c, id, now_ms)?.ok_or_else(|| ApprovalError::NotFound(id.to_string()))?;
     check_use(&approval, run, hash, envelopes)?;
-    c.execute(
-        "UPDATE approvals SET state = 'used', used_at = ?2 WHERE id = ?1 AND state = 'approved'",
-        params![id, now_ms],
-    )?;
+    mark_used(c, &approval, now_ms)?;
     load(c, id, now_ms)?.ok_or_else(|| ApprovalError::NotFound(id.to_string()))
+}
+
+/// Marks `approval`, read as approved, used: only a row still approved and unexpired changes,
+/// so of two calls using it at once (on two gateways) one is refused, however their reads
+/// interleaved.
+fn mark_used(c: &Connection, approval: &Approval, now_ms: i64) -> Result<(), ApprovalError> {
+    let changed = c.execute(
+        "UPDATE approvals SET state = 'used', used_at = ?2
+         WHERE id = ?1 AND state = 'approved' AND expires_at > ?2",
+        params![approval.id, now_ms],
+    )?;
+    if changed == 0 {
+        return Err(ApprovalError::Final {
+            id: approval.id.clone(),
+            state: ApprovalState::Used,
+            help: "an approval authorises one call, and another call used it meanwhile; ask again for a new one",
+        });
+    }
+    Ok(())
 }
 
 /// Whether `approval` authorises the call `hash` of `run` under `envelopes`.

@@ -219,3 +219,41 @@ fn pages_of_approvals_walk_every_state_newest_first_as_the_full_list_reads_them(
     let expired = page(&store, Some(ApprovalState::Expired), None, now, 50).unwrap();
     assert!(!expired.approvals.is_empty(), "some expired by now");
 }
+
+/// Two calls using one approval at once (on two gateways) both read it approved; the UPDATE
+/// that marks it used lets only the first through.
+#[test]
+fn an_approval_used_meanwhile_is_refused_by_its_update_not_only_by_the_read_before() {
+    let (_d, store) = store_with_run();
+    let a = pending(&store, request(&[]), 1_000);
+    let approved = decide(&store, &a.id, &answer(true, "lead"), 2_000, "t").unwrap();
+    assert_eq!(approved.state, ApprovalState::Approved);
+    let first = approved.clone();
+    store
+        .transact(move |c| mark_used(c, &first, 3_000))
+        .unwrap();
+    // The second call's read happened before the first call's write.
+    let stale = approved.clone();
+    let err = store
+        .transact(move |c| mark_used(c, &stale, 3_001))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ApprovalError::Final {
+                state: ApprovalState::Used,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Past its expiry an approved approval is not used either.
+    let mut second = request(&["lead"]);
+    second.call_id = "c2".into();
+    let b = pending(&store, second, 1_000);
+    let approved = decide(&store, &b.id, &answer(true, "lead"), 2_000, "t").unwrap();
+    let err = store
+        .transact(move |c| mark_used(c, &approved, 61_000))
+        .unwrap_err();
+    assert!(matches!(err, ApprovalError::Final { .. }), "{err}");
+}

@@ -292,10 +292,18 @@ pub fn claim_in(
     let latest =
         get_in(c, id, None)?.ok_or_else(|| StoreError::NotFound(format!("no contract `{id}`")))?;
     latest.claimable().map_err(StoreError::Invalid)?;
-    c.prepare_cached(
-        "UPDATE handoff_contracts SET consumer_run = ?2 WHERE id = ?1 AND consumer_run = ?3",
-    )?
-    .execute(params![id, run, super::planned_run(id)])?;
+    // Only versions still handing work to the planned run change: if another run claimed the
+    // contract since it was read (on another gateway), nothing changes and this claim fails.
+    let claimed = c
+        .prepare_cached(
+            "UPDATE handoff_contracts SET consumer_run = ?2 WHERE id = ?1 AND consumer_run = ?3",
+        )?
+        .execute(params![id, run, super::planned_run(id)])?;
+    if claimed == 0 {
+        return Err(StoreError::Invalid(format!(
+            "contract `{id}` was claimed by another run meanwhile\n  help: a contract hands its work to one run; post a new version for another"
+        )));
+    }
     if latest.state == ContractState::Validated {
         set_state_in(c, id, latest.version, ContractState::Accepted, at)?;
         insert_ack_in(

@@ -139,24 +139,32 @@ impl JobQueue {
             );
             let mut args: Vec<crate::store::Value> = vec![now.into()];
             args.extend(kinds.iter().map(|k| k.clone().into()));
-            let id: Option<i64> = conn
-                .query_row(&sql, params_from_iter(args), |r| r.get(0))
-                .optional()?;
-            let Some(id) = id else {
-                return Ok(None);
+            // The lease is taken only while the job is still waiting: a worker that read the
+            // same job meanwhile (another gateway on the same database) finds it leased, its
+            // UPDATE changes no row, and it looks again.
+            let (id, kind, payload, attempt, max_attempts) = loop {
+                let id: Option<i64> = conn
+                    .query_row(&sql, params_from_iter(args.iter()), |r| r.get(0))
+                    .optional()?;
+                let Some(id) = id else {
+                    return Ok(None);
+                };
+                let taken: Option<(String, String, u32, u32)> = conn
+                    .query_row(
+                        "UPDATE jobs SET state = 'leased', attempts = attempts + 1, leased_by = ?2, \
+                         leased_until = ?3, lease_ms = ?4, progress_done = NULL, \
+                         progress_total = NULL, progress_message = NULL, progress_at = NULL, \
+                         updated_at = ?5 \
+                         WHERE id = ?1 AND state IN ('queued', 'failed') AND run_after <= ?5 \
+                         RETURNING kind, payload, attempts, max_attempts",
+                        params![id, worker, now.saturating_add(lease_ms), lease_ms, now],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                    )
+                    .optional()?;
+                if let Some((kind, payload, attempt, max_attempts)) = taken {
+                    break (id, kind, payload, attempt, max_attempts);
+                }
             };
-            conn.execute(
-                "UPDATE jobs SET state = 'leased', attempts = attempts + 1, leased_by = ?2, \
-                 leased_until = ?3, lease_ms = ?4, progress_done = NULL, progress_total = NULL, \
-                 progress_message = NULL, progress_at = NULL, updated_at = ?5 WHERE id = ?1",
-                params![id, worker, now.saturating_add(lease_ms), lease_ms, now],
-            )?;
-            let (kind, payload, attempt, max_attempts): (String, String, u32, u32) = conn
-                .query_row(
-                    "SELECT kind, payload, attempts, max_attempts FROM jobs WHERE id = ?1",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-                )?;
             conn.execute(
                 "INSERT INTO job_attempts (job_id, attempt, worker, leased_at, outcome) \
                  VALUES (?1, ?2, ?3, ?4, 'running')",
@@ -311,11 +319,19 @@ impl JobQueue {
             if state.is_finished() {
                 return Err(JobError::Finished { id, state });
             }
-            conn.execute(
+            // Only from the state just read: a job that finished or was leased meanwhile is
+            // not cancelled over it.
+            let changed = conn.execute(
                 "UPDATE jobs SET state = 'cancelled', leased_by = NULL, leased_until = NULL, \
-                 finished_at = ?2, updated_at = ?2 WHERE id = ?1",
-                params![id.0, now],
+                 finished_at = ?2, updated_at = ?2 WHERE id = ?1 AND state = ?3 AND attempts = ?4",
+                params![id.0, now, state.as_str(), attempts],
             )?;
+            if changed == 0 {
+                return Err(JobError::Invalid(format!(
+                    "job {} changed state while being cancelled; try again",
+                    id.0
+                )));
+            }
             if state == JobState::Leased {
                 end_attempt(conn, id, attempts, AttemptOutcome::Cancelled, now, None)?;
             }
