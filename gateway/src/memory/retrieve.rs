@@ -108,7 +108,7 @@ impl Narrow {
         for (column, value) in [
             ("r.agent", &self.agent),
             ("r.task", &self.task),
-            ("json_extract(r.metadata, '$.user')", &self.user),
+            ("r.user_id", &self.user),
         ] {
             if let Some(v) = value {
                 let _ = write!(tests, " AND {column} = ?{}", first + values.len());

@@ -859,7 +859,8 @@ fn search_narrows_to_the_memories_of_a_user_s_runs() {
     store
         .write(|c| {
             c.execute(
-                "UPDATE runs SET metadata = json_set(metadata, '$.user', 'alice')
+                "UPDATE runs SET metadata = json_set(metadata, '$.user', 'alice'),
+                                 user_id = 'alice'
                  WHERE id = 'run-bugfix-users-404'",
                 (),
             )?;

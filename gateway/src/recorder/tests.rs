@@ -513,3 +513,35 @@ fn appending_at_the_current_step_adds_a_first_step_and_refuses_a_finished_run() 
     assert_eq!(rec.export("run-async").unwrap().events.len(), 2);
     assert!(rec.verify("run-async").unwrap().is_intact());
 }
+
+/// A run's user (`metadata.user`, when it is text) is kept as a column memory search narrows
+/// by; any other value of it is no user.
+#[test]
+fn a_run_s_text_user_is_kept_as_its_user_column() {
+    let (_d, rec) = recorder();
+    for (id, metadata) in [
+        ("r-alice", json!({"user": "alice", "team": "x"})),
+        ("r-number", json!({"user": 7})),
+        ("r-none", json!({})),
+    ] {
+        let mut h = header(id);
+        h.metadata = metadata;
+        rec.open_run(&h).unwrap();
+    }
+    let users: Vec<(String, Option<String>)> = rec
+        .store()
+        .read(|c| {
+            let mut stmt = c.prepare("SELECT id, user_id FROM runs ORDER BY id")?;
+            let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+        .unwrap();
+    assert_eq!(
+        users,
+        vec![
+            ("r-alice".to_string(), Some("alice".to_string())),
+            ("r-none".to_string(), None),
+            ("r-number".to_string(), None),
+        ]
+    );
+}

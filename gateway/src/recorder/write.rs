@@ -482,10 +482,12 @@ fn require_run(c: &Connection, run: &str) -> Result<(), StoreError> {
 
 fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
     let envelopes = serde_json::to_string(&h.envelopes).map_err(StoreError::corrupt)?;
+    // Who the run is for, when its metadata says (as text): memory search narrows by it.
+    let user = h.metadata.get("user").and_then(Value::as_str);
     c.execute(
         "INSERT INTO runs (id, agent, task, scope, clearance, status, started_at, finished_at,
-                           parent_run, envelopes, metadata, recorded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                           parent_run, envelopes, metadata, recorded_at, user_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             h.id,
             h.agent,
@@ -498,7 +500,8 @@ fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
             h.parent_run,
             envelopes,
             canonical_json(&h.metadata),
-            now_rfc3339()
+            now_rfc3339(),
+            user
         ],
     )
     .map_err(|e| match e.violation() {
