@@ -17,7 +17,7 @@ mod promote;
 mod timeline;
 pub(crate) mod write;
 
-use crate::store::{Connection, OptionalExtension, SqlValue, params};
+use crate::store::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tollgate_rules::canonical::canonical_json;
@@ -373,8 +373,10 @@ fn load_events_in(
     let as_sql = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     let mut stmt = c.prepare_cached(
         "SELECT e.seq, e.step_idx, e.kind, e.at, e.payload, e.payload_hash, e.prev_hash, e.hash,
-                a.body
-         FROM events e LEFT JOIN artifacts a ON e.payload IS NULL AND a.hash = e.payload_hash
+                a.body, e.payload_z
+         FROM events e
+         LEFT JOIN artifacts a
+           ON e.payload IS NULL AND e.payload_z IS NULL AND a.hash = e.payload_hash
          WHERE e.run_id = ?1 AND e.seq >= ?2 AND e.seq < ?3 ORDER BY e.seq",
     )?;
     let rows = stmt.query_map(params![run, as_sql(from), as_sql(to)], |r| {
@@ -383,10 +385,10 @@ fn load_events_in(
             r.get::<u32>(1)?,
             r.get::<String>(2)?,
             r.get::<String>(3)?,
-            match r.value(4)? {
-                SqlValue::Text(t) => Stored::Text(t.to_string()),
-                SqlValue::Blob(z) => Stored::Compressed(z.to_vec()),
-                _ => Stored::Elsewhere,
+            match (r.get::<Option<String>>(4)?, r.get::<Option<Vec<u8>>>(9)?) {
+                (Some(text), _) => Stored::Text(text),
+                (None, Some(z)) => Stored::Compressed(z),
+                (None, None) => Stored::Elsewhere,
             },
             r.get::<String>(5)?,
             r.get::<String>(6)?,

@@ -202,14 +202,16 @@ fn large_payloads_are_compressed_in_their_row_or_else_artifacts_and_read_back_al
         .store()
         .read(|c| {
             let mut stmt = c.prepare(
-                "SELECT seq, payload IS NULL, typeof(payload) = 'blob' FROM events ORDER BY seq",
+                "SELECT seq, payload IS NULL AND payload_z IS NULL, payload_z IS NOT NULL
+                 FROM events ORDER BY seq",
             )?;
             let rows =
                 stmt.query_map((), |r| Ok((r.get::<i64>(0)? as u64, r.get(1)?, r.get(2)?)))?;
             rows.collect::<Result<_, _>>()
         })
         .unwrap();
-    // seq 1: an artifact (payload NULL); seq 2: compressed (a BLOB); the others text.
+    // seq 1: an artifact (both payload columns NULL); seq 2: compressed (in `payload_z`); the
+    // others text.
     assert_eq!(stored[1], (1, true, false));
     assert_eq!(stored[2], (2, false, true));
     assert!(stored[3..].iter().all(|&(_, null, z)| !null && !z));
@@ -230,7 +232,7 @@ fn verify_names_an_edited_compressed_payload() {
     rec.store()
         .write(move |c| {
             c.execute(
-                "UPDATE events SET payload = ?1 WHERE run_id = 'run-1' AND seq = 2",
+                "UPDATE events SET payload_z = ?1 WHERE run_id = 'run-1' AND seq = 2",
                 [forged],
             )?;
             Ok(())
@@ -240,7 +242,7 @@ fn verify_names_an_edited_compressed_payload() {
     // Bytes that are not LZ4 at all read as an edit too, not as an error.
     tamper(
         &rec,
-        "UPDATE events SET payload = X'00FF00FF' WHERE run_id = 'run-1' AND seq = 2",
+        "UPDATE events SET payload_z = X'00FF00FF' WHERE run_id = 'run-1' AND seq = 2",
     );
     assert_eq!(problems(&rec), [(Some(2), "edited".to_string())]);
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::{Connection, ConstraintKind, OptionalExtension, SqlValue, params};
+use crate::store::{Connection, ConstraintKind, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 use tollgate_rules::canonical::{canonical_json, to_canonical_json};
@@ -529,24 +529,36 @@ fn insert_event(
     let payload_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
     // Inline text; or compressed in the row; or, still too large, an artifact.
     let compressed: Vec<u8>;
-    let stored = if text.len() <= COMPRESS_PAYLOAD_OVER {
-        SqlValue::Text(text)
+    let (inline, packed): (Option<&str>, Option<&[u8]>) = if text.len() <= COMPRESS_PAYLOAD_OVER {
+        (Some(text), None)
     } else {
         let z = super::compress_payload(text);
         if z.len() <= INLINE_PAYLOAD_LIMIT {
             compressed = z;
-            SqlValue::Blob(&compressed)
+            (None, Some(&compressed))
         } else {
             crate::store::artifacts::store(c, &payload_hash, "application/json", text.as_bytes())?;
-            SqlValue::Null
+            (None, None)
         }
     };
     let hash = event_hash(run, seq, step, kind, at, &payload_hash, prev);
     c.prepare_cached(
-        "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_hash, prev_hash, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_z, payload_hash,
+                             prev_hash, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
-    .execute(params![run, seq as i64, step, kind, at, stored, payload_hash, prev, hash])?;
+    .execute(params![
+        run,
+        seq as i64,
+        step,
+        kind,
+        at,
+        inline,
+        packed,
+        payload_hash,
+        prev,
+        hash
+    ])?;
     Ok(hash)
 }
 
