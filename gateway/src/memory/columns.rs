@@ -9,11 +9,19 @@
 //! and reloads those memories (or every memory, when the log no longer reaches back that far or
 //! the database is not the one it was). So a search sees at least the state of the store when
 //! it began, whichever process wrote it.
+//!
+//! A change's number is not its commit order everywhere: on PostgreSQL, a writer that took
+//! number 10 may commit after one that took 11. A reader that has read up to 11 without 10
+//! keeps 10 as a gap and looks for it at each catch-up until it appears (then reloads that
+//! memory), for [`GAP_PATIENCE`] (longer than any write of the store takes: a number still
+//! missing then was rolled back) or until the log is trimmed past it (then reloads everything).
+//! On SQLite, with one writer, numbers commit in order and there are no gaps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
 
-use crate::store::{Connection, OptionalExtension};
+use crate::store::{Connection, OptionalExtension, params_from_iter};
 
 use super::MemoryClass;
 use crate::store::{Store, StoreError};
@@ -42,13 +50,24 @@ impl Ranking {
     }
 }
 
-/// Every memory's [`Ranking`], by its full-text rowid, as of change `seen` of the log.
+/// Every memory's [`Ranking`], by its full-text rowid, as of change `seen` of the log but for
+/// the changes numbered in `gaps` (not committed when the numbers after them were read).
 #[derive(Debug, Default)]
 pub(crate) struct Columns {
     loaded: bool,
     seen: i64,
+    /// Each gap, with when it was first missed.
+    gaps: BTreeMap<i64, Instant>,
     by_rowid: HashMap<i64, Ranking>,
 }
+
+/// Most gaps kept: past this many, everything is loaded again (and a load keeps the gaps of
+/// the last this many numbers only: a write still open is a recent one).
+const MAX_GAPS: usize = 4096;
+
+/// How long a gap is looked for: a number missing this long after the ones past it were read
+/// belongs to a write that was rolled back.
+pub(crate) const GAP_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Columns {
     /// A memory's ranking columns.
@@ -71,21 +90,27 @@ pub(crate) fn current<'a>(
     let last = last.unwrap_or(0);
     {
         let columns = kept.0.read().unwrap_or_else(|e| e.into_inner());
-        if columns.loaded && columns.seen == last {
+        if columns.loaded && columns.seen == last && columns.gaps.is_empty() {
             return Ok(columns);
         }
     }
     {
         let mut columns = kept.0.write().unwrap_or_else(|e| e.into_inner());
         // Another search may have caught up (or gone further) meanwhile: never go back.
-        if !(columns.loaded && columns.seen >= last) {
-            // The log restarted (another database at this path, or one restored) or no longer
-            // reaches back to the last change applied: load everything.
-            let reaches = first.is_none_or(|f| f <= columns.seen + 1);
-            if !columns.loaded || columns.seen > last || !reaches {
-                *columns = load_all(c, last)?;
-            } else {
-                apply_changes(&mut columns, c, last)?;
+        if !(columns.loaded && columns.seen >= last && columns.gaps.is_empty()) {
+            // The log no longer reaches back to the oldest change not applied (another
+            // database at this path, one restored, or a trimmed log): load everything.
+            let now = Instant::now();
+            columns
+                .gaps
+                .retain(|_, missed| now.duration_since(*missed) < GAP_PATIENCE);
+            let oldest = columns
+                .gaps
+                .first_key_value()
+                .map_or(columns.seen + 1, |(seq, _)| *seq);
+            let reaches = first.is_none_or(|f| f <= oldest);
+            if !columns.loaded || !reaches || !apply_changes(&mut columns, c, last)? {
+                *columns = load_all(c, first, last)?;
             }
         }
     }
@@ -113,7 +138,21 @@ pub(crate) fn of(store: &Store) -> std::sync::Arc<Kept> {
 const COLUMNS: &str = "fts_rowid, group_id, expires_at, norm, class, strength, usage_count, \
                        helpful, unhelpful, score";
 
-fn load_all(c: &Connection, last: i64) -> Result<Columns, StoreError> {
+fn load_all(c: &Connection, first: Option<i64>, last: i64) -> Result<Columns, StoreError> {
+    // The numbers the log lacks are changes not committed yet (on PostgreSQL), which this
+    // load does not see either: kept as gaps, to be looked for.
+    let mut gaps = BTreeMap::new();
+    if let Some(first) = first {
+        let now = Instant::now();
+        let from = first.max(last - MAX_GAPS as i64 + 1);
+        let mut stmt = c.prepare("SELECT seq FROM memory_changes WHERE seq >= ?1 ORDER BY seq")?;
+        let mut expected = from;
+        for seq in stmt.query_map([from], |r| r.get::<i64>(0))? {
+            let seq = seq?;
+            gaps.extend((expected..seq).map(|n| (n, now)));
+            expected = seq + 1;
+        }
+    }
     let mut stmt = c.prepare(&format!(
         "SELECT {COLUMNS} FROM memories WHERE fts_rowid IS NOT NULL"
     ))?;
@@ -126,18 +165,56 @@ fn load_all(c: &Connection, last: i64) -> Result<Columns, StoreError> {
     Ok(Columns {
         loaded: true,
         seen: last,
+        gaps,
         by_rowid,
     })
 }
 
-fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<(), StoreError> {
-    let changed: Vec<i64> = {
+/// Applies the changes after `seen` up to `last` and those of the gaps that have appeared;
+/// `false` (nothing applied) when there would be more gaps than [`MAX_GAPS`].
+fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<bool, StoreError> {
+    let mut changed = BTreeSet::new();
+    let upto = last.max(columns.seen);
+    let mut gaps = columns.gaps.clone();
+    let now = Instant::now();
+    {
         let mut stmt = c.prepare_cached(
-            "SELECT DISTINCT fts_rowid FROM memory_changes WHERE seq > ?1 AND seq <= ?2",
+            "SELECT seq, fts_rowid FROM memory_changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq",
         )?;
-        let rows = stmt.query_map([columns.seen, last], |r| r.get(0))?;
-        rows.collect::<Result<_, _>>()?
-    };
+        let mut expected = columns.seen + 1;
+        for row in stmt.query_map([columns.seen, upto], |r| {
+            Ok((r.get::<i64>(0)?, r.get::<i64>(1)?))
+        })? {
+            let (seq, rowid) = row?;
+            if seq - expected > MAX_GAPS as i64 {
+                return Ok(false);
+            }
+            gaps.extend((expected..seq).map(|n| (n, now)));
+            expected = seq + 1;
+            changed.insert(rowid);
+        }
+        // `upto` is the log's last number or one already read: no gap past the last row.
+    }
+    let looked_for: Vec<i64> = columns.gaps.keys().copied().collect();
+    if !looked_for.is_empty() {
+        let marks = (1..=looked_for.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut stmt = c.prepare(&format!(
+            "SELECT seq, fts_rowid FROM memory_changes WHERE seq IN ({marks})"
+        ))?;
+        for row in stmt.query_map(params_from_iter(looked_for.iter()), |r| {
+            Ok((r.get::<i64>(0)?, r.get::<i64>(1)?))
+        })? {
+            let (seq, rowid) = row?;
+            gaps.remove(&seq);
+            changed.insert(rowid);
+        }
+    }
+    if gaps.len() > MAX_GAPS {
+        return Ok(false);
+    }
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM memories WHERE fts_rowid = ?1"
     ))?;
@@ -152,8 +229,9 @@ fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<(),
             }
         }
     }
-    columns.seen = last;
-    Ok(())
+    columns.seen = upto;
+    columns.gaps = gaps;
+    Ok(true)
 }
 
 /// A row of [`COLUMNS`] as ranking sees it.
@@ -265,5 +343,85 @@ mod tests {
                 .all(|step| !step.starts_with("SCAN memory_changes")),
             "{plan:?}"
         );
+    }
+
+    fn insert(c: &Connection, id: &str, strength: i64) -> Result<(), StoreError> {
+        c.execute(
+            "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status, pinned,
+                 ttl_seconds, expires_at, strength, usage_count, helpful, score, extractor,
+                 created_at, updated_at)
+             VALUES (?1, 'fact', 'the words', 'the words', 'org:acme', 'internal', 'approved', 0,
+                     0, 0, ?2, 0, 0, '{\"recency\": 0.5}', 'test', 't', 't')",
+            crate::store::params![id, strength],
+        )?;
+        Ok(())
+    }
+
+    fn strength_of(store: &Store, id: &'static str) -> f64 {
+        let kept = of(store);
+        store
+            .read(move |c| {
+                let rowid: i64 =
+                    c.query_row("SELECT fts_rowid FROM memories WHERE id = ?1", [id], |r| {
+                        r.get(0)
+                    })?;
+                let columns = current(&kept, c)?;
+                Ok(columns.get(rowid).map_or(-1.0, |r| r.fixed))
+            })
+            .unwrap()
+    }
+
+    /// A change whose number commits after a later number was read (as on PostgreSQL, where
+    /// sequence values commit out of order) is still applied: the reader keeps its number as a
+    /// gap and finds it at a later catch-up, rather than skipping it for good.
+    #[test]
+    fn a_change_numbered_before_one_already_read_is_applied_when_it_commits() {
+        let dir = Dir::new("columns-gap");
+        let store = crate::store::tests::open_in(dir.path());
+        store
+            .write(|c| {
+                insert(c, "late", 1)?;
+                insert(c, "early", 1)
+            })
+            .unwrap();
+        let before = strength_of(&store, "late");
+        assert_eq!(strength_of(&store, "early"), before);
+        // Two changes, `late` numbered first; its log row is withheld as if its writer had not
+        // committed yet when the reader looked.
+        let withheld: (i64, i64) = store
+            .write(|c| {
+                c.execute("UPDATE memories SET strength = 50 WHERE id = 'late'", ())?;
+                c.execute("UPDATE memories SET strength = 50 WHERE id = 'early'", ())?;
+                let late: (i64, i64) = c.query_row(
+                    "SELECT seq, fts_rowid FROM memory_changes ORDER BY seq DESC LIMIT 1 OFFSET 1",
+                    (),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                c.execute("DELETE FROM memory_changes WHERE seq = ?1", [late.0])?;
+                Ok(late)
+            })
+            .unwrap();
+        let after_early = strength_of(&store, "early");
+        assert!(after_early > before, "the change read is applied");
+        // The reader has read past `late`'s number; `late`'s row in `memories` changed, but the
+        // log has not said so yet, so the kept columns may still hold the old value.
+        assert_eq!(strength_of(&store, "late"), before);
+        // The late writer commits its log row.
+        store
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO memory_changes (seq, fts_rowid) VALUES (?1, ?2)",
+                    [withheld.0, withheld.1],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            strength_of(&store, "late"),
+            after_early,
+            "the late change is applied once it commits"
+        );
+        let kept = of(&store);
+        assert!(kept.0.read().unwrap().gaps.is_empty(), "its gap is closed");
     }
 }
