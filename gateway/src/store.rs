@@ -9,6 +9,7 @@
 pub(crate) mod artifacts;
 mod counters;
 mod migrate;
+mod postgres;
 mod schema;
 mod sql;
 mod writer;
@@ -66,6 +67,9 @@ pub enum StoreError {
     /// so a printed chain does not say it twice.
     #[error("database error: {0}{help}", help = sqlite_help(.0))]
     Sqlite(rusqlite::Error),
+    /// PostgreSQL refused a statement, or the connection to it failed.
+    #[error("database error: {text}", text = postgres::describe(.0))]
+    Postgres(tokio_postgres::Error),
     /// A query that should have found a row found none ([`OptionalExtension::optional`]
     /// turns this into `None`).
     #[error("the database has no such row")]
@@ -108,6 +112,12 @@ impl From<rusqlite::Error> for StoreError {
             }
             e => StoreError::Sqlite(e),
         }
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        StoreError::Postgres(e)
     }
 }
 
@@ -157,6 +167,9 @@ impl StoreError {
     /// The constraint this error reports broken, if it is a constraint violation: the one
     /// place the engines' codes are read, so modules match on [`ConstraintKind`].
     pub fn violation(&self) -> Option<Violation> {
+        if let StoreError::Postgres(e) = self {
+            return postgres::violation(e);
+        }
         let StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, message)) = self else {
             return None;
         };

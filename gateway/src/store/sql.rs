@@ -11,12 +11,15 @@
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
 use super::StoreError;
+use super::postgres::PgConnection;
 
 /// Which SQL a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// SQLite 3 (the embedded default).
     Sqlite,
+    /// PostgreSQL 14 or later.
+    Postgres,
 }
 
 /// A value as a statement binds it or a row holds it, borrowed.
@@ -369,7 +372,12 @@ fn sqlite_params<P: Params>(params: P) -> impl rusqlite::Params {
 
 /// One connection to the database.
 pub struct Connection {
-    sqlite: rusqlite::Connection,
+    engine: Engine,
+}
+
+enum Engine {
+    Sqlite(rusqlite::Connection),
+    Postgres(PgConnection),
 }
 
 impl std::fmt::Debug for Connection {
@@ -380,36 +388,79 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// The values of `params`, kept alive while their borrowed forms are bound.
+fn values<P: Params>(params: P) -> Vec<P::Item> {
+    params.into_params().collect()
+}
+
+fn borrowed<T: Param>(kept: &[T]) -> Result<Vec<SqlValue<'_>>, StoreError> {
+    kept.iter().map(Param::value).collect()
+}
+
 impl Connection {
     /// Wraps a SQLite connection opened with the store's settings.
     pub(super) fn sqlite(sqlite: rusqlite::Connection) -> Connection {
-        Connection { sqlite }
+        Connection {
+            engine: Engine::Sqlite(sqlite),
+        }
     }
 
-    /// The SQLite connection underneath, for what only the store itself does (pragmas,
-    /// checkpoints, transactions).
-    pub(super) fn raw(&self) -> &rusqlite::Connection {
-        &self.sqlite
+    /// Connects to the PostgreSQL database at `url`.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the store opens PostgreSQL in the next step of issue 37 (its migrations)"
+        )
+    )]
+    pub(super) fn postgres(url: &str) -> Result<Connection, StoreError> {
+        Ok(Connection {
+            engine: Engine::Postgres(PgConnection::connect(url)?),
+        })
+    }
+
+    /// The SQLite connection underneath, for what only the store itself does on SQLite
+    /// (pragmas, checkpoints, transactions); `None` on PostgreSQL.
+    pub(super) fn raw(&self) -> Option<&rusqlite::Connection> {
+        match &self.engine {
+            Engine::Sqlite(c) => Some(c),
+            Engine::Postgres(_) => None,
+        }
     }
 
     /// The SQLite connection underneath, mutably (to set hooks).
-    pub(super) fn raw_mut(&mut self) -> &mut rusqlite::Connection {
-        &mut self.sqlite
+    pub(super) fn raw_mut(&mut self) -> Option<&mut rusqlite::Connection> {
+        match &mut self.engine {
+            Engine::Sqlite(c) => Some(c),
+            Engine::Postgres(_) => None,
+        }
     }
 
     /// Which SQL this connection speaks.
     pub fn dialect(&self) -> Dialect {
-        Dialect::Sqlite
+        match self.engine {
+            Engine::Sqlite(_) => Dialect::Sqlite,
+            Engine::Postgres(_) => Dialect::Postgres,
+        }
     }
 
     /// Runs one statement; the number of rows it changed.
     pub fn execute<P: Params>(&self, sql: &str, params: P) -> Result<usize, StoreError> {
-        Ok(self.sqlite.execute(sql, sqlite_params(params))?)
+        match &self.engine {
+            Engine::Sqlite(c) => Ok(c.execute(sql, sqlite_params(params))?),
+            Engine::Postgres(c) => {
+                let kept = values(params);
+                c.execute(&c.prepare(sql)?, &borrowed(&kept)?)
+            }
+        }
     }
 
     /// Runs statements separated by `;`, without parameters (schema changes, migrations).
     pub fn execute_batch(&self, sql: &str) -> Result<(), StoreError> {
-        Ok(self.sqlite.execute_batch(sql)?)
+        match &self.engine {
+            Engine::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            Engine::Postgres(c) => c.batch(sql),
+        }
     }
 
     /// The first row of a query through `f`; [`StoreError::NoRow`] when there is none
@@ -419,66 +470,112 @@ impl Connection {
         P: Params,
         F: FnOnce(&Row<'_>) -> Result<T, StoreError>,
     {
-        let mut stmt = self.sqlite.prepare(sql)?;
-        let mut rows = stmt.query(sqlite_params(params))?;
-        match rows.next()? {
-            Some(row) => f(&Row { sqlite: row }),
-            None => Err(StoreError::NoRow),
-        }
+        self.prepare(sql)?.query_row(params, f)
     }
 
     /// Prepares a statement.
     pub fn prepare(&self, sql: &str) -> Result<Statement<'_>, StoreError> {
         Ok(Statement {
-            sqlite: SqliteStatement::Plain(self.sqlite.prepare(sql)?),
+            inner: match &self.engine {
+                Engine::Sqlite(c) => StatementInner::Sqlite(c.prepare(sql)?),
+                Engine::Postgres(c) => StatementInner::Postgres(c, c.prepare(sql)?),
+            },
         })
     }
 
     /// Prepares a statement, or takes it from the connection's cache (hot paths).
     pub fn prepare_cached(&self, sql: &str) -> Result<Statement<'_>, StoreError> {
         Ok(Statement {
-            sqlite: SqliteStatement::Cached(self.sqlite.prepare_cached(sql)?),
+            inner: match &self.engine {
+                Engine::Sqlite(c) => StatementInner::SqliteCached(c.prepare_cached(sql)?),
+                Engine::Postgres(c) => StatementInner::Postgres(c, c.prepare(sql)?),
+            },
         })
     }
 }
 
-enum SqliteStatement<'c> {
-    Plain(rusqlite::Statement<'c>),
-    Cached(rusqlite::CachedStatement<'c>),
+enum StatementInner<'c> {
+    Sqlite(rusqlite::Statement<'c>),
+    SqliteCached(rusqlite::CachedStatement<'c>),
+    Postgres(&'c PgConnection, tokio_postgres::Statement),
 }
 
 /// A prepared statement.
 pub struct Statement<'c> {
-    sqlite: SqliteStatement<'c>,
+    inner: StatementInner<'c>,
+}
+
+/// One of two iterators of the same items.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+impl<T, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for Either<A, B> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::Left(a) => a.next(),
+            Either::Right(b) => b.next(),
+        }
+    }
 }
 
 impl<'c> Statement<'c> {
-    fn raw(&mut self) -> &mut rusqlite::Statement<'c> {
-        match &mut self.sqlite {
-            SqliteStatement::Plain(s) => s,
-            SqliteStatement::Cached(s) => s,
-        }
-    }
-
     /// How many columns the statement's rows have.
     pub fn column_count(&mut self) -> usize {
-        self.raw().column_count()
+        match &mut self.inner {
+            StatementInner::Sqlite(s) => s.column_count(),
+            StatementInner::SqliteCached(s) => s.column_count(),
+            StatementInner::Postgres(_, s) => s.columns().len(),
+        }
     }
 
     /// The names of the statement's columns, in order.
     pub fn column_names(&mut self) -> Vec<String> {
-        self.raw().column_names().map(str::to_string).collect()
+        match &mut self.inner {
+            StatementInner::Sqlite(s) => s.column_names().map(str::to_string).collect(),
+            StatementInner::SqliteCached(s) => s.column_names().map(str::to_string).collect(),
+            StatementInner::Postgres(_, s) => {
+                s.columns().iter().map(|c| c.name().to_string()).collect()
+            }
+        }
+    }
+
+    fn sqlite(&mut self) -> Option<&mut rusqlite::Statement<'c>> {
+        match &mut self.inner {
+            StatementInner::Sqlite(s) => Some(s),
+            StatementInner::SqliteCached(s) => Some(s),
+            StatementInner::Postgres(..) => None,
+        }
     }
 
     /// Runs the statement; the number of rows it changed.
     pub fn execute<P: Params>(&mut self, params: P) -> Result<usize, StoreError> {
-        Ok(self.raw().execute(sqlite_params(params))?)
+        if let Some(s) = self.sqlite() {
+            return Ok(s.execute(sqlite_params(params))?);
+        }
+        let StatementInner::Postgres(c, s) = &self.inner else {
+            unreachable!("a statement is of one engine or the other")
+        };
+        let kept = values(params);
+        c.execute(s, &borrowed(&kept)?)
     }
 
     /// The rows of the query, read one at a time with [`Rows::next`].
     pub fn query<P: Params>(&mut self, params: P) -> Result<Rows<'_>, StoreError> {
+        if let StatementInner::Postgres(c, s) = &self.inner {
+            let kept = values(params);
+            let rows = c.query(s, &borrowed(&kept)?)?;
+            return Ok(Rows {
+                inner: RowsInner::Postgres(rows, 0),
+            });
+        }
+        let Some(s) = self.sqlite() else {
+            unreachable!("a statement is of one engine or the other")
+        };
         Ok(Rows {
-            sqlite: self.raw().query(sqlite_params(params))?,
+            inner: RowsInner::Sqlite(s.query(sqlite_params(params))?),
         })
     }
 
@@ -493,9 +590,19 @@ impl<'c> Statement<'c> {
         F: FnMut(&Row<'_>) -> Result<T, StoreError> + 's,
         T: 's,
     {
-        Ok(self
-            .raw()
-            .query_and_then(sqlite_params(params), move |row| f(&Row { sqlite: row }))?)
+        if let StatementInner::Postgres(c, s) = &self.inner {
+            let kept = values(params);
+            let rows = c.query(s, &borrowed(&kept)?)?;
+            return Ok(Either::Right(
+                rows.into_iter().map(move |row| f(&Row::Postgres(&row))),
+            ));
+        }
+        let Some(s) = self.sqlite() else {
+            unreachable!("a statement is of one engine or the other")
+        };
+        Ok(Either::Left(
+            s.query_and_then(sqlite_params(params), move |row| f(&Row::Sqlite(row)))?,
+        ))
     }
 
     /// The first row through `f`; [`StoreError::NoRow`] when there is none.
@@ -504,36 +611,53 @@ impl<'c> Statement<'c> {
         P: Params,
         F: FnOnce(&Row<'_>) -> Result<T, StoreError>,
     {
-        let mut rows = self.raw().query(sqlite_params(params))?;
+        let mut rows = self.query(params)?;
         match rows.next()? {
-            Some(row) => f(&Row { sqlite: row }),
+            Some(row) => f(&row),
             None => Err(StoreError::NoRow),
         }
     }
 
     /// Whether the query finds a row.
     pub fn exists<P: Params>(&mut self, params: P) -> Result<bool, StoreError> {
-        Ok(self.raw().exists(sqlite_params(params))?)
+        Ok(self.query(params)?.next()?.is_some())
     }
+}
+
+enum RowsInner<'s> {
+    Sqlite(rusqlite::Rows<'s>),
+    Postgres(Vec<tokio_postgres::Row>, usize),
 }
 
 /// The rows of a query.
 pub struct Rows<'s> {
-    sqlite: rusqlite::Rows<'s>,
+    inner: RowsInner<'s>,
 }
 
 impl Rows<'_> {
     /// The next row, `None` after the last.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Row<'_>>, StoreError> {
-        Ok(self.sqlite.next()?.map(|row| Row { sqlite: row }))
+        match &mut self.inner {
+            RowsInner::Sqlite(rows) => Ok(rows.next()?.map(Row::Sqlite)),
+            RowsInner::Postgres(rows, at) => {
+                let row = rows.get(*at);
+                *at += 1;
+                Ok(row.map(Row::Postgres))
+            }
+        }
     }
 }
 
 /// One row of a query's answer.
 #[derive(Clone, Copy)]
-pub struct Row<'r> {
-    sqlite: &'r rusqlite::Row<'r>,
+pub enum Row<'r> {
+    /// A SQLite row.
+    #[doc(hidden)]
+    Sqlite(&'r rusqlite::Row<'r>),
+    /// A PostgreSQL row.
+    #[doc(hidden)]
+    Postgres(&'r tokio_postgres::Row),
 }
 
 impl<'r> Row<'r> {
@@ -545,15 +669,18 @@ impl<'r> Row<'r> {
 
     /// Column `idx` (from 0) as it is stored, borrowed.
     pub fn value(&self, idx: usize) -> Result<SqlValue<'r>, StoreError> {
-        Ok(match self.sqlite.get_ref(idx)? {
-            ValueRef::Null => SqlValue::Null,
-            ValueRef::Integer(n) => SqlValue::Integer(n),
-            ValueRef::Real(x) => SqlValue::Real(x),
-            ValueRef::Text(t) => SqlValue::Text(std::str::from_utf8(t).map_err(|e| {
-                StoreError::corrupt(format!("column {idx} of a row is not UTF-8: {e}"))
-            })?),
-            ValueRef::Blob(b) => SqlValue::Blob(b),
-        })
+        match *self {
+            Row::Sqlite(row) => Ok(match row.get_ref(idx)? {
+                ValueRef::Null => SqlValue::Null,
+                ValueRef::Integer(n) => SqlValue::Integer(n),
+                ValueRef::Real(x) => SqlValue::Real(x),
+                ValueRef::Text(t) => SqlValue::Text(std::str::from_utf8(t).map_err(|e| {
+                    StoreError::corrupt(format!("column {idx} of a row is not UTF-8: {e}"))
+                })?),
+                ValueRef::Blob(b) => SqlValue::Blob(b),
+            }),
+            Row::Postgres(row) => super::postgres::value(row, idx),
+        }
     }
 }
 
@@ -562,103 +689,187 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::store::ConstraintKind;
 
-    fn conn() -> Connection {
-        Connection::sqlite(rusqlite::Connection::open_in_memory().unwrap())
+    /// A connection of each engine: SQLite in memory, and PostgreSQL when
+    /// `TOLLGATE_TEST_POSTGRES_URL` names a server (`scripts/pg-throwaway`), in a schema of its
+    /// own. CI sets it; without it, under CI, the test fails rather than pass on SQLite alone.
+    fn engines() -> Vec<Connection> {
+        static SCHEMAS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let sqlite = Connection::sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        sqlite.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+        let mut out = vec![sqlite];
+        match std::env::var("TOLLGATE_TEST_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => {
+                let c = Connection::postgres(&url).unwrap();
+                let n = SCHEMAS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let schema = format!("sql_{}_{n}", std::process::id());
+                c.execute_batch(&format!(
+                    "CREATE SCHEMA {schema}; SET search_path TO {schema}"
+                ))
+                .unwrap();
+                out.push(c);
+            }
+            _ => assert!(
+                std::env::var_os("CI").is_none(),
+                "under CI the store's tests run on PostgreSQL too: set TOLLGATE_TEST_POSTGRES_URL (scripts/pg-throwaway start DIR)"
+            ),
+        }
+        out
+    }
+
+    /// `sqlite` or `postgres`, as `c` speaks.
+    fn either<'a>(c: &Connection, sqlite: &'a str, postgres: &'a str) -> &'a str {
+        match c.dialect() {
+            Dialect::Sqlite => sqlite,
+            Dialect::Postgres => postgres,
+        }
     }
 
     #[test]
     fn values_bind_and_read_back_as_they_were() {
-        let c = conn();
-        c.execute_batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT)")
+        for c in engines() {
+            c.execute_batch(either(
+                &c,
+                "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT, small INTEGER)",
+                "CREATE TABLE t (i BIGINT, r DOUBLE PRECISION, s TEXT, b BYTEA, n TEXT, small INTEGER)",
+            ))
             .unwrap();
-        let blob = vec![0u8, 1, 255];
-        c.execute(
-            "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![-7i64, 2.5, "é", blob, None::<String>],
-        )
-        .unwrap();
-        let row = c
-            .query_row("SELECT i, r, s, b, n FROM t", (), |r| {
-                Ok((
-                    r.get::<i64>(0)?,
-                    r.get::<f64>(1)?,
-                    r.get::<String>(2)?,
-                    r.get::<Vec<u8>>(3)?,
-                    r.get::<Option<String>>(4)?,
-                ))
-            })
+            let blob = vec![0u8, 1, 255];
+            c.execute(
+                "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![-7i64, 2.5, "é", blob, None::<String>, 3u32],
+            )
             .unwrap();
-        assert_eq!(row, (-7, 2.5, "é".to_string(), blob, None));
+            let row = c
+                .query_row("SELECT i, r, s, b, n, small FROM t", (), |r| {
+                    Ok((
+                        r.get::<i64>(0)?,
+                        r.get::<f64>(1)?,
+                        r.get::<String>(2)?,
+                        r.get::<Vec<u8>>(3)?,
+                        r.get::<Option<String>>(4)?,
+                        r.get::<u32>(5)?,
+                    ))
+                })
+                .unwrap();
+            assert_eq!(row, (-7, 2.5, "é".to_string(), blob.clone(), None, 3));
+        }
     }
 
     #[test]
     fn a_query_without_a_row_is_none_when_optional() {
-        let c = conn();
-        c.execute_batch("CREATE TABLE t (i INTEGER)").unwrap();
-        let found = c
-            .query_row("SELECT i FROM t WHERE i = ?1", [1], |r| r.get::<i64>(0))
-            .optional()
-            .unwrap();
-        assert_eq!(found, None);
-        let err = c
-            .query_row("SELECT i FROM t", (), |r| r.get::<i64>(0))
-            .unwrap_err();
-        assert!(matches!(err, StoreError::NoRow), "{err}");
+        for c in engines() {
+            c.execute_batch("CREATE TABLE t (i BIGINT)").unwrap();
+            let found = c
+                .query_row("SELECT i FROM t WHERE i = ?1", [1], |r| r.get::<i64>(0))
+                .optional()
+                .unwrap();
+            assert_eq!(found, None);
+            let err = c
+                .query_row("SELECT i FROM t", (), |r| r.get::<i64>(0))
+                .unwrap_err();
+            assert!(matches!(err, StoreError::NoRow), "{err}");
+        }
     }
 
     #[test]
     fn a_number_past_i64_is_refused_not_wrapped() {
-        let c = conn();
-        c.execute_batch("CREATE TABLE t (i INTEGER)").unwrap();
-        let err = c
-            .execute("INSERT INTO t VALUES (?1)", [u64::MAX])
-            .unwrap_err();
-        assert!(err.to_string().contains("too large"), "{err}");
-        let n: i64 = c
-            .query_row("SELECT count(*) FROM t", (), |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 0);
+        for c in engines() {
+            c.execute_batch("CREATE TABLE t (i BIGINT)").unwrap();
+            let err = c
+                .execute("INSERT INTO t VALUES (?1)", [u64::MAX])
+                .unwrap_err();
+            assert!(err.to_string().contains("too large"), "{err}");
+            let n: i64 = c
+                .query_row("SELECT count(*) FROM t", (), |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 0);
+        }
     }
 
     #[test]
     fn a_column_of_the_wrong_kind_says_what_it_found() {
-        let c = conn();
-        let err = c
-            .query_row("SELECT 'x'", (), |r| r.get::<i64>(0))
-            .unwrap_err();
-        assert!(
-            err.to_string().contains("expected an integer, found text"),
-            "{err}"
-        );
-        let err = c
-            .query_row("SELECT -1", (), |r| r.get::<u32>(0))
-            .unwrap_err();
-        assert!(err.to_string().contains("out of range"), "{err}");
+        for c in engines() {
+            let err = c
+                .query_row("SELECT 'x'", (), |r| r.get::<i64>(0))
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("expected an integer, found text"),
+                "{err}"
+            );
+            let err = c
+                .query_row("SELECT -1", (), |r| r.get::<u32>(0))
+                .unwrap_err();
+            assert!(err.to_string().contains("out of range"), "{err}");
+        }
     }
 
     #[test]
     fn statements_map_rows_and_bind_from_iterators() {
-        let c = conn();
-        c.execute_batch("CREATE TABLE t (i INTEGER); INSERT INTO t VALUES (1), (2), (3);")
-            .unwrap();
-        let mut stmt = c
-            .prepare_cached("SELECT i FROM t WHERE i IN (?1, ?2) ORDER BY i")
-            .unwrap();
-        let got: Vec<i64> = stmt
-            .query_map(
-                params_from_iter([Value::Integer(3), Value::Integer(1)]),
-                |r| r.get(0),
-            )
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(got, vec![1, 3]);
-        let mut rows = stmt.query(params![2, 9]).unwrap();
-        let mut seen = Vec::new();
-        while let Some(r) = rows.next().unwrap() {
-            seen.push(r.get::<i64>(0).unwrap());
+        for c in engines() {
+            c.execute_batch("CREATE TABLE t (i BIGINT); INSERT INTO t VALUES (1), (2), (3);")
+                .unwrap();
+            let mut stmt = c
+                .prepare_cached("SELECT i FROM t WHERE i IN (?1, ?2) ORDER BY i")
+                .unwrap();
+            let got: Vec<i64> = stmt
+                .query_map(
+                    params_from_iter([Value::Integer(3), Value::Integer(1)]),
+                    |r| r.get(0),
+                )
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(got, vec![1, 3]);
+            let mut rows = stmt.query(params![2, 9]).unwrap();
+            let mut seen = Vec::new();
+            while let Some(r) = rows.next().unwrap() {
+                seen.push(r.get::<i64>(0).unwrap());
+            }
+            assert_eq!(seen, vec![2]);
         }
-        assert_eq!(seen, vec![2]);
+    }
+
+    #[test]
+    fn constraint_violations_are_classified_alike_on_both_engines() {
+        for c in engines() {
+            c.execute_batch(
+                "CREATE TABLE p (id TEXT PRIMARY KEY);
+                 CREATE TABLE k (id TEXT PRIMARY KEY, p TEXT NOT NULL REFERENCES p (id),
+                                 n BIGINT CHECK (n > 0));
+                 INSERT INTO p VALUES ('a');",
+            )
+            .unwrap();
+            c.execute("INSERT INTO k VALUES ('x', 'a', 1)", ()).unwrap();
+            let kind = |sql: &str| c.execute(sql, ()).unwrap_err().violation().map(|v| v.kind);
+            assert_eq!(
+                kind("INSERT INTO k VALUES ('x', 'a', 1)"),
+                Some(ConstraintKind::Unique)
+            );
+            assert_eq!(
+                kind("INSERT INTO k VALUES ('y', 'missing', 1)"),
+                Some(ConstraintKind::ForeignKey)
+            );
+            assert_eq!(
+                kind("INSERT INTO k VALUES ('y', 'a', 0)"),
+                Some(ConstraintKind::Check)
+            );
+            assert_eq!(
+                kind("INSERT INTO k VALUES ('y', NULL, 1)"),
+                Some(ConstraintKind::NotNull)
+            );
+            // Portable upserts and RETURNING, as the store writes them.
+            let added = c
+                .execute("INSERT INTO p VALUES (?1) ON CONFLICT DO NOTHING", ["a"])
+                .unwrap();
+            assert_eq!(added, 0);
+            let id: String = c
+                .query_row("INSERT INTO p VALUES (?1) RETURNING id", ["b"], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            assert_eq!(id, "b");
+        }
     }
 }

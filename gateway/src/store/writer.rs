@@ -74,18 +74,20 @@ impl Writer {
         let mut woken_at = 0;
         {
             let log_pages = Arc::clone(&log_pages);
-            conn.raw_mut().wal_hook(Some(
-                move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
-                    log_pages.store(pages, Ordering::Relaxed);
-                    let at = pages / CHECKPOINT_PAGES;
-                    if at > woken_at && pages < CHECKPOINT_PAGES_MAX {
-                        // Already woken and not yet done: nothing to add.
-                        let _ = wake.try_send(());
-                    }
-                    woken_at = at;
-                    Ok(())
-                },
-            ))?;
+            conn.raw_mut()
+                .ok_or(StoreError::WriterGone)?
+                .wal_hook(Some(
+                    move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                        log_pages.store(pages, Ordering::Relaxed);
+                        let at = pages / CHECKPOINT_PAGES;
+                        if at > woken_at && pages < CHECKPOINT_PAGES_MAX {
+                            // Already woken and not yet done: nothing to add.
+                            let _ = wake.try_send(());
+                        }
+                        woken_at = at;
+                        Ok(())
+                    },
+                ))?;
         }
         let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
         let thread = std::thread::Builder::new()
@@ -191,12 +193,17 @@ fn in_savepoint<T, E: From<StoreError>>(
         }
         // SQLite rolled the whole transaction back (a full disk, an I/O error): there is no
         // savepoint left to undo, and the error is the write's own.
-        Err(e) if conn.raw().is_autocommit() => Err(e),
+        Err(e) if rolled_back_under(conn) => Err(e),
         Err(e) => {
             sql("ROLLBACK TO tollgate_write; RELEASE tollgate_write")?;
             Err(e)
         }
     }
+}
+
+/// Whether SQLite rolled the open transaction back under the writes (it is out of one).
+fn rolled_back_under(conn: &Connection) -> bool {
+    conn.raw().is_some_and(rusqlite::Connection::is_autocommit)
 }
 
 /// What the writes of a batch are told when SQLite rolled its transaction back under them.
@@ -222,12 +229,12 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
         // A write whose failure made SQLite roll the whole transaction back ends the batch:
         // the writes after it would otherwise run outside any transaction, each committed on
         // its own, and then be told they failed.
-        let mut lost = conn.raw().is_autocommit();
+        let mut lost = rolled_back_under(&conn);
         while !lost && completions.len() < MAX_BATCH {
             match queue.try_recv() {
                 Ok(job) => {
                     completions.push(job(Ok(&conn)));
-                    lost = conn.raw().is_autocommit();
+                    lost = rolled_back_under(&conn);
                 }
                 Err(_) => break,
             }
@@ -237,7 +244,7 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
         } else {
             conn.execute_batch("COMMIT")
         };
-        if committed.is_err() && !conn.raw().is_autocommit() {
+        if committed.is_err() && !rolled_back_under(&conn) {
             let _ = conn.execute_batch("ROLLBACK");
         }
         for done in completions {
