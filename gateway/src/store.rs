@@ -12,6 +12,7 @@ mod migrate;
 mod postgres;
 mod schema;
 mod sql;
+mod value;
 mod writer;
 
 use std::any::{Any, TypeId};
@@ -26,10 +27,10 @@ use rusqlite::config::DbConfig;
 pub use counters::next_number;
 pub use migrate::{Migration, MigrationStatus, migrations};
 pub use schema::SchemaDrift;
-pub use sql::params;
-pub use sql::{
-    Column, Connection, Dialect, OptionalExtension, Param, Params, ParamsFromIter, Row, Rows,
-    SqlValue, Statement, Value, params_from_iter,
+pub use sql::{Connection, Dialect, Row, Rows, Statement};
+pub use value::params;
+pub use value::{
+    Column, OptionalExtension, Param, Params, ParamsFromIter, SqlValue, Value, params_from_iter,
 };
 use writer::Writer;
 

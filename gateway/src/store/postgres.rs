@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-use super::sql::SqlValue;
+use super::value::SqlValue;
 use super::{ConstraintKind, StoreError, Violation};
 
 /// The runtime the store's PostgreSQL connections run on: one thread, started on first use.
