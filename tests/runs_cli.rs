@@ -210,12 +210,21 @@ fn bad_input_changes_nothing() {
     let out = db.run(&["runs", "verify", "nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no run `nope`"), "{}", stderr(&out));
+    let out = tollgate_env(&[("TOLLGATE_DATABASE_URL", "mysql://x")], &["runs", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("sqlite:PATH"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("postgres://"), "{}", stderr(&out));
+    // PostgreSQL is an engine (issue 37): a server that is not there gets the seed's remedy.
     let out = tollgate_env(
-        &[("TOLLGATE_DATABASE_URL", "postgres://x")],
+        &[("TOLLGATE_DATABASE_URL", "postgres://x@127.0.0.1:1/x")],
         &["runs", "list"],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("sqlite:PATH"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Database unreachable"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -662,9 +662,9 @@ pub fn seed(json: bool) -> Result<ExitCode> {
     let rt = runtime()?;
     let root = rt
         .store()
-        .path()
-        .parent()
-        .map_or_else(|| PathBuf::from("demo-packs"), |d| d.join("demo-packs"))
+        .location()
+        .local_dir()
+        .join("demo-packs")
         .join("intake_review");
     if !root.join("pack.yaml").exists() {
         templates::init("intake_review", &root).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -51,14 +51,14 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
             let drift = store.schema_drift()?;
             if a.json {
                 let mut doc = serde_json::to_value(&status)?;
-                doc["database"] = store.path().display().to_string().into();
+                doc["database"] = store.location().to_string().into();
                 doc["current_schema"] = status.is_current().into();
                 doc["missing"] = serde_json::json!(drift.missing);
                 doc["changed"] = serde_json::json!(drift.changed);
                 doc["integrity"] = serde_json::json!(problems);
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
-                println!("database  {}", store.path().display());
+                println!("database  {}", store.location());
                 println!("version   {} (latest {})", status.current, status.latest);
                 if status.pending.is_empty() {
                     println!("pending   none");

@@ -70,11 +70,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     }
-    let token_dir = store
-        .path()
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
+    let token_dir = store.location().local_dir();
     let token = resolve_token(std::env::var("TOLLGATE_TOKEN").ok(), &token_dir)
         .context("cannot create the token file")?;
     let token_key = TokenKey::resolve(std::env::var("TOLLGATE_TOKEN_KEY").ok(), &token_dir)

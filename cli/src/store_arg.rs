@@ -13,5 +13,5 @@ pub fn location() -> anyhow::Result<StoreLocation> {
 /// Opens the store and applies pending migrations.
 pub fn open() -> anyhow::Result<Store> {
     let location = location()?;
-    Store::open(&location).with_context(|| format!("store `{}`", location.path().display()))
+    Store::open(&location).with_context(|| format!("store `{location}`"))
 }

@@ -95,11 +95,7 @@ pub(crate) fn operator() -> Principal {
 
 /// The token key beside the database (or `TOLLGATE_TOKEN_KEY`), as `tollgate serve` reads it.
 fn key(store: &Store) -> Result<TokenKey> {
-    let dir = store
-        .path()
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
+    let dir = store.location().local_dir();
     TokenKey::resolve(std::env::var("TOLLGATE_TOKEN_KEY").ok(), &dir)
         .with_context(|| format!("cannot read or create {}", dir.join(KEY_FILE).display()))
 }

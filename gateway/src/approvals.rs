@@ -340,8 +340,8 @@ pub fn list(
     let (run, agent) = (filter.run.clone(), filter.agent.clone());
     let all = store.read(move |c| {
         let mut stmt = c.prepare(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE (?1 IS NULL OR run_id = ?1)
-               AND (?2 IS NULL OR run_id IN (SELECT id FROM runs WHERE agent = ?2))
+            "SELECT {COLUMNS} FROM approvals WHERE (CAST(?1 AS TEXT) IS NULL OR run_id = ?1)
+               AND (CAST(?2 AS TEXT) IS NULL OR run_id IN (SELECT id FROM runs WHERE agent = ?2))
              ORDER BY requested_at, id"
         ))?;
         let rows = stmt.query_map(params![run, agent], |r| from_row(r, now_ms))?;
@@ -386,7 +386,8 @@ pub fn page(
     limit: usize,
 ) -> Result<ApprovalPage, StoreError> {
     let limit = limit.clamp(1, 500);
-    // The stored state and expiry that read as `state` at `now_ms` (?1).
+    // The stored state and expiry that read as `state` at `now_ms` (?1; named in every form of
+    // the query, so PostgreSQL knows its type where `in_state` does not use it).
     let in_state = match state {
         None => "1 = 1",
         Some(ApprovalState::Pending) => "state = 'pending' AND expires_at > ?1",
@@ -404,8 +405,8 @@ pub fn page(
     let mut approvals = store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM approvals
-             WHERE {in_state}
-               AND (?2 IS NULL OR requested_at < ?2 OR (requested_at = ?2 AND id < ?3))
+             WHERE {in_state} AND CAST(?1 AS BIGINT) IS NOT NULL
+               AND (CAST(?2 AS BIGINT) IS NULL OR requested_at < ?2 OR (requested_at = ?2 AND id < ?3))
              ORDER BY requested_at DESC, id DESC
              LIMIT ?4"
         ))?;

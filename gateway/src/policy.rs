@@ -210,7 +210,7 @@ fn find(
 ) -> Result<Option<EnvelopeVersion>, StoreError> {
     c.query_row(
         "SELECT id, version, content_hash, created_at FROM envelope_versions
-         WHERE id = ?1 AND (?2 IS NULL OR content_hash = ?2)",
+         WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR content_hash = ?2)",
         params![id, hash],
         row_version,
     )
@@ -235,7 +235,7 @@ pub fn list_versions(
     Ok(store.read(move |c| {
         let mut stmt = c.prepare(
             "SELECT id, version, content_hash, created_at FROM envelope_versions
-             WHERE ?1 IS NULL OR id = ?1 ORDER BY id, version",
+             WHERE CAST(?1 AS TEXT) IS NULL OR id = ?1 ORDER BY id, version",
         )?;
         let rows = stmt.query_map([id], row_version)?;
         rows.collect::<Result<_, _>>()
@@ -262,7 +262,7 @@ pub fn version_source(
     let found: Option<(u32, Vec<u8>)> = store.read(move |c| {
         c.query_row(
             "SELECT v.version, a.body FROM envelope_versions v JOIN artifacts a ON a.hash = v.artifact
-             WHERE v.id = ?1 AND (?2 IS NULL OR v.version = ?2)
+             WHERE v.id = ?1 AND (CAST(?2 AS BIGINT) IS NULL OR v.version = ?2)
              ORDER BY v.version DESC LIMIT 1",
             params![i, v],
             |r| Ok((r.get(0)?, r.get(1)?)),

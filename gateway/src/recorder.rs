@@ -199,7 +199,7 @@ impl Recorder {
                     "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE r.id = ?1"
                 ))?,
                 None => c.prepare_cached(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE ?1 IS NULL
+                    "SELECT {SUMMARY_COLUMNS} FROM runs r WHERE CAST(?1 AS TEXT) IS NULL
                      ORDER BY r.started_at DESC, r.id"
                 ))?,
             };

@@ -49,11 +49,21 @@ const READ_POOL: usize = 8;
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// `TOLLGATE_DATABASE_URL` is not a `sqlite:` URL.
+    /// `TOLLGATE_DATABASE_URL` is neither a `sqlite:` nor a `postgres://` URL.
     #[error(
-        "`{0}` is not a supported database url\n  help: use `sqlite:PATH`, for example `sqlite:.tollgate/tollgate.db`"
+        "`{0}` is not a supported database url\n  help: use `sqlite:PATH` (for example `sqlite:.tollgate/tollgate.db`) or `postgres://USER@HOST:PORT/DB` (PostgreSQL 14 or later)"
     )]
     BadUrl(String),
+    /// A `postgres://` URL that does not parse (shown without its password).
+    #[error(
+        "`{url}` is not a PostgreSQL URL this build can read: {reason}\n  help: write it as `postgres://USER[:PASSWORD]@HOST:PORT/DB`, with `%`-escapes for special characters in the password"
+    )]
+    BadPostgresUrl {
+        /// The URL, its password hidden.
+        url: String,
+        /// What the parser said.
+        reason: String,
+    },
     /// The database file or its folder could not be created or opened.
     #[error(
         "cannot open the database `{path}`: {source}\n  help: check that its folder exists and is writable, or point TOLLGATE_DATABASE_URL at another (`sqlite:PATH`)"
@@ -63,6 +73,15 @@ pub enum StoreError {
         path: PathBuf,
         /// The cause.
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The PostgreSQL server could not be reached or refused the connection (the URL shown
+    /// without its password; the detail ends with the remedy).
+    #[error("cannot connect to the database `{url}`: {detail}")]
+    Unreachable {
+        /// The URL, its password hidden.
+        url: String,
+        /// The cause and what to do.
+        detail: String,
     },
     /// SQLite refused a statement. Its message is this error's own text, not a source of it,
     /// so a printed chain does not say it twice.
@@ -199,47 +218,97 @@ impl StoreError {
     }
 }
 
-/// Where the database lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreLocation {
-    path: PathBuf,
+/// Where the database lives: an SQLite file (the embedded default) or a PostgreSQL database.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// An SQLite database file.
+    File(PathBuf),
+    /// A PostgreSQL database, by its URL (`postgres://USER@HOST:PORT/DB`).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_string())
+    }
+}
+
+impl std::fmt::Display for StoreLocation {
+    /// The file's path, or the URL without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreLocation::File(path) => write!(f, "{}", path.display()),
+            StoreLocation::Postgres(url) => f.write_str(&postgres::redact_password(url)),
+        }
+    }
 }
 
 impl StoreLocation {
     /// A database file.
     pub fn file(path: impl Into<PathBuf>) -> Self {
-        StoreLocation { path: path.into() }
+        StoreLocation::File(path.into())
+    }
+
+    /// A PostgreSQL database.
+    pub fn postgres(url: impl Into<String>) -> Self {
+        StoreLocation::Postgres(url.into())
     }
 
     /// `TOLLGATE_DATABASE_URL` when set (through `env`, so tests need not touch the process
-    /// environment), else `.tollgate/tollgate.db` under `cwd`.
+    /// environment), else `.tollgate/tollgate.db` under `cwd`: `sqlite:PATH` (relative to
+    /// `cwd`), or `postgres://` / `postgresql://` URLs as PostgreSQL reads them.
     pub fn from_env(
         env: &dyn Fn(&str) -> Option<String>,
         cwd: &Path,
     ) -> Result<StoreLocation, StoreError> {
-        match env(DATABASE_URL_VAR) {
-            Some(url) if !url.trim().is_empty() => {
-                let rest = url
-                    .strip_prefix("sqlite://")
-                    .or_else(|| url.strip_prefix("sqlite:"))
-                    .ok_or_else(|| StoreError::BadUrl(url.clone()))?;
-                if rest.is_empty() {
-                    return Err(StoreError::BadUrl(url));
-                }
-                let path = Path::new(rest);
-                Ok(StoreLocation::file(if path.is_absolute() {
-                    path.to_path_buf()
-                } else {
-                    cwd.join(path)
-                }))
-            }
-            _ => Ok(StoreLocation::file(cwd.join(DEFAULT_DATABASE))),
+        let Some(url) = env(DATABASE_URL_VAR).filter(|u| !u.trim().is_empty()) else {
+            return Ok(StoreLocation::file(cwd.join(DEFAULT_DATABASE)));
+        };
+        let url = url.trim().to_string();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // Parsed now, so a malformed URL is refused before anything connects.
+            postgres::parse_url(&url)?;
+            return Ok(StoreLocation::Postgres(url));
+        }
+        let rest = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .ok_or_else(|| StoreError::BadUrl(url.clone()))?;
+        if rest.is_empty() {
+            return Err(StoreError::BadUrl(url));
+        }
+        let path = Path::new(rest);
+        Ok(StoreLocation::file(if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        }))
+    }
+
+    /// The database file, for SQLite.
+    pub fn file_path(&self) -> Option<&Path> {
+        match self {
+            StoreLocation::File(path) => Some(path),
+            StoreLocation::Postgres(_) => None,
         }
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The folder this machine keeps its own files in beside the database (the token key, the
+    /// operator token, dry-run adapter state, demo packs): the SQLite file's folder, or
+    /// `.tollgate/` (relative to the working directory) for PostgreSQL, which keeps no file.
+    pub fn local_dir(&self) -> PathBuf {
+        match self {
+            StoreLocation::File(path) => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            StoreLocation::Postgres(_) => PathBuf::from(".tollgate"),
+        }
+    }
+
+    /// The SQL its engine speaks.
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            StoreLocation::File(_) => Dialect::Sqlite,
+            StoreLocation::Postgres(_) => Dialect::Postgres,
+        }
     }
 }
 
@@ -250,7 +319,7 @@ pub struct Store {
 }
 
 struct Inner {
-    path: PathBuf,
+    location: StoreLocation,
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
     /// What modules derive from the store and keep beside it (caches), one per type.
@@ -260,7 +329,7 @@ struct Inner {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("path", &self.inner.path)
+            .field("location", &self.inner.location)
             .finish()
     }
 }
@@ -275,26 +344,35 @@ impl Store {
 
     /// Opens the database as it is, without migrating (for `db check` and `db downgrade`).
     pub fn open_unmigrated(location: &StoreLocation) -> Result<Store, StoreError> {
-        let path = location.path().to_path_buf();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
-                path: path.clone(),
-                source: Box::new(e),
-            })?;
-        }
-        let conn = open_connection(&path, false)?;
-        // WAL is a property of the file: set once, every later connection sees it.
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", (), |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Open {
-                path,
-                source: format!("journal mode is `{mode}`, expected `wal`").into(),
-            });
-        }
-        let writer = Writer::start(conn, &path)?;
+        let writer = match location {
+            StoreLocation::File(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                        path: path.clone(),
+                        source: Box::new(e),
+                    })?;
+                }
+                let conn = open_connection(path, false)?;
+                // WAL is a property of the file: set once, every later connection sees it.
+                let mode: String = conn.query_row("PRAGMA journal_mode = WAL", (), |r| r.get(0))?;
+                if !mode.eq_ignore_ascii_case("wal") {
+                    return Err(StoreError::Open {
+                        path: path.clone(),
+                        source: format!("journal mode is `{mode}`, expected `wal`").into(),
+                    });
+                }
+                Writer::start(conn, Some(path))?
+            }
+            StoreLocation::Postgres(url) => {
+                let conn = Connection::postgres(url)?;
+                // Acknowledged means durable, whatever the server's default.
+                conn.execute_batch("SET synchronous_commit = on")?;
+                Writer::start(conn, None)?
+            }
+        };
         Ok(Store {
             inner: Arc::new(Inner {
-                path,
+                location: location.clone(),
                 writer,
                 readers: Mutex::new(Vec::new()),
                 derived: Mutex::new(HashMap::new()),
@@ -302,9 +380,14 @@ impl Store {
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// Where the database is.
+    pub fn location(&self) -> &StoreLocation {
+        &self.inner.location
+    }
+
+    /// The SQL the database speaks.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.location.dialect()
     }
 
     /// The `T` this store keeps for a module (a cache of what it derives from the stored data),
@@ -333,7 +416,7 @@ impl Store {
     ) -> Result<T, StoreError> {
         let conn = match self.pool().pop() {
             Some(conn) => conn,
-            None => open_connection(&self.inner.path, true)?,
+            None => open_reader(&self.inner.location)?,
         };
         let result = f(&conn);
         let mut pool = self.pool();
@@ -387,6 +470,11 @@ impl Store {
     /// none when the database is sound.
     pub fn integrity(&self) -> Result<Vec<String>, StoreError> {
         self.read(|c| {
+            // PostgreSQL enforces references on every write and checks its pages itself
+            // (`data_checksums`, `amcheck`): there is nothing of this kind to ask it.
+            if c.dialect() == Dialect::Postgres {
+                return Ok(Vec::new());
+            }
             let mut problems = Vec::new();
             let mut stmt = c.prepare("PRAGMA quick_check")?;
             for line in stmt.query_map((), |r| r.get::<String>(0))? {
@@ -444,7 +532,20 @@ impl Store {
     }
 }
 
-/// Opens one connection with the store's settings.
+/// Opens a read-only connection.
+fn open_reader(location: &StoreLocation) -> Result<Connection, StoreError> {
+    match location {
+        StoreLocation::File(path) => open_connection(path, true),
+        StoreLocation::Postgres(url) => {
+            let conn = Connection::postgres(url)?;
+            // A read that tries to write is refused, as SQLite's read-only connections do.
+            conn.execute_batch("SET default_transaction_read_only = on")?;
+            Ok(conn)
+        }
+    }
+}
+
+/// Opens one SQLite connection with the store's settings.
 fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX

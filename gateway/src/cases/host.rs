@@ -56,12 +56,11 @@ pub struct EngineHost<'a> {
     state_root: PathBuf,
 }
 
-/// The folder dry-run adapters keep their effects in: `adapter-state/` beside the database.
+/// The folder dry-run adapters keep their effects in: `adapter-state/` in the store's local
+/// folder (beside an SQLite database; `.tollgate/` for PostgreSQL: the effects of a dry run
+/// are this machine's, not the shared database's).
 pub fn state_root(runtime: &Runtime) -> PathBuf {
-    runtime.store().path().parent().map_or_else(
-        || PathBuf::from("adapter-state"),
-        |d| d.join("adapter-state"),
-    )
+    runtime.store().location().local_dir().join("adapter-state")
 }
 
 impl<'a> EngineHost<'a> {

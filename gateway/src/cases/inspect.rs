@@ -155,7 +155,7 @@ pub fn list(store: &Store, pack: Option<&str>, limit: u64) -> Result<Vec<CaseRow
     let pack = pack.map(str::to_string);
     store.read(move |c| {
         let mut q = c.prepare_cached(
-            "SELECT case_id FROM cases WHERE (?1 IS NULL OR pack_id = ?1)
+            "SELECT case_id FROM cases WHERE (CAST(?1 AS TEXT) IS NULL OR pack_id = ?1)
              ORDER BY updated_at DESC, case_id DESC LIMIT ?2",
         )?;
         let ids: Vec<String> = q

@@ -364,7 +364,7 @@ impl JobQueue {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         Ok(self.store.read(move |conn| {
             let sql = format!(
-                "SELECT {JOB_COLUMNS} FROM jobs WHERE (?1 IS NULL OR state = ?1) \
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1) \
                  ORDER BY id DESC LIMIT ?2"
             );
             let mut stmt = conn.prepare(&sql)?;

@@ -26,7 +26,7 @@ impl TempDir {
     }
 
     fn db(&self) -> StoreLocation {
-        StoreLocation::file(self.0.join("t.db"))
+        crate::store::tests::location_in(&self.0)
     }
 }
 
@@ -556,8 +556,9 @@ fn concurrent_workers_never_run_a_job_twice() {
 
 #[test]
 fn the_jobs_migration_reverts_and_reapplies() {
+    // Migration 2 exists on SQLite alone (PostgreSQL's schema begins at 22).
     let dir = TempDir::new("migration");
-    let store = Store::open(&dir.db()).unwrap();
+    let store = Store::open(&crate::store::tests::sqlite_location_in(&dir.0)).unwrap();
     let q = JobQueue::new(store.clone());
     enqueue(&q, "a");
     assert!(store.downgrade(Some(1)).unwrap().contains(&2));

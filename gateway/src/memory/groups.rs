@@ -464,12 +464,13 @@ fn decided(
 
 /// The strongest `n` memories of a part (the rank index serves it without sorting).
 fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<String>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT m.id FROM memories m INDEXED BY memories_by_group_rank
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT m.id FROM memories m{}
          WHERE m.group_id = ?1
            AND (?2 = 0 OR (?2 = 1 AND m.expires_at > ?3) OR (?2 = 2 AND m.expires_at <= ?3))
          ORDER BY m.group_id, m.strength DESC, m.usage_count DESC, m.id LIMIT ?4",
-    )?;
+        c.dialect().indexed_by("memories_by_group_rank")
+    ))?;
     let window = match part.window {
         Window::None => 0,
         Window::NotYet => 1,

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use crate::store::{Connection, OptionalExtension, params, params_from_iter};
+use crate::store::{Connection, Dialect, OptionalExtension, params, params_from_iter};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
 use super::columns::{self, base_relevance, fixed_relevance, relevance};
@@ -172,9 +172,10 @@ pub(crate) fn ranked(
         for part in eligibility.eligible(keep) {
             let (narrowing, values) = narrow.condition(1);
             let sql = format!(
-                "SELECT {COLUMNS} FROM memories m INDEXED BY memories_by_group_rank
+                "SELECT {COLUMNS} FROM memories m{}
                  WHERE {}{narrowing}
                  ORDER BY m.group_id, m.strength DESC, m.usage_count DESC, m.id LIMIT {limit}",
+                c.dialect().indexed_by("memories_by_group_rank"),
                 part.condition(eligibility.now),
             );
             let mut stmt = c.prepare_cached(&sql)?;
@@ -246,15 +247,35 @@ fn matching(
     };
     // Every posting of a visible scope's term for each word: (rowid, word).
     let mut postings: Vec<(i64, u32)> = Vec::new();
-    let mut lookup =
-        c.prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1")?;
+    // SQLite: the FTS5 table, a phrase per term; PostgreSQL: the tsvector's GIN index, a
+    // quoted lexeme per term (the terms are stored as lexemes, not parsed again).
+    let dialect = c.dialect();
+    let mut lookup = c.prepare_cached(match dialect {
+        Dialect::Sqlite => "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1",
+        Dialect::Postgres => {
+            "SELECT fts_rowid FROM memories_fts WHERE terms @@ CAST(CAST(?1 AS TEXT) AS tsquery)"
+        }
+    })?;
     for (i, t) in words.iter().enumerate() {
-        let word = t.word.replace('"', "\"\"");
+        if scopes.is_empty() {
+            break;
+        }
         let expr = scopes
             .iter()
-            .map(|s| format!("\"{}w{word}\"", scope_token(s)))
+            .map(|s| {
+                let term = format!("{}w{}", scope_token(s), t.word);
+                match dialect {
+                    Dialect::Sqlite => format!("\"{}\"", term.replace('"', "\"\"")),
+                    Dialect::Postgres => {
+                        format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
+                    }
+                }
+            })
             .collect::<Vec<_>>()
-            .join(" OR ");
+            .join(match dialect {
+                Dialect::Sqlite => " OR ",
+                Dialect::Postgres => " | ",
+            });
         let mut found = lookup.query([expr])?;
         while let Some(r) = found.next()? {
             postings.push((r.get(0)?, i as u32));

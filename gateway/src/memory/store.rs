@@ -39,8 +39,8 @@ pub fn list(store: &Store, filter: &MemoryFilter) -> Result<Vec<MemoryArtifact>,
     Ok(store.read(move |c| {
         let mut stmt = c.prepare(
             "SELECT id FROM memories m
-             WHERE (?1 IS NULL OR m.status = ?1) AND (?2 IS NULL OR m.class = ?2)
-               AND (?3 IS NULL OR EXISTS
+             WHERE (CAST(?1 AS TEXT) IS NULL OR m.status = ?1) AND (CAST(?2 AS TEXT) IS NULL OR m.class = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL OR EXISTS
                     (SELECT 1 FROM memory_sources s WHERE s.memory_id = m.id AND s.run_id = ?3))
              ORDER BY m.strength DESC, m.id",
         )?;
@@ -87,7 +87,7 @@ pub fn page(
     Ok(store.read(move |c| {
         let mut stmt = c.prepare_cached(
             "SELECT id FROM memories
-             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR class = ?2) AND id > ?3
+             WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) AND (CAST(?2 AS TEXT) IS NULL OR class = ?2) AND id > ?3
              ORDER BY id LIMIT ?4",
         )?;
         let ids: Vec<String> = stmt

@@ -858,11 +858,17 @@ fn search_narrows_to_the_memories_of_a_user_s_runs() {
     let store = recorder.store();
     store
         .write(|c| {
-            c.execute(
-                "UPDATE runs SET metadata = json_set(metadata, '$.user', 'alice'),
-                                 user_id = 'alice'
-                 WHERE id = 'run-bugfix-users-404'",
+            let metadata: String = c.query_row(
+                "SELECT metadata FROM runs WHERE id = 'run-bugfix-users-404'",
                 (),
+                |r| r.get(0),
+            )?;
+            let mut metadata: serde_json::Value = serde_json::from_str(&metadata).unwrap();
+            metadata["user"] = "alice".into();
+            c.execute(
+                "UPDATE runs SET metadata = ?1, user_id = 'alice'
+                 WHERE id = 'run-bugfix-users-404'",
+                [metadata.to_string()],
             )?;
             Ok(())
         })
@@ -922,11 +928,20 @@ fn the_best_k_matches_are_the_first_k_of_all_matches_whatever_their_recency() {
     for spread in [0, 37, 91] {
         store
             .write(move |c| {
-                c.execute(
-                    "UPDATE memories SET score = json_set(score, '$.recency', ((rowid * ?1) % 100) / 100.0),
-                                         status = 'approved'",
-                    [spread],
-                )?;
+                // Recency spread over the memories in id order, (i * spread) % 100 percent.
+                let scores: Vec<(String, String)> = {
+                    let mut stmt = c.prepare("SELECT id, score FROM memories ORDER BY id")?;
+                    let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                    rows.collect::<Result<_, _>>()?
+                };
+                for (i, (id, score)) in scores.into_iter().enumerate() {
+                    let mut score: serde_json::Value = serde_json::from_str(&score).unwrap();
+                    score["recency"] = (((i as i64 + 1) * spread % 100) as f64 / 100.0).into();
+                    c.execute(
+                        "UPDATE memories SET score = ?1, status = 'approved' WHERE id = ?2",
+                        crate::store::params![score.to_string(), id],
+                    )?;
+                }
                 Ok(())
             })
             .unwrap();

@@ -186,10 +186,15 @@ fn verify_names_an_edited_event() {
 fn verify_names_an_edited_artifact_payload() {
     let (_d, rec) = recorder();
     rec.import(&sample("run-1", 6)).unwrap();
-    tamper(
-        &rec,
-        r#"UPDATE artifacts SET body = CAST('{"text":"y"}' AS BLOB)"#,
-    );
+    rec.store()
+        .write(|c| {
+            c.execute(
+                "UPDATE artifacts SET body = ?1",
+                [br#"{"text":"y"}"#.to_vec()],
+            )?;
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(problems(&rec), [(Some(1), "edited".to_string())]);
 }
 
@@ -240,10 +245,15 @@ fn verify_names_an_edited_compressed_payload() {
         .unwrap();
     assert_eq!(problems(&rec), [(Some(2), "edited".to_string())]);
     // Bytes that are not LZ4 at all read as an edit too, not as an error.
-    tamper(
-        &rec,
-        "UPDATE events SET payload_z = X'00FF00FF' WHERE run_id = 'run-1' AND seq = 2",
-    );
+    rec.store()
+        .write(|c| {
+            c.execute(
+                "UPDATE events SET payload_z = ?1 WHERE run_id = 'run-1' AND seq = 2",
+                [vec![0x00u8, 0xFF, 0x00, 0xFF]],
+            )?;
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(problems(&rec), [(Some(2), "edited".to_string())]);
 }
 

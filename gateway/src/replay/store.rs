@@ -227,9 +227,9 @@ pub fn results(store: &Store, filter: &ResultFilter) -> Result<Vec<ResultSummary
     store.read(move |c| {
         let mut stmt = c.prepare(
             "SELECT result FROM replay_results
-             WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR scenario_id = ?2)
-               AND (?3 IS NULL OR batch_id = ?3)
-               AND (?5 IS NULL OR seq < (SELECT seq FROM replay_results WHERE id = ?5))
+             WHERE (CAST(?1 AS TEXT) IS NULL OR run_id = ?1) AND (CAST(?2 AS TEXT) IS NULL OR scenario_id = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL OR batch_id = ?3)
+               AND (CAST(?5 AS TEXT) IS NULL OR seq < (SELECT seq FROM replay_results WHERE id = ?5))
              ORDER BY seq DESC LIMIT ?4",
         )?;
         let limit = i64::try_from(f.limit.max(1)).unwrap_or(i64::MAX);

@@ -12,7 +12,6 @@ use crate::clock::ManualClock;
 use crate::compiler::{CandidateItem, CompileInput, ItemKind};
 use crate::providers::{ChatMessage, ChatRequest, FakeProvider};
 use crate::store::tests::tempdir::Dir;
-use crate::store::{Store, StoreLocation};
 
 pub(super) const START_MS: i64 = 1_795_000_000_000;
 
@@ -710,7 +709,7 @@ fn replay_exact_of_a_run_spanning_an_envelope_update_reports_no_drift() {
     // Exported and imported elsewhere, both versions travel and the run still replays clean.
     let file = rt.recorder().export("r1").unwrap();
     let other = Dir::new("runtime-import");
-    let store = Store::open(&StoreLocation::file(other.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(other.path());
     let recorder = crate::recorder::Recorder::new(store);
     let mut stored = recorder.import(&file).unwrap().envelope_versions;
     stored.sort();
@@ -804,7 +803,7 @@ fn a_run_file_giving_an_envelope_version_twice_or_mislabelled_is_refused_and_sto
     run_spanning_an_envelope_update(&rt);
     let file = rt.recorder().export("r1").unwrap();
     let other = Dir::new("runtime-import");
-    let store = Store::open(&StoreLocation::file(other.path().join("t.db"))).unwrap();
+    let store = crate::store::tests::open_in(other.path());
     let recorder = crate::recorder::Recorder::new(store.clone());
 
     let mut twice = file.clone();

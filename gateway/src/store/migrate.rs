@@ -1,8 +1,13 @@
 //! Versioned, reversible migrations. The SQL lives in the crate's `migrations/` (`gateway/migrations/`);
 //! `build.rs` embeds it. Applied migrations are rows of `tollgate_migrations` (a table rather
 //! than SQLite's `user_version`, so the same bookkeeping works on PostgreSQL).
+//!
+//! Each engine has its own migrations (`migrations/` and `migrations/postgres/`) under one
+//! numbering: version N is the same schema on both. PostgreSQL's begin at its baseline (22, the
+//! version at which the engine arrived), one migration creating that version's whole schema;
+//! every later version is written for both.
 
-use crate::store::{Connection, OptionalExtension, params};
+use crate::store::{Connection, Dialect, OptionalExtension, params};
 use serde::Serialize;
 
 use super::StoreError;
@@ -30,9 +35,18 @@ impl Migration {
     }
 }
 
-/// Every migration this build knows, in order.
+/// Every SQLite migration this build knows, in order.
 pub fn migrations() -> Vec<Migration> {
-    MIGRATIONS
+    migrations_for(Dialect::Sqlite)
+}
+
+/// Every migration this build knows for an engine, in order.
+pub fn migrations_for(dialect: Dialect) -> Vec<Migration> {
+    let table = match dialect {
+        Dialect::Sqlite => MIGRATIONS,
+        Dialect::Postgres => POSTGRES_MIGRATIONS,
+    };
+    table
         .iter()
         .map(|&(version, name, up, down)| Migration {
             version,
@@ -42,6 +56,9 @@ pub fn migrations() -> Vec<Migration> {
         })
         .collect()
 }
+
+/// The version at which PostgreSQL's migrations begin.
+pub const POSTGRES_BASELINE: u32 = 22;
 
 /// Where a database stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -75,7 +92,15 @@ const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS tollgate_migrations (
 fn applied(conn: &Connection) -> Result<Vec<(u32, String)>, StoreError> {
     let exists: Option<String> = conn
         .query_row(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tollgate_migrations'",
+            match conn.dialect() {
+                Dialect::Sqlite => {
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tollgate_migrations'"
+                }
+                Dialect::Postgres => {
+                    "SELECT table_name::text FROM information_schema.tables
+                     WHERE table_schema = current_schema() AND table_name = 'tollgate_migrations'"
+                }
+            },
             (),
             |r| r.get(0),
         )
@@ -91,7 +116,7 @@ fn applied(conn: &Connection) -> Result<Vec<(u32, String)>, StoreError> {
 
 /// The status of the database behind `conn`.
 pub(super) fn status(conn: &Connection) -> Result<MigrationStatus, StoreError> {
-    let known = migrations();
+    let known = migrations_for(conn.dialect());
     let applied = applied(conn)?;
     let current = applied.iter().map(|(v, _)| *v).max().unwrap_or(0);
     let pending = known
@@ -134,7 +159,7 @@ pub(super) fn upgrade(conn: &Connection) -> Result<Vec<u32>, StoreError> {
         )));
     }
     let mut done = Vec::new();
-    for m in migrations() {
+    for m in migrations_for(conn.dialect()) {
         if !state.pending.iter().any(|(v, _)| *v == m.version) {
             continue;
         }
@@ -160,7 +185,12 @@ pub(super) fn downgrade(conn: &Connection, to: Option<u32>) -> Result<Vec<u32>, 
             state.current
         )));
     }
-    let known = migrations();
+    if conn.dialect() == Dialect::Postgres && target > 0 && target < POSTGRES_BASELINE {
+        return Err(StoreError::Migration(format!(
+            "cannot downgrade to {target}: on PostgreSQL the schema begins at version {POSTGRES_BASELINE} (the version at which the engine arrived)\n  help: downgrade to {POSTGRES_BASELINE} or above, or to 0 for an empty database"
+        )));
+    }
+    let known = migrations_for(conn.dialect());
     let mut done = Vec::new();
     let mut versions: Vec<u32> = applied(conn)?.into_iter().map(|(v, _)| v).collect();
     versions.sort_unstable_by(|a, b| b.cmp(a));

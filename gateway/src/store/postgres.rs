@@ -6,16 +6,6 @@
 //! store's own; a statement is a request sent to that thread and awaited with
 //! `futures-executor`, which needs no runtime of its own: the store's synchronous interface
 //! then works from any thread, a tokio worker included, as SQLite's does.
-//!
-//! Not yet reachable from `Store::open` (issue 37 continues with the PostgreSQL migrations):
-//! the engine tests in `store/sql.rs` drive it against a real server.
-#![cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "reached from Store::open once the PostgreSQL migrations exist (issue 37)"
-    )
-)]
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -61,9 +51,7 @@ pub(super) struct PgConnection {
 impl PgConnection {
     /// Connects to `url` (`postgres://USER@HOST:PORT/DB`).
     pub(super) fn connect(url: &str) -> Result<PgConnection, StoreError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| StoreError::BadUrl(format!("{url}: {e}")))?;
+        let config = parse_url(url)?;
         let rt = runtime()?;
         let (sent, answer) = tokio::sync::oneshot::channel();
         rt.spawn(async move {
@@ -129,6 +117,15 @@ impl PgConnection {
     }
 }
 
+/// `url` as tokio-postgres reads it.
+pub(super) fn parse_url(url: &str) -> Result<tokio_postgres::Config, StoreError> {
+    url.parse()
+        .map_err(|e: tokio_postgres::Error| StoreError::BadPostgresUrl {
+            url: redact_password(url),
+            reason: e.to_string(),
+        })
+}
+
 /// What a failed connection says, with the seed's remedy.
 fn unreachable_server(url: &str, e: tokio_postgres::Error) -> StoreError {
     let shown = redact_password(url);
@@ -147,9 +144,9 @@ fn unreachable_server(url: &str, e: tokio_postgres::Error) -> StoreError {
             "Database unreachable: start the development database or set TOLLGATE_DATABASE_URL (`postgres://USER@HOST:PORT/DB`)"
         }
     };
-    StoreError::Open {
-        path: shown.into(),
-        source: format!("{}\n  help: {help}", cause(&e)).into(),
+    StoreError::Unreachable {
+        url: shown,
+        detail: format!("{}\n  help: {help}", cause(&e)),
     }
 }
 
@@ -337,7 +334,7 @@ pub(super) fn describe(e: &tokio_postgres::Error) -> String {
     }
     let help = match db.code() {
         c if *c == SqlState::UNDEFINED_TABLE || *c == SqlState::UNDEFINED_COLUMN => {
-            "the database lacks a table or column this build needs: `tollgate db check` says whether migrations are pending (`tollgate db upgrade` applies them)"
+            "the database lacks a table or column this build needs: `tollgate db check` says whether migrations are pending (`tollgate db upgrade` applies them) or tables are missing (`tollgate db repair` recreates them)"
         }
         c if *c == SqlState::INSUFFICIENT_PRIVILEGE => {
             "the user in TOLLGATE_DATABASE_URL lacks a right it needs: grant it the database's tables (`GRANT ALL ON ALL TABLES IN SCHEMA public TO USER`) or connect as their owner"

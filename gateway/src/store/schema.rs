@@ -6,8 +6,8 @@
 use crate::store::Connection;
 use serde::Serialize;
 
-use super::StoreError;
-use super::migrate::{self, migrations};
+use super::migrate::{self, migrations, migrations_for};
+use super::{Dialect, StoreError};
 
 /// One object of a schema (`sqlite_master`): a table, index, trigger or view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,9 @@ impl SchemaDrift {
 /// Every object of the database behind `conn`, in the order it was created, leaving out the
 /// migrations' bookkeeping and SQLite's own (`sqlite_*`, and automatic indexes without SQL).
 fn objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
+    if conn.dialect() == Dialect::Postgres {
+        return postgres_objects(conn);
+    }
     let mut stmt = conn.prepare(
         "SELECT type, name, sql FROM sqlite_master
          WHERE sql IS NOT NULL AND name <> 'tollgate_migrations' AND name NOT LIKE 'sqlite_%'
@@ -58,6 +61,105 @@ fn objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
     rows.collect::<Result<_, _>>()
 }
 
+/// The tables, indexes, triggers, functions and sequences of the current schema on PostgreSQL,
+/// by name (their definitions as the catalog prints them differ from the migrations' text, so
+/// only what is missing is found there, not what changed).
+fn postgres_objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' ELSE 'sequence' END,
+                c.relname::text
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i', 'S')
+         UNION ALL
+         SELECT 'trigger', t.tgname::text
+         FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+              JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = current_schema() AND NOT t.tgisinternal
+         UNION ALL
+         SELECT 'function', p.proname::text
+         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = current_schema()",
+    )?;
+    let rows = stmt.query_map((), |r| {
+        Ok(SchemaObject {
+            kind: r.get(0)?,
+            name: r.get(1)?,
+            sql: String::new(),
+        })
+    })?;
+    rows.collect::<Result<_, _>>()
+}
+
+/// What PostgreSQL's migrations up to `version` create, read from their SQL: each `CREATE`
+/// statement, by kind and name, in order.
+fn postgres_expected(version: u32) -> Vec<SchemaObject> {
+    let mut out = Vec::new();
+    for m in migrations_for(Dialect::Postgres)
+        .iter()
+        .filter(|m| m.version <= version)
+    {
+        for statement in statements(m.up) {
+            let words: Vec<&str> = statement.split_whitespace().take(4).collect();
+            let (kind, name) = match words.as_slice() {
+                ["CREATE", "UNIQUE", "INDEX", name, ..] | ["CREATE", "INDEX", name, ..] => {
+                    ("index", *name)
+                }
+                [
+                    "CREATE",
+                    kind @ ("TABLE" | "TRIGGER" | "FUNCTION" | "SEQUENCE"),
+                    name,
+                    ..,
+                ] => (*kind, *name),
+                _ => continue,
+            };
+            let name = name.split('(').next().unwrap_or(name);
+            out.push(SchemaObject {
+                kind: kind.to_ascii_lowercase(),
+                name: name.to_string(),
+                sql: statement,
+            });
+        }
+    }
+    out
+}
+
+/// The statements of a migration, without comments: split at each `;` outside quotes and
+/// `$$` bodies.
+fn statements(sql: &str) -> Vec<String> {
+    let code: String = sql
+        .lines()
+        .map(|l| l.split_once("--").map_or(l, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let (mut quoted, mut body) = (false, false);
+    let mut chars = code.chars().peekable();
+    while let Some(ch) = chars.next() {
+        current.push(ch);
+        match ch {
+            '\'' if !body => quoted = !quoted,
+            '$' if !quoted && chars.peek() == Some(&'$') => {
+                current.push('$');
+                chars.next();
+                body = !body;
+            }
+            ';' if !quoted && !body => {
+                let done = current.trim().trim_end_matches(';').trim().to_string();
+                if !done.is_empty() {
+                    out.push(done);
+                }
+                current.clear();
+            }
+            _ => {}
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_string());
+    }
+    out
+}
+
 /// What migrations `1..=version` create, applied to an empty in-memory database.
 fn expected(version: u32) -> Result<Vec<SchemaObject>, StoreError> {
     let conn = Connection::sqlite(rusqlite::Connection::open_in_memory()?);
@@ -67,6 +169,14 @@ fn expected(version: u32) -> Result<Vec<SchemaObject>, StoreError> {
         })?;
     }
     objects(&conn)
+}
+
+/// What the migrations up to `version` create, for the engine behind `conn`.
+fn expected_on(conn: &Connection, version: u32) -> Result<Vec<SchemaObject>, StoreError> {
+    match conn.dialect() {
+        Dialect::Sqlite => expected(version),
+        Dialect::Postgres => Ok(postgres_expected(version)),
+    }
 }
 
 /// A definition as compared: without comments, identifier quotes and layout (SQLite keeps a
@@ -98,14 +208,15 @@ pub(super) fn drift(conn: &Connection) -> Result<SchemaDrift, StoreError> {
         return Ok(SchemaDrift::default());
     }
     let has = objects(conn)?;
+    let postgres = conn.dialect() == Dialect::Postgres;
     let mut drift = SchemaDrift::default();
-    for want in expected(status.current)? {
+    for want in expected_on(conn, status.current)? {
         match has
             .iter()
             .find(|o| o.kind == want.kind && o.name == want.name)
         {
             None => drift.missing.push(want.label()),
-            Some(o) if squeezed(&o.sql) != squeezed(&want.sql) => {
+            Some(o) if !postgres && squeezed(&o.sql) != squeezed(&want.sql) => {
                 drift.changed.push(want.label());
             }
             Some(_) => {}
@@ -125,7 +236,7 @@ pub(super) fn repair(conn: &Connection) -> Result<Vec<String>, StoreError> {
         )));
     }
     let mut done = Vec::new();
-    for want in expected(status.current)? {
+    for want in expected_on(conn, status.current)? {
         // Looked up again each time: creating a full-text table creates its shadow tables.
         let present = objects(conn)?
             .iter()
@@ -143,7 +254,32 @@ pub(super) fn repair(conn: &Connection) -> Result<Vec<String>, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use super::squeezed;
+    use super::{postgres_expected, squeezed, statements};
+
+    #[test]
+    fn postgres_migrations_split_into_statements_with_function_bodies_whole() {
+        let split = statements(
+            "CREATE TABLE a (x TEXT); -- a; comment\nCREATE FUNCTION f() RETURNS TRIGGER LANGUAGE plpgsql AS $$\nBEGIN\n  INSERT INTO a VALUES (';');\n  RETURN NULL;\nEND\n$$;\nCREATE INDEX a_x ON a (x);",
+        );
+        assert_eq!(split.len(), 3, "{split:#?}");
+        assert!(split[1].contains("RETURN NULL;") && split[1].ends_with("$$"));
+        let names: Vec<(String, String)> = postgres_expected(u32::MAX)
+            .into_iter()
+            .map(|o| (o.kind, o.name))
+            .collect();
+        for want in [
+            ("table", "runs"),
+            ("index", "memories_fts_terms"),
+            ("function", "tollgate_memory_terms"),
+            ("trigger", "memories_indexed"),
+            ("sequence", "memories_fts_rowid"),
+        ] {
+            assert!(
+                names.iter().any(|(k, n)| k == want.0 && n == want.1),
+                "{want:?} not in {names:?}"
+            );
+        }
+    }
 
     #[test]
     fn definitions_compare_without_comments_quotes_or_layout() {

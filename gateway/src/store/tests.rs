@@ -7,10 +7,71 @@ pub(crate) fn temp_store() -> (tempdir::Dir, Store) {
     (dir, store)
 }
 
-/// The one place unit tests open a store: the database `t.db` under `dir`, migrated. Every
-/// store a test makes comes from here, so the engine the tests run on is chosen in one place.
+/// An SQLite store, whatever engine the tests run on: for the tests of what only SQLite has.
+pub(crate) fn sqlite_temp_store() -> (tempdir::Dir, Store) {
+    let dir = tempdir::Dir::new("store");
+    let store = Store::open(&sqlite_location_in(dir.path())).expect("open a test store");
+    (dir, store)
+}
+
+/// The one place unit tests open a store, migrated. Every store a test makes comes from here,
+/// so the engine the tests run on is chosen in one place: `TOLLGATE_TEST_ENGINE=postgres`
+/// gives each store a schema of its own in the database at `TOLLGATE_TEST_POSTGRES_URL`;
+/// otherwise (or `sqlite`) it is the file `t.db` under `dir`.
 pub(crate) fn open_in(dir: &std::path::Path) -> Store {
-    Store::open(&StoreLocation::file(dir.join("t.db"))).expect("open a test store")
+    Store::open(&location_in(dir)).expect("open a test store")
+}
+
+/// Where [`open_in`] opens its store.
+pub(crate) fn location_in(dir: &std::path::Path) -> StoreLocation {
+    match std::env::var("TOLLGATE_TEST_ENGINE").as_deref() {
+        // The schema made for `dir` is named in `dir/t.pg`: a store opened there again (a
+        // restart) finds the same data, as it would the same SQLite file.
+        Ok("postgres") => {
+            let named = dir.join("t.pg");
+            match std::fs::read_to_string(&named) {
+                Ok(url) => StoreLocation::postgres(url),
+                Err(_) => {
+                    let location = postgres_schema();
+                    if let StoreLocation::Postgres(url) = &location {
+                        std::fs::write(&named, url).expect("name the test schema");
+                    }
+                    location
+                }
+            }
+        }
+        Ok("sqlite") | Err(_) => sqlite_location_in(dir),
+        Ok(other) => panic!("TOLLGATE_TEST_ENGINE is `{other}`: use `sqlite` or `postgres`"),
+    }
+}
+
+/// An SQLite store under `dir`, whatever the engine the tests run on: for the tests of what
+/// only SQLite has (its write-ahead log, checkpoints, file permissions, query plans).
+pub(crate) fn sqlite_location_in(dir: &std::path::Path) -> StoreLocation {
+    StoreLocation::file(dir.join("t.db"))
+}
+
+/// A fresh, empty schema in the test database, as a location whose connections use it.
+pub(crate) fn postgres_schema() -> StoreLocation {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let url = std::env::var("TOLLGATE_TEST_POSTGRES_URL").expect(
+        "TOLLGATE_TEST_ENGINE=postgres needs TOLLGATE_TEST_POSTGRES_URL (scripts/pg-throwaway)",
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!(
+        "t_{}_{}_{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let admin = Connection::postgres(&url).expect("connect to the test database");
+    admin
+        .execute_batch(&format!("CREATE SCHEMA {schema}"))
+        .expect("create a test schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    StoreLocation::postgres(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
 
 /// A throwaway directory under the target dir's temp, removed on drop.
@@ -47,26 +108,58 @@ pub(crate) mod tempdir {
 #[test]
 fn location_from_env() {
     let cwd = Path::new("/work/x");
-    let none = |_: &str| None;
+    let at = |url: Option<&str>| {
+        let url = url.map(str::to_string);
+        StoreLocation::from_env(&move |_: &str| url.clone(), cwd)
+    };
     assert_eq!(
-        StoreLocation::from_env(&none, cwd).unwrap().path(),
-        Path::new("/work/x/.tollgate/tollgate.db")
+        at(None).unwrap(),
+        StoreLocation::file("/work/x/.tollgate/tollgate.db")
     );
-    let rel = |_: &str| Some("sqlite:data/t.db".to_string());
     assert_eq!(
-        StoreLocation::from_env(&rel, cwd).unwrap().path(),
-        Path::new("/work/x/data/t.db")
+        at(Some("sqlite:data/t.db")).unwrap(),
+        StoreLocation::file("/work/x/data/t.db")
     );
-    let abs = |_: &str| Some("sqlite:///tmp/t.db".to_string());
     assert_eq!(
-        StoreLocation::from_env(&abs, cwd).unwrap().path(),
-        Path::new("/tmp/t.db")
+        at(Some("sqlite:///tmp/t.db")).unwrap(),
+        StoreLocation::file("/tmp/t.db")
     );
-    let bad = |_: &str| Some("postgres://x".to_string());
-    assert!(matches!(
-        StoreLocation::from_env(&bad, cwd),
-        Err(StoreError::BadUrl(_))
-    ));
+    for url in [
+        "postgres://tg@db.internal:5432/tollgate",
+        "postgresql://tg:secret@127.0.0.1/tollgate",
+    ] {
+        assert_eq!(at(Some(url)).unwrap(), StoreLocation::postgres(url));
+    }
+    assert!(matches!(at(Some("mysql://x")), Err(StoreError::BadUrl(_))));
+    assert!(matches!(at(Some("sqlite:")), Err(StoreError::BadUrl(_))));
+}
+
+#[test]
+fn a_malformed_postgres_url_is_refused_before_connecting_and_its_password_is_not_shown() {
+    let url = Some("postgres://tg:hunter2@db:notaport/x".to_string());
+    let e = StoreLocation::from_env(&move |_: &str| url.clone(), Path::new("/")).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, StoreError::BadPostgresUrl { .. }), "{e:?}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains("postgres://USER[:PASSWORD]@HOST:PORT/DB"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unreachable_postgres_server_gets_the_seed_s_remedy() {
+    // A port nothing listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let location = StoreLocation::postgres(format!("postgres://tg:hunter2@127.0.0.1:{port}/x"));
+    let e = Store::open(&location).unwrap_err().to_string();
+    assert!(e.contains("Database unreachable"), "{e}");
+    assert!(e.contains("TOLLGATE_DATABASE_URL"), "{e}");
+    assert!(!e.contains("hunter2"), "{e}");
 }
 
 #[test]
@@ -75,6 +168,10 @@ fn open_applies_every_migration_and_uses_wal() {
     let status = store.migration_status().unwrap();
     assert!(status.is_current(), "{status:?}");
     assert_eq!(status.current, status.latest);
+    assert_eq!(status.latest, migrations().last().unwrap().version);
+    if store.dialect() == Dialect::Postgres {
+        return;
+    }
     let mode: String = store
         .read(|c| c.query_row("PRAGMA journal_mode", (), |r| r.get(0)))
         .unwrap();
@@ -160,13 +257,13 @@ fn a_second_store_on_the_same_file_sees_committed_writes() {
 #[test]
 fn downgrade_then_upgrade() {
     let (_dir, store) = temp_store();
-    let latest = store.migration_status().unwrap().latest;
+    let known = migrate::migrations_for(store.dialect()).len();
     let reverted = store.downgrade(Some(0)).unwrap();
-    assert_eq!(reverted.len() as u32, latest);
+    assert_eq!(reverted.len(), known);
     let status = store.migration_status().unwrap();
     assert_eq!(status.current, 0);
-    assert_eq!(status.pending.len() as u32, latest);
-    assert_eq!(store.upgrade().unwrap().len() as u32, latest);
+    assert_eq!(status.pending.len(), known);
+    assert_eq!(store.upgrade().unwrap().len(), known);
     assert!(store.migration_status().unwrap().is_current());
 }
 
@@ -206,7 +303,7 @@ fn a_database_that_cannot_be_opened_says_to_set_the_url() {
 
 #[test]
 fn integrity_is_clean_for_a_sound_database_and_names_a_dangling_reference() {
-    let (dir, store) = temp_store();
+    let (dir, store) = sqlite_temp_store();
     assert_eq!(store.integrity().unwrap(), Vec::<String>::new());
     // An event whose run does not exist, written by another connection with references
     // unchecked (as a tool editing the file by hand could).
@@ -241,7 +338,7 @@ fn write_blob(store: &Store, i: i32, size: i64) -> Result<(), StoreError> {
 
 #[test]
 fn the_checkpointer_copies_the_log_into_the_database_while_the_store_is_open() {
-    let (dir, store) = temp_store();
+    let (dir, store) = sqlite_temp_store();
     let file = dir.path().join("t.db");
     let before = std::fs::metadata(&file).unwrap().len();
     // About 1,500 pages of log, in commits of their own: past the checkpointer's threshold,
@@ -269,7 +366,7 @@ fn the_checkpointer_copies_the_log_into_the_database_while_the_store_is_open() {
 /// checkpoint bound must all succeed, and the log must restart rather than grow.
 #[test]
 fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
-    let (dir, store) = temp_store();
+    let (dir, store) = sqlite_temp_store();
     let wal = dir.path().join("t.db-wal");
     let mut largest = 0;
     // About 1.5 × the hard bound in pages, four pages a commit.
@@ -288,7 +385,7 @@ fn writes_past_the_checkpoint_bound_all_succeed_and_the_log_stays_bounded() {
 /// bound the writer waits for the reader (on the busy timeout) instead of letting the log grow.
 #[test]
 fn past_the_hard_bound_writes_wait_for_a_reader_holding_the_log_rather_than_grow_it() {
-    let (dir, store) = temp_store();
+    let (dir, store) = sqlite_temp_store();
     let wal = dir.path().join("t.db-wal");
     let reader = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
     // The reader's snapshot predates every write below: no page of the log can be copied
@@ -334,8 +431,8 @@ fn an_async_write_resolves_after_its_commit_and_a_failed_one_changes_nothing() {
         move |c: &Connection| -> Result<(), StoreError> {
             c.execute(
                 "INSERT INTO artifacts (hash, media_type, size, body, created_at)
-                 VALUES (?1, 'text/plain', 1, x'00', 't')",
-                [id],
+                 VALUES (?1, 'text/plain', 1, ?2, 't')",
+                params![id, vec![0u8]],
             )?;
             Ok(())
         }
@@ -361,7 +458,7 @@ fn an_async_write_resolves_after_its_commit_and_a_failed_one_changes_nothing() {
 /// again once there is room (issue 19).
 #[test]
 fn a_full_disk_fails_the_write_with_help_and_stores_none_of_it() {
-    let (_dir, store) = temp_store();
+    let (_dir, store) = sqlite_temp_store();
     write_blob(&store, 0, 1000).unwrap();
     let count = |store: &Store| {
         store
@@ -398,7 +495,7 @@ fn a_full_disk_fails_the_write_with_help_and_stores_none_of_it() {
 /// A database that cannot be written says so, with what to do.
 #[test]
 fn a_read_only_database_names_the_cause_and_the_fix() {
-    let (_dir, store) = temp_store();
+    let (_dir, store) = sqlite_temp_store();
     store
         .write(|c| {
             c.execute_batch("PRAGMA query_only = ON")?;
@@ -419,7 +516,7 @@ fn a_read_only_database_names_the_cause_and_the_fix() {
 /// not.
 #[test]
 fn writes_batched_with_one_that_fills_the_disk_are_stored_exactly_when_acknowledged() {
-    let (_dir, store) = temp_store();
+    let (_dir, store) = sqlite_temp_store();
     write_blob(&store, 0, 1000).unwrap();
     let pages: i64 = store
         .read(|c| c.query_row("PRAGMA page_count", (), |r| r.get(0)))
@@ -467,4 +564,22 @@ fn writes_batched_with_one_that_fills_the_disk_are_stored_exactly_when_acknowled
             assert!(!acknowledged, "write {i} fits past the cap");
         }
     }
+}
+
+#[test]
+fn a_dropped_table_is_named_missing_and_repair_recreates_it_on_either_engine() {
+    let (_dir, store) = temp_store();
+    assert_eq!(store.schema_drift().unwrap(), SchemaDrift::default());
+    store
+        .write(|c| c.execute_batch("DROP TABLE memory_feedback"))
+        .unwrap();
+    let drift = store.schema_drift().unwrap();
+    assert_eq!(drift.missing, ["table `memory_feedback`"], "{drift:?}");
+    let repaired = store.repair_schema().unwrap();
+    assert_eq!(repaired, ["table `memory_feedback`"]);
+    assert_eq!(store.schema_drift().unwrap(), SchemaDrift::default());
+    let rows: i64 = store
+        .read(|c| c.query_row("SELECT COUNT(*) FROM memory_feedback", (), |r| r.get(0)))
+        .unwrap();
+    assert_eq!(rows, 0);
 }

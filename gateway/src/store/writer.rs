@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{Connection, StoreError};
+use super::{Connection, Dialect, StoreError};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -45,50 +45,26 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer on `conn` and the checkpointer on a connection of its own to `path`.
-    pub(super) fn start(mut conn: Connection, path: &Path) -> Result<Writer, StoreError> {
+    /// Starts the writer on `conn`; for an SQLite file, the checkpointer too, on a
+    /// connection of its own to `file` (PostgreSQL keeps its own log).
+    pub(super) fn start(mut conn: Connection, file: Option<&Path>) -> Result<Writer, StoreError> {
         let spawn_error = |e: std::io::Error| StoreError::Open {
-            path: path.to_path_buf(),
+            path: file.map_or_else(|| "the database".into(), Path::to_path_buf),
             source: Box::new(e),
         };
-        let checkpoint_conn = super::open_connection(path, false)?;
         // One checkpoint at a time in this process: SQLite refuses a second one at once (no
         // busy wait), so the writer, past the hard bound, waits on this lock instead.
         let checkpointing = Arc::new(Mutex::new(()));
-        let (wake, woken) = mpsc::sync_channel::<()>(1);
-        let checkpointer = {
-            let checkpointing = Arc::clone(&checkpointing);
-            std::thread::Builder::new()
-                .name("tollgate-store-checkpoint".into())
-                .spawn(move || checkpoint(checkpoint_conn, woken, &checkpointing))
-                .map_err(spawn_error)?
-        };
-        // Replaces SQLite's automatic checkpoint (itself a WAL hook) on this connection. The
-        // hook runs inside COMMIT, after the transaction is durable and before the answers
-        // waiting on it are sent: it only notes the log's length and wakes the checkpointer.
-        // It never fails: an error from it would make SQLite report a committed write as
-        // failed. The checkpointer is woken once per CHECKPOINT_PAGES new pages, not after
-        // every commit: a checkpoint running all the time would hold the lock the writer's
-        // own checkpoint needs, and the log would never restart.
         let log_pages = Arc::new(AtomicI32::new(0));
-        let mut woken_at = 0;
-        {
-            let log_pages = Arc::clone(&log_pages);
-            conn.raw_mut()
-                .ok_or(StoreError::WriterGone)?
-                .wal_hook(Some(
-                    move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
-                        log_pages.store(pages, Ordering::Relaxed);
-                        let at = pages / CHECKPOINT_PAGES;
-                        if at > woken_at && pages < CHECKPOINT_PAGES_MAX {
-                            // Already woken and not yet done: nothing to add.
-                            let _ = wake.try_send(());
-                        }
-                        woken_at = at;
-                        Ok(())
-                    },
-                ))?;
-        }
+        let checkpointer = match file {
+            Some(path) => Some(start_checkpointer(
+                &mut conn,
+                path,
+                &checkpointing,
+                &log_pages,
+            )?),
+            None => None,
+        };
         let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
         let thread = std::thread::Builder::new()
             .name("tollgate-store-writer".into())
@@ -97,7 +73,7 @@ impl Writer {
         Ok(Writer {
             jobs: Some(jobs),
             thread: Some(thread),
-            checkpointer: Some(checkpointer),
+            checkpointer,
         })
     }
 
@@ -164,6 +140,52 @@ impl Writer {
     }
 }
 
+/// Starts the checkpointer on a connection of its own to `path`, woken by a hook on the
+/// writer's connection `conn`.
+fn start_checkpointer(
+    conn: &mut Connection,
+    path: &Path,
+    checkpointing: &Arc<Mutex<()>>,
+    log_pages: &Arc<AtomicI32>,
+) -> Result<JoinHandle<()>, StoreError> {
+    let checkpoint_conn = super::open_connection(path, false)?;
+    let (wake, woken) = mpsc::sync_channel::<()>(1);
+    let checkpointer = {
+        let checkpointing = Arc::clone(checkpointing);
+        std::thread::Builder::new()
+            .name("tollgate-store-checkpoint".into())
+            .spawn(move || checkpoint(checkpoint_conn, woken, &checkpointing))
+            .map_err(|e| StoreError::Open {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            })?
+    };
+    // Replaces SQLite's automatic checkpoint (itself a WAL hook) on this connection. The
+    // hook runs inside COMMIT, after the transaction is durable and before the answers
+    // waiting on it are sent: it only notes the log's length and wakes the checkpointer.
+    // It never fails: an error from it would make SQLite report a committed write as
+    // failed. The checkpointer is woken once per CHECKPOINT_PAGES new pages, not after
+    // every commit: a checkpoint running all the time would hold the lock the writer's
+    // own checkpoint needs, and the log would never restart.
+    let mut woken_at = 0;
+    let log_pages = Arc::clone(log_pages);
+    conn.raw_mut()
+        .ok_or(StoreError::WriterGone)?
+        .wal_hook(Some(
+            move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                log_pages.store(pages, Ordering::Relaxed);
+                let at = pages / CHECKPOINT_PAGES;
+                if at > woken_at && pages < CHECKPOINT_PAGES_MAX {
+                    // Already woken and not yet done: nothing to add.
+                    let _ = wake.try_send(());
+                }
+                woken_at = at;
+                Ok(())
+            },
+        ))?;
+    Ok(checkpointer)
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
         // Closing the queue lets the thread finish the writes already queued, then exit.
@@ -218,9 +240,13 @@ fn rolled_back() -> StoreError {
 fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpointing: &Mutex<()>) {
     while let Ok(first) = queue.recv() {
         let mut completions = Vec::new();
-        // IMMEDIATE takes the write lock up front, so writers of other processes queue on
-        // the busy timeout instead of deadlocking on a lock upgrade.
-        let begun = conn.execute_batch("BEGIN IMMEDIATE");
+        // IMMEDIATE takes SQLite's write lock up front, so writers of other processes queue
+        // on the busy timeout instead of deadlocking on a lock upgrade. PostgreSQL locks rows
+        // as they are written.
+        let begun = conn.execute_batch(match conn.dialect() {
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            Dialect::Postgres => "BEGIN",
+        });
         if let Err(e) = begun {
             first(Err(&e))(Err(&e));
             continue;
