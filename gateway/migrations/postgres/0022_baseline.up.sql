@@ -547,13 +547,16 @@ CREATE INDEX memories_fts_terms ON memories_fts USING GIN (terms);
 CREATE SEQUENCE memories_fts_rowid;
 INSERT INTO memory_census (id, members) VALUES (1, 0);
 
--- The terms of a memory: one lexeme per distinct word, prefixed by its scope's token.
+-- The terms of a memory: one lexeme per distinct word, prefixed by its scope's token. Words
+-- over 512 bytes are left out here and in `memory_words` (PostgreSQL refuses lexemes over 2 KB
+-- and index keys over ~2.7 KB, and a run's text may hold any token); search never asks for
+-- them on either engine (`memory::retrieve::LONGEST_WORD`).
 CREATE FUNCTION tollgate_memory_terms(scope TEXT, norm TEXT) RETURNS TSVECTOR
 LANGUAGE SQL IMMUTABLE AS $$
     SELECT COALESCE(array_to_tsvector(array_agg(DISTINCT
                's' || encode(convert_to(scope, 'UTF8'), 'hex') || 'w' || w)), ''::tsvector)
     FROM unnest(string_to_array(norm, ' ')) AS w
-    WHERE w <> ''
+    WHERE w <> '' AND octet_length(w) <= 512
 $$;
 
 -- The group a memory belongs to, made when first needed.
@@ -592,7 +595,7 @@ BEGIN
     UPDATE memory_census SET members = members + 1;
     INSERT INTO memory_changes (fts_rowid) VALUES (NEW.fts_rowid);
     INSERT INTO memory_words (word, documents)
-        SELECT DISTINCT w, 1 FROM unnest(string_to_array(NEW.norm, ' ')) AS w WHERE w <> ''
+        SELECT DISTINCT w, 1 FROM unnest(string_to_array(NEW.norm, ' ')) AS w WHERE w <> '' AND octet_length(w) <= 512
         ON CONFLICT (word) DO UPDATE SET documents = memory_words.documents + 1;
     RETURN NULL;
 END
@@ -624,7 +627,7 @@ BEGIN
     UPDATE memory_words SET documents = documents - 1
     WHERE word IN (SELECT w FROM unnest(string_to_array(OLD.norm, ' ')) AS w);
     INSERT INTO memory_words (word, documents)
-        SELECT DISTINCT w, 1 FROM unnest(string_to_array(NEW.norm, ' ')) AS w WHERE w <> ''
+        SELECT DISTINCT w, 1 FROM unnest(string_to_array(NEW.norm, ' ')) AS w WHERE w <> '' AND octet_length(w) <= 512
         ON CONFLICT (word) DO UPDATE SET documents = memory_words.documents + 1;
     UPDATE memories_fts SET terms = tollgate_memory_terms(NEW.scope, NEW.norm)
     WHERE fts_rowid = OLD.fts_rowid;

@@ -256,10 +256,7 @@ fn matching(
             "SELECT fts_rowid FROM memories_fts WHERE terms @@ CAST(CAST(?1 AS TEXT) AS tsquery)"
         }
     })?;
-    for (i, t) in words.iter().enumerate() {
-        if scopes.is_empty() {
-            break;
-        }
+    for (i, t) in words.iter().enumerate().filter(|_| !scopes.is_empty()) {
         let expr = scopes
             .iter()
             .map(|s| {
@@ -498,7 +495,12 @@ fn row(r: &crate::store::Row<'_>) -> Result<(Ranked, i64), StoreError> {
     ))
 }
 
-/// Words worth matching: lowercase, three letters or more, not the commonest English words.
+/// The longest word search asks for, in bytes: PostgreSQL's index leaves longer words out of a
+/// memory's terms, so neither engine matches them (and each answers alike).
+pub(crate) const LONGEST_WORD: usize = 512;
+
+/// Words worth matching: lowercase, three letters or more (at most [`LONGEST_WORD`] bytes),
+/// not the commonest English words.
 fn terms(text: &str) -> BTreeSet<String> {
     const STOP: [&str; 24] = [
         "the", "and", "for", "with", "that", "this", "from", "are", "was", "not", "but", "you",
@@ -506,7 +508,7 @@ fn terms(text: &str) -> BTreeSet<String> {
     ];
     dedupe::normalise(text)
         .split(' ')
-        .filter(|w| w.chars().count() >= 3 && !STOP.contains(w))
+        .filter(|w| w.chars().count() >= 3 && w.len() <= LONGEST_WORD && !STOP.contains(w))
         .map(str::to_string)
         .collect()
 }

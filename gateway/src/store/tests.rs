@@ -583,3 +583,35 @@ fn a_dropped_table_is_named_missing_and_repair_recreates_it_on_either_engine() {
         .unwrap();
     assert_eq!(rows, 0);
 }
+
+#[test]
+fn a_memory_holding_a_word_too_long_for_postgres_index_is_stored_on_either_engine() {
+    let (_dir, store) = temp_store();
+    // 3,200 letters and digits that do not compress (a repeated letter would fit the index).
+    let long: String = (0..50u32)
+        .map(|i| blake3::hash(&i.to_le_bytes()).to_hex().to_string())
+        .collect();
+    let norm = format!("short {long} words");
+    store
+        .write(move |c| {
+            c.execute(
+                "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status,
+                     ttl_seconds, expires_at, score, extractor, created_at, updated_at)
+                 VALUES ('m1', 'fact', ?1, ?1, 'org:a', 'internal', 'candidate', 0, 0, '{}',
+                         'x', 't', 't')",
+                [norm],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    let short: i64 = store
+        .read(|c| {
+            c.query_row(
+                "SELECT documents FROM memory_words WHERE word = 'short'",
+                (),
+                |r| r.get(0),
+            )
+        })
+        .unwrap();
+    assert_eq!(short, 1);
+}
