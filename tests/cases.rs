@@ -13,14 +13,14 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 use support::{Gateway, TempDir, stderr, stdout};
+use tollgate_gateway::store::{Value as StoreValue, params};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tollgate");
 
 /// Runs `tollgate ARGS` in `dir` (its own `.tollgate/` store), with `envs`.
 fn run_in(dir: &Path, envs: &[(&str, &str)], args: &[&str]) -> Output {
-    Command::new(BIN)
+    support::with_store(&mut Command::new(BIN), dir)
         .current_dir(dir)
-        .env_remove("TOLLGATE_DATABASE_URL")
         .env_remove("TOLLGATE_PACK_ROOTS")
         .env_remove("TOLLGATE_ALLOW_REAL_ADAPTERS")
         .envs(envs.iter().copied())
@@ -43,10 +43,9 @@ fn init_pack(dir: &Path) -> std::path::PathBuf {
 
 /// Runs the pack's demo script as a user does; returns the case id it printed.
 fn demo_script(dir: &Path, pack: &Path) -> String {
-    let out = Command::new(pack.join("demo.sh"))
+    let out = support::with_store(&mut Command::new(pack.join("demo.sh")), dir)
         .current_dir(dir)
         .env("TOLLGATE", BIN)
-        .env_remove("TOLLGATE_DATABASE_URL")
         .output()
         .expect("run demo.sh");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -439,8 +438,8 @@ fn two_appends_at_the_same_expected_version_one_succeeds_and_one_gets_409() {
     assert_eq!(status, 422, "{bad}");
 }
 
-fn dump(db: &Path) -> Vec<String> {
-    let c = rusqlite::Connection::open(db).unwrap();
+fn dump(dir: &Path) -> Vec<String> {
+    let store = support::store_in(dir);
     let mut out = Vec::new();
     for (table, order) in [
         ("cases", "case_id"),
@@ -451,21 +450,24 @@ fn dump(db: &Path) -> Vec<String> {
         ("case_commits", "case_id, proposal_id"),
         ("case_timeline", "case_id, version"),
     ] {
-        let mut q = c
-            .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
-            .unwrap();
-        let n = q.column_count();
-        let rows = q
-            .query_map([], |r| {
-                let mut cells = Vec::new();
-                for i in 0..n {
-                    let v: rusqlite::types::Value = r.get(i)?;
-                    cells.push(format!("{v:?}"));
+        let sql = format!("SELECT * FROM {table} ORDER BY {order}");
+        let rows = store
+            .read(move |c| {
+                let mut q = c.prepare(&sql)?;
+                let n = q.column_count();
+                let mut rows = q.query(())?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    let mut cells = Vec::new();
+                    for i in 0..n {
+                        cells.push(format!("{:?}", r.get::<StoreValue>(i)?));
+                    }
+                    out.push(format!("{table}: {}", cells.join(" | ")));
                 }
-                Ok(format!("{table}: {}", cells.join(" | ")))
+                Ok(out)
             })
             .unwrap();
-        out.extend(rows.map(Result::unwrap));
+        out.extend(rows);
     }
     out
 }
@@ -478,40 +480,40 @@ fn dropping_the_projections_and_replaying_the_events_restores_identical_projecti
     assert!(seeded.status.success(), "{}", stderr(&seeded));
     let cases = json_of(&seeded)["cases"].as_array().unwrap().clone();
     assert_eq!(cases.len(), 4);
-    let db = d.join(".tollgate/tollgate.db");
-    let before = dump(&db);
+    let before = dump(d);
     assert!(
         before.iter().any(|r| r.starts_with("case_commits:")),
         "the seed commits one change"
     );
-    {
-        let c = rusqlite::Connection::open(&db).unwrap();
-        for t in [
-            "cases",
-            "case_evidence",
-            "case_proposals",
-            "case_previews",
-            "case_policy",
-            "case_commits",
-            "case_timeline",
-        ] {
-            c.execute(&format!("DELETE FROM {t}"), []).unwrap();
-        }
+    for t in [
+        "cases",
+        "case_evidence",
+        "case_proposals",
+        "case_previews",
+        "case_policy",
+        "case_commits",
+        "case_timeline",
+    ] {
+        support::store_in(d)
+            .write(move |c| c.execute(&format!("DELETE FROM {t}"), ()))
+            .unwrap();
     }
-    assert!(dump(&db).is_empty());
+    assert!(dump(d).is_empty());
     let out = run_in(d, &[], &["cases", "replay", "--rebuild", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(json_of(&out)["rebuilt"]["cases"], 4);
-    assert_eq!(dump(&db), before);
+    assert_eq!(dump(d), before);
 
     // A projection row that no longer matches its events is reported as drift.
     let case = cases[0]["case_id"].as_str().unwrap();
-    rusqlite::Connection::open(&db)
-        .unwrap()
-        .execute(
-            "UPDATE case_proposals SET state = 'committed' WHERE case_id = ?1",
-            [case],
-        )
+    let id = case.to_string();
+    support::store_in(d)
+        .write(move |c| {
+            c.execute(
+                "UPDATE case_proposals SET state = 'committed' WHERE case_id = ?1",
+                params![id],
+            )
+        })
         .unwrap();
     let out = run_in(d, &[], &["cases", "replay", case, "--json"]);
     assert_eq!(out.status.code(), Some(1));

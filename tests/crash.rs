@@ -177,36 +177,28 @@ fn load_then_kill(gw: &mut Gateway, at: KillAt, round: usize) -> (Vec<Acked>, Ve
     )
 }
 
-fn database(gw: &Gateway) -> rusqlite::Connection {
-    let db = gw.dir.path().join(".tollgate/tollgate.db");
-    rusqlite::Connection::open(db).expect("open the database after the crash")
-}
-
-/// The ids of the stored runs.
+/// The ids of the stored runs, read after the crash (either engine).
 fn stored_runs(gw: &Gateway) -> HashSet<String> {
-    let c = database(gw);
-    let mut stmt = c.prepare("SELECT id FROM runs").expect("prepare");
-    stmt.query_map([], |r| r.get(0))
-        .expect("query")
-        .map(|row| row.expect("row"))
-        .collect()
+    support::store_in(gw.dir.path())
+        .read(|c| {
+            c.prepare("SELECT id FROM runs")?
+                .query_map((), |r| r.get::<String>(0))?
+                .collect()
+        })
+        .expect("read the stored runs")
 }
 
 /// The hash of every stored event of the runs, by (run, seq).
 fn stored_hashes(gw: &Gateway) -> HashMap<(String, u64), String> {
-    let c = database(gw);
-    let mut stmt = c
-        .prepare("SELECT run_id, seq, hash FROM events")
-        .expect("prepare");
-    stmt.query_map([], |r| {
-        Ok((
-            (r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64),
-            r.get(2)?,
-        ))
-    })
-    .expect("query")
-    .map(|row| row.expect("row"))
-    .collect()
+    support::store_in(gw.dir.path())
+        .read(|c| {
+            c.prepare("SELECT run_id, seq, hash FROM events")?
+                .query_map((), |r| {
+                    Ok(((r.get::<String>(0)?, r.get::<i64>(1)? as u64), r.get(2)?))
+                })?
+                .collect()
+        })
+        .expect("read the stored events")
 }
 
 #[test]

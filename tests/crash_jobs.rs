@@ -95,14 +95,16 @@ fn worker(gw: &Gateway, id: &str, idle_exit: bool) -> Child {
     if idle_exit {
         args.push("--idle-exit");
     }
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(gw.dir.path())
-        .env_remove("TOLLGATE_DATABASE_URL")
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    support::with_store(
+        &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        gw.dir.path(),
+    )
+    .current_dir(gw.dir.path())
+    .args(&args)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap()
 }
 
 #[test]
@@ -184,18 +186,16 @@ fn a_replay_batch_whose_workers_are_killed_at_random_ends_as_if_run_once() {
 
 /// The memories of the store: (id, status, sources), by id.
 fn memories(gw: &Gateway) -> Vec<(String, String, i64)> {
-    let db = gw.dir.path().join(".tollgate/tollgate.db");
-    let c = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = c
-        .prepare(
-            "SELECT m.id, m.status, (SELECT COUNT(*) FROM memory_sources s WHERE s.memory_id = m.id)
-             FROM memories m ORDER BY m.id",
-        )
-        .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    support::store_in(gw.dir.path())
+        .read(|c| {
+            c.prepare(
+                "SELECT m.id, m.status, (SELECT COUNT(*) FROM memory_sources s WHERE s.memory_id = m.id)
+                 FROM memories m ORDER BY m.id",
+            )?
+            .query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect()
+        })
         .unwrap()
-        .map(Result::unwrap)
-        .collect()
 }
 
 #[test]
@@ -205,14 +205,16 @@ fn a_distillation_killed_at_random_stores_all_of_it_or_none() {
     let mut rng = Seeded::from_env();
     let seed = rng.seed;
     let distill = |gw: &Gateway| -> Child {
-        Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(gw.dir.path())
-            .env_remove("TOLLGATE_DATABASE_URL")
-            .args(["memory", "distill", RUN])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
+        support::with_store(
+            &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+            gw.dir.path(),
+        )
+        .current_dir(gw.dir.path())
+        .args(["memory", "distill", RUN])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
     };
     let reference = gateway();
     let start = Instant::now();

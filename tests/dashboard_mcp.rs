@@ -11,14 +11,10 @@ use serde_json::json;
 use support::Gateway;
 use support::dashboard::{csrf_of, get_page, login_with, send};
 use tollgate_gateway::mcp::pins;
-use tollgate_gateway::store::{Store, StoreLocation};
 
 /// `up.read_file` pinned, then seen with `description`.
 fn observe(gw: &Gateway, description: &str) {
-    let store = Store::open(&StoreLocation::file(
-        gw.dir.path().join(".tollgate/tollgate.db"),
-    ))
-    .unwrap();
+    let store = support::store_in(gw.dir.path());
     let tool: Tool = serde_json::from_value(json!({
         "name": "read_file",
         "description": description,
@@ -51,14 +47,7 @@ fn a_changed_definition_is_shown_beside_the_accepted_one_and_accepted_as_the_vie
         "both definitions, side by side: {page}"
     );
     let csrf = csrf_of(&page);
-    let shown = pins::list(
-        &Store::open(&StoreLocation::file(
-            gw.dir.path().join(".tollgate/tollgate.db"),
-        ))
-        .unwrap(),
-        true,
-    )
-    .unwrap()[0]
+    let shown = pins::list(&support::store_in(gw.dir.path()), true).unwrap()[0]
         .changed
         .clone()
         .unwrap()

@@ -25,7 +25,8 @@ fn command(dir: &Path, args: &[&str]) -> Command {
     cmd.current_dir(root())
         .env(
             "TOLLGATE_DATABASE_URL",
-            format!("sqlite:{}", dir.join("t.db").display()),
+            support::postgres_url(dir)
+                .unwrap_or_else(|| format!("sqlite:{}", dir.join("t.db").display())),
         )
         .args(args);
     cmd

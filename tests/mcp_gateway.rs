@@ -76,7 +76,7 @@ fn setup(python: &str, approval_wait: u64) -> (TempDir, PathBuf) {
 }
 
 fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    support::with_store(&mut Command::new(env!("CARGO_BIN_EXE_tollgate")), dir)
         .current_dir(dir)
         .args(args)
         .output()
@@ -92,6 +92,10 @@ async fn connect(dir: &Path, config: &Path) -> RunningService<RoleClient, ()> {
         .current_dir(dir)
         // A variable the upstream must not see: the host's environment is not passed on.
         .env("TOLLGATE_TEST_HOST_ONLY", "1");
+    match support::postgres_url(dir) {
+        Some(url) => command.env("TOLLGATE_DATABASE_URL", url),
+        None => command.env_remove("TOLLGATE_DATABASE_URL"),
+    };
     let transport = TokioChildProcess::new(command).expect("launch the proxy");
     tokio::time::timeout(Duration::from_secs(60), ().serve(transport))
         .await
@@ -497,14 +501,17 @@ fn malformed_json_rpc_gets_a_json_rpc_error_and_the_session_goes_on() {
         return;
     };
     let (dir, config) = setup(&python, 5);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .args(["mcp", "proxy", "--config"])
-        .arg(&config)
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = support::with_store(
+        &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        dir.path(),
+    )
+    .args(["mcp", "proxy", "--config"])
+    .arg(&config)
+    .current_dir(dir.path())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<Value>();

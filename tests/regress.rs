@@ -15,9 +15,8 @@ use support::{Gateway, TempDir, root, stderr, stdout};
 
 /// Runs `tollgate ARGS...` in `dir`, with its own store there.
 fn tollgate_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    support::with_store(&mut Command::new(env!("CARGO_BIN_EXE_tollgate")), dir)
         .current_dir(dir)
-        .env_remove("TOLLGATE_DATABASE_URL")
         .args(args)
         .output()
         .expect("run tollgate")
@@ -210,14 +209,16 @@ fn an_llm_judge_assertion_runs_only_with_the_judge_turned_on() {
     );
 
     let run_with = |flag: &str| {
-        Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(dir.path())
-            .env_remove("TOLLGATE_DATABASE_URL")
-            .env("TOLLGATE_LLM_JUDGE", flag)
-            .env("TOLLGATE_PROVIDER", "fake")
-            .args(["regress", "run"])
-            .output()
-            .unwrap()
+        support::with_store(
+            &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+            dir.path(),
+        )
+        .current_dir(dir.path())
+        .env("TOLLGATE_LLM_JUDGE", flag)
+        .env("TOLLGATE_PROVIDER", "fake")
+        .args(["regress", "run"])
+        .output()
+        .unwrap()
     };
     let on = run_with("on");
     assert_eq!(on.status.code(), Some(1), "{}", stdout(&on));

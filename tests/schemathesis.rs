@@ -41,13 +41,15 @@ fn schemathesis() -> Option<String> {
 
 /// Runs `tollgate ARGS...` in `dir` (its store); it must succeed; returns its output as JSON.
 fn tollgate_in(dir: &TempDir, envs: &[(&str, &str)], args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(dir.path())
-        .env_remove("TOLLGATE_DATABASE_URL")
-        .envs(envs.iter().copied())
-        .args(args)
-        .output()
-        .expect("run tollgate");
+    let out = support::with_store(
+        &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        dir.path(),
+    )
+    .current_dir(dir.path())
+    .envs(envs.iter().copied())
+    .args(args)
+    .output()
+    .expect("run tollgate");
     assert!(
         out.status.success(),
         "tollgate {args:?}: {}",
@@ -95,15 +97,16 @@ fn gateway_with_the_example_store() -> (Gateway, Overrides) {
     );
     // A tool pinned by the MCP gateway whose definition changed since (what a session seeing
     // a rewritten description leaves; `tests/mcp_http.rs` makes one that way).
-    let db = rusqlite::Connection::open(dir.path().join(".tollgate/tollgate.db")).unwrap();
-    db.execute(
-        "INSERT INTO mcp_tool_pins VALUES ('files', 'read_file', ?1, '{\"name\":\"read_file\"}',
-         'first use', '2026-11-28T00:00:00Z', ?2,
-         '{\"name\":\"read_file\",\"description\":\"Read a file.\"}', '2026-11-28T00:01:00Z')",
-        [&"a".repeat(64), &"b".repeat(64)],
-    )
-    .unwrap();
-    drop(db);
+    support::store_in(dir.path())
+        .write(|db| {
+            db.execute(
+                "INSERT INTO mcp_tool_pins VALUES ('files', 'read_file', ?1, '{\"name\":\"read_file\"}',
+                 'first use', '2026-11-28T00:00:00Z', ?2,
+                 '{\"name\":\"read_file\",\"description\":\"Read a file.\"}', '2026-11-28T00:01:00Z')",
+                ["a".repeat(64), "b".repeat(64)],
+            )
+        })
+        .unwrap();
     let envelopes = support::root().join("fixtures/envelopes");
     let gw = Gateway::start_in(
         dir,

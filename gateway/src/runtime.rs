@@ -228,7 +228,7 @@ pub use compile::CompileAnswer;
 pub use decisions::{DecisionFilter, RecordedDecision};
 pub use pins::Repinned;
 pub(crate) use runs::random_hex;
-pub use runs::{EventInput, OPENED_BY, OpenRun, RunView};
+pub use runs::{EventInput, LONGEST_NAME, OPENED_BY, OpenRun, RunView};
 pub use tools::{ApprovalView, Receipt, ToolCallAnswer, ToolCallRequest};
 
 impl Runtime {

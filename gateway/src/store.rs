@@ -295,11 +295,15 @@ impl StoreLocation {
 
     /// The folder this machine keeps its own files in beside the database (the token key, the
     /// operator token, dry-run adapter state, demo packs): the SQLite file's folder, or
-    /// `.tollgate/` (relative to the working directory) for PostgreSQL, which keeps no file.
+    /// `.tollgate/` in the working directory for PostgreSQL, which keeps no file. Absolute on
+    /// PostgreSQL, so a process started elsewhere (a pack's adapter runs in its pack) is given
+    /// the same folder.
     pub fn local_dir(&self) -> PathBuf {
         match self {
             StoreLocation::File(path) => path.parent().map(Path::to_path_buf).unwrap_or_default(),
-            StoreLocation::Postgres(_) => PathBuf::from(".tollgate"),
+            StoreLocation::Postgres(_) => std::env::current_dir()
+                .unwrap_or_default()
+                .join(".tollgate"),
         }
     }
 

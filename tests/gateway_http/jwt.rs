@@ -121,14 +121,16 @@ fn an_identity_providers_jwts_stand_for_agents_and_approvers() {
 #[test]
 fn a_jwks_without_its_issuer_stops_the_start() {
     let dir = TempDir::new("jwks-half");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(dir.path())
-        .env("TOLLGATE_JWT_JWKS", "jwks.json")
-        .env_remove("TOLLGATE_JWT_ISSUER")
-        .env_remove("TOLLGATE_DATABASE_URL")
-        .args(["serve", "--port", "0"])
-        .output()
-        .unwrap();
+    let out = super::support::with_store(
+        &mut std::process::Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        dir.path(),
+    )
+    .current_dir(dir.path())
+    .env("TOLLGATE_JWT_JWKS", "jwks.json")
+    .env_remove("TOLLGATE_JWT_ISSUER")
+    .args(["serve", "--port", "0"])
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("TOLLGATE_JWT_ISSUER"),

@@ -470,14 +470,14 @@ fn graceful_shutdown_keeps_every_acknowledged_write() {
         gw.terminate(),
         "the gateway did not exit cleanly on SIGTERM"
     );
-    let db = gw.dir.path().join(".tollgate/tollgate.db");
-    let c = rusqlite::Connection::open(db).unwrap();
-    let events: i64 = c
-        .query_row(
-            "SELECT event_count FROM runs WHERE id = 'e2e-stop'",
-            [],
-            |r| r.get(0),
-        )
+    let events: i64 = support::store_in(gw.dir.path())
+        .read(|c| {
+            c.query_row(
+                "SELECT event_count FROM runs WHERE id = 'e2e-stop'",
+                (),
+                |r| r.get(0),
+            )
+        })
         .unwrap();
     assert_eq!(events, 40, "every acknowledged call and decision is stored");
 }

@@ -20,12 +20,14 @@ pub fn serve_mcp_with(
     envelopes: &[&str],
 ) -> Gateway {
     std::fs::write(dir.path().join("envelope.yaml"), envelope).unwrap();
-    let stored = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(dir.path())
-        .env_remove("TOLLGATE_DATABASE_URL")
-        .args(["policy", "store", "envelope.yaml"])
-        .output()
-        .unwrap();
+    let stored = super::with_store(
+        &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        dir.path(),
+    )
+    .current_dir(dir.path())
+    .args(["policy", "store", "envelope.yaml"])
+    .output()
+    .unwrap();
     assert!(stored.status.success(), "{}", super::stderr(&stored));
     std::fs::write(
         dir.path().join("mcp.yaml"),

@@ -8,6 +8,8 @@ pub mod mcp;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use tollgate_gateway::store::{Store, StoreLocation};
+
 /// The workspace root (tests run the binary from there, as a user would).
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -68,10 +70,104 @@ impl TempDir {
         &self.0
     }
 
-    /// `sqlite:` URL of a database file inside it.
+    /// The URL of a store of its own: the `sqlite:` URL of a database file inside it, or on
+    /// PostgreSQL (`TOLLGATE_TEST_ENGINE=postgres`) a schema of its own (see [`postgres_url`]).
     pub fn database_url(&self) -> String {
-        format!("sqlite:{}", self.0.join("tollgate.db").display())
+        postgres_url(&self.0)
+            .unwrap_or_else(|| format!("sqlite:{}", self.0.join("tollgate.db").display()))
     }
+}
+
+/// Whether the end-to-end tests run the store on PostgreSQL: `TOLLGATE_TEST_ENGINE=postgres`,
+/// with a server at `TOLLGATE_TEST_POSTGRES_URL` (`scripts/pg-throwaway start DIR` makes one).
+/// Otherwise (unset, or `sqlite`) every store is SQLite, the default.
+pub fn on_postgres() -> bool {
+    match std::env::var("TOLLGATE_TEST_ENGINE").as_deref() {
+        Ok("postgres") => true,
+        Ok("sqlite") | Err(_) => false,
+        Ok(other) => panic!("TOLLGATE_TEST_ENGINE is `{other}`: use `sqlite` or `postgres`"),
+    }
+}
+
+/// The file in a working directory naming its PostgreSQL schema.
+const POSTGRES_NAMED: &str = ".tollgate-test-postgres-url";
+
+/// The store of `tollgate` commands and gateways run in `dir`: `None` on SQLite (the default
+/// file, `.tollgate/tollgate.db` under `dir`); on PostgreSQL the URL of a schema of its own in
+/// the test server, made on first use and named in a file in `dir`, so every command and
+/// gateway in `dir`, and a restart, finds the same data, as they would the same file.
+pub fn postgres_url(dir: &Path) -> Option<String> {
+    if !on_postgres() {
+        return None;
+    }
+    let named = dir.join(POSTGRES_NAMED);
+    if let Ok(url) = std::fs::read_to_string(&named) {
+        return Some(url);
+    }
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let server = std::env::var("TOLLGATE_TEST_POSTGRES_URL").expect(
+        "TOLLGATE_TEST_ENGINE=postgres needs TOLLGATE_TEST_POSTGRES_URL (scripts/pg-throwaway start DIR)",
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!(
+        "e2e_{}_{}_{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let admin = Store::open_unmigrated(&StoreLocation::postgres(server.clone()))
+        .expect("connect to the test server");
+    admin
+        .write(move |c| {
+            c.execute_batch(&format!("CREATE SCHEMA {schema}"))
+                .map(|_| schema)
+        })
+        .map(|schema| {
+            let sep = if server.contains('?') { '&' } else { '?' };
+            let url = format!("{server}{sep}options=-c%20search_path%3D{schema}");
+            std::fs::write(&named, &url).expect("name the test schema");
+            url
+        })
+        .map(Some)
+        .expect("create a test schema")
+}
+
+/// Points a `tollgate` command run in `dir` at the store of `dir` (see [`postgres_url`]),
+/// whatever `TOLLGATE_DATABASE_URL` the test process has.
+pub fn with_store<'c>(cmd: &'c mut Command, dir: &Path) -> &'c mut Command {
+    match postgres_url(dir) {
+        Some(url) => cmd.env("TOLLGATE_DATABASE_URL", url),
+        None => cmd.env_remove("TOLLGATE_DATABASE_URL"),
+    }
+}
+
+/// The store of `tollgate` commands run in `dir`, opened as it is (not migrated), on either
+/// engine: for what a test reads or changes underneath the gateway (a count, a dropped table, a
+/// tampered row), as an operator with the database's rights could.
+pub fn store_in(dir: &Path) -> Store {
+    let location = match postgres_url(dir) {
+        Some(url) => StoreLocation::postgres(url),
+        None => StoreLocation::file(dir.join(".tollgate/tollgate.db")),
+    };
+    Store::open_unmigrated(&location).expect("open the store")
+}
+
+/// The store at `url` (a `TOLLGATE_DATABASE_URL`, as [`TempDir::database_url`] gives), opened
+/// as it is, on either engine.
+pub fn store_at(url: &str) -> Store {
+    let url = url.to_string();
+    let location = StoreLocation::from_env(&|_| Some(url.clone()), &root()).expect("a store URL");
+    Store::open_unmigrated(&location).expect("open the store")
+}
+
+/// `SELECT COUNT(*) FROM table` in `store`.
+pub fn count_rows(store: &Store, table: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    store
+        .read(move |c| c.query_row(&sql, (), |r| r.get::<i64>(0)))
+        .expect("count rows")
 }
 
 impl Drop for TempDir {
@@ -225,10 +321,9 @@ fn spawn_serve(
     std::sync::Arc<std::sync::Mutex<String>>,
 ) {
     use std::io::BufRead as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = with_store(&mut Command::new(env!("CARGO_BIN_EXE_tollgate")), dir)
         .current_dir(dir)
         .env("TOLLGATE_TOKEN", token)
-        .env_remove("TOLLGATE_DATABASE_URL")
         .envs(envs.iter().copied())
         .args(["serve", "--port", "0"])
         .args(args)
@@ -288,12 +383,14 @@ fn spawn_serve(
 impl Gateway {
     /// Runs `tollgate ARGS...` in the gateway's directory (so it uses the same store).
     pub fn tollgate(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(self.dir.path())
-            .env_remove("TOLLGATE_DATABASE_URL")
-            .args(args)
-            .output()
-            .expect("run tollgate")
+        with_store(
+            &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+            self.dir.path(),
+        )
+        .current_dir(self.dir.path())
+        .args(args)
+        .output()
+        .expect("run tollgate")
     }
 
     /// Imports fixture runs (`fixtures/runs/NAME`) into the gateway's store; it must succeed.
@@ -338,10 +435,7 @@ impl Gateway {
 
     /// Rows of `table` in the gateway's database.
     pub fn count(&self, table: &str) -> i64 {
-        let db = self.dir.path().join(".tollgate/tollgate.db");
-        let c = rusqlite::Connection::open(db).expect("open the database");
-        c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
-            .expect("count rows")
+        count_rows(&store_in(self.dir.path()), table)
     }
 
     /// Stops the gateway with SIGTERM and waits; returns whether it exited cleanly. Its

@@ -111,6 +111,22 @@ fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
+/// The longest name (bytes) an agent may give for what the store indexes: a run's agent,
+/// task, scope and user, a tool. Both engines refuse alike: PostgreSQL's btree indexes take
+/// entries up to about 2.7 KB and would otherwise refuse longer ones, SQLite would store them.
+pub const LONGEST_NAME: usize = 1024;
+
+/// Refuses `value` as the `what` of a request when it is longer than [`LONGEST_NAME`].
+pub(crate) fn check_name_length(what: &str, value: &str) -> Result<(), RuntimeError> {
+    if value.len() > LONGEST_NAME {
+        return Err(RuntimeError::Invalid(format!(
+            "`{what}` is {} bytes long: at most {LONGEST_NAME}\n  help: use a shorter name (put long text in the run's metadata or an event)",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The metadata key naming the credential that opened a run (`tok_…`, `owner`).
 pub const OPENED_BY: &str = "opened_by";
 
@@ -171,6 +187,10 @@ impl Runtime {
             if value.trim().is_empty() {
                 return Err(RuntimeError::Invalid(format!("`{what}` must not be empty")));
             }
+            check_name_length(what, value)?;
+        }
+        if let Some(Value::String(user)) = req.metadata.get("user") {
+            check_name_length("metadata.user", user)?;
         }
         let set = self.envelopes();
         for env in &req.envelopes {

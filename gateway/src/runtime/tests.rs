@@ -862,3 +862,77 @@ fn a_changed_mcp_tool_is_held_only_when_an_envelope_says_hold_and_none_says_deny
         "anything but hold refuses"
     );
 }
+
+/// Bug found with the PostgreSQL engine (issue 37): an agent, task, scope, user or tool name
+/// of a few kilobytes failed the write on PostgreSQL (its btree indexes take entries up to
+/// about 2.7 KB) and was stored on SQLite. Both now refuse it at the edge, alike, and store
+/// nothing.
+#[test]
+fn a_name_longer_than_the_longest_indexed_name_is_refused_on_either_engine() {
+    let dir = Dir::new("runtime-long-names");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    let long = "a".repeat(LONGEST_NAME + 1);
+    let base = || OpenRun {
+        id: Some("r-long".into()),
+        agent: "coder".into(),
+        task: "T-12".into(),
+        scope: "org:acme/repo:api/task:T-12".into(),
+        clearance: None,
+        envelopes: vec![],
+        parent_run: None,
+        handoff: None,
+        metadata: Default::default(),
+    };
+    let mut with_user = base();
+    with_user
+        .metadata
+        .insert("user".into(), json!(long.clone()));
+    for (what, req) in [
+        (
+            "agent",
+            OpenRun {
+                agent: long.clone(),
+                ..base()
+            },
+        ),
+        (
+            "task",
+            OpenRun {
+                task: long.clone(),
+                ..base()
+            },
+        ),
+        (
+            "scope",
+            OpenRun {
+                scope: format!("org:{long}"),
+                ..base()
+            },
+        ),
+        ("metadata.user", with_user),
+    ] {
+        match rt.open_run(req) {
+            Err(RuntimeError::Invalid(m)) => {
+                assert!(m.contains(&format!("`{what}` is")), "{m}");
+                assert!(m.contains("at most 1024"), "{m}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    assert!(rt.recorder().list().unwrap().is_empty(), "nothing stored");
+    // At the longest, a name is stored.
+    rt.open_run(OpenRun {
+        agent: "a".repeat(LONGEST_NAME),
+        ..base()
+    })
+    .unwrap();
+    match rt.tool_call("r-long", call(&long, json!({}))) {
+        Err(RuntimeError::Invalid(m)) => assert!(m.contains("`tool` is"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        rt.tool_call("r-long", call(&"t".repeat(LONGEST_NAME), json!({})))
+            .is_ok()
+    );
+}

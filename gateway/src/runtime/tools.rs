@@ -343,6 +343,7 @@ impl Runtime {
         if req.tool.trim().is_empty() {
             return Err(RuntimeError::Invalid("`tool` must not be empty".into()));
         }
+        super::runs::check_name_length("tool", &req.tool)?;
         if !req.arguments.is_object() {
             return Err(RuntimeError::Invalid(
                 "`arguments` must be a JSON object".into(),

@@ -175,10 +175,19 @@ pub(super) fn upgrade(conn: &Connection) -> Result<Vec<u32>, StoreError> {
     Ok(done)
 }
 
-/// Reverts the applied migrations above `to`, newest first.
+/// Reverts the applied migrations above `to`, newest first; without `to`, the newest one alone
+/// (on PostgreSQL at its baseline, that is the baseline: down to an empty database).
 pub(super) fn downgrade(conn: &Connection, to: Option<u32>) -> Result<Vec<u32>, StoreError> {
     let state = status(conn)?;
-    let target = to.unwrap_or(state.current.saturating_sub(1));
+    let target = match to {
+        Some(to) => to,
+        None => applied(conn)?
+            .into_iter()
+            .map(|(v, _)| v)
+            .filter(|v| *v < state.current)
+            .max()
+            .unwrap_or(0),
+    };
     if target > state.current {
         return Err(StoreError::Migration(format!(
             "cannot downgrade to {target}: the database is at {}\n  help: use `tollgate db upgrade` to move forward",

@@ -267,6 +267,20 @@ fn downgrade_then_upgrade() {
     assert!(store.migration_status().unwrap().is_current());
 }
 
+/// `db downgrade` without a version reverts the newest migration alone: on SQLite down to the
+/// one before; on PostgreSQL, whose schema begins at a baseline, from the baseline to an empty
+/// database (not to a version below the baseline, which it refuses).
+#[test]
+fn downgrade_without_a_version_reverts_the_newest_migration_alone() {
+    let (_dir, store) = temp_store();
+    let known = migrate::migrations_for(store.dialect());
+    let newest = known.last().unwrap().version;
+    assert_eq!(store.downgrade(None).unwrap(), vec![newest]);
+    let below = known.iter().rev().nth(1).map_or(0, |m| m.version);
+    assert_eq!(store.migration_status().unwrap().current, below);
+    assert_eq!(store.upgrade().unwrap(), vec![newest]);
+}
+
 #[test]
 fn a_statement_on_a_missing_table_says_how_to_find_and_restore_it() {
     let (_d, store) = temp_store();
@@ -614,4 +628,19 @@ fn a_memory_holding_a_word_too_long_for_postgres_index_is_stored_on_either_engin
         })
         .unwrap();
     assert_eq!(short, 1);
+}
+
+/// Bug found running the end-to-end tests on PostgreSQL (issue 37): the machine's own folder
+/// was `.tollgate` relative to whichever directory read it, so a pack's adapter, which runs in
+/// its pack, kept its dry-run effects apart from the gateway's and a stale preview went
+/// unseen. It is absolute on either engine.
+#[test]
+fn the_local_folder_is_absolute_on_either_engine() {
+    let cwd = std::env::current_dir().unwrap();
+    let postgres = StoreLocation::postgres("postgres://u@127.0.0.1:5432/d");
+    assert_eq!(postgres.local_dir(), cwd.join(".tollgate"));
+    let env = |_: &str| Some("sqlite:rel/t.db".to_string());
+    let sqlite = StoreLocation::from_env(&env, &cwd).unwrap();
+    assert_eq!(sqlite.local_dir(), cwd.join("rel"));
+    assert!(postgres.local_dir().is_absolute() && sqlite.local_dir().is_absolute());
 }
