@@ -15,6 +15,10 @@
 #   bash benches/load/run.sh [SECONDS] [RATES]     # default 10 s per row; rates "200 1000"
 #   CONNS="1 8" SKIP_LITELLM=1 bash benches/load/run.sh 2 "100"   # a quick look
 #   ROWS="chat mock" bash benches/load/run.sh                      # only rows naming these
+#   POSTGRES=1 ROWS="tool-call" bash benches/load/run.sh            # + the store on PostgreSQL
+# With POSTGRES=1 (issue 37) a second gateway records on a throwaway PostgreSQL cluster
+# (scripts/pg-throwaway, Debian's PostgreSQL) started on the servers' core, so "server on one
+# core" holds the database too; its tool-call row stands beside the embedded SQLite one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
@@ -42,7 +46,12 @@ fi
 
 WORK=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; cd /; rm -rf "$WORK"; }
+PG_DIR=""
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -z "$PG_DIR" ] || "$ROOT/scripts/pg-throwaway" stop "$PG_DIR"
+  cd /; rm -rf "$WORK"
+}
 trap cleanup EXIT
 cd "$WORK"
 
@@ -56,15 +65,29 @@ TOLLGATE_TOKEN=$TOKEN TOLLGATE_PROVIDER=openai PROVIDER_API_KEY=sk-mock \
   "${SERVE[@]}" "$BIN" serve --port 8312 --no-worker \
   --envelopes "$ROOT/fixtures/envelopes" --envelopes "$ROOT/examples/envelopes" >gw.out 2>gw.log & PIDS+=($!)
 wait_for mock.out listening; wait_for bare.out listening; wait_for gw.out listening
+PG_PORT=""
+if [ -n "${POSTGRES:-}" ]; then
+  PG_DIR=$(mktemp -d /tmp/tollgate-bench-pg.XXXXXX)
+  PG_URL=$("${SERVE[@]}" "$ROOT/scripts/pg-throwaway" start "$PG_DIR")
+  TOLLGATE_DATABASE_URL=$PG_URL TOLLGATE_TOKEN=$TOKEN \
+    "${SERVE[@]}" "$BIN" serve --port 8314 --no-worker \
+    --envelopes "$ROOT/fixtures/envelopes" --envelopes "$ROOT/examples/envelopes" >gwpg.out 2>gwpg.log & PIDS+=($!)
+  wait_for gwpg.out listening
+  PG_PORT=8314
+fi
 
 AUTH="Authorization: Bearer $TOKEN"
-curl -sf -X POST http://127.0.0.1:8312/v1/runs -H "$AUTH" -H 'Content-Type: application/json' \
-  -d '{"id":"bench","agent":"coder","task":"T-12","scope":"org:acme/repo:api/task:T-12","clearance":"confidential"}' >/dev/null
+for port in 8312 $PG_PORT; do
+  curl -sf -X POST http://127.0.0.1:$port/v1/runs -H "$AUTH" -H 'Content-Type: application/json' \
+    -d '{"id":"bench","agent":"coder","task":"T-12","scope":"org:acme/repo:api/task:T-12","clearance":"confidential"}' >/dev/null
+done
 TOOL='{"tool":"fs.read_file","arguments":{"path":"src/lib.rs"}}'
 CHAT='{"model":"gpt-4.1-mini","messages":[{"role":"user","content":"Is this change safe to merge?"}]}'
 CHAT_STREAM='{"model":"gpt-4.1-mini","stream":true,"messages":[{"role":"user","content":"Is this change safe to merge?"}]}'
 # Warm: the run's policy engine, the implicit run of the day.
-curl -sf -X POST http://127.0.0.1:8312/v1/runs/bench/tool-calls -H "$AUTH" -H 'Content-Type: application/json' -d "$TOOL" | grep -q '"effect":"allow"'
+for port in 8312 $PG_PORT; do
+  curl -sf -X POST http://127.0.0.1:$port/v1/runs/bench/tool-calls -H "$AUTH" -H 'Content-Type: application/json' -d "$TOOL" | grep -q '"effect":"allow"'
+done
 curl -sf -X POST http://127.0.0.1:8312/v1/chat/completions -H "$AUTH" -H 'Content-Type: application/json' -d "$CHAT" | grep -q 'chat.completion'
 
 LITELLM=""
@@ -112,6 +135,9 @@ row() { # label url body [header...]
 }
 row "bare axum (fixed JSON)" http://127.0.0.1:8311/v1/runs/bench/tool-calls "$TOOL"
 row "tollgate tool-call (decided, recorded)" http://127.0.0.1:8312/v1/runs/bench/tool-calls "$TOOL" "$AUTH"
+if [ -n "$PG_PORT" ]; then
+  row "tollgate tool-call on PostgreSQL" http://127.0.0.1:$PG_PORT/v1/runs/bench/tool-calls "$TOOL" "$AUTH"
+fi
 row "mock upstream, whole" http://127.0.0.1:8310/v1/chat/completions "$CHAT"
 row "mock upstream, streamed" http://127.0.0.1:8310/v1/chat/completions "$CHAT_STREAM"
 row "tollgate chat → mock, whole" http://127.0.0.1:8312/v1/chat/completions "$CHAT" "$AUTH"

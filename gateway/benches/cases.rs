@@ -8,7 +8,8 @@
 //!   evidence, proposals, previews, decisions, approvals and commits), and replay health of one
 //!   case.
 //!
-//! `cargo bench -p tollgate-gateway --bench cases`
+//! `cargo bench -p tollgate-gateway --bench cases`; with `TOLLGATE_BENCH_POSTGRES_URL=postgres://…`
+//! on PostgreSQL (benches/support).
 
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,9 @@ use tollgate_gateway::packs::adapter::{Change, Mode};
 use tollgate_gateway::packs::policy::PackDecision;
 use tollgate_gateway::recorder::Recorder;
 use tollgate_gateway::recorder::format::{EventKind, RunHeader};
-use tollgate_gateway::store::{Store, StoreLocation};
+use tollgate_gateway::store::Store;
+
+mod support;
 
 const AT: &str = "2026-11-26T10:00:00Z";
 
@@ -32,7 +35,7 @@ fn store(tag: &str) -> (std::path::PathBuf, Store) {
     let dir = std::env::temp_dir().join(format!("tollgate-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap_or_default();
-    match Store::open(&StoreLocation::file(dir.join("b.db"))) {
+    match Store::open(&support::location(tag, &dir.join("b.db"), true)) {
         Ok(s) => (dir, s),
         Err(e) => panic!("cannot open the bench store: {e}"),
     }
@@ -143,7 +146,7 @@ fn history(n: u64) -> Vec<NewEvent> {
 }
 
 fn appends(c: &mut Criterion) {
-    let mut group = c.benchmark_group("case_append");
+    let mut group = c.benchmark_group(format!("case_append ({})", support::engine()));
     group.measurement_time(Duration::from_secs(8));
     let (dir, s) = store("case-append");
     group.throughput(Throughput::Elements(1));
@@ -248,7 +251,7 @@ fn rebuild(c: &mut Criterion) {
         "case_rebuild: 1,000 cases × 100 events = 100,000 events appended (100 per append) in {:?}",
         started.elapsed()
     );
-    let mut group = c.benchmark_group("case_projection");
+    let mut group = c.benchmark_group(format!("case_projection ({})", support::engine()));
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(30));
     group.throughput(Throughput::Elements(100_000));

@@ -7,7 +7,9 @@
 //! `cargo bench -p tollgate-gateway --bench dashboard`
 //!
 //! The store is built once (about a minute) and kept under the target directory
-//! (`bench-stores/dashboard-v1.db`, about 0.5 GB); delete it to rebuild.
+//! (`bench-stores/dashboard-v1.db`, about 0.5 GB); delete it to rebuild. With
+//! `TOLLGATE_BENCH_POSTGRES_URL=postgres://…` the store is the schema `bench_dashboard_v1` of
+//! that database instead (benches/support).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +21,9 @@ use tollgate_gateway::providers::FakeProvider;
 use tollgate_gateway::recorder::Recorder;
 use tollgate_gateway::recorder::format::{EventRecord, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use tollgate_gateway::runtime::Runtime;
-use tollgate_gateway::store::{Store, StoreLocation};
+use tollgate_gateway::store::Store;
+
+mod support;
 
 const RUNS: usize = 10_000;
 const DECISIONS_PER_RUN: usize = 100;
@@ -101,19 +105,9 @@ fn run_file(i: usize) -> RunFile {
 /// The bench store, built on first use.
 fn store() -> Store {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-stores");
-    let path = dir.join("dashboard-v1.db");
-    let done = dir.join("dashboard-v1.done");
-    if !done.exists() {
-        let _ = std::fs::create_dir_all(&dir);
-        for stale in [
-            "dashboard-v1.db",
-            "dashboard-v1.db-wal",
-            "dashboard-v1.db-shm",
-        ] {
-            let _ = std::fs::remove_file(dir.join(stale));
-        }
-        let store =
-            Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open the store", e));
+    let _ = std::fs::create_dir_all(&dir);
+    let (store, built) = support::open("dashboard-v1", &dir.join("dashboard-v1.db"));
+    if !built {
         let recorder = Recorder::new(store.clone());
         eprintln!("building the bench store: {RUNS} runs × {DECISIONS_PER_RUN} decisions");
         for i in 0..RUNS {
@@ -149,10 +143,9 @@ fn store() -> Store {
             })
             .unwrap_or_else(|e| fail("insert approvals", e));
         drop(recorder);
-        drop(store);
-        let _ = std::fs::write(&done, "");
+        support::mark_built(&store);
     }
-    Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open the store", e))
+    store
 }
 
 /// `tollgate serve`'s router over the store on a loopback port; its base URL and a session
@@ -269,7 +262,7 @@ fn pages(c: &mut Criterion) {
         first.contains("25 allow") || first.contains("allow"),
         "the runs list shows counts"
     );
-    let mut group = c.benchmark_group("dashboard_page");
+    let mut group = c.benchmark_group(format!("dashboard_page ({})", support::engine()));
     group.sample_size(30);
     group.measurement_time(Duration::from_secs(5));
     for (name, path) in &cases {

@@ -19,7 +19,9 @@
 //! The stores are generated once into `target/bench-memory-search/` and kept.
 //! `TOLLGATE_BENCH_ONLY=1000000-spread` (or `100000-skewed`, ...) runs one of them.
 //!
-//! `cargo bench -p tollgate-gateway --bench memory_search`
+//! `cargo bench -p tollgate-gateway --bench memory_search`; with
+//! `TOLLGATE_BENCH_POSTGRES_URL=postgres://…` the stores are schemas of that database
+//! (benches/support), searched with PostgreSQL's text search.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -28,6 +30,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use tollgate_gateway::memory::{SearchQuery, search};
 use tollgate_gateway::policy::{current_set, store_envelopes};
 use tollgate_gateway::store::{Store, StoreLocation};
+
+mod support;
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
 /// 2026-11-25T00:00:00Z, in seconds.
@@ -122,13 +126,11 @@ fn generated(n: usize, skewed: bool, words: &Words) -> Store {
     let _ = std::fs::create_dir_all(&dir);
     let shape = if skewed { "skewed" } else { "spread" };
     let path = dir.join(format!("memories-{shape}-{n}.db"));
-    let done = dir.join(format!("memories-{shape}-{n}.done"));
-    if path.exists() && done.exists() {
-        return Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open", e));
+    let (store, built) = support::open(&format!("memories_{shape}_{n}"), &path);
+    if built {
+        return store;
     }
-    let _ = std::fs::remove_file(&path);
     let started = Instant::now();
-    let store = Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open", e));
     store_envelopes(
         &store,
         &[envelope("org-baseline"), envelope("coding-agent")],
@@ -169,14 +171,29 @@ fn generated(n: usize, skewed: bool, words: &Words) -> Store {
             })
             .unwrap_or_else(|e| fail("insert", e));
     }
-    // Leave the file as a long-running gateway would have it: the log checkpointed.
-    drop(store);
-    let raw = rusqlite::Connection::open(&path).unwrap_or_else(|e| fail("open", e));
-    raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap_or_else(|e| fail("checkpoint", e));
-    drop(raw);
-    let store = Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open", e));
-    let _ = std::fs::write(&done, "");
+    support::mark_built(&store);
+    // Leave the store as a long-running gateway would have it: on SQLite the log
+    // checkpointed; on PostgreSQL the tables analysed (autovacuum would have by then).
+    let store = match store
+        .location()
+        .file_path()
+        .map(std::path::Path::to_path_buf)
+    {
+        Some(path) => {
+            drop(store);
+            let raw = rusqlite::Connection::open(&path).unwrap_or_else(|e| fail("open", e));
+            raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .unwrap_or_else(|e| fail("checkpoint", e));
+            drop(raw);
+            Store::open(&StoreLocation::file(&path)).unwrap_or_else(|e| fail("open", e))
+        }
+        None => {
+            store
+                .write(|c| c.execute_batch("ANALYZE"))
+                .unwrap_or_else(|e| fail("analyze", e));
+            store
+        }
+    };
     eprintln!(
         "generated {n} memories ({shape}) in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -278,8 +295,9 @@ fn report(name: &str, store: &Store, set: &EnvelopeSet, queries: &[SearchQuery])
     times.sort();
     let n = queries.len();
     eprintln!(
-        "memory_search/{name}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {n} queries; \
+        "memory_search ({}) {name}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {n} queries; \
          {:.1} hits and {} eligible memories per query on average",
+        support::engine(),
         percentile(&times, 0.5).as_secs_f64() * 1e3,
         percentile(&times, 0.99).as_secs_f64() * 1e3,
         times[n - 1].as_secs_f64() * 1e3,
@@ -294,7 +312,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn searching(c: &mut Criterion) {
     let words = Words::new();
-    let mut group = c.benchmark_group("memory_search");
+    let mut group = c.benchmark_group(format!("memory_search ({})", support::engine()));
     group.sample_size(50);
     group.measurement_time(Duration::from_secs(10));
     for (n, skewed) in [
