@@ -437,6 +437,35 @@ mod tests {
         }
     }
 
+    /// Bug found by Schemathesis on PostgreSQL (issue 37): `GET /v1/approvals?run=…%00`
+    /// answered 500 there (PostgreSQL refuses a NUL in text) and an empty list on SQLite. Text
+    /// holding a NUL is refused as invalid on both, written or looked up, and nothing stored.
+    #[test]
+    fn text_holding_a_nul_is_refused_alike_on_both_engines() {
+        for c in engines() {
+            c.execute_batch("CREATE TABLE t (s TEXT)").unwrap();
+            let write = c
+                .execute("INSERT INTO t VALUES (?1)", ["run\0../etc"])
+                .unwrap_err();
+            assert!(
+                matches!(&write, StoreError::Invalid(m) if m.contains("NUL")),
+                "{write}"
+            );
+            let read = c
+                .query_row(
+                    "SELECT s FROM t WHERE s = ?1",
+                    [Value::Text("a\0".into())],
+                    |r| r.get::<String>(0),
+                )
+                .unwrap_err();
+            assert!(matches!(read, StoreError::Invalid(_)), "{read}");
+            let n = c
+                .query_row("SELECT COUNT(*) FROM t", (), |r| r.get::<i64>(0))
+                .unwrap();
+            assert_eq!(n, 0);
+        }
+    }
+
     #[test]
     fn a_query_without_a_row_is_none_when_optional() {
         for c in engines() {

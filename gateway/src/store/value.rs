@@ -97,13 +97,27 @@ impl<T: Param> Param for Option<T> {
     }
 }
 
+/// Text as a parameter. Text holding a NUL character (U+0000) is refused on both engines:
+/// PostgreSQL can neither store nor compare it, and SQLite alone accepting it would make the
+/// engines answer differently (a NUL is also how a name is cut short in the C code a tool may
+/// hand it to). An agent sending one gets the store's `invalid` answer, and nothing is stored.
+fn text(s: &str) -> Result<SqlValue<'_>, StoreError> {
+    if s.contains('\0') {
+        return Err(StoreError::Invalid(format!(
+            "text holding a NUL character (U+0000) cannot be stored or looked up: {:?}\n  help: remove the NUL character",
+            s.chars().take(80).collect::<String>()
+        )));
+    }
+    Ok(SqlValue::Text(s))
+}
+
 impl Param for Value {
     fn value(&self) -> Result<SqlValue<'_>, StoreError> {
         Ok(match self {
             Value::Null => SqlValue::Null,
             Value::Integer(n) => SqlValue::Integer(*n),
             Value::Real(x) => SqlValue::Real(*x),
-            Value::Text(s) => SqlValue::Text(s),
+            Value::Text(s) => return text(s),
             Value::Blob(b) => SqlValue::Blob(b),
         })
     }
@@ -111,19 +125,22 @@ impl Param for Value {
 
 impl Param for SqlValue<'_> {
     fn value(&self) -> Result<SqlValue<'_>, StoreError> {
-        Ok(*self)
+        match *self {
+            SqlValue::Text(s) => text(s),
+            other => Ok(other),
+        }
     }
 }
 
 impl Param for str {
     fn value(&self) -> Result<SqlValue<'_>, StoreError> {
-        Ok(SqlValue::Text(self))
+        text(self)
     }
 }
 
 impl Param for String {
     fn value(&self) -> Result<SqlValue<'_>, StoreError> {
-        Ok(SqlValue::Text(self))
+        text(self)
     }
 }
 
