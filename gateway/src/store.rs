@@ -581,4 +581,6 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
 }
 
 #[cfg(test)]
+mod differential;
+#[cfg(test)]
 pub(crate) mod tests;

@@ -2,104 +2,107 @@
 -- SQLite reached it through migrations 1 to 22 (`gateway/migrations/`); each table, column and
 -- index here is the one SQLite has at 22, with PostgreSQL's types (BIGINT for SQLite's 64-bit
 -- INTEGER, BYTEA for BLOB, identity columns for INTEGER PRIMARY KEY rowids). Later versions
--- are written for both engines under the same number.
+-- are written for both engines under the same number. Every text column compares and sorts
+-- by bytes (`COLLATE "C"`), as SQLite's do, whatever the database's own collation: otherwise
+-- listings ordered by id (`R2` before `r0` on SQLite, after it under en-US) and key paging
+-- answer differently on the two engines (found by the differential test, store/differential.rs).
 
 CREATE TABLE runs (
-    id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    task TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    clearance TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    parent_run TEXT,
-    envelopes TEXT NOT NULL,
-    metadata TEXT NOT NULL,
+    id TEXT COLLATE "C" PRIMARY KEY,
+    agent TEXT COLLATE "C" NOT NULL,
+    task TEXT COLLATE "C" NOT NULL,
+    scope TEXT COLLATE "C" NOT NULL,
+    clearance TEXT COLLATE "C" NOT NULL,
+    status TEXT COLLATE "C" NOT NULL,
+    started_at TEXT COLLATE "C" NOT NULL,
+    finished_at TEXT COLLATE "C",
+    parent_run TEXT COLLATE "C",
+    envelopes TEXT COLLATE "C" NOT NULL,
+    metadata TEXT COLLATE "C" NOT NULL,
     event_count BIGINT NOT NULL DEFAULT 0,
-    head_hash TEXT NOT NULL DEFAULT '',
-    recorded_at TEXT NOT NULL,
+    head_hash TEXT COLLATE "C" NOT NULL DEFAULT '',
+    recorded_at TEXT COLLATE "C" NOT NULL,
     decisions_allow BIGINT NOT NULL DEFAULT 0,
     decisions_redact BIGINT NOT NULL DEFAULT 0,
     decisions_require_approval BIGINT NOT NULL DEFAULT 0,
     decisions_rate_limited BIGINT NOT NULL DEFAULT 0,
     decisions_deny BIGINT NOT NULL DEFAULT 0,
-    user_id TEXT
+    user_id TEXT COLLATE "C"
 );
 CREATE TABLE steps (
-    run_id TEXT NOT NULL REFERENCES runs (id),
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
     idx BIGINT NOT NULL,
-    name TEXT NOT NULL,
-    agent TEXT NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    agent TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (run_id, idx)
 );
 CREATE TABLE events (
-    run_id TEXT NOT NULL REFERENCES runs (id),
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
     seq BIGINT NOT NULL,
     step_idx BIGINT NOT NULL,
-    kind TEXT NOT NULL,
-    at TEXT NOT NULL,
-    payload TEXT,
-    payload_hash TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
+    payload TEXT COLLATE "C",
+    payload_hash TEXT COLLATE "C" NOT NULL,
+    prev_hash TEXT COLLATE "C" NOT NULL,
+    hash TEXT COLLATE "C" NOT NULL,
     payload_z BYTEA,
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX events_by_kind ON events (kind, run_id);
 CREATE TABLE artifacts (
-    hash TEXT PRIMARY KEY,
-    media_type TEXT NOT NULL,
+    hash TEXT COLLATE "C" PRIMARY KEY,
+    media_type TEXT COLLATE "C" NOT NULL,
     size BIGINT NOT NULL,
     body BYTEA NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT COLLATE "C" NOT NULL
 );
 CREATE TABLE envelope_versions (
-    id TEXT NOT NULL,
+    id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    content_hash TEXT NOT NULL,
-    artifact TEXT NOT NULL REFERENCES artifacts (hash),
-    created_at TEXT NOT NULL,
+    content_hash TEXT COLLATE "C" NOT NULL,
+    artifact TEXT COLLATE "C" NOT NULL REFERENCES artifacts (hash),
+    created_at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (id, content_hash)
 );
 CREATE TABLE promoted_records (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    body TEXT NOT NULL,
-    source_run TEXT NOT NULL REFERENCES runs (id),
+    id TEXT COLLATE "C" PRIMARY KEY,
+    kind TEXT COLLATE "C" NOT NULL,
+    body TEXT COLLATE "C" NOT NULL,
+    source_run TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
     source_step BIGINT NOT NULL,
     source_event BIGINT NOT NULL,
-    scope TEXT NOT NULL CHECK (scope <> ''),
+    scope TEXT COLLATE "C" NOT NULL CHECK (scope <> ''),
     ttl_seconds BIGINT NOT NULL CHECK (ttl_seconds >= 0),
-    sensitivity TEXT NOT NULL
+    sensitivity TEXT COLLATE "C" NOT NULL
         CHECK (sensitivity IN ('public', 'internal', 'confidential', 'secret')),
-    created_at TEXT NOT NULL
+    created_at TEXT COLLATE "C" NOT NULL
 );
 CREATE TABLE provenance_edges (
-    parent TEXT NOT NULL,
-    child TEXT NOT NULL,
-    relation TEXT NOT NULL,
+    parent TEXT COLLATE "C" NOT NULL,
+    child TEXT COLLATE "C" NOT NULL,
+    relation TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (parent, child, relation)
 );
 CREATE INDEX provenance_by_child ON provenance_edges (child);
 CREATE TABLE jobs (
     id BIGINT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    state TEXT NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    payload TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,
     attempts BIGINT NOT NULL,
     max_attempts BIGINT NOT NULL,
     run_after BIGINT NOT NULL,
-    dedupe_key TEXT,
-    leased_by TEXT,
+    dedupe_key TEXT COLLATE "C",
+    leased_by TEXT COLLATE "C",
     leased_until BIGINT,
     lease_ms BIGINT,
     progress_done BIGINT,
     progress_total BIGINT,
-    progress_message TEXT,
+    progress_message TEXT COLLATE "C",
     progress_at BIGINT,
-    result TEXT,
-    last_error TEXT,
+    result TEXT COLLATE "C",
+    last_error TEXT COLLATE "C",
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL,
     finished_at BIGINT
@@ -109,41 +112,41 @@ CREATE INDEX jobs_by_dedupe_key ON jobs (kind, dedupe_key);
 CREATE TABLE job_attempts (
     job_id BIGINT NOT NULL REFERENCES jobs (id),
     attempt BIGINT NOT NULL,
-    worker TEXT NOT NULL,
+    worker TEXT COLLATE "C" NOT NULL,
     leased_at BIGINT NOT NULL,
     ended_at BIGINT,
-    outcome TEXT NOT NULL,
-    error TEXT,
+    outcome TEXT COLLATE "C" NOT NULL,
+    error TEXT COLLATE "C",
     PRIMARY KEY (job_id, attempt)
 );
 CREATE TABLE approvals (
-    id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs (id),
-    call_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    arguments TEXT NOT NULL,
+    id TEXT COLLATE "C" PRIMARY KEY,
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
+    call_id TEXT COLLATE "C" NOT NULL,
+    tool TEXT COLLATE "C" NOT NULL,
+    arguments TEXT COLLATE "C" NOT NULL,
     -- blake3 of the canonical JSON of {run, tool, arguments}: the exact call approved.
-    call_hash TEXT NOT NULL,
+    call_hash TEXT COLLATE "C" NOT NULL,
     -- `ID@VERSION` of the governing envelopes when it was requested, comma-separated.
-    envelopes TEXT NOT NULL,
+    envelopes TEXT COLLATE "C" NOT NULL,
     -- The rules that required it, comma-separated, and who may approve (empty: anyone).
-    rules TEXT NOT NULL,
-    approvers TEXT NOT NULL,
+    rules TEXT COLLATE "C" NOT NULL,
+    approvers TEXT COLLATE "C" NOT NULL,
     -- pending | approved | rejected | used | expired
-    state TEXT NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,
     requested_at BIGINT NOT NULL,
     expires_at BIGINT NOT NULL,
-    decided_by TEXT,
-    reason TEXT,
+    decided_by TEXT COLLATE "C",
+    reason TEXT COLLATE "C",
     decided_at BIGINT,
     used_at BIGINT
 );
 CREATE INDEX approvals_by_run ON approvals (run_id, state);
 CREATE INDEX approvals_by_state ON approvals (state, requested_at);
 CREATE TABLE run_envelopes (
-    run_id TEXT NOT NULL REFERENCES runs (id),
-    envelope_id TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
+    envelope_id TEXT COLLATE "C" NOT NULL,
+    content_hash TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (run_id, envelope_id, content_hash)
 );
 CREATE INDEX runs_by_start ON runs (started_at, id);
@@ -151,15 +154,15 @@ CREATE INDEX runs_by_agent ON runs (agent, started_at, id);
 CREATE INDEX runs_by_status ON runs (status, started_at, id);
 CREATE INDEX approvals_by_time ON approvals (requested_at, id);
 CREATE TABLE memories (
-    id TEXT PRIMARY KEY,
-    class TEXT NOT NULL
+    id TEXT COLLATE "C" PRIMARY KEY,
+    class TEXT COLLATE "C" NOT NULL
         CHECK (class IN ('fact', 'procedure', 'preference', 'warning', 'summary')),
-    text TEXT NOT NULL,
-    norm TEXT NOT NULL,
-    scope TEXT NOT NULL CHECK (scope <> ''),
-    sensitivity TEXT NOT NULL
+    text TEXT COLLATE "C" NOT NULL,
+    norm TEXT COLLATE "C" NOT NULL,
+    scope TEXT COLLATE "C" NOT NULL CHECK (scope <> ''),
+    sensitivity TEXT COLLATE "C" NOT NULL
         CHECK (sensitivity IN ('public', 'internal', 'confidential', 'secret')),
-    status TEXT NOT NULL
+    status TEXT COLLATE "C" NOT NULL
         CHECK (status IN ('candidate', 'approved', 'rejected', 'quarantined', 'expired')),
     pinned BIGINT NOT NULL DEFAULT 0,
     ttl_seconds BIGINT NOT NULL,
@@ -167,10 +170,10 @@ CREATE TABLE memories (
     strength BIGINT NOT NULL DEFAULT 1,
     usage_count BIGINT NOT NULL DEFAULT 0,
     -- The score by parts (canonical JSON), as last distilled.
-    score TEXT NOT NULL,
-    extractor TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
+    score TEXT COLLATE "C" NOT NULL,
+    extractor TEXT COLLATE "C" NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL,
+    updated_at TEXT COLLATE "C" NOT NULL,
     group_id BIGINT,
     fts_rowid BIGINT,
     helpful BIGINT NOT NULL DEFAULT 0,
@@ -179,41 +182,41 @@ CREATE TABLE memories (
 CREATE INDEX memories_by_status ON memories (status, class, scope);
 CREATE INDEX memories_by_class_scope ON memories (class, scope);
 CREATE TABLE memory_sources (
-    memory_id TEXT NOT NULL REFERENCES memories (id),
-    run_id TEXT NOT NULL REFERENCES runs (id),
+    memory_id TEXT COLLATE "C" NOT NULL REFERENCES memories (id),
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
     step BIGINT NOT NULL,
     event BIGINT NOT NULL,
     episode BIGINT NOT NULL,
-    quote TEXT NOT NULL,
+    quote TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (memory_id, run_id, event)
 );
 CREATE INDEX memory_sources_by_run ON memory_sources (run_id);
 CREATE TABLE memory_decisions (
-    memory_id TEXT NOT NULL,
+    memory_id TEXT COLLATE "C" NOT NULL,
     seq BIGINT NOT NULL,
-    decision TEXT NOT NULL
+    decision TEXT COLLATE "C" NOT NULL
         CHECK (decision IN ('accept', 'reject', 'merge', 'expire', 'quarantine')),
-    decided_by TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    at TEXT NOT NULL,
-    merged_into TEXT,
+    decided_by TEXT COLLATE "C" NOT NULL,
+    reason TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
+    merged_into TEXT COLLATE "C",
     PRIMARY KEY (memory_id, seq)
 );
 CREATE TABLE memory_links (
-    memory_id TEXT NOT NULL REFERENCES memories (id),
-    run_id TEXT NOT NULL REFERENCES runs (id),
+    memory_id TEXT COLLATE "C" NOT NULL REFERENCES memories (id),
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
     compile_seq BIGINT NOT NULL,
-    reason TEXT NOT NULL,
-    at TEXT NOT NULL,
+    reason TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (memory_id, run_id, compile_seq)
 );
 CREATE INDEX memory_links_by_run ON memory_links (run_id, compile_seq);
 CREATE TABLE memory_groups (
     id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    class TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    sensitivity TEXT NOT NULL,
-    status TEXT NOT NULL,
+    class TEXT COLLATE "C" NOT NULL,
+    scope TEXT COLLATE "C" NOT NULL,
+    sensitivity TEXT COLLATE "C" NOT NULL,
+    status TEXT COLLATE "C" NOT NULL,
     pinned BIGINT NOT NULL,
     expiring BIGINT NOT NULL,
     members BIGINT NOT NULL DEFAULT 0,
@@ -225,248 +228,248 @@ CREATE TABLE memory_census (
     members BIGINT NOT NULL
 );
 CREATE TABLE memory_words (
-    word TEXT PRIMARY KEY,
+    word TEXT COLLATE "C" PRIMARY KEY,
     documents BIGINT NOT NULL
 );
 CREATE INDEX memories_by_status_id ON memories (status, id);
 CREATE TABLE memory_edits (
-    memory_id TEXT NOT NULL,
+    memory_id TEXT COLLATE "C" NOT NULL,
     seq BIGINT NOT NULL,
-    field TEXT NOT NULL CHECK (field IN ('sensitivity')),
-    old_value TEXT NOT NULL,
-    new_value TEXT NOT NULL,
-    edited_by TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    at TEXT NOT NULL,
+    field TEXT COLLATE "C" NOT NULL CHECK (field IN ('sensitivity')),
+    old_value TEXT COLLATE "C" NOT NULL,
+    new_value TEXT COLLATE "C" NOT NULL,
+    edited_by TEXT COLLATE "C" NOT NULL,
+    reason TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (memory_id, seq)
 );
 CREATE TABLE memory_feedback (
-    memory_id TEXT NOT NULL,
+    memory_id TEXT COLLATE "C" NOT NULL,
     seq BIGINT NOT NULL,
-    verdict TEXT NOT NULL CHECK (verdict IN ('helpful', 'unhelpful', 'wrong')),
-    given_by TEXT NOT NULL,
-    note TEXT NOT NULL,
-    run_id TEXT,
-    at TEXT NOT NULL,
+    verdict TEXT COLLATE "C" NOT NULL CHECK (verdict IN ('helpful', 'unhelpful', 'wrong')),
+    given_by TEXT COLLATE "C" NOT NULL,
+    note TEXT COLLATE "C" NOT NULL,
+    run_id TEXT COLLATE "C",
+    at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (memory_id, seq)
 );
 CREATE INDEX memories_by_group ON memories (group_id, expires_at);
 CREATE INDEX memories_by_group_rank ON memories (group_id, strength DESC, usage_count DESC, id);
 CREATE UNIQUE INDEX memories_by_fts_rowid ON memories (fts_rowid);
 CREATE TABLE replay_scenarios (
-    id TEXT PRIMARY KEY,              -- scn- and a hash of the canonical spec
-    run_id TEXT NOT NULL REFERENCES runs(id),
+    id TEXT COLLATE "C" PRIMARY KEY,              -- scn- and a hash of the canonical spec
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
     step BIGINT,
-    name TEXT,
-    spec TEXT NOT NULL,               -- canonical JSON of the ScenarioSpec
-    created_by TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    name TEXT COLLATE "C",
+    spec TEXT COLLATE "C" NOT NULL,               -- canonical JSON of the ScenarioSpec
+    created_by TEXT COLLATE "C" NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX replay_scenarios_by_run ON replay_scenarios (run_id, created_at);
 CREATE TABLE replay_batches (
-    id TEXT PRIMARY KEY,              -- bat- and a sequence
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    name TEXT,
-    spec TEXT NOT NULL,               -- canonical JSON of the BatchSpec
-    scenarios TEXT NOT NULL,          -- JSON array of scenario ids, in order
+    id TEXT COLLATE "C" PRIMARY KEY,              -- bat- and a sequence
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+    name TEXT COLLATE "C",
+    spec TEXT COLLATE "C" NOT NULL,               -- canonical JSON of the BatchSpec
+    scenarios TEXT COLLATE "C" NOT NULL,          -- JSON array of scenario ids, in order
     job_id BIGINT,
-    created_by TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_by TEXT COLLATE "C" NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL
 );
 CREATE TABLE replay_results (
-    id TEXT PRIMARY KEY,              -- rpl- and a sequence
-    scenario_id TEXT NOT NULL REFERENCES replay_scenarios(id),
-    batch_id TEXT REFERENCES replay_batches(id),
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    label TEXT NOT NULL,              -- win, loss, neutral
+    id TEXT COLLATE "C" PRIMARY KEY,              -- rpl- and a sequence
+    scenario_id TEXT COLLATE "C" NOT NULL REFERENCES replay_scenarios(id),
+    batch_id TEXT COLLATE "C" REFERENCES replay_batches(id),
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+    label TEXT COLLATE "C" NOT NULL,              -- win, loss, neutral
     first_change BIGINT,
-    result TEXT NOT NULL,             -- JSON of the ReplayResult
-    executed_at TEXT NOT NULL,
+    result TEXT COLLATE "C" NOT NULL,             -- JSON of the ReplayResult
+    executed_at TEXT COLLATE "C" NOT NULL,
     seq BIGINT
 );
 CREATE INDEX replay_results_by_scenario ON replay_results (scenario_id);
 CREATE INDEX replay_results_by_batch ON replay_results (batch_id);
 CREATE INDEX replay_results_by_run ON replay_results (run_id);
 CREATE TABLE regression_cases (
-    id TEXT NOT NULL,
+    id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    name TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    task_type TEXT NOT NULL,
-    run_id TEXT NOT NULL,             -- the run it was cut from (not a reference: cases outlive runs)
-    bundle_hash TEXT NOT NULL REFERENCES artifacts(hash),
-    reason TEXT NOT NULL,             -- why this version was made
-    yaml TEXT NOT NULL,               -- the case file
-    created_at TEXT NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    agent TEXT COLLATE "C" NOT NULL,
+    task_type TEXT COLLATE "C" NOT NULL,
+    run_id TEXT COLLATE "C" NOT NULL,             -- the run it was cut from (not a reference: cases outlive runs)
+    bundle_hash TEXT COLLATE "C" NOT NULL REFERENCES artifacts(hash),
+    reason TEXT COLLATE "C" NOT NULL,             -- why this version was made
+    yaml TEXT COLLATE "C" NOT NULL,               -- the case file
+    created_at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (id, version)
 );
 CREATE TABLE regression_suites (
-    id TEXT PRIMARY KEY,              -- sui- and a sequence
-    selection TEXT NOT NULL,          -- JSON of what was asked to run
+    id TEXT COLLATE "C" PRIMARY KEY,              -- sui- and a sequence
+    selection TEXT COLLATE "C" NOT NULL,          -- JSON of what was asked to run
     job_id BIGINT,
-    figures TEXT,                     -- JSON, once finished
-    signatures TEXT,                  -- JSON, once finished
-    created_at TEXT NOT NULL,
-    finished_at TEXT,
+    figures TEXT COLLATE "C",                     -- JSON, once finished
+    signatures TEXT COLLATE "C",                  -- JSON, once finished
+    created_at TEXT COLLATE "C" NOT NULL,
+    finished_at TEXT COLLATE "C",
     seq BIGINT
 );
 CREATE TABLE regression_runs (
     id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,           -- rowid: increasing (rows are never deleted)
-    case_id TEXT NOT NULL,
+    case_id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    suite_id TEXT REFERENCES regression_suites(id),
-    status TEXT NOT NULL,             -- passed, failed, flaky, error
+    suite_id TEXT COLLATE "C" REFERENCES regression_suites(id),
+    status TEXT COLLATE "C" NOT NULL,             -- passed, failed, flaky, error
     passes BIGINT NOT NULL,
     runs BIGINT NOT NULL,
     drift BIGINT NOT NULL,
-    signature TEXT,
-    report TEXT NOT NULL,             -- JSON of the case's report
-    executed_at TEXT NOT NULL
+    signature TEXT COLLATE "C",
+    report TEXT COLLATE "C" NOT NULL,             -- JSON of the case's report
+    executed_at TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX regression_runs_by_case ON regression_runs (case_id, id);
 CREATE INDEX regression_runs_by_suite ON regression_runs (suite_id);
 CREATE TABLE handoff_contracts (
-    id TEXT NOT NULL,
+    id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    content_hash TEXT NOT NULL,       -- blake3 of the contract's canonical JSON
-    template TEXT NOT NULL,
-    producer_run TEXT NOT NULL,
-    producer_agent TEXT NOT NULL,
-    consumer_run TEXT NOT NULL,       -- the producer's run, an open run, or handoff:ID until opened
-    consumer_agent TEXT NOT NULL,
-    state TEXT NOT NULL,              -- validated, rejected, accepted, refused,
+    content_hash TEXT COLLATE "C" NOT NULL,       -- blake3 of the contract's canonical JSON
+    template TEXT COLLATE "C" NOT NULL,
+    producer_run TEXT COLLATE "C" NOT NULL,
+    producer_agent TEXT COLLATE "C" NOT NULL,
+    consumer_run TEXT COLLATE "C" NOT NULL,       -- the producer's run, an open run, or handoff:ID until opened
+    consumer_agent TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,              -- validated, rejected, accepted, refused,
                                       -- clarification_requested, fulfilled, violated
-    contract TEXT NOT NULL,           -- canonical JSON of the contract
-    validation TEXT NOT NULL,         -- JSON: problems, dropped, crossing, decision
+    contract TEXT COLLATE "C" NOT NULL,           -- canonical JSON of the contract
+    validation TEXT COLLATE "C" NOT NULL,         -- JSON: problems, dropped, crossing, decision
     recorded_seq BIGINT,             -- its handoff event in the producer's run, when recorded
-    created_by TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
+    created_by TEXT COLLATE "C" NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL,
+    updated_at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (id, version)
 );
 CREATE INDEX handoff_contracts_by_producer ON handoff_contracts (producer_run);
 CREATE INDEX handoff_contracts_by_consumer ON handoff_contracts (consumer_run);
 CREATE TABLE handoff_acks (
     id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    contract_id TEXT NOT NULL,
+    contract_id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    response TEXT NOT NULL,           -- accept, reject, clarify
-    consumer_run TEXT,
-    answered_by TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    questions TEXT NOT NULL,          -- JSON array
+    response TEXT COLLATE "C" NOT NULL,           -- accept, reject, clarify
+    consumer_run TEXT COLLATE "C",
+    answered_by TEXT COLLATE "C" NOT NULL,
+    reason TEXT COLLATE "C" NOT NULL,
+    questions TEXT COLLATE "C" NOT NULL,          -- JSON array
     recorded_seq BIGINT,             -- its event in the consumer's run, when recorded
-    at TEXT NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
     FOREIGN KEY (contract_id, version) REFERENCES handoff_contracts (id, version)
 );
 CREATE INDEX handoff_acks_by_contract ON handoff_acks (contract_id, version);
 CREATE TABLE handoff_deliveries (
     id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    contract_id TEXT NOT NULL,
+    contract_id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    consumer_run TEXT NOT NULL,
-    state TEXT NOT NULL,              -- fulfilled or violated
-    delivered TEXT NOT NULL,          -- JSON: outputs found (with the events showing them), actions
-    decision TEXT NOT NULL,           -- JSON of the handoff pack's decision over the delivery
-    at TEXT NOT NULL,
+    consumer_run TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,              -- fulfilled or violated
+    delivered TEXT COLLATE "C" NOT NULL,          -- JSON: outputs found (with the events showing them), actions
+    decision TEXT COLLATE "C" NOT NULL,           -- JSON of the handoff pack's decision over the delivery
+    at TEXT COLLATE "C" NOT NULL,
     FOREIGN KEY (contract_id, version) REFERENCES handoff_contracts (id, version)
 );
 CREATE INDEX handoff_deliveries_by_contract ON handoff_deliveries (contract_id, version);
 CREATE TABLE handoff_violations (
     id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
     delivery_id BIGINT NOT NULL REFERENCES handoff_deliveries (id),
-    contract_id TEXT NOT NULL,
+    contract_id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    code TEXT NOT NULL,
-    detail TEXT NOT NULL,
-    rule TEXT NOT NULL,
+    code TEXT COLLATE "C" NOT NULL,
+    detail TEXT COLLATE "C" NOT NULL,
+    rule TEXT COLLATE "C" NOT NULL,
     recorded_seq BIGINT,             -- the alert event in the consumer's run, when recorded
-    at TEXT NOT NULL
+    at TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX handoff_violations_by_contract ON handoff_violations (contract_id, version);
 CREATE TABLE case_events (
-    case_id TEXT NOT NULL,
+    case_id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,         -- 1, 2, 3... without gaps: the case's version after it
-    event_id TEXT NOT NULL,           -- the appender's id: appending it again stores nothing
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,            -- canonical JSON
-    actor TEXT NOT NULL,
-    at TEXT NOT NULL,                 -- RFC 3339
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,               -- blake3 over prev_hash, version, event id, kind, payload, actor, at
+    event_id TEXT COLLATE "C" NOT NULL,           -- the appender's id: appending it again stores nothing
+    kind TEXT COLLATE "C" NOT NULL,
+    payload TEXT COLLATE "C" NOT NULL,            -- canonical JSON
+    actor TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,                 -- RFC 3339
+    prev_hash TEXT COLLATE "C" NOT NULL,
+    hash TEXT COLLATE "C" NOT NULL,               -- blake3 over prev_hash, version, event id, kind, payload, actor, at
     PRIMARY KEY (case_id, version),
     UNIQUE (case_id, event_id)        -- generated ids are `CASE/VERSION`; callers' ids have no `/`
 );
 CREATE TABLE cases (
-    case_id TEXT PRIMARY KEY,
-    pack_id TEXT NOT NULL,
-    engine_id TEXT NOT NULL,
-    engine_version TEXT NOT NULL,
-    pack_root TEXT NOT NULL,
-    title TEXT NOT NULL,
-    state TEXT NOT NULL,              -- open, awaiting_approval, committed, failed...
+    case_id TEXT COLLATE "C" PRIMARY KEY,
+    pack_id TEXT COLLATE "C" NOT NULL,
+    engine_id TEXT COLLATE "C" NOT NULL,
+    engine_version TEXT COLLATE "C" NOT NULL,
+    pack_root TEXT COLLATE "C" NOT NULL,
+    title TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,              -- open, awaiting_approval, committed, failed...
     version BIGINT NOT NULL,
-    head_hash TEXT NOT NULL,
-    opened_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    head_hash TEXT COLLATE "C" NOT NULL,
+    opened_at TEXT COLLATE "C" NOT NULL,
+    updated_at TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX cases_by_update ON cases (updated_at, case_id);
 CREATE TABLE case_evidence (
-    case_id TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,              -- JSON
-    source TEXT NOT NULL,             -- adapter (the worker's adapter ran) or api (a caller posted it)
+    case_id TEXT COLLATE "C" NOT NULL,
+    worker TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    value TEXT COLLATE "C" NOT NULL,              -- JSON
+    source TEXT COLLATE "C" NOT NULL,             -- adapter (the worker's adapter ran) or api (a caller posted it)
     version BIGINT NOT NULL,         -- the event that recorded it
     PRIMARY KEY (case_id, worker, key)
 );
 CREATE TABLE case_proposals (
-    case_id TEXT NOT NULL,
-    proposal_id TEXT NOT NULL,
-    capability TEXT NOT NULL,
-    action TEXT NOT NULL,
-    wording TEXT NOT NULL,
-    input TEXT NOT NULL,              -- JSON
-    state TEXT NOT NULL,
+    case_id TEXT COLLATE "C" NOT NULL,
+    proposal_id TEXT COLLATE "C" NOT NULL,
+    capability TEXT COLLATE "C" NOT NULL,
+    action TEXT COLLATE "C" NOT NULL,
+    wording TEXT COLLATE "C" NOT NULL,
+    input TEXT COLLATE "C" NOT NULL,              -- JSON
+    state TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
     PRIMARY KEY (case_id, proposal_id)
 );
 CREATE TABLE case_previews (
-    case_id TEXT NOT NULL,
-    proposal_id TEXT NOT NULL,
-    preview_hash TEXT NOT NULL,
-    diff TEXT NOT NULL,               -- JSON array of changes
-    summary TEXT NOT NULL,
+    case_id TEXT COLLATE "C" NOT NULL,
+    proposal_id TEXT COLLATE "C" NOT NULL,
+    preview_hash TEXT COLLATE "C" NOT NULL,
+    diff TEXT COLLATE "C" NOT NULL,               -- JSON array of changes
+    summary TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
     PRIMARY KEY (case_id, proposal_id)
 );
 CREATE TABLE case_policy (
-    case_id TEXT NOT NULL,
-    proposal_id TEXT NOT NULL,
-    preview_hash TEXT NOT NULL,
-    effect TEXT NOT NULL,             -- allow, deny
-    rules TEXT NOT NULL,              -- JSON array
-    approval_id TEXT,
-    approval_state TEXT,              -- pending, approved, rejected
+    case_id TEXT COLLATE "C" NOT NULL,
+    proposal_id TEXT COLLATE "C" NOT NULL,
+    preview_hash TEXT COLLATE "C" NOT NULL,
+    effect TEXT COLLATE "C" NOT NULL,             -- allow, deny
+    rules TEXT COLLATE "C" NOT NULL,              -- JSON array
+    approval_id TEXT COLLATE "C",
+    approval_state TEXT COLLATE "C",              -- pending, approved, rejected
     version BIGINT NOT NULL,
     PRIMARY KEY (case_id, proposal_id)
 );
 CREATE TABLE case_commits (
-    case_id TEXT NOT NULL,
-    proposal_id TEXT NOT NULL,
-    state TEXT NOT NULL,              -- started, committed, failed, refused
-    mode TEXT NOT NULL,
-    detail TEXT NOT NULL,             -- JSON: receipt, verification, compensation, or why refused
+    case_id TEXT COLLATE "C" NOT NULL,
+    proposal_id TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,              -- started, committed, failed, refused
+    mode TEXT COLLATE "C" NOT NULL,
+    detail TEXT COLLATE "C" NOT NULL,             -- JSON: receipt, verification, compensation, or why refused
     version BIGINT NOT NULL,
     PRIMARY KEY (case_id, proposal_id)
 );
 CREATE TABLE case_timeline (
-    case_id TEXT NOT NULL,
+    case_id TEXT COLLATE "C" NOT NULL,
     version BIGINT NOT NULL,
-    kind TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    actor TEXT NOT NULL,
-    at TEXT NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    summary TEXT COLLATE "C" NOT NULL,
+    actor TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (case_id, version)
 );
 CREATE TABLE memory_changes (
@@ -474,60 +477,60 @@ CREATE TABLE memory_changes (
     fts_rowid BIGINT NOT NULL
 );
 CREATE TABLE tokens (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    max_scope TEXT,
-    max_clearance TEXT,
-    secret_hash TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    created_by TEXT NOT NULL,
+    id TEXT COLLATE "C" PRIMARY KEY,
+    kind TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    max_scope TEXT COLLATE "C",
+    max_clearance TEXT COLLATE "C",
+    secret_hash TEXT COLLATE "C" NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL,
+    created_by TEXT COLLATE "C" NOT NULL,
     expires_at BIGINT,
-    revoked_at TEXT,
-    revoked_by TEXT
+    revoked_at TEXT COLLATE "C",
+    revoked_by TEXT COLLATE "C"
 );
 CREATE TABLE audit_log (
     seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    at TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    action TEXT NOT NULL,
-    target TEXT NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
+    principal TEXT COLLATE "C" NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    action TEXT COLLATE "C" NOT NULL,
+    target TEXT COLLATE "C" NOT NULL,
     status BIGINT NOT NULL
 );
 CREATE TABLE tool_usage (
     seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    rule_id TEXT NOT NULL,
-    per_kind TEXT NOT NULL,
-    per_id TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    call_id TEXT NOT NULL,
+    rule_id TEXT COLLATE "C" NOT NULL,
+    per_kind TEXT COLLATE "C" NOT NULL,
+    per_id TEXT COLLATE "C" NOT NULL,
+    run_id TEXT COLLATE "C" NOT NULL,
+    call_id TEXT COLLATE "C" NOT NULL,
     at BIGINT NOT NULL
 );
 CREATE INDEX tool_usage_window ON tool_usage (rule_id, per_kind, per_id, at);
 CREATE TABLE run_pins (
-    run_id TEXT NOT NULL REFERENCES runs (id),
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
     seq BIGINT NOT NULL,
-    envelopes TEXT NOT NULL,
-    pinned_by TEXT NOT NULL,
-    pinned_at TEXT NOT NULL,
+    envelopes TEXT COLLATE "C" NOT NULL,
+    pinned_by TEXT COLLATE "C" NOT NULL,
+    pinned_at TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
 CREATE TABLE mcp_tool_pins (
-    server TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    definition TEXT NOT NULL,
-    accepted_by TEXT NOT NULL,
-    accepted_at TEXT NOT NULL,
-    changed_hash TEXT,
-    changed_definition TEXT,
-    changed_at TEXT,
+    server TEXT COLLATE "C" NOT NULL,
+    tool TEXT COLLATE "C" NOT NULL,
+    hash TEXT COLLATE "C" NOT NULL,
+    definition TEXT COLLATE "C" NOT NULL,
+    accepted_by TEXT COLLATE "C" NOT NULL,
+    accepted_at TEXT COLLATE "C" NOT NULL,
+    changed_hash TEXT COLLATE "C",
+    changed_definition TEXT COLLATE "C",
+    changed_at TEXT COLLATE "C",
     PRIMARY KEY (server, tool)
 );
 CREATE TABLE tollgate_counters (
-    name TEXT PRIMARY KEY,            -- `jobs`, `regression_suites`, `replay_results`,
+    name TEXT COLLATE "C" PRIMARY KEY,            -- `jobs`, `regression_suites`, `replay_results`,
                                       -- `replay_results/SCENARIO`, `replay_batches/RUN`
     value BIGINT NOT NULL             -- the last number handed out
 );
