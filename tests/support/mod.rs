@@ -119,19 +119,14 @@ pub fn postgres_url(dir: &Path) -> Option<String> {
     );
     let admin = Store::open_unmigrated(&StoreLocation::postgres(server.clone()))
         .expect("connect to the test server");
+    let create = format!("CREATE SCHEMA {schema}");
     admin
-        .write(move |c| {
-            c.execute_batch(&format!("CREATE SCHEMA {schema}"))
-                .map(|_| schema)
-        })
-        .map(|schema| {
-            let sep = if server.contains('?') { '&' } else { '?' };
-            let url = format!("{server}{sep}options=-c%20search_path%3D{schema}");
-            std::fs::write(&named, &url).expect("name the test schema");
-            url
-        })
-        .map(Some)
-        .expect("create a test schema")
+        .write(move |c| c.execute_batch(&create))
+        .expect("create a test schema");
+    let sep = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{sep}options=-c%20search_path%3D{schema}");
+    std::fs::write(&named, &url).expect("name the test schema");
+    Some(url)
 }
 
 /// Points a `tollgate` command run in `dir` at the store of `dir` (see [`postgres_url`]),
