@@ -180,7 +180,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             "tollgate: the bearer token is in {}, or TOLLGATE_TOKEN",
             token_dir.join("token").display()
         );
-        if let Some(url) = state.dashboard_login_url() {
+        if let Some(url) = state.dashboard_login_url()? {
             announce_dashboard(&url, &token_dir)?;
         }
         let served = serve(listener, state, shutdown_signal()).await;

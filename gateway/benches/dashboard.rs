@@ -169,6 +169,7 @@ fn gateway(rt: &tokio::runtime::Runtime, store: Store) -> (String, String) {
     let state = AppState::new(Arc::new(runtime), "bench-token", config);
     let login = state
         .dashboard_login_url()
+        .unwrap_or_else(|e| fail("log in", e))
         .unwrap_or_else(|| fail("log in", "no login URL"));
     rt.spawn(serve(listener, state, std::future::pending()));
     let agent: ureq::Agent = ureq::Agent::config_builder()

@@ -13,6 +13,7 @@
 
 pub mod audit;
 pub mod jwt;
+pub mod sessions;
 pub mod tokens;
 
 use std::path::Path;

@@ -85,7 +85,7 @@ pub struct AppState {
     /// The configuration.
     pub config: Arc<ServeConfig>,
     /// The dashboard's browser sessions.
-    pub dashboard: Arc<dashboard::sessions::Sessions>,
+    pub dashboard: Arc<crate::auth::sessions::Sessions>,
     /// The packs registered at startup (`TOLLGATE_PACK_ROOTS`): only their cases can run here.
     pub packs: Arc<crate::packs::PackRegistry>,
     /// The key token secrets are hashed under; without one, only the owner's token works.
@@ -102,11 +102,12 @@ impl AppState {
     /// The state of a gateway over `runtime` with bearer token `token`, no dashboard session
     /// open yet (and a fresh one-time login token).
     pub fn new(runtime: Arc<Runtime>, token: &str, config: ServeConfig) -> AppState {
+        let sessions = crate::auth::sessions::Sessions::new(runtime.store().clone());
         AppState {
             runtime,
             token: Arc::from(token),
             config: Arc::new(config),
-            dashboard: Arc::new(dashboard::sessions::Sessions::new()),
+            dashboard: Arc::new(sessions),
             packs: Arc::new(crate::packs::PackRegistry::default()),
             token_key: None,
             jwt: None,
@@ -161,17 +162,20 @@ impl AppState {
         self
     }
 
-    /// The dashboard URL with the one-time login token, while it is unused.
-    pub fn dashboard_login_url(&self) -> Option<String> {
-        let token = self.dashboard.login_token()?;
-        Some(format!(
+    /// The dashboard URL with the one-time login token, while it is unused (the token is
+    /// stored the first time, so any gateway on the same database takes it).
+    pub fn dashboard_login_url(&self) -> Result<Option<String>, crate::store::StoreError> {
+        let Some(token) = self.dashboard.login_token(self.runtime.now_ms())? else {
+            return Ok(None);
+        };
+        Ok(Some(format!(
             "http://{}:{}/ui/login?token={token}",
             match self.config.addr {
                 IpAddr::V6(a) => format!("[{a}]"),
                 IpAddr::V4(a) => a.to_string(),
             },
             self.config.port
-        ))
+        )))
     }
 }
 

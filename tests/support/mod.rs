@@ -222,6 +222,34 @@ impl Gateway {
         }
     }
 
+    /// Starts another gateway on this one's store (several gateways on one database, issue
+    /// 38), in a working directory of its own, with these environment variables and `serve`
+    /// arguments. On SQLite it opens the same file (`TOLLGATE_DATABASE_URL`); on PostgreSQL
+    /// the same schema. Run `tollgate` commands through the first gateway.
+    pub fn beside(&self, envs: &[(&str, &str)], args: &[&str]) -> Gateway {
+        let dir = TempDir::new("gateway");
+        let file = format!(
+            "sqlite:{}",
+            self.dir.path().join(".tollgate/tollgate.db").display()
+        );
+        let mut all: Vec<(&str, &str)> = Vec::new();
+        match postgres_url(self.dir.path()) {
+            Some(url) => std::fs::write(dir.path().join(POSTGRES_NAMED), url)
+                .expect("name the shared test schema"),
+            None => all.push(("TOLLGATE_DATABASE_URL", &file)),
+        }
+        all.extend_from_slice(envs);
+        let (child, base, dashboard_url, log) = spawn_serve(dir.path(), &self.token, &all, args);
+        Gateway {
+            child,
+            base,
+            token: self.token.clone(),
+            dir,
+            dashboard_url,
+            log,
+        }
+    }
+
     /// Kills the gateway with SIGKILL (no shutdown of any kind) and waits for it to be gone.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -2,7 +2,8 @@
 //! view over the same runtime and store as the JSON routes (no second data path), with no
 //! front-end build step and nothing fetched from outside the machine.
 //!
-//! Access is a browser session ([`sessions`]), not the bearer token: `tollgate serve` prints
+//! Access is a browser session ([`sessions`], stored, so every gateway on one database knows
+//! it), not the bearer token: `tollgate serve` prints
 //! a URL carrying a one-time login token; opening it sets an HttpOnly, SameSite=Strict
 //! cookie and redirects to a URL without it. The login page also accepts the bearer token.
 //! Every form that changes something carries the session's CSRF token; the gateway's Host and
@@ -26,7 +27,6 @@ mod receipts;
 mod regressions;
 mod replays;
 mod runs;
-pub mod sessions;
 
 use axum::Form;
 use axum::Router;
@@ -40,8 +40,12 @@ use serde::Deserialize;
 
 use super::AppState;
 use crate::auth::Principal;
+pub use crate::auth::sessions;
 use crate::runtime::{Runtime, RuntimeError};
-use sessions::{COOKIE, SESSION_TTL_MS, Session, csrf_ok};
+use sessions::{SESSION_TTL_MS, Session, csrf_ok};
+
+/// The cookie carrying the session id.
+pub const COOKIE: &str = "tollgate_session";
 
 /// The dashboard's routes, all under `/ui`.
 pub fn routes() -> Router<AppState> {
@@ -101,8 +105,10 @@ pub(crate) async fn audit_forms(
     if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
         return next.run(req).await;
     }
-    let now = state.runtime.now_ms();
-    let session = cookie_of(req.headers(), COOKIE).and_then(|id| state.dashboard.check(&id, now));
+    let session = match cookie_of(req.headers(), COOKIE) {
+        Some(id) => session_of(&state, id).await,
+        None => None,
+    };
     let target = req.uri().path().to_string();
     let response = next.run(req).await;
     if let Some(session) = session {
@@ -126,12 +132,29 @@ impl FromRequestParts<AppState> for Viewer {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Viewer, Response> {
-        let now = state.runtime.now_ms();
-        cookie(parts, COOKIE)
-            .and_then(|id| state.dashboard.check(&id, now))
+        let session = match cookie(parts, COOKIE) {
+            Some(id) => session_of(state, id).await,
+            None => None,
+        };
+        session
             .map(Viewer)
             .ok_or_else(|| Redirect::to("/ui/login").into_response())
     }
+}
+
+/// The live session of a cookie's id, read from the store off the async threads. A store that
+/// cannot answer logs why and lets no one in.
+async fn session_of(state: &AppState, id: String) -> Option<Session> {
+    let (sessions, now) = (state.dashboard.clone(), state.runtime.now_ms());
+    let checked = tokio::task::spawn_blocking(move || sessions.check(&id, now)).await;
+    let checked = match checked {
+        Ok(checked) => checked.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    checked.unwrap_or_else(|e| {
+        eprintln!("tollgate: a dashboard session could not be checked: {e}");
+        None
+    })
 }
 
 /// The value of cookie `name` in the request.
@@ -208,26 +231,45 @@ struct LoginForm {
 /// `GET /ui/login`: with a valid token, opens a session; otherwise the login form.
 async fn login_page(State(state): State<AppState>, Query(query): Query<LoginQuery>) -> Response {
     match query.token {
-        Some(token) => login(&state, &token),
+        Some(token) => login(&state, &token).await,
         None => login_form_page(None),
     }
 }
 
 /// `POST /ui/login`.
 async fn login_form(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
-    login(&state, form.token.trim())
+    login(&state, form.token.trim()).await
 }
 
-fn login(state: &AppState, token: &str) -> Response {
+/// Opens a session for a login token (the store is read and written off the async threads).
+async fn login(state: &AppState, token: &str) -> Response {
+    let (state, token) = (state.clone(), token.to_string());
+    tokio::task::spawn_blocking(move || login_blocking(&state, &token))
+        .await
+        .unwrap_or_else(|e| {
+            eprintln!("tollgate: a dashboard login could not be checked: {e}");
+            login_refused("The gateway could not check that token; its log says why.")
+        })
+}
+
+fn login_blocking(state: &AppState, token: &str) -> Response {
     let now = state.runtime.now_ms();
-    let principal = if state.dashboard.spend_login(token) {
-        Ok(Some(Principal::owner()))
-    } else {
-        state.authenticate(token)
+    let principal = match state.dashboard.spend_login(token, now) {
+        Ok(true) => Ok(Some(Principal::owner())),
+        Ok(false) => state.authenticate(token),
+        Err(e) => Err(e),
     };
     let problem = match principal {
         Ok(Some(p)) if !p.is_agent() => {
-            let session = state.dashboard.open(p, now);
+            let session = match state.dashboard.open(p, now) {
+                Ok(session) => session,
+                Err(e) => {
+                    eprintln!("tollgate: a dashboard session could not be opened: {e}");
+                    return login_refused(
+                        "The gateway could not open a session; its log says why.",
+                    );
+                }
+            };
             let cookie = format!(
                 "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/ui; Max-Age={}",
                 session.id,
@@ -240,12 +282,20 @@ fn login(state: &AppState, token: &str) -> Response {
             return response;
         }
         Ok(Some(_)) => "That is an agent's token: the dashboard is for approvers and admins.",
-        Ok(None) => "That token is not valid, or it was a one-time token already used.",
+        Ok(None) => {
+            "That token is not valid, or it was a one-time token already used (or unused for a \
+             day: restart `tollgate serve` for a new one)."
+        }
         Err(e) => {
             eprintln!("tollgate: a dashboard login could not be checked: {e}");
             "The gateway could not check that token; its log says why."
         }
     };
+    login_refused(problem)
+}
+
+/// The login form again, saying why.
+fn login_refused(problem: &str) -> Response {
     let mut response = login_form_page(Some(problem));
     *response.status_mut() = StatusCode::UNAUTHORIZED;
     response
@@ -288,7 +338,25 @@ async fn logout(
     if !csrf_ok(&viewer.0, &form.csrf) {
         return csrf_refused();
     }
-    state.dashboard.logout(&viewer.0.id);
+    let (sessions, id) = (state.dashboard.clone(), viewer.0.id.clone());
+    let ended = match tokio::task::spawn_blocking(move || sessions.logout(&id)).await {
+        Ok(ended) => ended.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = ended {
+        eprintln!("tollgate: a dashboard session could not be ended: {e}");
+        let mut response = layout::bare_page(
+            "Error",
+            html! {
+                h1 { "Error" }
+                div.error role="alert" {
+                    "The gateway could not end the session; its log says why. You are still logged in."
+                }
+            },
+        );
+        *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        return response;
+    }
     let mut response = Redirect::to("/ui/login").into_response();
     let clear = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/ui; Max-Age=0");
     if let Ok(value) = HeaderValue::from_str(&clear) {

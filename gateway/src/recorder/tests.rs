@@ -351,6 +351,46 @@ fn live_appends_chain_like_an_import() {
     );
 }
 
+/// Several gateways on one database (issue 38): each store below is a process's, with its own
+/// writer, and steps of one run reach all of them at once. Every append is stored, numbered
+/// without a gap or a repeat, and the run's chain stays one line.
+#[test]
+fn appends_to_one_run_through_several_stores_keep_its_chain_linear() {
+    let dir = Dir::new("recorder");
+    let stores: Vec<Recorder> = (0..3)
+        .map(|_| Recorder::new(crate::store::tests::open_in(dir.path())))
+        .collect();
+    let mut h = header("run-shared");
+    h.status = "running".into();
+    h.finished_at = None;
+    stores[0].open_run(&h).unwrap();
+    let step = stores[0].add_step("run-shared", "work", "coder").unwrap();
+    const EACH: usize = 40;
+    std::thread::scope(|threads| {
+        for (g, rec) in stores.iter().enumerate() {
+            for t in 0..2 {
+                threads.spawn(move || {
+                    for i in 0..EACH {
+                        rec.append(
+                            "run-shared",
+                            step,
+                            EventKind::Note,
+                            "2026-11-02T09:00:00Z",
+                            json!({"gateway": g, "thread": t, "i": i}),
+                        )
+                        .unwrap_or_else(|e| panic!("gateway {g}, thread {t}, append {i}: {e}"));
+                    }
+                });
+            }
+        }
+    });
+    for rec in &stores {
+        let report = rec.verify("run-shared").unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert_eq!(report.events, (stores.len() * 2 * EACH) as u64);
+    }
+}
+
 #[test]
 fn promoted_records_need_provenance_scope_ttl_and_sensitivity() {
     let (_d, rec) = recorder();

@@ -33,6 +33,13 @@ pub(super) const CHECKPOINT_PAGES_HARD: i32 = 2 * CHECKPOINT_PAGES_MAX;
 /// out (SQLite gives the checkpoint lock to one connection and does not wait for it).
 const CHECKPOINT_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How a PostgreSQL batch begins: a transaction holding the write lock of the schema it writes
+/// (`pg_advisory_xact_lock`, keyed by the schema's name so the schemas of one database do not
+/// wait on each other; a collision of two names' hashes only makes them take turns). Sent as
+/// one statement list: one round trip. The first key is "tolg" read as a 32-bit number.
+pub(super) const POSTGRES_BEGIN: &str =
+    "BEGIN; SELECT pg_advisory_xact_lock(1953459303, hashtext(current_schema()))";
+
 /// Runs one write inside the open transaction and returns what to do once the transaction's
 /// fate is known (deliver the result, or the commit error).
 type Job = Box<dyn FnOnce(Result<&Connection, &StoreError>) -> Completion + Send>;
@@ -241,11 +248,15 @@ fn run(conn: Connection, queue: Receiver<Job>, log_pages: &AtomicI32, checkpoint
     while let Ok(first) = queue.recv() {
         let mut completions = Vec::new();
         // IMMEDIATE takes SQLite's write lock up front, so writers of other processes queue
-        // on the busy timeout instead of deadlocking on a lock upgrade. PostgreSQL locks rows
-        // as they are written.
+        // on the busy timeout instead of deadlocking on a lock upgrade. On PostgreSQL the
+        // same: the batch takes its schema's write lock (an advisory lock held to the end of
+        // the transaction) before it reads anything, so the writers of several gateways on one
+        // database take turns as SQLite's do, and every check-then-write of a batch (a run's
+        // chain head, an approval's use, a rate limit's count, a job's claim) sees every write
+        // committed before it (issue 38).
         let begun = conn.execute_batch(match conn.dialect() {
             Dialect::Sqlite => "BEGIN IMMEDIATE",
-            Dialect::Postgres => "BEGIN",
+            Dialect::Postgres => POSTGRES_BEGIN,
         });
         if let Err(e) = begun {
             first(Err(&e))(Err(&e));

@@ -1,0 +1,147 @@
+//! Several gateways, one database (issue 38): `tollgate serve` processes started as a team
+//! would behind a load balancer, each on the same store (the same SQLite file, or with
+//! `TOLLGATE_TEST_ENGINE=postgres` the same PostgreSQL schema), behave as one gateway. Each
+//! test spreads its requests over the gateways and checks what one gateway promises.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use serde_json::json;
+use support::dashboard::{cookie_of, get_page, header, send};
+use support::{Gateway, root, stderr, stdout};
+
+/// The same token key on every gateway: tokens made through one verify on all.
+const TOKEN_KEY: &str = "6b6579206f662074686520636c75737465722074657374732c20333220627974";
+
+fn envelopes() -> Vec<String> {
+    vec![
+        "--envelopes".into(),
+        root().join("fixtures/envelopes").display().to_string(),
+    ]
+}
+
+/// `n` gateways on one store, the first made fresh.
+fn cluster(n: usize) -> Vec<Gateway> {
+    let args = envelopes();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let envs = [("TOLLGATE_TOKEN_KEY", TOKEN_KEY)];
+    let first = Gateway::start_args(&envs, &args);
+    let mut all = vec![];
+    for _ in 1..n {
+        all.push(first.beside(&envs, &args));
+    }
+    all.insert(0, first);
+    all
+}
+
+#[test]
+fn a_dashboard_login_on_one_gateway_is_a_session_on_every_gateway() {
+    let gws = cluster(3);
+    // The login URL the first gateway printed, opened through the second (a load balancer
+    // sends the browser anywhere).
+    let path = gws[0]
+        .dashboard_url
+        .split_once("/ui/")
+        .map(|(_, rest)| format!("/ui/{rest}"))
+        .unwrap();
+    let (status, headers, _) = send(&gws[1], "GET", &path, None, &[]);
+    assert_eq!(
+        status, 303,
+        "the first gateway's login token works on the second"
+    );
+    let cookie = cookie_of(&headers);
+    for gw in &gws {
+        let (status, _) = get_page(gw, &cookie, "/ui/runs");
+        assert_eq!(status, 200, "the session works on {}", gw.base);
+    }
+    // Spent on the second: the first no longer takes it.
+    let (status, _, _) = send(&gws[0], "GET", &path, None, &[]);
+    assert_eq!(status, 401, "a one-time token is spent on every gateway");
+
+    // A logout on the third ends the session everywhere.
+    let (_, page) = get_page(&gws[2], &cookie, "/ui/runs");
+    let csrf = support::dashboard::csrf_of(&page);
+    let (status, _, _) = send(
+        &gws[2],
+        "POST",
+        "/ui/logout",
+        Some(&format!("csrf={csrf}")),
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 303);
+    for gw in &gws {
+        let (status, headers, _) = send(gw, "GET", "/ui/runs", None, &[("Cookie", &cookie)]);
+        assert_eq!(status, 303, "logged out on {}", gw.base);
+        assert_eq!(header(&headers, "location"), Some("/ui/login"));
+    }
+}
+
+#[test]
+fn tool_calls_of_one_run_spread_over_gateways_keep_its_chain_linear() {
+    let gws = cluster(3);
+    let (status, body) = gws[0].call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"id": "spread", "agent": "coder", "task": "T-12",
+                     "scope": "org:acme/repo:api/task:T-12", "clearance": "internal"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    const EACH: usize = 25;
+    let bodies = [
+        json!({"tool": "fs.read_file", "arguments": {"path": "src/lib.rs"}}),
+        json!({"tool": "shell.rm", "arguments": {"path": "/"}}),
+        json!({"tool": "net.upload"}),
+    ];
+    let receipts: Vec<(u64, String)> = std::thread::scope(|threads| {
+        let clients: Vec<_> = gws
+            .iter()
+            .flat_map(|gw| [gw, gw])
+            .enumerate()
+            .map(|(c, gw)| {
+                let bodies = &bodies;
+                threads.spawn(move || {
+                    (0..EACH)
+                        .map(|i| {
+                            let (status, answer) = gw.call(
+                                "POST",
+                                "/v1/runs/spread/tool-calls",
+                                Some(&bodies[(c + i) % bodies.len()]),
+                            );
+                            assert_eq!(status, 200, "{}: {answer}", gw.base);
+                            let receipt = &answer["receipt"];
+                            (
+                                receipt["seq"].as_u64().unwrap(),
+                                receipt["hash"].as_str().unwrap().to_string(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect()
+    });
+    let mut seqs: Vec<u64> = receipts.iter().map(|(s, _)| *s).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), receipts.len(), "no two answers got one seq");
+    let out = gws[0].tollgate(&["runs", "verify", "spread"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let stored: std::collections::HashMap<u64, String> = support::store_in(gws[0].dir.path())
+        .read(|c| {
+            c.prepare("SELECT seq, hash FROM events WHERE run_id = 'spread'")?
+                .query_map((), |r| Ok((r.get::<i64>(0)? as u64, r.get::<String>(1)?)))?
+                .collect()
+        })
+        .unwrap();
+    for (seq, hash) in &receipts {
+        assert_eq!(
+            stored.get(seq),
+            Some(hash),
+            "answered seq {seq} is stored as answered"
+        );
+    }
+}
