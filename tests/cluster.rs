@@ -145,3 +145,82 @@ fn tool_calls_of_one_run_spread_over_gateways_keep_its_chain_linear() {
         );
     }
 }
+
+/// `coding-agent` at version 3: reading files denied (version 2 allows it).
+fn reads_denied() -> String {
+    let v2 = std::fs::read_to_string(root().join("fixtures/envelopes/coding-agent.yaml")).unwrap();
+    let v3 = v2.replacen("version: 2", "version: 3", 1).replacen(
+        "  - id: read-only\n    effect: allow",
+        "  - id: read-only\n    effect: deny",
+        1,
+    );
+    assert_ne!(v2, v3);
+    v3
+}
+
+/// The effect of reading a file in `run`, asked of `gw`.
+fn read_effect(gw: &Gateway, run: &str) -> String {
+    let (status, answer) = gw.call(
+        "POST",
+        &format!("/v1/runs/{run}/tool-calls"),
+        Some(&json!({"tool": "fs.read_file", "arguments": {"path": "src/lib.rs"}})),
+    );
+    assert_eq!(status, 200, "{}: {answer}", gw.base);
+    answer["decision"]["effect"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string()
+}
+
+fn open(gw: &Gateway, run: &str) {
+    let (status, body) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&json!({"id": run, "agent": "coder", "task": "T-12",
+                     "scope": "org:acme/repo:api/task:T-12", "clearance": "internal"})),
+    );
+    assert_eq!(status, 201, "{body}");
+}
+
+/// What each gateway keeps of policy in memory (the envelope set in force, each run's engine)
+/// follows a change made through another at once: a version stored on A governs the next run
+/// opened on B, and a run re-pinned on A is decided on B under its new versions by the very
+/// next call, though B had its engine cached.
+#[test]
+fn an_envelope_stored_or_a_run_repinned_on_one_gateway_governs_the_next_decision_on_another() {
+    let gws = cluster(2);
+    let (a, b) = (&gws[0], &gws[1]);
+    open(b, "before");
+    assert_eq!(read_effect(b, "before"), "allow", "version 2 allows reads");
+
+    let auth = format!("Bearer {}", a.token);
+    let (status, text) = a.raw(
+        "POST",
+        "/v2/policies/envelopes",
+        Some(reads_denied()),
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/yaml"),
+        ],
+    );
+    assert_eq!(status, 201, "{text}");
+
+    // A run opened on B right after: under version 3.
+    open(b, "after");
+    assert_eq!(
+        read_effect(b, "after"),
+        "deny",
+        "B opened the run under version 3"
+    );
+    // The run opened before stays on version 2 (runs are pinned), on either gateway.
+    assert_eq!(read_effect(b, "before"), "allow");
+    assert_eq!(read_effect(a, "before"), "allow");
+
+    // Re-pinned on A; B, its engine cached, decides under version 3 from its next call.
+    let (status, body) = a.call("POST", "/v1/runs/before/repin", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["changed"], true, "{body}");
+    assert_eq!(read_effect(b, "before"), "deny", "B saw the re-pin at once");
+    let out = a.tollgate(&["runs", "verify", "before"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}

@@ -149,7 +149,7 @@ pub fn run(cmd: HandoffCommand) -> Result<ExitCode> {
         HandoffCommand::Validate(a) => {
             let c = read_contract(&a.file)?;
             let rt = runtime()?;
-            let v = match judge(rt.recorder(), &rt.envelopes(), c).map_err(handoff_error)? {
+            let v = match judge(rt.recorder(), &*rt.envelopes()?, c).map_err(handoff_error)? {
                 Judged::Unchanged(stored) => {
                     if !a.json {
                         println!("unchanged: version {} has this content", stored.version);

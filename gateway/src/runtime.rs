@@ -29,13 +29,14 @@ pub const RUN_HEADER: &str = "x-tollgate-run";
 pub use implicit::{DEFAULT_CLIENT, IMPLICIT_TASK, client_of};
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tollgate_rules::engine::functions::PatternCache;
 use tollgate_rules::envelope::EnvelopeSet;
 
 use crate::clock::{Clock, SystemClock};
-use crate::policy::{PolicyStoreError, current_set};
+use crate::policy::{PolicyStoreError, current_set, policy_generation};
 use crate::providers::Provider;
 use crate::recorder::format::RunHeader;
 use crate::recorder::write::{
@@ -114,6 +115,10 @@ pub struct Runtime {
     provider: Arc<dyn Provider>,
     envelopes: RwLock<Arc<EnvelopeSet>>,
     engines: Mutex<HashMap<String, Arc<RunPolicy>>>,
+    /// The store's policy generation the envelope set and the engines were loaded at
+    /// (`policy_generation`, raised by triggers whenever a version is stored or a run
+    /// re-pinned, here or through another gateway on the same database).
+    policy_seen: AtomicI64,
     clock: Arc<dyn Clock>,
     /// Compiled glob patterns of rate-limited rules, shared by every call.
     patterns: PatternCache,
@@ -144,6 +149,7 @@ impl Runtime {
         provider: Arc<dyn Provider>,
         clock: Arc<dyn Clock>,
     ) -> Result<Runtime, RuntimeError> {
+        let generation = policy_generation(&store)?;
         let envelopes = current_set(&store)?;
         Ok(Runtime {
             recorder: Recorder::new(store.clone()),
@@ -151,6 +157,7 @@ impl Runtime {
             provider,
             envelopes: RwLock::new(Arc::new(envelopes)),
             engines: Mutex::new(HashMap::new()),
+            policy_seen: AtomicI64::new(generation),
             clock,
             patterns: PatternCache::default(),
             approvals_changed: tokio::sync::Notify::new(),
@@ -182,29 +189,57 @@ impl Runtime {
         crate::clock::rfc3339(u64::try_from(self.now_ms() / 1000).unwrap_or(0))
     }
 
-    /// The envelope set in force.
-    pub fn envelopes(&self) -> Arc<EnvelopeSet> {
-        self.envelopes
+    /// The envelope set in force, as the store holds it now (see [`Runtime::fresh_policy`]).
+    pub fn envelopes(&self) -> Result<Arc<EnvelopeSet>, RuntimeError> {
+        self.fresh_policy()?;
+        Ok(self
+            .envelopes
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+            .clone())
     }
 
-    /// Re-reads the envelope set in force from the store (after envelopes were stored). Runs
-    /// opened from now on open under it; cached engines stay, as the runs they decide for
-    /// stay on the versions they are pinned to.
-    pub fn reload_envelopes(&self) -> Result<(), RuntimeError> {
+    /// Brings what this process keeps of policy up to date with the store before a decision:
+    /// one read of the store's policy generation, and when it moved (an envelope version
+    /// stored, a run re-pinned — by this gateway, another on the same database, or a command),
+    /// the envelope set in force loaded again and every cached engine dropped. So several
+    /// gateways decide alike from their next decision on (issue 38).
+    pub fn fresh_policy(&self) -> Result<(), RuntimeError> {
+        let now = policy_generation(&self.store)?;
+        if now != self.policy_seen.load(Ordering::Acquire) {
+            self.load_policy(now)?;
+        }
+        Ok(())
+    }
+
+    /// Loads the envelope set in force and drops the cached engines, noting the generation
+    /// read before the load (so a change committed meanwhile is loaded again next time).
+    fn load_policy(&self, generation: i64) -> Result<(), RuntimeError> {
         let set = current_set(&self.store)?;
         *self
             .envelopes
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
+        self.engines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        self.policy_seen.store(generation, Ordering::Release);
         Ok(())
+    }
+
+    /// Re-reads the envelope set in force from the store (after envelopes were stored). Runs
+    /// opened from now on open under it; the engines are built again from the versions their
+    /// runs are pinned to.
+    pub fn reload_envelopes(&self) -> Result<(), RuntimeError> {
+        let now = policy_generation(&self.store)?;
+        self.load_policy(now)
     }
 
     /// The policy engine for a recorded run: the versions it is pinned to plus the run's
     /// subject facts, materialised once and cached.
     pub fn engine_for(&self, run: &str) -> Result<Arc<RunPolicy>, RuntimeError> {
+        self.fresh_policy()?;
         if let Some(engine) = self
             .engines
             .lock()
@@ -236,7 +271,7 @@ impl Runtime {
     /// stored yet), noting the stored versions that govern the run in it: the engine a run
     /// opens, or is re-pinned, under.
     pub(crate) fn build_engine(&self, header: &RunHeader) -> Result<RunPolicy, RuntimeError> {
-        pins::policy_for(self.envelopes(), header)
+        pins::policy_for(self.envelopes()?, header)
     }
 
     /// Appends events recording decisions made under `policy`, linking the envelope versions
@@ -301,6 +336,9 @@ impl Runtime {
         &self,
         run: &str,
     ) -> Result<(RunHeader, Arc<RunPolicy>), RuntimeError> {
+        // A re-pin through another gateway drops the cached engines (a store read, so the
+        // decision is made under the versions the run is pinned to now).
+        self.fresh_policy()?;
         if let Some(engine) = self.cached_engine(run) {
             return Ok((engine.header().clone(), engine));
         }

@@ -155,7 +155,7 @@ async fn search_memories(
     };
     let answer = blocking(&state, move |rt| {
         let now = rt.now_ms().div_euclid(1000);
-        Ok(memory::search(rt.store(), &rt.envelopes(), &query, now)?)
+        Ok(memory::search(rt.store(), &*rt.envelopes()?, &query, now)?)
     })
     .await?;
     Ok(Json(answer))

@@ -69,10 +69,10 @@ async fn store(
         text
     };
     let (stored, changes, behind) = blocking(&state, move |rt| {
-        let before = rt.envelopes();
+        let before = rt.envelopes()?;
         let stored = store_envelopes(rt.store(), &[("request".to_string(), text)])?;
         rt.reload_envelopes()?;
-        let changes = diff_envelopes(&before, &rt.envelopes());
+        let changes = diff_envelopes(&before, &*rt.envelopes()?);
         let behind = runs_behind(rt, &stored)?;
         Ok((stored, changes, behind))
     })

@@ -3,8 +3,10 @@
 //! producer's envelopes as well as its own, and sees no more than its producer; a consumer run
 //! that finishes has its deliveries checked before it closes.
 
+use std::sync::Arc;
+
 use serde_json::Value;
-use tollgate_rules::envelope::Level;
+use tollgate_rules::envelope::{EnvelopeSet, Level};
 
 use super::{Runtime, RuntimeError};
 use crate::handoff::deliver::{self, DeliveryReport};
@@ -48,6 +50,15 @@ pub(crate) struct UnderContract {
 }
 
 impl Runtime {
+    /// The envelope set in force, for the handoff module (it fails closed: a set that cannot
+    /// be read refuses the contract).
+    fn handoff_envelopes(&self) -> Result<Arc<EnvelopeSet>, HandoffError> {
+        self.envelopes().map_err(|e| match e {
+            RuntimeError::Store(s) => HandoffError::Store(s),
+            other => HandoffError::Evaluation(other.to_string()),
+        })
+    }
+
     /// Validates and stores a contract version (see [`submit::submit`]).
     pub fn submit_contract(
         &self,
@@ -56,7 +67,7 @@ impl Runtime {
     ) -> Result<Submitted, HandoffError> {
         submit::submit(
             self.recorder(),
-            &self.envelopes(),
+            &*self.handoff_envelopes()?,
             contract,
             by,
             &self.now_rfc3339(),
@@ -73,7 +84,7 @@ impl Runtime {
         let now = i32::try_from(self.now_ms() / 1000).unwrap_or(i32::MAX);
         deliver::check(
             self.recorder(),
-            &self.envelopes(),
+            &*self.handoff_envelopes()?,
             id,
             now,
             &self.now_rfc3339(),
@@ -100,7 +111,12 @@ impl Runtime {
                 stored.consumer_agent
             )));
         }
-        let parties = parties(self.recorder(), &self.envelopes(), &stored.contract, false)?;
+        let parties = parties(
+            self.recorder(),
+            &*self.envelopes()?,
+            &stored.contract,
+            false,
+        )?;
         let planned = &parties.consumer;
         if !within(scope, &planned.scope) {
             return Err(RuntimeError::Invalid(format!(
@@ -139,7 +155,7 @@ impl Runtime {
         header: &crate::recorder::format::RunHeader,
     ) -> Result<(), RuntimeError> {
         let found = escalations(
-            &self.envelopes(),
+            &*self.envelopes()?,
             &under.producer,
             &under.producer_agent,
             header,

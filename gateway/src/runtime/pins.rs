@@ -81,7 +81,7 @@ impl Runtime {
         by: &str,
         dry_run: bool,
     ) -> Result<Vec<Repinned>, RuntimeError> {
-        if self.envelopes().get(id).is_none() {
+        if self.envelopes()?.get(id).is_none() {
             return Err(RuntimeError::NotFound(format!(
                 "no stored envelope `{id}`\n  help: `tollgate policy versions` lists what is stored"
             )));

@@ -17,7 +17,7 @@ impl Runtime {
         reference: &str,
     ) -> Result<EnvelopeSet, RuntimeError> {
         let mut sources = Vec::new();
-        for e in self.envelopes().envelopes() {
+        for e in self.envelopes()?.envelopes() {
             if e.id != id {
                 sources.push(version_source(self.store(), &e.label())?);
             }

@@ -192,7 +192,7 @@ impl Runtime {
         if let Some(Value::String(user)) = req.metadata.get("user") {
             check_name_length("metadata.user", user)?;
         }
-        let set = self.envelopes();
+        let set = self.envelopes()?;
         for env in &req.envelopes {
             match set.get(env) {
                 Some(_) => {}

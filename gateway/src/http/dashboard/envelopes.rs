@@ -23,7 +23,7 @@ const RUNS_OFFERED: usize = 100;
 /// `GET /ui/envelopes`.
 pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Response {
     blocking_page(&state, &viewer, "Envelopes", "/ui/envelopes", move |rt| {
-        let set = rt.envelopes();
+        let set = rt.envelopes()?;
         let versions = list_versions(rt.store(), None)?;
         Ok(list_content(set.envelopes(), &versions))
     })
