@@ -224,3 +224,83 @@ fn an_envelope_stored_or_a_run_repinned_on_one_gateway_governs_the_next_decision
     let out = a.tollgate(&["runs", "verify", "before"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
+
+/// `tollgate ARGS...` on the cluster's store, with its token key; it must succeed.
+fn cli(gw: &Gateway, args: &[&str]) -> String {
+    let out = support::with_store(
+        &mut std::process::Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        gw.dir.path(),
+    )
+    .current_dir(gw.dir.path())
+    .env("TOLLGATE_TOKEN_KEY", TOKEN_KEY)
+    .args(args)
+    .output()
+    .expect("run tollgate");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    stdout(&out)
+}
+
+/// A long poll on gateway B for an approval decided through gateway A ends promptly: B's
+/// watcher reads the store's count of approval changes every 20 ms while a wait is open (the
+/// waits look again every 250 ms on their own, which alone would answer 125 ms late on
+/// average). Twenty rounds; at most one may be slower than 100 ms on this shared machine.
+#[test]
+fn an_approval_decided_on_one_gateway_wakes_a_long_poll_on_another_at_once() {
+    let gws = cluster(2);
+    let (a, b) = (&gws[0], &gws[1]);
+    let made: serde_json::Value = serde_json::from_str(&cli(
+        a,
+        &[
+            "tokens",
+            "create",
+            "--json",
+            "--kind",
+            "approver",
+            "--name",
+            "team-lead",
+        ],
+    ))
+    .unwrap();
+    let lead = made["token"].as_str().unwrap().to_string();
+    open(a, "gated");
+    let mut late = Vec::new();
+    for round in 0..20 {
+        let (status, gated) = a.call(
+            "POST",
+            "/v1/runs/gated/tool-calls",
+            Some(
+                &json!({"tool": "fs.write_file", "arguments": {"path": format!("src/{round}.rs")}}),
+            ),
+        );
+        assert_eq!(status, 200, "{gated}");
+        assert_eq!(gated["effect"], "require_approval", "{gated}");
+        let id = gated["approval"]["id"].as_str().unwrap().to_string();
+        let answered = std::thread::scope(|threads| {
+            let waiter = threads.spawn(|| {
+                let (status, answer) = b.call("GET", &format!("/v1/approvals/{id}?wait=20"), None);
+                (status, answer, std::time::Instant::now())
+            });
+            // The wait is open on B before the decision.
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            let (status, body) = a.call_as(
+                &lead,
+                "POST",
+                &format!("/v2/policies/approvals/{id}"),
+                Some(&json!({"decision": "approve"})),
+            );
+            assert_eq!(status, 200, "{body}");
+            let decided = std::time::Instant::now();
+            let (status, answer, at) = waiter.join().unwrap();
+            assert_eq!(status, 200, "{answer}");
+            assert_eq!(answer["state"], "approved", "{answer}");
+            at.saturating_duration_since(decided)
+        });
+        late.push(answered);
+    }
+    late.sort();
+    eprintln!("a decision on A to the answer on B, sorted: {late:?}");
+    assert!(
+        late[late.len() - 2] < std::time::Duration::from_millis(100),
+        "more than one of 20 long polls answered later than 100 ms: {late:?}"
+    );
+}

@@ -347,6 +347,12 @@ pub async fn serve(
             eprintln!("tollgate: cannot set TCP_NODELAY on a connection: {e}");
         }
     });
+    // The watcher that wakes approval long polls for decisions made through other gateways
+    // on the same database; it ends with the server.
+    tokio::spawn(crate::runtime::approval_waits::watch(
+        state.runtime.clone(),
+        state.shutdown.clone(),
+    ));
     // MCP sessions hold streams open: they end first, so in-flight requests can finish.
     let sessions = state.shutdown.clone();
     let shutdown = async move {

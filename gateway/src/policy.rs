@@ -296,16 +296,6 @@ pub fn current_set(store: &Store) -> Result<EnvelopeSet, PolicyStoreError> {
     Ok(load_envelopes(&sources)?)
 }
 
-/// The store's policy generation: a number its triggers raise whenever an envelope version is
-/// stored or a run re-pinned (migration 24). What a process keeps of policy in memory is good
-/// while this number has not moved.
-pub fn policy_generation(store: &Store) -> Result<i64, StoreError> {
-    store.read(|c| {
-        c.prepare_cached("SELECT value FROM policy_generation WHERE id = 1")?
-            .query_row((), |r| r.get::<i64>(0))
-    })
-}
-
 pub mod pins;
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! versions a run's decisions are made under are linked to the run when the first such
 //! decision is recorded ([`RunPolicy`]).
 
+pub mod approval_waits;
 mod chat;
 mod compile;
 mod decisions;
@@ -36,7 +37,7 @@ use tollgate_rules::engine::functions::PatternCache;
 use tollgate_rules::envelope::EnvelopeSet;
 
 use crate::clock::{Clock, SystemClock};
-use crate::policy::{PolicyStoreError, current_set, policy_generation};
+use crate::policy::{PolicyStoreError, current_set};
 use crate::providers::Provider;
 use crate::recorder::format::RunHeader;
 use crate::recorder::write::{
@@ -44,7 +45,7 @@ use crate::recorder::write::{
 };
 use crate::recorder::{Recorder, RecorderError};
 use crate::run_policy::RunPolicy;
-use crate::store::{Store, StoreError};
+use crate::store::{Changes, Store, StoreError, changes};
 
 /// What can go wrong in the runtime, before it is mapped to an HTTP status.
 #[derive(Debug, thiserror::Error)]
@@ -115,15 +116,15 @@ pub struct Runtime {
     provider: Arc<dyn Provider>,
     envelopes: RwLock<Arc<EnvelopeSet>>,
     engines: Mutex<HashMap<String, Arc<RunPolicy>>>,
-    /// The store's policy generation the envelope set and the engines were loaded at
-    /// (`policy_generation`, raised by triggers whenever a version is stored or a run
-    /// re-pinned, here or through another gateway on the same database).
+    /// The store's count of policy changes the envelope set and the engines were loaded at
+    /// (`changes/policy`, raised by triggers whenever a version is stored or a run re-pinned,
+    /// here or through another gateway on the same database).
     policy_seen: AtomicI64,
     clock: Arc<dyn Clock>,
     /// Compiled glob patterns of rate-limited rules, shared by every call.
     patterns: PatternCache,
-    /// Woken whenever an approval is decided (long polls wait on it).
-    pub approvals_changed: tokio::sync::Notify,
+    /// The long polls on approvals, woken when one is decided here or elsewhere.
+    pub approval_waits: approval_waits::ApprovalWaits,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -149,7 +150,7 @@ impl Runtime {
         provider: Arc<dyn Provider>,
         clock: Arc<dyn Clock>,
     ) -> Result<Runtime, RuntimeError> {
-        let generation = policy_generation(&store)?;
+        let generation = changes(&store, Changes::Policy)?;
         let envelopes = current_set(&store)?;
         Ok(Runtime {
             recorder: Recorder::new(store.clone()),
@@ -160,7 +161,7 @@ impl Runtime {
             policy_seen: AtomicI64::new(generation),
             clock,
             patterns: PatternCache::default(),
-            approvals_changed: tokio::sync::Notify::new(),
+            approval_waits: approval_waits::ApprovalWaits::default(),
         })
     }
 
@@ -200,20 +201,20 @@ impl Runtime {
     }
 
     /// Brings what this process keeps of policy up to date with the store before a decision:
-    /// one read of the store's policy generation, and when it moved (an envelope version
+    /// one read of the store's count of policy changes, and when it moved (an envelope version
     /// stored, a run re-pinned — by this gateway, another on the same database, or a command),
     /// the envelope set in force loaded again and every cached engine dropped. So several
     /// gateways decide alike from their next decision on (issue 38).
     pub fn fresh_policy(&self) -> Result<(), RuntimeError> {
-        let now = policy_generation(&self.store)?;
+        let now = changes(&self.store, Changes::Policy)?;
         if now != self.policy_seen.load(Ordering::Acquire) {
             self.load_policy(now)?;
         }
         Ok(())
     }
 
-    /// Loads the envelope set in force and drops the cached engines, noting the generation
-    /// read before the load (so a change committed meanwhile is loaded again next time).
+    /// Loads the envelope set in force and drops the cached engines, noting the count read
+    /// before the load (so a change committed meanwhile is loaded again next time).
     fn load_policy(&self, generation: i64) -> Result<(), RuntimeError> {
         let set = current_set(&self.store)?;
         *self
@@ -232,7 +233,7 @@ impl Runtime {
     /// opened from now on open under it; the engines are built again from the versions their
     /// runs are pinned to.
     pub fn reload_envelopes(&self) -> Result<(), RuntimeError> {
-        let now = policy_generation(&self.store)?;
+        let now = changes(&self.store, Changes::Policy)?;
         self.load_policy(now)
     }
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 use rusqlite::OpenFlags;
 use rusqlite::config::DbConfig;
 
-pub use counters::next_number;
+pub use counters::{Changes, changes, next_number};
 pub use migrate::{Migration, MigrationStatus, migrations};
 pub use schema::SchemaDrift;
 pub use sql::{Connection, Dialect, Row, Rows, Statement};

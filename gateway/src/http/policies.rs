@@ -373,6 +373,6 @@ async fn decide_approval(
         )?)
     })
     .await?;
-    state.runtime.approvals_changed.notify_waiters();
+    state.runtime.approval_waits.wake();
     Ok(Json(approval))
 }

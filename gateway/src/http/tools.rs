@@ -155,14 +155,15 @@ async fn get_approval(
     let mut reached = !caller.0.is_agent();
     let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_WAIT_SECONDS));
     let deadline = tokio::time::Instant::now() + wait;
+    let runtime = state.runtime.clone();
+    let _watching = (!wait.is_zero()).then(|| runtime.approval_waits.open());
     loop {
         // Register interest before reading, so a decision between the read and the wait
         // is not missed.
-        let notified = state.runtime.approvals_changed.notified();
-        let now = state.runtime.now_ms();
+        let notified = runtime.approval_waits.changed();
+        let now = runtime.now_ms();
         let key = id.clone();
-        let approval =
-            blocking(&state, move |rt| Ok(approvals::get(rt.store(), &key, now)?)).await?;
+        let approval = blocking(&state, move |rt| rt.approval_for_wait(&key, now)).await?;
         if !reached {
             // Another agent's approval is answered as if it did not exist.
             caller
@@ -173,8 +174,9 @@ async fn get_approval(
         if approval.state != ApprovalState::Pending || tokio::time::Instant::now() >= deadline {
             return Ok(Json(approval));
         }
-        // Decisions made by this process wake the wait at once; those made by another
-        // process on the same database (the CLI) are seen at the next look.
+        // Decisions made by this gateway wake the wait at once; those made by another
+        // gateway or a command on the same database, when the watcher next reads
+        // (`runtime::approval_waits`); and the wait looks again every 250 ms whatever happens.
         let _ = tokio::time::timeout_at(
             deadline.min(tokio::time::Instant::now() + Duration::from_millis(250)),
             notified,

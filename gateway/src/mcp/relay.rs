@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tollgate_rules::decide::DecisionEffect;
 
-use crate::approvals::{self, ApprovalState};
+use crate::approvals::ApprovalState;
 use crate::recorder::format::EventKind;
 use crate::runtime::{Runtime, RuntimeError, ToolCallAnswer, ToolCallRequest};
 use crate::secrets::redact_secrets;
@@ -254,12 +254,13 @@ impl Downstream {
         let started = tokio::time::Instant::now();
         let deadline = started + wait;
         let mut told = 0u64;
+        let _watching = self.runtime.approval_waits.open();
         loop {
-            let notified = self.runtime.approvals_changed.notified();
+            let notified = self.runtime.approval_waits.changed();
             let (rt, key) = (self.runtime.clone(), id.to_string());
             let state = blocking(move || {
                 let now = rt.now_ms();
-                approvals::get(rt.store(), &key, now).map(|a| a.state)
+                rt.approval_for_wait(&key, now).map(|a| a.state)
             })
             .await
             .map_err(|e| McpError::internal_error(e, None))?
@@ -278,8 +279,9 @@ impl Downstream {
                     .with_message(format!("waiting for approval {id} ({waited} s)"));
                 let _ = p.peer.notify_progress(note).await;
             }
-            // Decisions made by this process wake the wait at once; those made by another
-            // process on the same database (the CLI, another gateway) are seen at the next look.
+            // Decisions made by this gateway wake the wait at once; those made by another
+            // gateway or a command on the same database, when the watcher next reads
+            // (`runtime::approval_waits`); and the wait looks again every 250 ms regardless.
             tokio::select! {
                 _ = cancelled.cancelled() => {
                     return Err(McpError::internal_error("the client cancelled the call", None));

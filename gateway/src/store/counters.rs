@@ -1,7 +1,8 @@
 //! Numbers handed out by the store (migration 20): job ids, suite numbers, replay result and
 //! batch numbers. One statement takes the next number and keeps the counter's row until the
 //! write commits, so two writers never get the same number, on any engine; reading
-//! `COUNT(*) + 1` before inserting would give both the same one on PostgreSQL.
+//! `COUNT(*) + 1` before inserting would give both the same one on PostgreSQL. And the
+//! counters of changes ([`Changes`]) that triggers raise.
 
 use super::{Connection, StoreError};
 
@@ -13,6 +14,35 @@ pub fn next_number(c: &Connection, counter: &str) -> Result<i64, StoreError> {
          RETURNING value",
     )?
     .query_row([counter], |r| r.get(0))
+}
+
+/// A counter of changes (migration 24), raised by triggers in the write that changes what it
+/// counts: what a process keeps in memory, or waits on, is current while it has not moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changes {
+    /// Envelope versions stored, runs re-pinned (`changes/policy`).
+    Policy,
+    /// Approvals decided, used or expired (`changes/approvals`).
+    Approvals,
+}
+
+impl Changes {
+    fn counter(self) -> &'static str {
+        match self {
+            Changes::Policy => "changes/policy",
+            Changes::Approvals => "changes/approvals",
+        }
+    }
+}
+
+/// How many changes of `what` the store has counted (0 before the first).
+pub fn changes(store: &super::Store, what: Changes) -> Result<i64, StoreError> {
+    store.read(move |c| {
+        c.prepare_cached(
+            "SELECT COALESCE((SELECT value FROM tollgate_counters WHERE name = ?1), 0)",
+        )?
+        .query_row([what.counter()], |r| r.get::<i64>(0))
+    })
 }
 
 #[cfg(test)]

@@ -228,7 +228,7 @@ pub async fn decide(
     .await;
     match decided {
         Ok(Ok(_)) => {
-            state.runtime.approvals_changed.notify_waiters();
+            state.runtime.approval_waits.wake();
             Redirect::to(&format!("/ui/approvals?decided={}", encode(&id))).into_response()
         }
         Ok(Err(e)) => {

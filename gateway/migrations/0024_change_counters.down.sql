@@ -1,0 +1,7 @@
+DROP TRIGGER approvals_changes_update;
+DROP TRIGGER run_pins_changes_delete;
+DROP TRIGGER run_pins_changes_update;
+DROP TRIGGER run_pins_changes_insert;
+DROP TRIGGER envelope_versions_changes_delete;
+DROP TRIGGER envelope_versions_changes_update;
+DROP TRIGGER envelope_versions_changes_insert;

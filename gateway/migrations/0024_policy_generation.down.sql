@@ -1,7 +1,0 @@
-DROP TRIGGER run_pins_generation_delete;
-DROP TRIGGER run_pins_generation_update;
-DROP TRIGGER run_pins_generation_insert;
-DROP TRIGGER envelope_versions_generation_delete;
-DROP TRIGGER envelope_versions_generation_update;
-DROP TRIGGER envelope_versions_generation_insert;
-DROP TABLE policy_generation;
