@@ -306,3 +306,82 @@ fn an_approval_decided_on_one_gateway_wakes_a_long_poll_on_another_at_once() {
         "more than three of 20 long polls answered later than 100 ms: {late:?}"
     );
 }
+
+/// What one gateway counts it counts across all: `coding-agent`'s `web-budget` lets a run make
+/// 30 `http.get` calls an hour, and 48 asked at once through three gateways get exactly 30
+/// allowed; an approval presented through three gateways at once lets exactly one call go.
+#[test]
+fn a_rate_limit_and_an_approval_hold_across_gateways() {
+    let gws = cluster(3);
+    open(&gws[0], "limited");
+    let effects: Vec<String> = std::thread::scope(|threads| {
+        let calls: Vec<_> = (0..48)
+            .map(|i| {
+                let gw = &gws[i % gws.len()];
+                threads.spawn(move || {
+                    let (status, answer) = gw.call(
+                        "POST",
+                        "/v1/runs/limited/tool-calls",
+                        Some(&json!({"tool": "http.get", "call_id": format!("c{i}"),
+                                     "arguments": {"url": "https://a.example/"}})),
+                    );
+                    assert_eq!(status, 200, "{answer}");
+                    answer["effect"].as_str().unwrap().to_string()
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let count = |effect: &str| effects.iter().filter(|e| *e == effect).count();
+    assert_eq!(count("allow"), 30, "{effects:?}");
+    assert_eq!(count("rate_limited"), 18, "{effects:?}");
+
+    let made: serde_json::Value = serde_json::from_str(&cli(
+        &gws[0],
+        &[
+            "tokens",
+            "create",
+            "--json",
+            "--kind",
+            "approver",
+            "--name",
+            "team-lead",
+        ],
+    ))
+    .unwrap();
+    let lead = made["token"].as_str().unwrap().to_string();
+    let call = json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}});
+    let (status, gated) = gws[1].call("POST", "/v1/runs/limited/tool-calls", Some(&call));
+    assert_eq!(status, 200, "{gated}");
+    let id = gated["approval"]["id"].as_str().unwrap().to_string();
+    let (status, body) = gws[2].call_as(
+        &lead,
+        "POST",
+        &format!("/v2/policies/approvals/{id}"),
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let with_approval = json!({"tool": "shell.exec", "arguments": {"cmd": "make test"},
+                               "approval_id": id});
+    let answers: Vec<(u16, serde_json::Value)> = std::thread::scope(|threads| {
+        let uses: Vec<_> = gws
+            .iter()
+            .map(|gw| {
+                let body = &with_approval;
+                threads.spawn(move || gw.call("POST", "/v1/runs/limited/tool-calls", Some(body)))
+            })
+            .collect();
+        uses.into_iter().map(|u| u.join().unwrap()).collect()
+    });
+    let allowed = answers
+        .iter()
+        .filter(|(status, a)| *status == 200 && a["effect"] == "allow")
+        .count();
+    assert_eq!(allowed, 1, "the approval is used once: {answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(status, a)| (*status == 200 && a["effect"] == "allow") || *status == 409),
+        "{answers:?}"
+    );
+}
