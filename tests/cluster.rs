@@ -385,3 +385,190 @@ fn a_rate_limit_and_an_approval_hold_across_gateways() {
         "{answers:?}"
     );
 }
+
+/// Behind a load balancer, clients name the balancer's host, at its port: a gateway started
+/// with `--allow-host NAME` answers to NAME at any port, and still refuses every other host
+/// and origin. A name that is not a bare host name stops the start with how to write it.
+#[test]
+fn a_gateway_behind_a_load_balancer_answers_to_the_name_it_is_given() {
+    let gw = Gateway::start_args(&[], &["--allow-host", "tollgate.internal"]);
+    let auth = format!("Bearer {}", gw.token);
+    for host in [
+        "tollgate.internal",
+        "tollgate.internal:443",
+        "Tollgate.Internal:8080",
+    ] {
+        let (status, body) = gw.call_with(
+            "GET",
+            "/v1/runs",
+            None,
+            &[("Host", host), ("Authorization", &auth)],
+        );
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let (status, body) = gw.call_with(
+        "GET",
+        "/v1/runs",
+        None,
+        &[
+            ("Origin", "https://tollgate.internal"),
+            ("Authorization", &auth),
+        ],
+    );
+    assert_eq!(status, 200, "{body}");
+    for (header, value) in [
+        ("Host", "evil.example"),
+        ("Host", "tollgate.internal.evil.example"),
+        ("Origin", "https://evil.example"),
+    ] {
+        let (status, body) = gw.call_with(
+            "GET",
+            "/v1/runs",
+            None,
+            &[(header, value), ("Authorization", &auth)],
+        );
+        assert_eq!(status, 403, "{header}: {value}: {body}");
+    }
+    let dir = support::TempDir::new("gateway");
+    let out = support::with_store(
+        &mut std::process::Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        dir.path(),
+    )
+    .current_dir(dir.path())
+    .args([
+        "serve",
+        "--port",
+        "0",
+        "--allow-host",
+        "https://tollgate.internal",
+    ])
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is not a host name") && stderr(&out).contains("help:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Gateways of a new deployment start at once on an empty database: each migrates it, one
+/// after the other (migrations run in a write, under the write lock), and every start succeeds
+/// on the one schema.
+#[test]
+fn gateways_starting_at_once_on_an_empty_database_migrate_it_once() {
+    let dir = support::TempDir::new("gateway");
+    let url = dir.database_url();
+    let started: Vec<std::process::Output> = std::thread::scope(|threads| {
+        let starts: Vec<_> = (0..3)
+            .map(|_| {
+                let (url, dir) = (&url, &dir);
+                threads.spawn(move || {
+                    std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+                        .current_dir(dir.path())
+                        .env("TOLLGATE_DATABASE_URL", url)
+                        .args(["db", "upgrade"])
+                        .output()
+                        .unwrap()
+                })
+            })
+            .collect();
+        starts.into_iter().map(|s| s.join().unwrap()).collect()
+    });
+    for out in &started {
+        assert!(out.status.success(), "{}{}", stdout(out), stderr(out));
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(dir.path())
+        .env("TOLLGATE_DATABASE_URL", &url)
+        .args(["db", "check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
+/// The example deployment (`examples/cluster/`): three gateways with one configuration on one
+/// PostgreSQL, behind a balancer that sends requests round robin to each of them and checks
+/// their health route; the gateways' command is one `tollgate serve` accepts (started here with
+/// it, on a free port and the test's store).
+#[test]
+fn the_example_deployment_runs_three_alike_gateways_on_one_database_behind_a_balancer() {
+    let folder = root().join("examples/cluster");
+    let text = std::fs::read_to_string(folder.join("compose.yaml")).unwrap();
+    let compose: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let services = compose["services"].as_mapping().unwrap();
+    let gateways: Vec<(&str, &serde_yaml::Value)> = services
+        .iter()
+        .filter(|(_, s)| s["command"][0].as_str() == Some("serve"))
+        .map(|(name, s)| (name.as_str().unwrap(), s))
+        .collect();
+    assert_eq!(gateways.len(), 3, "three gateways");
+    let first = gateways[0].1;
+    for (name, gateway) in &gateways {
+        assert_eq!(*gateway, first, "{name} is configured as the others are");
+    }
+    let env = &first["environment"];
+    let database = env["TOLLGATE_DATABASE_URL"].as_str().unwrap();
+    assert!(
+        database.starts_with("postgres://") && database.contains("@postgres:5432/"),
+        "{database}"
+    );
+    assert!(services.contains_key("postgres"));
+    for shared in ["TOLLGATE_TOKEN", "TOLLGATE_TOKEN_KEY"] {
+        assert!(
+            env[shared].as_str().is_some(),
+            "{shared} is set alike on every gateway"
+        );
+    }
+    assert_eq!(
+        first["depends_on"]["postgres"]["condition"].as_str(),
+        Some("service_healthy")
+    );
+
+    // The balancer: round robin over every gateway, each health-checked, on the published port.
+    let balancer = &services["balancer"];
+    assert_eq!(balancer["ports"][0].as_str(), Some("8000:8000"));
+    let haproxy = std::fs::read_to_string(folder.join("haproxy.cfg")).unwrap();
+    assert!(haproxy.contains("balance roundrobin"), "{haproxy}");
+    assert!(haproxy.contains("option httpchk GET /health"), "{haproxy}");
+    for (name, _) in &gateways {
+        assert!(
+            haproxy.contains(&format!("server {name} {name}:8000 check")),
+            "{name} is behind the balancer"
+        );
+    }
+    let dockerfile = std::fs::read_to_string(folder.join("Dockerfile")).unwrap();
+    assert!(dockerfile.contains("cargo build --release --locked -p tollgate"));
+    assert_eq!(
+        first["build"]["dockerfile"].as_str(),
+        Some("examples/cluster/Dockerfile")
+    );
+
+    // The command starts a gateway (its address made local, its envelopes the fixtures the
+    // image copies).
+    let mut args: Vec<String> = first["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    // The test's gateway picks its own port (`serve --port 0`).
+    let port = args.iter().position(|a| a == "--port").unwrap();
+    args.drain(port..port + 2);
+    for (flag, local) in [
+        ("--addr", "127.0.0.1".to_string()),
+        (
+            "--envelopes",
+            root().join("fixtures/envelopes").display().to_string(),
+        ),
+    ] {
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1] = local;
+    }
+    assert!(args.iter().all(|a| !a.contains("${")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let gw = Gateway::start_args(&[], &args);
+    let (status, body) = gw.call_with("GET", "/health", None, &[("Host", "balancer:8000")]);
+    assert_eq!(status, 200, "{body}");
+}

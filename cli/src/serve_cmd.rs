@@ -43,6 +43,12 @@ pub struct ServeArgs {
     /// proxy` takes; or `TOLLGATE_MCP_CONFIG`).
     #[arg(long)]
     mcp_config: Option<std::path::PathBuf>,
+    /// A host name the gateway also answers to, at any port (repeat for several; or
+    /// `TOLLGATE_ALLOWED_HOSTS`, comma-separated): the name clients reach it by behind a load
+    /// balancer or a proxy (`--addr 0.0.0.0 --allow-host tollgate.internal`). Requests naming
+    /// any other host, or sent from a page of another origin, are refused (DNS rebinding).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -153,7 +159,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             addr: args.addr,
             port: local.port(),
             body_limit: args.body_limit,
-            extra_hosts: Vec::new(),
+            extra_hosts: allowed_hosts(&args.allow_hosts)?,
         };
         let mut state = AppState::new(Arc::new(runtime), &token, config)
             .with_packs(packs)
@@ -237,4 +243,31 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
+}
+
+/// The host names of `--allow-host` and `TOLLGATE_ALLOWED_HOSTS`, each checked: a bare name
+/// (letters, digits, `-`, `.`), no port, no scheme.
+fn allowed_hosts(flags: &[String]) -> Result<Vec<String>> {
+    let from_env = std::env::var("TOLLGATE_ALLOWED_HOSTS").unwrap_or_default();
+    let mut hosts = Vec::new();
+    for name in flags
+        .iter()
+        .map(String::as_str)
+        .chain(from_env.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        let plain = name.len() <= 253
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            && !name.starts_with(['-', '.']);
+        if !plain {
+            anyhow::bail!(
+                "`{name}` is not a host name\n  help: give the bare name clients use, such as `tollgate.internal` (no scheme, no port)"
+            );
+        }
+        hosts.push(name.to_ascii_lowercase());
+    }
+    Ok(hosts)
 }

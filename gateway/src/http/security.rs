@@ -15,7 +15,8 @@ use super::error::BodyLimit;
 use super::{ApiError, AppState};
 use crate::auth::write_private;
 
-/// Host and Origin must name this loopback listener.
+/// Host and Origin must name this loopback listener (at its port), or a host name the gateway
+/// was told it is reached by (`serve --allow-host`, at any port: a load balancer's).
 pub async fn check_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let port = state.config.port;
     let allowed_host = |host: &str| {
@@ -23,9 +24,14 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
             Some((n, p)) if !n.ends_with(']') || host.starts_with('[') => (n, Some(p)),
             _ => (host, None),
         };
-        let name_ok = matches!(name, "127.0.0.1" | "localhost" | "[::1]")
-            || state.config.extra_hosts.iter().any(|h| h == name);
-        name_ok && host_port.is_none_or(|p| p == port.to_string())
+        let loopback = matches!(name, "127.0.0.1" | "localhost" | "[::1]")
+            && host_port.is_none_or(|p| p == port.to_string());
+        loopback
+            || state
+                .config
+                .extra_hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(name))
     };
     if let Some(host) = req.headers().get(header::HOST) {
         let host = host.to_str().unwrap_or("");
@@ -33,7 +39,7 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
             let error = ApiError::Forbidden {
                 code: "foreign_host",
                 message: format!(
-                    "host `{host}` is not this gateway: it answers only on 127.0.0.1:{port} and localhost:{port}"
+                    "host `{host}` is not this gateway: it answers on 127.0.0.1:{port} and localhost:{port}, and on the names `serve --allow-host` gives it"
                 ),
                 details: serde_json::Value::Null,
             };
