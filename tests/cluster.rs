@@ -21,18 +21,11 @@ fn envelopes() -> Vec<String> {
     ]
 }
 
-/// `n` gateways on one store, the first made fresh.
+/// `n` gateways on one store, the first made fresh, with the fixture envelopes.
 fn cluster(n: usize) -> Vec<Gateway> {
     let args = envelopes();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let envs = [("TOLLGATE_TOKEN_KEY", TOKEN_KEY)];
-    let first = Gateway::start_args(&envs, &args);
-    let mut all = vec![];
-    for _ in 1..n {
-        all.push(first.beside(&envs, &args));
-    }
-    all.insert(0, first);
-    all
+    support::cluster(n, &[("TOLLGATE_TOKEN_KEY", TOKEN_KEY)], &args)
 }
 
 #[test]

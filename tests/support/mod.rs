@@ -185,6 +185,27 @@ pub struct Gateway {
     pub dashboard_url: String,
     /// Everything `serve` wrote to stderr so far (what a log of it would hold).
     pub log: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The environment variables and `serve` arguments it was started with.
+    started: (Vec<(String, String)>, Vec<String>),
+}
+
+/// Owned copies of environment variables and arguments.
+fn owned(envs: &[(&str, &str)], args: &[&str]) -> (Vec<(String, String)>, Vec<String>) {
+    (
+        envs.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        args.iter().map(|a| a.to_string()).collect(),
+    )
+}
+
+/// `n` gateways on one store (see [`Gateway::beside`]), the first made fresh, each started with
+/// these environment variables and `serve` arguments.
+pub fn cluster(n: usize, envs: &[(&str, &str)], args: &[&str]) -> Vec<Gateway> {
+    let first = Gateway::start_args(envs, args);
+    let mut all: Vec<Gateway> = (1..n).map(|_| first.beside(envs, args)).collect();
+    all.insert(0, first);
+    all
 }
 
 impl Gateway {
@@ -219,6 +240,7 @@ impl Gateway {
             dir,
             dashboard_url,
             log,
+            started: owned(envs, args),
         }
     }
 
@@ -247,6 +269,7 @@ impl Gateway {
             dir,
             dashboard_url,
             log,
+            started: owned(&all, args),
         }
     }
 
@@ -265,6 +288,16 @@ impl Gateway {
         self.base = base;
         self.dashboard_url = dashboard_url;
         self.log = log;
+        self.started = owned(envs, args);
+    }
+
+    /// Starts the gateway again as it was started (same store, variables and arguments; a
+    /// new port); the old process must be gone.
+    pub fn restart_as_started(&mut self) {
+        let (envs, args) = self.started.clone();
+        let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.restart(&envs, &args);
     }
 
     /// Starts a gateway.
