@@ -243,20 +243,7 @@ fn cli(gw: &Gateway, args: &[&str]) -> String {
 fn an_approval_decided_on_one_gateway_wakes_a_long_poll_on_another_at_once() {
     let gws = cluster(2);
     let (a, b) = (&gws[0], &gws[1]);
-    let made: serde_json::Value = serde_json::from_str(&cli(
-        a,
-        &[
-            "tokens",
-            "create",
-            "--json",
-            "--kind",
-            "approver",
-            "--name",
-            "team-lead",
-        ],
-    ))
-    .unwrap();
-    let lead = made["token"].as_str().unwrap().to_string();
+    let lead = team_lead(a);
     open(a, "gated");
     let mut late = Vec::new();
     for round in 0..20 {
@@ -329,20 +316,7 @@ fn a_rate_limit_and_an_approval_hold_across_gateways() {
     assert_eq!(count("allow"), 30, "{effects:?}");
     assert_eq!(count("rate_limited"), 18, "{effects:?}");
 
-    let made: serde_json::Value = serde_json::from_str(&cli(
-        &gws[0],
-        &[
-            "tokens",
-            "create",
-            "--json",
-            "--kind",
-            "approver",
-            "--name",
-            "team-lead",
-        ],
-    ))
-    .unwrap();
-    let lead = made["token"].as_str().unwrap().to_string();
+    let lead = team_lead(&gws[0]);
     let call = json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}});
     let (status, gated) = gws[1].call("POST", "/v1/runs/limited/tool-calls", Some(&call));
     assert_eq!(status, 200, "{gated}");
@@ -564,4 +538,23 @@ fn the_example_deployment_runs_three_alike_gateways_on_one_database_behind_a_bal
     let gw = Gateway::start_args(&[], &args);
     let (status, body) = gw.call_with("GET", "/health", None, &[("Host", "balancer:8000")]);
     assert_eq!(status, 200, "{body}");
+}
+
+/// A token for the approver `team-lead` (the fixture envelopes' approver), made on the
+/// cluster's store.
+fn team_lead(gw: &Gateway) -> String {
+    let made: serde_json::Value = serde_json::from_str(&cli(
+        gw,
+        &[
+            "tokens",
+            "create",
+            "--json",
+            "--kind",
+            "approver",
+            "--name",
+            "team-lead",
+        ],
+    ))
+    .unwrap();
+    made["token"].as_str().unwrap().to_string()
 }

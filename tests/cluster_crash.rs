@@ -13,13 +13,12 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Gateway, Seeded, root, stderr, stdout};
+use support::{Seeded, root, stderr, stdout};
 
 const GATEWAYS: usize = 3;
 const RUNS: [&str; 3] = ["spread-a", "spread-b", "spread-c"];
@@ -150,19 +149,6 @@ fn lifecycle_client(
     }
 }
 
-/// The hash of every stored event, by (run, seq).
-fn stored_hashes(gw: &Gateway) -> HashMap<(String, u64), String> {
-    support::store_in(gw.dir.path())
-        .read(|c| {
-            c.prepare("SELECT run_id, seq, hash FROM events")?
-                .query_map((), |r| {
-                    Ok(((r.get::<String>(0)?, r.get::<i64>(1)? as u64), r.get(2)?))
-                })?
-                .collect()
-        })
-        .expect("read the stored events")
-}
-
 #[test]
 fn a_gateway_killed_among_three_under_load_loses_nothing_and_every_chain_verifies() {
     let args = [
@@ -239,7 +225,7 @@ fn a_gateway_killed_among_three_under_load_loses_nothing_and_every_chain_verifie
         opened.len()
     );
 
-    let stored = stored_hashes(&gws[0]);
+    let stored = support::stored_hashes(gws[0].dir.path());
     for (run, seq, hash) in &acked {
         assert_eq!(
             stored.get(&(run.clone(), *seq)),

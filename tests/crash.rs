@@ -12,7 +12,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -188,19 +188,6 @@ fn stored_runs(gw: &Gateway) -> HashSet<String> {
         .expect("read the stored runs")
 }
 
-/// The hash of every stored event of the runs, by (run, seq).
-fn stored_hashes(gw: &Gateway) -> HashMap<(String, u64), String> {
-    support::store_in(gw.dir.path())
-        .read(|c| {
-            c.prepare("SELECT run_id, seq, hash FROM events")?
-                .query_map((), |r| {
-                    Ok(((r.get::<String>(0)?, r.get::<i64>(1)? as u64), r.get(2)?))
-                })?
-                .collect()
-        })
-        .expect("read the stored events")
-}
-
 #[test]
 fn a_gateway_killed_with_sigkill_under_load_loses_no_answered_decision_and_its_chains_verify() {
     let args = serve_args();
@@ -226,7 +213,7 @@ fn a_gateway_killed_with_sigkill_under_load_loses_no_answered_decision_and_its_c
         kills.push((at, acked.len(), opened.len()));
         total += acked.len();
         opened_total += opened.len();
-        let stored = stored_hashes(&gw);
+        let stored = support::stored_hashes(gw.dir.path());
         for a in &acked {
             assert_eq!(
                 stored.get(&(a.run.clone(), a.seq)),

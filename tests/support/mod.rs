@@ -157,6 +157,20 @@ pub fn store_at(url: &str) -> Store {
     Store::open_unmigrated(&location).expect("open the store")
 }
 
+/// The hash of every stored event of the store in `dir`, by (run, seq): what crash tests
+/// compare the receipts clients were answered with against.
+pub fn stored_hashes(dir: &Path) -> std::collections::HashMap<(String, u64), String> {
+    store_in(dir)
+        .read(|c| {
+            c.prepare("SELECT run_id, seq, hash FROM events")?
+                .query_map((), |r| {
+                    Ok(((r.get::<String>(0)?, r.get::<i64>(1)? as u64), r.get(2)?))
+                })?
+                .collect()
+        })
+        .expect("read the stored events")
+}
+
 /// `SELECT COUNT(*) FROM table` in `store`.
 pub fn count_rows(store: &Store, table: &str) -> i64 {
     let sql = format!("SELECT COUNT(*) FROM {table}");
