@@ -141,7 +141,10 @@ fn generated(n: usize, skewed: bool, words: &Words) -> Store {
     for i in 0..n {
         rows.push(memory(i, skewed, &mut rng, words));
     }
-    for chunk in rows.chunks(50_000) {
+    // A thousand memories a transaction: on PostgreSQL each insert raises the census row, its
+    // group's and its words' counts, and one transaction updating one row N times walks a chain
+    // of N versions on each update (quadratic); between transactions the old versions are pruned.
+    for chunk in rows.chunks(1_000) {
         let chunk = chunk.to_vec();
         store
             .write(move |c| {

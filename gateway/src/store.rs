@@ -30,7 +30,8 @@ pub use schema::SchemaDrift;
 pub use sql::{Connection, Dialect, Row, Rows, Statement};
 pub use value::params;
 pub use value::{
-    Column, OptionalExtension, Param, Params, ParamsFromIter, SqlValue, Value, params_from_iter,
+    Column, IN_LIST, OptionalExtension, Param, Params, ParamsFromIter, SqlValue, Value, in_list,
+    params_from_iter,
 };
 use writer::Writer;
 

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::store::Connection;
+use crate::store::{Connection, IN_LIST, in_list, params_from_iter};
 use tollgate_rules::decide::{MemoryVerdict, PolicyEngine};
 use tollgate_rules::engine::{Proof, ProofStep};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
@@ -170,14 +170,8 @@ impl Eligibility {
             let off_chain = first_group_off(c, &chain)?;
             let total: i64 = c.query_row("SELECT members FROM memory_census", (), |r| r.get(0))?;
             // Passed expiries are few (decay expires them), and indexed.
-            let mut passed = BTreeMap::new();
-            let mut stmt = c.prepare_cached(
-                "SELECT COUNT(*) FROM memories WHERE group_id = ?1 AND expires_at <= ?2",
-            )?;
-            for g in groups.iter().filter(|g| g.expiring) {
-                let n: i64 = stmt.query_row(crate::store::params![g.id, now], |r| r.get(0))?;
-                passed.insert(g.id, n.max(0) as u64);
-            }
+            let expiring: Vec<i64> = groups.iter().filter(|g| g.expiring).map(|g| g.id).collect();
+            let passed = passed_expiries(c, &expiring, now)?;
             Ok((groups, total.max(0) as u64, passed, off_chain))
         })?;
         let elsewhere = total.saturating_sub(groups.iter().map(|g| g.members).sum());
@@ -485,19 +479,21 @@ fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<Stri
     Ok(ids)
 }
 
-/// The first group (by id) with members in none of `scopes`.
+/// The first group (by id) with members in none of `scopes`. Asked of the store with its
+/// `LIMIT`, not by reading groups until one is off: PostgreSQL answers a query with all its
+/// rows, and a store holds tens of thousands of groups (a task scope each).
 fn first_group_off(c: &Connection, scopes: &[String]) -> Result<Option<Group>, StoreError> {
+    let off = if scopes.is_empty() {
+        String::new()
+    } else {
+        let marks: Vec<String> = (1..=scopes.len()).map(|i| format!("?{i}")).collect();
+        format!(" AND scope NOT IN ({})", marks.join(", "))
+    };
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE members > 0 ORDER BY id"
+        "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE members > 0{off} ORDER BY id LIMIT 1"
     ))?;
-    let mut rows = stmt.query(())?;
-    while let Some(r) = rows.next()? {
-        let group = group_row(&r)?;
-        if !scopes.contains(&group.scope) {
-            return Ok(Some(group));
-        }
-    }
-    Ok(None)
+    let mut rows = stmt.query(params_from_iter(scopes.iter().map(String::as_str)))?;
+    rows.next()?.map(|r| group_row(&r)).transpose()
 }
 
 /// The columns [`group_row`] reads.
@@ -517,26 +513,52 @@ fn group_row(r: &crate::store::Row<'_>) -> Result<Group, StoreError> {
     })
 }
 
-/// Every group with members in one of `scopes`, by id.
+/// Every group with members in one of `scopes`, by id: one statement for the whole chain
+/// (a round trip each on PostgreSQL).
 fn groups(c: &Connection, scopes: &[String]) -> Result<Vec<Group>, StoreError> {
     let mut out = Vec::new();
-    for scope in scopes {
-        out.extend(groups_in(c, scope)?);
+    for chunk in scopes.chunks(IN_LIST) {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE scope IN ({}) AND members > 0",
+            in_list(1)
+        ))?;
+        // Padded with the empty scope, which no memory has.
+        let values = (0..IN_LIST).map(|i| chunk.get(i).map_or("", String::as_str));
+        let mut rows = stmt.query(params_from_iter(values))?;
+        while let Some(r) = rows.next()? {
+            out.push(group_row(&r)?);
+        }
     }
     out.sort_by_key(|g| g.id);
     Ok(out)
 }
 
-fn groups_in(c: &Connection, scope: &str) -> Result<Vec<Group>, StoreError> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE scope = ?1 AND members > 0"
-    ))?;
-    let mut rows = stmt.query([scope])?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        out.push(group_row(&r)?);
+/// How many members of each of `groups` have an expiry at or before `now`: one statement per
+/// [`IN_LIST`] groups, not one per group (a scope chain has tens of expiring groups).
+fn passed_expiries(
+    c: &Connection,
+    groups: &[i64],
+    now: i64,
+) -> Result<BTreeMap<i64, u64>, StoreError> {
+    let mut passed: BTreeMap<i64, u64> = groups.iter().map(|&g| (g, 0)).collect();
+    for chunk in groups.chunks(IN_LIST) {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT group_id, COUNT(*) FROM memories
+             WHERE group_id IN ({}) AND expires_at <= ?1 GROUP BY group_id",
+            in_list(2)
+        ))?;
+        // Padded with a group id no group has (ids start at 1).
+        let mut values = vec![crate::store::Value::Integer(now)];
+        values.extend(
+            (0..IN_LIST).map(|i| crate::store::Value::Integer(chunk.get(i).map_or(0, |g| *g))),
+        );
+        let mut rows = stmt.query(params_from_iter(values))?;
+        while let Some(r) = rows.next()? {
+            let n: i64 = r.get(1)?;
+            passed.insert(r.get(0)?, n.max(0) as u64);
+        }
     }
-    Ok(out)
+    Ok(passed)
 }
 
 #[cfg(test)]

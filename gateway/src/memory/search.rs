@@ -123,12 +123,16 @@ pub fn search(
         }
         Ok((found, eligible, withheld))
     })?;
+    // The hits' rows and histories in one read (a statement per table, not per hit).
+    let ids: Vec<String> = found.iter().map(|m| m.id.clone()).collect();
+    let memories = store
+        .read(move |c| store::load_many(c, &ids.iter().map(String::as_str).collect::<Vec<_>>()))?;
     let mut hits = Vec::new();
-    for (i, m) in found.iter().enumerate() {
+    for (i, (m, memory)) in found.iter().zip(memories).enumerate() {
         hits.push(SearchHit {
             rank: i as u32 + 1,
             relevance: m.relevance,
-            memory: store::get(store, &m.id)?,
+            memory: memory.ok_or_else(|| MemoryError::NotFound(m.id.clone()))?,
         });
     }
     Ok(SearchAnswer {

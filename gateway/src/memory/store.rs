@@ -1,7 +1,11 @@
 //! Memories in the store (migration 8): the memory rows, their sources and their review
 //! history, and the provenance edge from each source event to the memory.
 
-use crate::store::{Connection, OptionalExtension, params};
+use std::collections::HashMap;
+
+use crate::store::{
+    Connection, IN_LIST, OptionalExtension, Row, in_list, params, params_from_iter,
+};
 use tollgate_rules::canonical::to_canonical_json;
 use tollgate_rules::envelope::Level;
 
@@ -54,13 +58,8 @@ pub fn list(store: &Store, filter: &MemoryFilter) -> Result<Vec<MemoryArtifact>,
                 |r| r.get(0),
             )?
             .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(m) = load(c, &id)? {
-                out.push(m);
-            }
-        }
-        Ok(out)
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        Ok(load_many(c, &ids)?.into_iter().flatten().collect())
     })?)
 }
 
@@ -102,12 +101,8 @@ pub fn page(
             )?
             .collect::<Result<_, _>>()?;
         let more = ids.len() > limit;
-        let mut memories = Vec::with_capacity(limit);
-        for id in ids.iter().take(limit) {
-            if let Some(m) = load(c, id)? {
-                memories.push(m);
-            }
-        }
+        let page: Vec<&str> = ids.iter().take(limit).map(String::as_str).collect();
+        let memories: Vec<MemoryArtifact> = load_many(c, &page)?.into_iter().flatten().collect();
         let next = more
             .then(|| memories.last().map(|m| m.id.clone()))
             .flatten();
@@ -371,147 +366,147 @@ pub(crate) fn stored_level(id: &str, level: String) -> Result<Level, StoreError>
 
 /// The memory `id`, if stored.
 pub(crate) fn load(c: &Connection, id: &str) -> Result<Option<MemoryArtifact>, StoreError> {
-    let row = c
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM memories WHERE id = ?1"))?
-        .query_row([id], |r| {
-            Ok((
-                r.get::<String>(0)?,
-                r.get::<String>(1)?,
-                r.get::<String>(2)?,
-                r.get::<String>(3)?,
-                r.get::<String>(4)?,
-                r.get::<String>(5)?,
-                r.get::<bool>(6)?,
-                r.get::<i64>(7)?,
-                r.get::<u32>(8)?,
-                r.get::<i64>(9)?,
-                r.get::<String>(10)?,
-            ))
-        })
-        .optional()?;
-    let Some((id, class, text, scope, level, status, pinned, expires_at, strength, used, score)) =
-        row
-    else {
-        return Ok(None);
-    };
+    Ok(load_many(c, &[id])?.pop().flatten())
+}
+
+/// The memories `ids`, in their order (`None` for one not stored): each table read once per
+/// [`IN_LIST`] memories, not once per memory (a search's hits, a page of the list).
+pub(crate) fn load_many(
+    c: &Connection,
+    ids: &[&str],
+) -> Result<Vec<Option<MemoryArtifact>>, StoreError> {
+    let mut found: HashMap<String, MemoryArtifact> = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(IN_LIST) {
+        // Padded with the empty id, which no memory has.
+        let keys = || (0..IN_LIST).map(|i| chunk.get(i).copied().unwrap_or(""));
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM memories WHERE id IN ({})",
+            in_list(1)
+        ))?;
+        let mut rows = stmt.query(params_from_iter(keys()))?;
+        while let Some(r) = rows.next()? {
+            let m = memory_row(&r)?;
+            found.insert(m.id.clone(), m);
+        }
+        for_each_row(c, HISTORY[0], keys(), |id, r| {
+            let Some(m) = found.get_mut(id) else {
+                return Ok(());
+            };
+            m.sources.push(Evidence {
+                run: r.get(1)?,
+                step: r.get(2)?,
+                event: r.get::<i64>(3)? as u64,
+                episode: r.get(4)?,
+                quote: r.get(5)?,
+            });
+            Ok(())
+        })?;
+        for_each_row(c, HISTORY[1], keys(), |id, r| {
+            let Some(m) = found.get_mut(id) else {
+                return Ok(());
+            };
+            let decision: String = r.get(1)?;
+            m.decisions.push(PromotionDecision {
+                memory: id.to_string(),
+                decision: serde_json::from_value(serde_json::Value::String(decision))
+                    .map_err(StoreError::corrupt)?,
+                by: r.get(2)?,
+                reason: r.get(3)?,
+                at: r.get(4)?,
+                merged_into: r.get(5)?,
+            });
+            Ok(())
+        })?;
+        for_each_row(c, HISTORY[2], keys(), |id, r| {
+            let Some(m) = found.get_mut(id) else {
+                return Ok(());
+            };
+            m.edits.push(MemoryEdit {
+                field: r.get(1)?,
+                from: r.get(2)?,
+                to: r.get(3)?,
+                by: r.get(4)?,
+                reason: r.get(5)?,
+                at: r.get(6)?,
+            });
+            Ok(())
+        })?;
+        for_each_row(c, HISTORY[3], keys(), |id, r| {
+            let Some(m) = found.get_mut(id) else {
+                return Ok(());
+            };
+            let verdict: String = r.get(1)?;
+            m.feedback.push(MemoryFeedback {
+                verdict: FeedbackVerdict::parse(&verdict).ok_or_else(|| {
+                    StoreError::Corrupt(format!("memory `{id}`: feedback verdict"))
+                })?,
+                by: r.get(2)?,
+                note: r.get(3)?,
+                run: r.get(4)?,
+                at: r.get(5)?,
+            });
+            Ok(())
+        })?;
+    }
+    // Cloned, not taken: an id asked twice is answered twice.
+    Ok(ids.iter().map(|id| found.get(*id).cloned()).collect())
+}
+
+/// A memory's row, its histories empty.
+fn memory_row(r: &Row<'_>) -> Result<MemoryArtifact, StoreError> {
+    let id: String = r.get(0)?;
     let corrupt = |what: &str| StoreError::Corrupt(format!("memory `{id}`: {what}"));
-    let class = MemoryClass::parse(&class).ok_or_else(|| corrupt("class"))?;
-    let status = MemoryStatus::parse(&status).ok_or_else(|| corrupt("status"))?;
-    let sensitivity = stored_level(&id, level)?;
-    let score: ScoreParts = serde_json::from_str(&score).map_err(StoreError::corrupt)?;
-    Ok(Some(MemoryArtifact {
-        sources: load_sources(c, &id)?,
-        decisions: load_decisions(c, &id)?,
-        edits: load_edits(c, &id)?,
-        feedback: load_feedback(c, &id)?,
-        id,
+    let class = MemoryClass::parse(&r.get::<String>(1)?).ok_or_else(|| corrupt("class"))?;
+    let status = MemoryStatus::parse(&r.get::<String>(5)?).ok_or_else(|| corrupt("status"))?;
+    let sensitivity = stored_level(&id, r.get(4)?)?;
+    let score: ScoreParts =
+        serde_json::from_str(&r.get::<String>(10)?).map_err(StoreError::corrupt)?;
+    Ok(MemoryArtifact {
         class,
-        text,
-        scope,
+        text: r.get(2)?,
+        scope: r.get(3)?,
         sensitivity,
         status,
-        pinned,
-        expires_at,
-        strength,
-        usage_count: used.max(0) as u64,
+        pinned: r.get(6)?,
+        expires_at: r.get(7)?,
+        strength: r.get(8)?,
+        usage_count: r.get::<i64>(9)?.max(0) as u64,
         score,
-    }))
+        sources: Vec::new(),
+        decisions: Vec::new(),
+        edits: Vec::new(),
+        feedback: Vec::new(),
+        id,
+    })
 }
 
-fn load_sources(c: &Connection, id: &str) -> Result<Vec<Evidence>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT run_id, step, event, episode, quote FROM memory_sources WHERE memory_id = ?1
-         ORDER BY run_id, event",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok(Evidence {
-            run: r.get(0)?,
-            step: r.get(1)?,
-            event: r.get::<i64>(2)? as u64,
-            episode: r.get(3)?,
-            quote: r.get(4)?,
-        })
-    })?;
-    rows.collect::<Result<_, _>>()
-}
+/// A memory's histories: the columns after `memory_id`, in the order each was written.
+const HISTORY: [&str; 4] = [
+    "SELECT memory_id, run_id, step, event, episode, quote FROM memory_sources \
+     WHERE memory_id IN ({}) ORDER BY memory_id, run_id, event",
+    "SELECT memory_id, decision, decided_by, reason, at, merged_into FROM memory_decisions \
+     WHERE memory_id IN ({}) ORDER BY memory_id, seq",
+    "SELECT memory_id, field, old_value, new_value, edited_by, reason, at FROM memory_edits \
+     WHERE memory_id IN ({}) ORDER BY memory_id, seq",
+    "SELECT memory_id, verdict, given_by, note, run_id, at FROM memory_feedback \
+     WHERE memory_id IN ({}) ORDER BY memory_id, seq",
+];
 
-fn load_edits(c: &Connection, id: &str) -> Result<Vec<MemoryEdit>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT field, old_value, new_value, edited_by, reason, at FROM memory_edits
-         WHERE memory_id = ?1 ORDER BY seq",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok(MemoryEdit {
-            field: r.get(0)?,
-            from: r.get(1)?,
-            to: r.get(2)?,
-            by: r.get(3)?,
-            reason: r.get(4)?,
-            at: r.get(5)?,
-        })
-    })?;
-    rows.collect::<Result<_, _>>()
-}
-
-fn load_feedback(c: &Connection, id: &str) -> Result<Vec<MemoryFeedback>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT verdict, given_by, note, run_id, at FROM memory_feedback WHERE memory_id = ?1
-         ORDER BY seq",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok((
-            r.get::<String>(0)?,
-            r.get::<String>(1)?,
-            r.get::<String>(2)?,
-            r.get::<Option<String>>(3)?,
-            r.get::<String>(4)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (verdict, by, note, run, at) = row?;
-        let verdict = FeedbackVerdict::parse(&verdict)
-            .ok_or_else(|| StoreError::Corrupt(format!("memory `{id}`: feedback verdict")))?;
-        out.push(MemoryFeedback {
-            verdict,
-            by,
-            note,
-            run,
-            at,
-        });
+/// Runs one of [`HISTORY`] over `keys` ([`IN_LIST`] of them), `each` on every row with the
+/// memory it belongs to.
+fn for_each_row<'k>(
+    c: &Connection,
+    sql: &str,
+    keys: impl Iterator<Item = &'k str>,
+    mut each: impl FnMut(&str, &Row<'_>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut stmt = c.prepare_cached(&sql.replace("{}", &in_list(1)))?;
+    let mut rows = stmt.query(params_from_iter(keys))?;
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        each(&id, &r)?;
     }
-    Ok(out)
-}
-
-fn load_decisions(c: &Connection, id: &str) -> Result<Vec<PromotionDecision>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT decision, decided_by, reason, at, merged_into FROM memory_decisions
-         WHERE memory_id = ?1 ORDER BY seq",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok((
-            r.get::<String>(0)?,
-            r.get::<String>(1)?,
-            r.get::<String>(2)?,
-            r.get::<String>(3)?,
-            r.get::<Option<String>>(4)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (decision, by, reason, at, merged_into) = row?;
-        let decision = serde_json::from_value(serde_json::Value::String(decision))
-            .map_err(StoreError::corrupt)?;
-        out.push(PromotionDecision {
-            memory: id.to_string(),
-            decision,
-            by,
-            reason,
-            at,
-            merged_into,
-        });
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Appends a decision to a memory's history.

@@ -981,3 +981,34 @@ fn the_best_k_matches_are_the_first_k_of_all_matches_whatever_their_recency() {
         }
     }
 }
+
+/// Search reads its hits, and the memory screen its page, through one `load_many` (a
+/// statement per table per 32 memories, where one statement per table per memory took 45 round
+/// trips of a PostgreSQL search): each memory comes back in the order asked, with its sources
+/// and decisions, across chunks, asked twice, and `None` where none is stored.
+#[test]
+fn memories_read_together_are_each_what_reading_it_alone_gives_across_chunks() {
+    let (_d, recorder) = recorder_with(&[BUGFIX, PAGINATION]);
+    distill(&recorder, "run-bugfix-users-404");
+    distill(&recorder, "run-feature-users-pagination");
+    let store = recorder.store();
+    let all = list(store, &MemoryFilter::default()).unwrap();
+    assert!(all.len() >= 2, "{} memories", all.len());
+    assert!(all.iter().all(|m| !m.sources.is_empty()));
+    assert!(all.iter().any(|m| !m.decisions.is_empty()));
+    let mut asked: Vec<String> = Vec::new();
+    while asked.len() <= 2 * crate::store::IN_LIST {
+        asked.push("no-such-memory".into());
+        asked.extend(all.iter().rev().map(|m| m.id.clone()));
+    }
+    let ids = asked.clone();
+    let many = store
+        .read(move |c| store::load_many(c, &ids.iter().map(String::as_str).collect::<Vec<_>>()))
+        .unwrap();
+    assert_eq!(many.len(), asked.len());
+    for (id, m) in asked.iter().zip(&many) {
+        let alone = get(store, id).ok();
+        assert_eq!(m.as_ref(), alone.as_ref(), "{id}");
+        assert_eq!(m.as_ref(), all.iter().find(|a| &a.id == id), "{id}");
+    }
+}

@@ -235,6 +235,20 @@ where
     }
 }
 
+/// How many values an `IN (...)` list built by [`in_list`] holds: one statement text for any
+/// number of keys (prepared once), a statement per this many keys rather than one per key (a
+/// round trip each on PostgreSQL).
+pub const IN_LIST: usize = 32;
+
+/// `?first, ?first+1, ...`: the [`IN_LIST`] placeholders of an `IN (...)` list whose values
+/// begin at parameter `first`. Bind each chunk of keys padded with a key no row has.
+pub fn in_list(first: usize) -> String {
+    (first..first + IN_LIST)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The parameters of a statement, as `&[&dyn Param]`: `params![id, n]` (exported as
 /// `store::params`).
 #[doc(hidden)]
