@@ -396,6 +396,25 @@ fn a_gateway_behind_a_load_balancer_answers_to_the_name_it_is_given() {
         );
         assert_eq!(status, 403, "{header}: {value}: {body}");
     }
+    // The dashboard login URL it prints names that host, not the address it listens on, and
+    // logs in through it (a gateway behind the balancer spends the stored token).
+    let port = gw.base.rsplit(':').next().unwrap();
+    let prefix = format!("http://tollgate.internal:{port}/ui/login?token=");
+    assert!(
+        gw.dashboard_url.starts_with(&prefix),
+        "{}",
+        gw.dashboard_url
+    );
+    let path = &gw.dashboard_url[gw.dashboard_url.find("/ui/").unwrap()..];
+    let (status, headers, _) =
+        support::dashboard::send(&gw, "GET", path, None, &[("Host", "tollgate.internal")]);
+    assert_eq!(status, 303, "{headers:?}");
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "set-cookie" && v.contains("HttpOnly")),
+        "{headers:?}"
+    );
     let dir = support::TempDir::new("gateway");
     let out = support::with_store(
         &mut std::process::Command::new(env!("CARGO_BIN_EXE_tollgate")),

@@ -169,13 +169,26 @@ impl AppState {
             return Ok(None);
         };
         Ok(Some(format!(
-            "http://{}:{}/ui/login?token={token}",
-            match self.config.addr {
-                IpAddr::V6(a) => format!("[{a}]"),
-                IpAddr::V4(a) => a.to_string(),
-            },
-            self.config.port
+            "http://{}/ui/login?token={token}",
+            self.config.public_authority()
         )))
+    }
+}
+
+impl ServeConfig {
+    /// Where a person reaches this gateway, as `host:port`, by a name its Host check accepts:
+    /// the first `--allow-host` name when there is one (the load balancer's or the machine's
+    /// name: every gateway behind it answers, since login tokens and sessions are stored);
+    /// else `localhost` when it listens on every address (`0.0.0.0` is no address a browser
+    /// can be sent to, nor a Host the gateway accepts); else the address it listens on.
+    pub fn public_authority(&self) -> String {
+        let host = match (self.extra_hosts.first(), self.addr) {
+            (Some(name), _) => name.clone(),
+            (None, a) if a.is_unspecified() => "localhost".into(),
+            (None, IpAddr::V6(a)) => format!("[{a}]"),
+            (None, IpAddr::V4(a)) => a.to_string(),
+        };
+        format!("{host}:{}", self.port)
     }
 }
 

@@ -183,3 +183,40 @@ pub fn resolve_token(env_token: Option<String>, dir: &Path) -> std::io::Result<S
     write_private(&path, &token)?;
     Ok(token)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use crate::http::ServeConfig;
+
+    fn config(addr: &str, hosts: &[&str]) -> ServeConfig {
+        ServeConfig {
+            addr: addr.parse::<IpAddr>().unwrap(),
+            port: 8000,
+            extra_hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            ..ServeConfig::default()
+        }
+    }
+
+    /// The login URL printed by a gateway behind a load balancer named `0.0.0.0`, which no
+    /// browser can be sent to and which the Host check refuses.
+    #[test]
+    fn the_dashboard_login_url_names_a_host_the_gateway_answers_to() {
+        assert_eq!(
+            config("127.0.0.1", &[]).public_authority(),
+            "127.0.0.1:8000"
+        );
+        assert_eq!(config("::1", &[]).public_authority(), "[::1]:8000");
+        assert_eq!(config("0.0.0.0", &[]).public_authority(), "localhost:8000");
+        assert_eq!(config("::", &[]).public_authority(), "localhost:8000");
+        assert_eq!(
+            config("0.0.0.0", &["tollgate.internal", "gw1"]).public_authority(),
+            "tollgate.internal:8000"
+        );
+        assert_eq!(
+            config("127.0.0.1", &["tollgate.internal"]).public_authority(),
+            "tollgate.internal:8000"
+        );
+    }
+}
