@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use crate::store::{Connection, Dialect, OptionalExtension, params, params_from_iter};
+use crate::store::{Connection, Dialect, IN_LIST, in_list, params, params_from_iter};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 
 use super::columns::{self, base_relevance, fixed_relevance, relevance};
@@ -332,13 +332,23 @@ fn matching(
     } else {
         f64::NEG_INFINITY
     };
-    let mut whole = c.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM memories m WHERE m.fts_rowid = ?1"
-    ))?;
+    // Read in one statement per 32 rows (a round trip each on PostgreSQL); the caller orders
+    // what is kept by relevance, then id.
+    let wanted: Vec<i64> = ranked
+        .iter()
+        .filter(|b| b.0 >= floor)
+        .map(|&(_, i)| matched[i].rowid)
+        .collect();
     let mut out = Vec::new();
-    for &(_, i) in ranked.iter().filter(|b| b.0 >= floor) {
-        let mut rows = whole.query([matched[i].rowid])?;
-        if let Some(r) = rows.next()? {
+    for chunk in wanted.chunks(IN_LIST) {
+        let mut whole = c.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM memories m WHERE m.fts_rowid IN ({})",
+            in_list(1)
+        ))?;
+        // Padded with a row id no memory has (they count from 1).
+        let keys = (0..IN_LIST).map(|i| chunk.get(i).copied().unwrap_or(0));
+        let mut rows = whole.query(params_from_iter(keys))?;
+        while let Some(r) = rows.next()? {
             // Written since the columns were read: policy's filter again, on the row.
             if !admits(r.get(8)?, r.get(12)?) {
                 continue;
@@ -392,10 +402,24 @@ const MAX_POSTINGS: u64 = 20_000;
 /// ([`MAX_POSTINGS`]) unless all are, the rarest first (ties alphabetical), at most
 /// [`QUERY_TERMS`].
 fn query_terms(c: &Connection, query: &str) -> Result<Vec<Term>, StoreError> {
-    let mut stmt = c.prepare_cached("SELECT documents FROM memory_words WHERE word = ?1")?;
+    let words: Vec<String> = terms(query).into_iter().collect();
+    // Every word's count in one statement (per 32 words), not one each.
+    let mut counts: HashMap<String, i64> = HashMap::new();
+    for chunk in words.chunks(IN_LIST) {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT word, documents FROM memory_words WHERE word IN ({})",
+            in_list(1)
+        ))?;
+        // Padded with the empty word, which no memory says.
+        let keys = (0..IN_LIST).map(|i| chunk.get(i).map_or("", String::as_str));
+        let mut rows = stmt.query(params_from_iter(keys))?;
+        while let Some(r) = rows.next()? {
+            counts.insert(r.get(0)?, r.get(1)?);
+        }
+    }
     let mut found = Vec::new();
-    for word in terms(query) {
-        let documents: Option<i64> = stmt.query_row([&word], |r| r.get(0)).optional()?;
+    for word in words {
+        let documents = counts.get(&word).copied();
         if let Some(d) = documents.filter(|d| *d > 0) {
             found.push(Term {
                 word,
