@@ -234,6 +234,14 @@ fn bad_input_changes_nothing() {
         "{}",
         stderr(&out)
     );
+    // The unreachable server's URL is said once (it was said twice: the store's name, then the
+    // connection error naming it again).
+    assert_eq!(
+        stderr(&out).matches("127.0.0.1:1").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
