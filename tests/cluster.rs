@@ -12,7 +12,7 @@ use support::dashboard::{cookie_of, get_page, header, send};
 use support::{Gateway, root, stderr, stdout};
 
 /// The same token key on every gateway: tokens made through one verify on all.
-const TOKEN_KEY: &str = "6b6579206f662074686520636c75737465722074657374732c20333220627974";
+const TOKEN_KEY: &str = support::CLUSTER_TOKEN_KEY;
 
 fn envelopes() -> Vec<String> {
     vec![
@@ -218,21 +218,6 @@ fn an_envelope_stored_or_a_run_repinned_on_one_gateway_governs_the_next_decision
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
 
-/// `tollgate ARGS...` on the cluster's store, with its token key; it must succeed.
-fn cli(gw: &Gateway, args: &[&str]) -> String {
-    let out = support::with_store(
-        &mut std::process::Command::new(env!("CARGO_BIN_EXE_tollgate")),
-        gw.dir.path(),
-    )
-    .current_dir(gw.dir.path())
-    .env("TOLLGATE_TOKEN_KEY", TOKEN_KEY)
-    .args(args)
-    .output()
-    .expect("run tollgate");
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    stdout(&out)
-}
-
 /// A long poll on gateway B for an approval decided through gateway A ends promptly: B's
 /// watcher reads the store's count of approval changes every 20 ms while a wait is open (the
 /// waits look again every 250 ms on their own, which alone would answer 125 ms late on
@@ -243,7 +228,7 @@ fn cli(gw: &Gateway, args: &[&str]) -> String {
 fn an_approval_decided_on_one_gateway_wakes_a_long_poll_on_another_at_once() {
     let gws = cluster(2);
     let (a, b) = (&gws[0], &gws[1]);
-    let lead = team_lead(a);
+    let lead = support::team_lead(a);
     open(a, "gated");
     let mut late = Vec::new();
     for round in 0..20 {
@@ -316,7 +301,7 @@ fn a_rate_limit_and_an_approval_hold_across_gateways() {
     assert_eq!(count("allow"), 30, "{effects:?}");
     assert_eq!(count("rate_limited"), 18, "{effects:?}");
 
-    let lead = team_lead(&gws[0]);
+    let lead = support::team_lead(&gws[0]);
     let call = json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}});
     let (status, gated) = gws[1].call("POST", "/v1/runs/limited/tool-calls", Some(&call));
     assert_eq!(status, 200, "{gated}");
@@ -557,23 +542,4 @@ fn the_example_deployment_runs_three_alike_gateways_on_one_database_behind_a_bal
     let gw = Gateway::start_args(&[], &args);
     let (status, body) = gw.call_with("GET", "/health", None, &[("Host", "balancer:8000")]);
     assert_eq!(status, 200, "{body}");
-}
-
-/// A token for the approver `team-lead` (the fixture envelopes' approver), made on the
-/// cluster's store.
-fn team_lead(gw: &Gateway) -> String {
-    let made: serde_json::Value = serde_json::from_str(&cli(
-        gw,
-        &[
-            "tokens",
-            "create",
-            "--json",
-            "--kind",
-            "approver",
-            "--name",
-            "team-lead",
-        ],
-    ))
-    .unwrap();
-    made["token"].as_str().unwrap().to_string()
 }

@@ -29,7 +29,7 @@ const CHAT: &str = "chatting";
 const GATED: &str = "gated";
 const LIMITED: &str = "limited";
 /// The same token key on every gateway: the approver's token verifies on each.
-const TOKEN_KEY: &str = "6b6579206f662074686520636c75737465722074657374732c20333220627974";
+const TOKEN_KEY: &str = support::CLUSTER_TOKEN_KEY;
 
 /// A receipt a client was answered with: (run, seq) → hash.
 type Acked = Arc<Mutex<Vec<(String, u64, String)>>>;
@@ -376,28 +376,7 @@ fn a_gateway_killed_among_three_under_load_loses_nothing_and_every_chain_verifie
         );
         assert_eq!(status, 201, "{body}");
     }
-    let lead = {
-        let out = support::with_store(
-            &mut std::process::Command::new(env!("CARGO_BIN_EXE_tollgate")),
-            gws[0].dir.path(),
-        )
-        .current_dir(gws[0].dir.path())
-        .env("TOLLGATE_TOKEN_KEY", TOKEN_KEY)
-        .args([
-            "tokens",
-            "create",
-            "--json",
-            "--kind",
-            "approver",
-            "--name",
-            "team-lead",
-        ])
-        .output()
-        .unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
-        let made: Value = serde_json::from_str(&stdout(&out)).unwrap();
-        made["token"].as_str().unwrap().to_string()
-    };
+    let lead = support::team_lead(&gws[0]);
     let mut rng = Seeded::from_env();
     let seed = rng.seed;
     let victim = rng.between(0, GATEWAYS as u64 - 1) as usize;

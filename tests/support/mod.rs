@@ -580,3 +580,34 @@ pub fn python_with(module: &str) -> Option<String> {
     }
     found
 }
+
+/// The token key several gateways of one cluster share (tokens made through one verify on all).
+#[allow(dead_code)]
+pub const CLUSTER_TOKEN_KEY: &str =
+    "6b6579206f662074686520636c75737465722074657374732c20333220627974";
+
+/// A token for the approver `team-lead` (the fixture envelopes' approver), made on `gw`'s store
+/// under [`CLUSTER_TOKEN_KEY`].
+#[allow(dead_code)]
+pub fn team_lead(gw: &Gateway) -> String {
+    let out = with_store(
+        &mut Command::new(env!("CARGO_BIN_EXE_tollgate")),
+        gw.dir.path(),
+    )
+    .current_dir(gw.dir.path())
+    .env("TOLLGATE_TOKEN_KEY", CLUSTER_TOKEN_KEY)
+    .args([
+        "tokens",
+        "create",
+        "--json",
+        "--kind",
+        "approver",
+        "--name",
+        "team-lead",
+    ])
+    .output()
+    .expect("run tollgate");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let made: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    made["token"].as_str().expect("a token").to_string()
+}
