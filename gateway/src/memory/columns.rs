@@ -56,6 +56,10 @@ impl Ranking {
 pub(crate) struct Columns {
     loaded: bool,
     seen: i64,
+    /// Grows with every change applied (and every load): what is derived from the memories'
+    /// groups and expiries (`groups::Chains`) is as current as the columns while this has not
+    /// moved.
+    generation: u64,
     /// Each gap, with when it was first missed.
     gaps: BTreeMap<i64, Instant>,
     by_rowid: HashMap<i64, Ranking>,
@@ -73,6 +77,12 @@ impl Columns {
     /// A memory's ranking columns.
     pub(crate) fn get(&self, rowid: i64) -> Option<&Ranking> {
         self.by_rowid.get(&rowid)
+    }
+
+    /// How many times what the columns hold has changed since the store was opened: the same
+    /// number, the same memories (their groups, expiries and ranking columns) as of the log.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 }
 
@@ -110,7 +120,9 @@ pub(crate) fn current<'a>(
                 .map_or(columns.seen + 1, |(seq, _)| *seq);
             let reaches = first.is_none_or(|f| f <= oldest);
             if !columns.loaded || !reaches || !apply_changes(&mut columns, c, last)? {
+                let generation = columns.generation + 1;
                 *columns = load_all(c, first, last)?;
+                columns.generation = generation;
             }
         }
     }
@@ -165,6 +177,7 @@ fn load_all(c: &Connection, first: Option<i64>, last: i64) -> Result<Columns, St
     Ok(Columns {
         loaded: true,
         seen: last,
+        generation: 0,
         gaps,
         by_rowid,
     })
@@ -214,6 +227,9 @@ fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<boo
     }
     if gaps.len() > MAX_GAPS {
         return Ok(false);
+    }
+    if !changed.is_empty() {
+        columns.generation += 1;
     }
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM memories WHERE fts_rowid = ?1"

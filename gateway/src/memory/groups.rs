@@ -165,18 +165,39 @@ impl Eligibility {
         let chain: Vec<String> = std::iter::once(header.scope.clone())
             .chain(scope_parents(&header.scope).into_iter().map(|(_, p)| p))
             .collect();
-        let (groups, total, passed, off_chain) = store.read(move |c| {
+        let kept = super::columns::of(store);
+        let chains = store.derived::<Chains>();
+        let chain = store.read(move |c| {
+            // The columns' generation before the groups are read: a change committed between
+            // makes what is read newer than the generation says, never older.
+            let generation = super::columns::current(&kept, c)?.generation();
+            if let Some(hit) = chains.get(&chain, generation, now) {
+                return Ok(hit);
+            }
             let groups = groups(c, &chain)?;
             let off_chain = first_group_off(c, &chain)?;
             let total: i64 = c.query_row("SELECT members FROM memory_census", (), |r| r.get(0))?;
             // Passed expiries are few (decay expires them), and indexed.
             let expiring: Vec<i64> = groups.iter().filter(|g| g.expiring).map(|g| g.id).collect();
             let passed = passed_expiries(c, &expiring, now)?;
-            Ok((groups, total.max(0) as u64, passed, off_chain))
+            let until = next_expiry(c, &expiring, now)?;
+            let read = Arc::new(Chain {
+                generation,
+                from: now,
+                until,
+                groups,
+                off_chain,
+                total: total.max(0) as u64,
+                passed,
+            });
+            chains.put(chain, read.clone());
+            Ok(read)
         })?;
+        let (groups, off_chain, total) = (&chain.groups, chain.off_chain.as_ref(), chain.total);
+        let passed = chain.passed.clone();
         let elsewhere = total.saturating_sub(groups.iter().map(|g| g.members).sum());
         let now32 = i32::try_from(now).unwrap_or(if now < 0 { i32::MIN } else { i32::MAX });
-        let decided = decided(set, header, &groups, off_chain.as_ref(), now32)?;
+        let decided = decided(set, header, groups, off_chain, now32)?;
         let by_id: BTreeMap<i64, &Group> = groups.iter().map(|g| (g.id, g)).collect();
         let mut parts: Vec<Part> = decided
             .verdicts
@@ -308,6 +329,54 @@ impl Eligibility {
             e.examples.sort();
         }
         Ok(out)
+    }
+}
+
+/// What a scope chain's eligibility is decided from, as read from the store: its groups, the
+/// first group off it, how many memories there are and how many of each expiring group's have
+/// passed their expiry at `from`.
+#[derive(Debug)]
+struct Chain {
+    /// The kept columns' generation it was read at (`columns::Columns::generation`).
+    generation: u64,
+    /// The time its passed expiries were counted at.
+    from: i64,
+    /// The first expiry after `from` of a member of an expiring group (`i64::MAX` if none):
+    /// until then, the counts of passed expiries are those at `from`.
+    until: i64,
+    groups: Vec<Group>,
+    off_chain: Option<Group>,
+    total: u64,
+    passed: BTreeMap<i64, u64>,
+}
+
+/// The chains read, by chain, each as of a generation of the kept columns (one map per store).
+/// Every change to a memory's group or expiry, and every memory added or deleted, is in the
+/// memory change log the columns follow, so a chain read at the columns' current generation,
+/// asked at a time its expiry counts still hold, is what reading it again would give; the warm
+/// path of a search then sends no statement for eligibility at all (on PostgreSQL they were
+/// 1.5 ms of a search at a million memories: BENCHMARKS.md).
+#[derive(Debug, Default)]
+pub(crate) struct Chains(Mutex<BTreeMap<Vec<String>, Arc<Chain>>>);
+
+/// At most this many chains are kept (all dropped when full).
+const CHAINS_KEPT: usize = 256;
+
+impl Chains {
+    /// The chain as read at `generation`, if its counts hold at `now`.
+    fn get(&self, chain: &[String], generation: u64, now: i64) -> Option<Arc<Chain>> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(chain)
+            .filter(|c| c.generation == generation && c.from <= now && now < c.until)
+            .cloned()
+    }
+
+    fn put(&self, chain: Vec<String>, read: Arc<Chain>) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= CHAINS_KEPT && !kept.contains_key(&chain) {
+            kept.clear();
+        }
+        kept.insert(chain, read);
     }
 }
 
@@ -561,6 +630,30 @@ fn passed_expiries(
     Ok(passed)
 }
 
+/// The first expiry after `now` of a member of one of `groups` (`i64::MAX` when none has one):
+/// a lookup of the (group, expiry) index per group, one statement per [`IN_LIST`] groups.
+fn next_expiry(c: &Connection, groups: &[i64], now: i64) -> Result<i64, StoreError> {
+    let mut next = i64::MAX;
+    for chunk in groups.chunks(IN_LIST) {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT MIN((SELECT m.expires_at FROM memories m
+                         WHERE m.group_id = g.id AND m.expires_at > ?1
+                         ORDER BY m.expires_at LIMIT 1))
+             FROM memory_groups g WHERE g.id IN ({})",
+            in_list(2)
+        ))?;
+        let mut values = vec![crate::store::Value::Integer(now)];
+        values.extend(
+            (0..IN_LIST).map(|i| crate::store::Value::Integer(chunk.get(i).map_or(0, |g| *g))),
+        );
+        let first: Option<i64> = stmt.query_row(params_from_iter(values), |r| r.get(0))?;
+        if let Some(first) = first {
+            next = next.min(first);
+        }
+    }
+    Ok(next)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -657,12 +750,90 @@ mod tests {
         )
     }
 
+    /// What deciding every memory of `metas` (ids `m00`, `m01`...) for `h`'s run at `now`
+    /// gives: the eligible ones, and how many are withheld for which reasons (those off the
+    /// run's chain for `out_of_scope` alone, as groups count them).
+    fn each_decided(
+        set: &EnvelopeSet,
+        h: &RunHeader,
+        metas: &[Meta],
+        now: i64,
+    ) -> (BTreeSet<String>, BTreeMap<Vec<String>, u64>) {
+        let records: Vec<MemoryRecord> = metas
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MemoryRecord {
+                id: format!("m{i:02}"),
+                class: CLASSES[m.0].into(),
+                scope: SCOPES[m.1].into(),
+                sensitivity: LEVELS[m.2],
+                status: STATUSES[m.3].into(),
+                expires_at: m.4 as i32,
+                pinned: m.5,
+            })
+            .collect();
+        let mut facts = run_facts(h).unwrap();
+        facts.extend_from(&subject_facts(&[], &records));
+        let engine = PolicyEngine::new(set, &facts).unwrap();
+        let each = engine.retrieve_memories(&h.id, Some(now as i32)).memories;
+        let eligible = each
+            .iter()
+            .filter(|v| v.eligible)
+            .map(|v| v.memory.clone())
+            .collect();
+        let on_chain = |scope: &str| h.scope == scope || h.scope.starts_with(&format!("{scope}/"));
+        let mut withheld: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+        for v in each.iter().filter(|v| !v.eligible) {
+            let i: usize = v.memory[1..].parse().unwrap();
+            let reasons = if on_chain(SCOPES[metas[i].1]) {
+                v.reasons.clone()
+            } else {
+                assert!(v.reasons.contains(&"out_of_scope".to_string()));
+                vec!["out_of_scope".to_string()]
+            };
+            *withheld.entry(reasons).or_default() += 1;
+        }
+        (eligible, withheld)
+    }
+
+    /// What deciding by group gives for `h`'s run at `now`: the members of the eligible parts
+    /// as selected from the store, how many the parts count, and the withheld counts.
+    fn by_group(
+        store: &Store,
+        set: &EnvelopeSet,
+        h: &RunHeader,
+        now: i64,
+    ) -> (BTreeSet<String>, u64, BTreeMap<Vec<String>, u64>) {
+        let e = Eligibility::decide(store, set, h, now).unwrap();
+        let filter = e.filter(&|_| true);
+        let (got, withheld, counted) = store
+            .read(move |c| {
+                let got: BTreeSet<String> = match &filter {
+                    Some(f) => c
+                        .prepare(&format!("SELECT m.id FROM memories m WHERE {f}"))?
+                        .query_map((), |r| r.get(0))?
+                        .collect::<Result<_, _>>()?,
+                    None => BTreeSet::new(),
+                };
+                let mut counted = 0;
+                for p in e.eligible(&|_| true) {
+                    counted += e.members(p);
+                }
+                Ok((got, e.withheld(c, false)?, counted))
+            })
+            .unwrap();
+        let withheld = withheld.into_iter().map(|x| (x.reasons, x.count)).collect();
+        (got, counted, withheld)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
         /// Deciding groups and selecting their members gives what deciding every memory
-        /// gives: the same eligible memories, the same reasons for the rest — after inserts
-        /// and after updates that move memories between groups.
+        /// gives: the same eligible memories, the same reasons for the rest — after inserts,
+        /// later (when expiries have passed since), and after updates that move memories
+        /// between groups. The same store decides all three, so a chain kept from a decision
+        /// before (`Chains`) must be read again when time or the memories moved.
         #[test]
         fn groups_agree_with_deciding_every_memory(
             first in prop::collection::vec(meta(), 0..24),
@@ -679,6 +850,26 @@ mod tests {
             )
             .unwrap();
             let set = crate::policy::current_set(&store).unwrap();
+            let agent = if coder { "coder" } else { "reviewer" };
+            let h = header(agent, SCOPES[scope], LEVELS[clearance]);
+            let inserted = first.clone();
+            store
+                .write(move |c| {
+                    for (i, m) in inserted.iter().enumerate() {
+                        put(c, &format!("m{i:02}"), m)?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            // Before some expiries (`NOW - 5`, `NOW`) have passed, then after.
+            for now in [NOW - 10, NOW] {
+                let (want, want_withheld) = each_decided(&set, &h, &first, now);
+                let (got, counted, withheld) = by_group(&store, &set, &h, now);
+                prop_assert_eq!(&got, &want, "at {}", now);
+                prop_assert_eq!(counted, want.len() as u64);
+                prop_assert_eq!(withheld, want_withheld);
+            }
+
             // The updates, as indexes into `first` and the metadata each ends with.
             let updates: Vec<(usize, Meta)> = if first.is_empty() {
                 Vec::new()
@@ -689,12 +880,8 @@ mod tests {
             for (i, m) in &updates {
                 metas[*i] = *m;
             }
-            let inserted = first.clone();
             store
                 .write(move |c| {
-                    for (i, m) in inserted.iter().enumerate() {
-                        put(c, &format!("m{i:02}"), m)?;
-                    }
                     for (i, m) in &updates {
                         c.execute(
                             "UPDATE memories SET class = ?2, scope = ?3, sensitivity = ?4,
@@ -713,70 +900,10 @@ mod tests {
                     Ok(())
                 })
                 .unwrap();
-            let agent = if coder { "coder" } else { "reviewer" };
-            let h = header(agent, SCOPES[scope], LEVELS[clearance]);
-
-            // Every memory decided by itself.
-            let records: Vec<MemoryRecord> = metas
-                .iter()
-                .enumerate()
-                .map(|(i, m)| MemoryRecord {
-                    id: format!("m{i:02}"),
-                    class: CLASSES[m.0].into(),
-                    scope: SCOPES[m.1].into(),
-                    sensitivity: LEVELS[m.2],
-                    status: STATUSES[m.3].into(),
-                    expires_at: m.4 as i32,
-                    pinned: m.5,
-                })
-                .collect();
-            let mut facts = run_facts(&h).unwrap();
-            facts.extend_from(&subject_facts(&[], &records));
-            let engine = PolicyEngine::new(&set, &facts).unwrap();
-            let each = engine.retrieve_memories(&h.id, Some(NOW as i32)).memories;
-            let want: BTreeSet<String> =
-                each.iter().filter(|v| v.eligible).map(|v| v.memory.clone()).collect();
-            // Off the run's scope chain, withheld as out of scope (whatever else holds).
-            let chain: Vec<&str> = SCOPES[..]
-                .iter()
-                .copied()
-                .filter(|s| SCOPES[scope] == *s || SCOPES[scope].starts_with(&format!("{s}/")))
-                .collect();
-            let mut want_withheld: BTreeMap<Vec<String>, u64> = BTreeMap::new();
-            for v in each.iter().filter(|v| !v.eligible) {
-                let i: usize = v.memory[1..].parse().unwrap();
-                let reasons = if chain.contains(&SCOPES[metas[i].1]) {
-                    v.reasons.clone()
-                } else {
-                    prop_assert!(v.reasons.contains(&"out_of_scope".to_string()));
-                    vec!["out_of_scope".to_string()]
-                };
-                *want_withheld.entry(reasons).or_default() += 1;
-            }
-
-            // By group.
-            let e = Eligibility::decide(&store, &set, &h, NOW).unwrap();
-            let filter = e.filter(&|_| true);
-            let (got, withheld, counted) = store
-                .read(move |c| {
-                    let got: BTreeSet<String> = match &filter {
-                        Some(f) => c
-                            .prepare(&format!("SELECT m.id FROM memories m WHERE {f}"))?
-                            .query_map((), |r| r.get(0))?
-                            .collect::<Result<_, _>>()?,
-                        None => BTreeSet::new(),
-                    };
-                    let mut counted = 0;
-                    for p in e.eligible(&|_| true) {
-                        counted += e.members(p);
-                    }
-                    Ok((got, e.withheld(c, false)?, counted))
-                })
-                .unwrap();
+            let (want, want_withheld) = each_decided(&set, &h, &metas, NOW);
+            let (got, counted, withheld) = by_group(&store, &set, &h, NOW);
             prop_assert_eq!(&got, &want);
             prop_assert_eq!(counted, want.len() as u64);
-            let withheld: BTreeMap<Vec<String>, u64> =
-                withheld.into_iter().map(|x| (x.reasons, x.count)).collect();
             prop_assert_eq!(withheld, want_withheld);
         }
     }
