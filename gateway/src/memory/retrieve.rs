@@ -205,9 +205,10 @@ const COLUMNS: &str = "m.id, m.class, m.text, m.scope, m.sensitivity, m.strength
                        m.score, m.group_id, m.norm, m.helpful, m.unhelpful, m.expires_at";
 
 /// The eligible memories that say any of `words`, with their BM25 relevance, best first, at
-/// most `limit` (ties by id). The index holds each word of a memory with its scope, so only
-/// the terms of the scopes with eligible members are looked up, one word at a time (which
-/// words a memory says is then known), and the index touches nothing else.
+/// most `limit` (ties by id). The index holds each word of a memory with its scope (SQLite's
+/// FTS5 table, PostgreSQL's `memory_postings`), so only the postings of the scopes with
+/// eligible members are looked up, each word's apart (which words a memory says is then
+/// known), and the index touches nothing else.
 ///
 /// In two passes, so a match costs what ranking it needs and no more. The first looks each
 /// match up in the ranking columns kept in memory (`columns`): the eligibility filter, its
@@ -246,38 +247,14 @@ fn matching(
         allowed.get(&group).is_some_and(|w| w[window as usize])
     };
     // Every posting of a visible scope's term for each word: (rowid, word).
-    let mut postings: Vec<(i64, u32)> = Vec::new();
-    // SQLite: the FTS5 table, a phrase per term; PostgreSQL: the tsvector's GIN index, a
-    // quoted lexeme per term (the terms are stored as lexemes, not parsed again).
-    let dialect = c.dialect();
-    let mut lookup = c.prepare_cached(match dialect {
-        Dialect::Sqlite => "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1",
-        Dialect::Postgres => {
-            "SELECT fts_rowid FROM memories_fts WHERE terms @@ CAST(CAST(?1 AS TEXT) AS tsquery)"
+    let mut postings = if scopes.is_empty() {
+        Vec::new()
+    } else {
+        match c.dialect() {
+            Dialect::Sqlite => fts5_postings(c, &scopes, words)?,
+            Dialect::Postgres => btree_postings(c, &scopes, words)?,
         }
-    })?;
-    for (i, t) in words.iter().enumerate().filter(|_| !scopes.is_empty()) {
-        let expr = scopes
-            .iter()
-            .map(|s| {
-                let term = format!("{}w{}", scope_token(s), t.word);
-                match dialect {
-                    Dialect::Sqlite => format!("\"{}\"", term.replace('"', "\"\"")),
-                    Dialect::Postgres => {
-                        format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
-                    }
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(match dialect {
-                Dialect::Sqlite => " OR ",
-                Dialect::Postgres => " | ",
-            });
-        let mut found = lookup.query([expr])?;
-        while let Some(r) = found.next()? {
-            postings.push((r.get(0)?, i as u32));
-        }
-    }
+    };
     postings.sort_unstable();
     let (narrowing, values) = narrow.condition(2);
     let mut narrowed = (!narrowing.is_empty())
@@ -371,6 +348,66 @@ fn matching(
     Ok(out)
 }
 
+/// SQLite: the FTS5 table, one query per word, a phrase per visible scope's term.
+fn fts5_postings(
+    c: &Connection,
+    scopes: &BTreeSet<&str>,
+    words: &[Term],
+) -> Result<Vec<(i64, u32)>, StoreError> {
+    let mut postings = Vec::new();
+    let mut lookup =
+        c.prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1")?;
+    for (i, t) in words.iter().enumerate() {
+        let expr = scopes
+            .iter()
+            .map(|s| {
+                let term = format!("{}w{}", scope_token(s), t.word);
+                format!("\"{}\"", term.replace('"', "\"\""))
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut found = lookup.query([expr])?;
+        while let Some(r) = found.next()? {
+            postings.push((r.get(0)?, i as u32));
+        }
+    }
+    Ok(postings)
+}
+
+/// PostgreSQL: the B-tree of postings (migration 0025), keyed by each memory's scope, a space
+/// and a word of it: every (visible scope, query word) in one index-only scan per [`IN_LIST`]
+/// of them (a search from a task asks three scopes, so one statement for up to ten words).
+fn btree_postings(
+    c: &Connection,
+    scopes: &BTreeSet<&str>,
+    words: &[Term],
+) -> Result<Vec<(i64, u32)>, StoreError> {
+    let mut terms: HashMap<String, u32> = HashMap::new();
+    for scope in scopes {
+        for (i, t) in words.iter().enumerate() {
+            terms.insert(format!("{scope} {}", t.word), i as u32);
+        }
+    }
+    let keys: Vec<&str> = terms.keys().map(String::as_str).collect();
+    let mut postings = Vec::new();
+    let mut lookup = c.prepare_cached(&format!(
+        "SELECT fts_rowid, term FROM memory_postings WHERE term IN ({})",
+        in_list(1)
+    ))?;
+    for chunk in keys.chunks(IN_LIST) {
+        // Padded with the empty term, which no posting has.
+        let values = (0..IN_LIST).map(|i| chunk.get(i).copied().unwrap_or(""));
+        let mut found = lookup.query(params_from_iter(values))?;
+        while let Some(r) = found.next()? {
+            let term = r.value(1)?;
+            if let Some(&i) = terms.get(term.as_str()?) {
+                postings.push((r.get(0)?, i));
+            }
+        }
+    }
+    Ok(postings)
+}
+
 /// What the first pass of [`matching`] keeps of a match.
 #[derive(Debug, Clone, Copy)]
 struct Match {
@@ -433,8 +470,8 @@ fn query_terms(c: &Connection, query: &str) -> Result<Vec<Term>, StoreError> {
     Ok(found)
 }
 
-/// The prefix of a scope's terms in `memories_fts` (as migration 0015's triggers write them):
-/// `s` and the scope's bytes in lowercase hex.
+/// The prefix of a scope's terms in SQLite's `memories_fts` (as migration 0015's triggers write
+/// them): `s` and the scope's bytes in lowercase hex.
 fn scope_token(scope: &str) -> String {
     let mut out = String::with_capacity(1 + 2 * scope.len());
     out.push('s');

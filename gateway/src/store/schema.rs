@@ -99,25 +99,38 @@ fn postgres_expected(version: u32) -> Vec<SchemaObject> {
         .filter(|m| m.version <= version)
     {
         for statement in statements(m.up) {
-            let words: Vec<&str> = statement.split_whitespace().take(4).collect();
-            let (kind, name) = match words.as_slice() {
+            let words: Vec<&str> = statement.split_whitespace().take(5).collect();
+            let (kind, name, dropped) = match words.as_slice() {
                 ["CREATE", "UNIQUE", "INDEX", name, ..] | ["CREATE", "INDEX", name, ..] => {
-                    ("index", *name)
+                    ("index", *name, false)
                 }
                 [
                     "CREATE",
                     kind @ ("TABLE" | "TRIGGER" | "FUNCTION" | "SEQUENCE"),
                     name,
                     ..,
-                ] => (*kind, *name),
+                ]
+                | ["CREATE", "OR", "REPLACE", kind @ "FUNCTION", name, ..] => (*kind, *name, false),
+                [
+                    "DROP",
+                    kind @ ("TABLE" | "INDEX" | "TRIGGER" | "FUNCTION" | "SEQUENCE"),
+                    name,
+                    ..,
+                ] => (*kind, *name, true),
                 _ => continue,
             };
-            let name = name.split('(').next().unwrap_or(name);
-            out.push(SchemaObject {
-                kind: kind.to_ascii_lowercase(),
-                name: name.to_string(),
-                sql: statement,
-            });
+            let kind = kind.to_ascii_lowercase();
+            let name = name.split('(').next().unwrap_or(name).trim_end_matches(';');
+            // A later migration's definition replaces the earlier one; a dropped object is no
+            // longer expected.
+            out.retain(|o: &SchemaObject| !(o.kind == kind && o.name == name));
+            if !dropped {
+                out.push(SchemaObject {
+                    kind,
+                    name: name.to_string(),
+                    sql: statement,
+                });
+            }
         }
     }
     out
@@ -254,7 +267,7 @@ pub(super) fn repair(conn: &Connection) -> Result<Vec<String>, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{postgres_expected, squeezed, statements};
+    use super::{SchemaObject, postgres_expected, squeezed, statements};
 
     #[test]
     fn postgres_migrations_split_into_statements_with_function_bodies_whole() {
@@ -267,10 +280,27 @@ mod tests {
             .into_iter()
             .map(|o| (o.kind, o.name))
             .collect();
+        for gone in [
+            ("index", "memories_fts_terms"),
+            ("table", "memories_fts"),
+            ("function", "tollgate_memory_terms"),
+        ] {
+            assert!(
+                !names.iter().any(|(k, n)| k == gone.0 && n == gone.1),
+                "{gone:?}, dropped by 0025, still expected"
+            );
+        }
+        // Replaced by 0025 (`CREATE OR REPLACE`): its definition there, once.
+        let reworded: Vec<SchemaObject> = postgres_expected(u32::MAX)
+            .into_iter()
+            .filter(|o| o.name == "tollgate_memories_reworded")
+            .collect();
+        assert_eq!(reworded.len(), 1);
+        assert!(reworded[0].sql.contains("memory_postings"));
         for want in [
             ("table", "runs"),
-            ("index", "memories_fts_terms"),
-            ("function", "tollgate_memory_terms"),
+            ("table", "memory_postings"),
+            ("function", "tollgate_memories_reworded"),
             ("trigger", "memories_indexed"),
             ("sequence", "memories_fts_rowid"),
         ] {

@@ -1,0 +1,4 @@
+-- PostgreSQL only (issue 37): there, memory search's word lookups move from a tsvector's GIN
+-- index to a B-tree of postings (`postgres/0025_memory_postings.up.sql`). SQLite's FTS5 table
+-- already keeps each word's postings in order, read without touching the rows: nothing changes
+-- here, and the version is shared so both engines count alike.
