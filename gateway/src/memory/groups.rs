@@ -169,7 +169,10 @@ impl Eligibility {
         let chains = store.derived::<Chains>();
         let chain = store.read(move |c| {
             // The columns' generation before the groups are read: a change committed between
-            // makes what is read newer than the generation says, never older.
+            // makes what is read newer than the generation says, never older. (A read holds no
+            // transaction: each statement sees what was committed when it began, so it sees
+            // every change the columns had applied when `current` returned, whichever
+            // connection applied them.)
             let generation = super::columns::current(&kept, c)?.generation();
             if let Some(hit) = chains.get(&chain, generation, now) {
                 return Ok(hit);
