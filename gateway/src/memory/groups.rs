@@ -112,7 +112,9 @@ impl Window {
 /// The pack's verdict on one group in one window.
 #[derive(Debug, Clone)]
 pub(crate) struct Part {
-    pub(crate) group: Group,
+    /// Shared with the chain it was read with (a warm search builds its parts without
+    /// copying a group).
+    pub(crate) group: Arc<Group>,
     pub(crate) window: Window,
     /// Shared with the cached decision (a search builds its parts on every call).
     pub(crate) verdict: Arc<MemoryVerdict>,
@@ -177,17 +179,19 @@ impl Eligibility {
             if let Some(hit) = chains.get(&chain, generation, now) {
                 return Ok(hit);
             }
-            let groups = groups(c, &chain)?;
+            let groups: Vec<Arc<Group>> = groups(c, &chain)?.into_iter().map(Arc::new).collect();
             let off_chain = first_group_off(c, &chain)?;
             let total: i64 = c.query_row("SELECT members FROM memory_census", (), |r| r.get(0))?;
             // Passed expiries are few (decay expires them), and indexed.
             let expiring: Vec<i64> = groups.iter().filter(|g| g.expiring).map(|g| g.id).collect();
             let passed = passed_expiries(c, &expiring, now)?;
             let until = next_expiry(c, &expiring, now)?;
+            let digest = digest(&groups, off_chain.as_ref());
             let read = Arc::new(Chain {
                 generation,
                 from: now,
                 until,
+                digest,
                 groups,
                 off_chain,
                 total: total.max(0) as u64,
@@ -200,8 +204,8 @@ impl Eligibility {
         let passed = chain.passed.clone();
         let elsewhere = total.saturating_sub(groups.iter().map(|g| g.members).sum());
         let now32 = i32::try_from(now).unwrap_or(if now < 0 { i32::MIN } else { i32::MAX });
-        let decided = decided(set, header, groups, off_chain, now32)?;
-        let by_id: BTreeMap<i64, &Group> = groups.iter().map(|g| (g.id, g)).collect();
+        let decided = decided(set, header, groups, off_chain, &chain.digest, now32)?;
+        let by_id: BTreeMap<i64, &Arc<Group>> = groups.iter().map(|g| (g.id, g)).collect();
         let mut parts: Vec<Part> = decided
             .verdicts
             .iter()
@@ -347,7 +351,9 @@ struct Chain {
     /// The first expiry after `from` of a member of an expiring group (`i64::MAX` if none):
     /// until then, the counts of passed expiries are those at `from`.
     until: i64,
-    groups: Vec<Group>,
+    /// What the decision cache keys the groups by ([`digest`]), computed once per read.
+    digest: [u8; 32],
+    groups: Vec<Arc<Group>>,
     off_chain: Option<Group>,
     total: u64,
     passed: BTreeMap<i64, u64>,
@@ -383,6 +389,22 @@ impl Chains {
     }
 }
 
+/// A digest of `groups` and the group off the chain: each group's id and everything it stands
+/// for (ids alone repeat across stores), as the decision cache keys them.
+fn digest(groups: &[Arc<Group>], off_chain: Option<&Group>) -> [u8; 32] {
+    let mut k = blake3::Hasher::new();
+    for g in groups.iter().map(|g| &**g).chain(off_chain) {
+        k.update(&g.id.to_le_bytes());
+        for part in [&g.class, &g.scope, g.sensitivity.as_str(), &g.status] {
+            k.update(part.as_bytes());
+            k.update(b"\x1f");
+        }
+        k.update(&[u8::from(g.pinned), u8::from(g.expiring)]);
+    }
+    k.update(&[u8::from(off_chain.is_some())]);
+    *k.finalize().as_bytes()
+}
+
 /// The pack's verdicts on groups, by group id and window, with the rule of each kind; and
 /// its proof that a memory off the run's scope chain is out of scope.
 #[derive(Debug)]
@@ -409,8 +431,9 @@ const DECIDED_KEPT: usize = 256;
 fn decided(
     set: &EnvelopeSet,
     header: &RunHeader,
-    groups: &[Group],
+    groups: &[Arc<Group>],
     off_chain: Option<&Group>,
+    digest: &[u8; 32],
     now32: i32,
 ) -> Result<Decided, MemoryError> {
     let key = {
@@ -430,15 +453,7 @@ fn decided(
             k.update(id.as_bytes());
             k.update(b"\x1e");
         }
-        // A group's id and everything it stands for (ids alone repeat across stores).
-        for g in groups.iter().chain(off_chain) {
-            k.update(&g.id.to_le_bytes());
-            for part in [&g.class, &g.scope, g.sensitivity.as_str(), &g.status] {
-                k.update(part.as_bytes());
-                k.update(b"\x1f");
-            }
-            k.update(&[u8::from(g.pinned), u8::from(g.expiring)]);
-        }
+        k.update(digest);
         k.finalize().to_hex().to_string()
     };
     let cache = || DECIDED.lock().unwrap_or_else(|e| e.into_inner());
