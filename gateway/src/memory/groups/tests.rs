@@ -77,11 +77,22 @@ fn header(agent: &str, scope: &str, clearance: Level) -> RunHeader {
 }
 
 fn put(c: &Connection, id: &str, m: &Meta) -> Result<usize, StoreError> {
-    c.execute(
+    with_meta(
+        c,
         "INSERT INTO memories (id, class, text, norm, scope, sensitivity, status, pinned,
              ttl_seconds, expires_at, strength, usage_count, score, extractor, created_at,
              updated_at)
          VALUES (?1, ?2, ?1, ?1, ?3, ?4, ?5, ?6, 0, ?7, 1, 0, '{}', 'test', 't', 't')",
+        id,
+        m,
+    )
+}
+
+/// Runs `sql` with the memory's id and its metadata as `?1` to `?7` (class, scope, level,
+/// status, pinned, expiry).
+fn with_meta(c: &Connection, sql: &str, id: &str, m: &Meta) -> Result<usize, StoreError> {
+    c.execute(
+        sql,
         crate::store::params![
             id,
             CLASSES[m.0],
@@ -227,18 +238,12 @@ proptest! {
         store
             .write(move |c| {
                 for (i, m) in &updates {
-                    c.execute(
+                    with_meta(
+                        c,
                         "UPDATE memories SET class = ?2, scope = ?3, sensitivity = ?4,
                              status = ?5, pinned = ?6, expires_at = ?7 WHERE id = ?1",
-                        crate::store::params![
-                            format!("m{i:02}"),
-                            CLASSES[m.0],
-                            SCOPES[m.1],
-                            LEVELS[m.2].as_str(),
-                            STATUSES[m.3],
-                            m.5,
-                            m.4
-                        ],
+                        &format!("m{i:02}"),
+                        m,
                     )?;
                 }
                 Ok(())
