@@ -443,9 +443,19 @@ fn output_text(output: &serde_json::Value) -> String {
     }
 }
 
-/// Lines joined, runs of spaces folded.
+/// Lines joined, runs of spaces folded, and control characters (a terminal's escapes, a
+/// carriage return) and bidirectional overrides dropped as spaces: a memory's text is shown
+/// in terminals, the dashboard and compiled context, where either could disguise what it says.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    text.split(|c: char| c.is_whitespace() || c.is_control() || is_bidi_control(c))
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Unicode's bidirectional formatting characters (embeddings, overrides, isolates, marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// At most `max` characters, cut at a word with `…`.
@@ -532,6 +542,19 @@ mod tests {
             "{text}"
         );
         assert_eq!(sanitise("nothing to hide here").1, Vec::<String>::new());
+    }
+
+    /// Bug carried from issue 38's notes: text distilled from a run kept the agent's control
+    /// characters (terminal escapes) and bidirectional overrides in the memory.
+    #[test]
+    fn distilled_text_keeps_no_control_characters_or_bidi_overrides() {
+        let text =
+            one_line("run \u{1b}[2Jcargo test\r\u{7}ok\u{202E}sdrawkcab\u{2066}x\u{2069}\u{0}");
+        assert_eq!(text, "run [2Jcargo test ok sdrawkcab x");
+        assert!(
+            !text.chars().any(|c| c.is_control() || is_bidi_control(c)),
+            "{text:?}"
+        );
     }
 
     #[test]
