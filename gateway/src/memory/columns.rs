@@ -129,6 +129,22 @@ pub(crate) fn current<'a>(
     Ok(kept.0.read().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// The columns of `store` as they are, brought up to date only when never loaded: for ranking
+/// right after the eligibility decision, which brought them up to what its connection saw
+/// (`groups::Eligibility::decide`), so a search reads the log once, not twice.
+pub(crate) fn as_decided<'a>(
+    kept: &'a Kept,
+    c: &Connection,
+) -> Result<RwLockReadGuard<'a, Columns>, StoreError> {
+    {
+        let columns = kept.0.read().unwrap_or_else(|e| e.into_inner());
+        if columns.loaded {
+            return Ok(columns);
+        }
+    }
+    current(kept, c)
+}
+
 /// The first and last change of the log. Two subqueries: SQLite reads a lone MIN or MAX from
 /// the end of the key, but scans the whole log for the two in one query (5 ms for 100,000
 /// changes, on every search).

@@ -151,8 +151,8 @@ pub(crate) struct Eligibility {
     elsewhere_proof: Option<Proof>,
     /// How many memories are stored.
     pub(crate) total: u64,
-    /// How many members of each group with expiries have passed theirs.
-    passed: BTreeMap<i64, u64>,
+    /// How many members of each group with expiries have passed theirs (the chain's own).
+    passed: Arc<BTreeMap<i64, u64>>,
 }
 
 impl Eligibility {
@@ -184,7 +184,7 @@ impl Eligibility {
             let total: i64 = c.query_row("SELECT members FROM memory_census", (), |r| r.get(0))?;
             // Passed expiries are few (decay expires them), and indexed.
             let expiring: Vec<i64> = groups.iter().filter(|g| g.expiring).map(|g| g.id).collect();
-            let passed = passed_expiries(c, &expiring, now)?;
+            let passed = Arc::new(passed_expiries(c, &expiring, now)?);
             let until = next_expiry(c, &expiring, now)?;
             let digest = digest(&groups, off_chain.as_ref());
             let read = Arc::new(Chain {
@@ -201,7 +201,7 @@ impl Eligibility {
             Ok(read)
         })?;
         let (groups, off_chain, total) = (&chain.groups, chain.off_chain.as_ref(), chain.total);
-        let passed = chain.passed.clone();
+        let passed = Arc::clone(&chain.passed);
         let elsewhere = total.saturating_sub(groups.iter().map(|g| g.members).sum());
         let now32 = i32::try_from(now).unwrap_or(if now < 0 { i32::MIN } else { i32::MAX });
         let decided = decided(set, header, groups, off_chain, &chain.digest, now32)?;
@@ -356,7 +356,7 @@ struct Chain {
     groups: Vec<Arc<Group>>,
     off_chain: Option<Group>,
     total: u64,
-    passed: BTreeMap<i64, u64>,
+    passed: Arc<BTreeMap<i64, u64>>,
 }
 
 /// The chains read, by chain, each as of a generation of the kept columns (one map per store).

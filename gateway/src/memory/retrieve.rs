@@ -266,7 +266,10 @@ fn matching(
         .transpose()?;
     let mut matched: Vec<Match> = Vec::new();
     {
-        let columns = columns::current(kept, c)?;
+        // As the eligibility decision left them (it read the change log): a memory written
+        // since is not among them and is skipped, one changed since is checked again on its
+        // row below.
+        let columns = columns::as_decided(kept, c)?;
         for run in postings.chunk_by(|a, b| a.0 == b.0) {
             let rowid = run[0].0;
             let Some(r) = columns.get(rowid) else {
