@@ -17,7 +17,7 @@
 //! missing then was rolled back) or until the log is trimmed past it (then reloads everything).
 //! On SQLite, with one writer, numbers commit in order and there are no gaps.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,11 @@ use crate::store::{Connection, OptionalExtension, params_from_iter};
 
 use super::MemoryClass;
 use crate::store::{Store, StoreError};
+
+mod table;
+
+pub(crate) use table::Cursor;
+use table::Table;
 
 /// One memory as ranking sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,19 +39,43 @@ pub(crate) struct Ranking {
     /// Words in its normalised text.
     pub(crate) length: u32,
     /// The words its text says more than once, and how often (most say each word once).
-    pub(crate) repeated: Box<[(Box<str>, u16)]>,
+    pub(crate) repeated: Repeated,
+    /// The [`Signature`]s of the repeated words together: a word whose signature has a bit
+    /// not set here is said once, known without reading `repeated` (a cache miss a match).
+    pub(crate) repeats: u64,
     /// Its relevance but for the lexical part: class, support, feedback and recency, rounded
     /// ([`fixed_relevance`]).
     pub(crate) fixed: f64,
 }
 
 impl Ranking {
-    /// How often its text says `word`, knowing it says it.
-    pub(crate) fn count(&self, word: &str) -> u16 {
+    /// How often its text says `word` (of signature `signed`), knowing it says it.
+    pub(crate) fn count(&self, word: &str, signed: Signature) -> u16 {
+        if self.repeats & signed.0 != signed.0 {
+            return 1;
+        }
         self.repeated
             .iter()
             .find(|(w, _)| &**w == word)
             .map_or(1, |(_, n)| *n)
+    }
+}
+
+/// Words said more than once, and how often.
+pub(crate) type Repeated = Box<[(Box<str>, u16)]>;
+
+/// Two bits of 64 chosen by a word's FNV-1a hash: a one-word Bloom filter of the words a
+/// memory repeats ([`Ranking::repeats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Signature(u64);
+
+impl Signature {
+    pub(crate) fn of(word: &str) -> Signature {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in word.bytes() {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Signature((1 << (hash & 63)) | (1 << ((hash >> 6) & 63)))
     }
 }
 
@@ -62,7 +91,7 @@ pub(crate) struct Columns {
     generation: u64,
     /// Each gap, with when it was first missed.
     gaps: BTreeMap<i64, Instant>,
-    by_rowid: HashMap<i64, Ranking>,
+    rankings: Table,
 }
 
 /// Most gaps kept: past this many, everything is loaded again (and a load keeps the gaps of
@@ -75,8 +104,15 @@ pub(crate) const GAP_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Columns {
     /// A memory's ranking columns.
+    #[cfg(test)]
     pub(crate) fn get(&self, rowid: i64) -> Option<&Ranking> {
-        self.by_rowid.get(&rowid)
+        self.rankings.get(rowid)
+    }
+
+    /// Memories' ranking columns looked up in ascending row id order (as postings come): much
+    /// faster than one [`Columns::get`] each.
+    pub(crate) fn cursor(&self) -> Cursor<'_> {
+        self.rankings.cursor()
     }
 
     /// How many times what the columns hold has changed since the store was opened: the same
@@ -185,17 +221,16 @@ fn load_all(c: &Connection, first: Option<i64>, last: i64) -> Result<Columns, St
         "SELECT {COLUMNS} FROM memories WHERE fts_rowid IS NOT NULL"
     ))?;
     let mut rows = stmt.query(())?;
-    let mut by_rowid = HashMap::new();
+    let mut all = Vec::new();
     while let Some(r) = rows.next()? {
-        let (rowid, ranking) = ranking(&r)?;
-        by_rowid.insert(rowid, ranking);
+        all.push(ranking(&r)?);
     }
     Ok(Columns {
         loaded: true,
         seen: last,
         generation: 0,
         gaps,
-        by_rowid,
+        rankings: Table::from_rows(all),
     })
 }
 
@@ -250,17 +285,17 @@ fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<boo
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM memories WHERE fts_rowid = ?1"
     ))?;
+    let mut now_held = Vec::with_capacity(changed.len());
     for rowid in changed {
         match stmt.query_row([rowid], |r| Ok(ranking(r))).optional()? {
             Some(found) => {
-                let (rowid, ranking) = found?;
-                columns.by_rowid.insert(rowid, ranking);
+                let (_, ranking) = found?;
+                now_held.push((rowid, Some(ranking)));
             }
-            None => {
-                columns.by_rowid.remove(&rowid);
-            }
+            None => now_held.push((rowid, None)),
         }
     }
+    columns.rankings.apply(now_held);
     columns.seen = upto;
     columns.gaps = gaps;
     Ok(true)
@@ -270,20 +305,8 @@ fn apply_changes(columns: &mut Columns, c: &Connection, last: i64) -> Result<boo
 fn ranking(r: &crate::store::Row<'_>) -> Result<(i64, Ranking), StoreError> {
     let rowid: i64 = r.get(0)?;
     let norm = r.value(3)?.as_str()?;
-    let mut length = 0u32;
-    let mut words: Vec<(&str, u16)> = Vec::new();
-    for w in norm.split(' ') {
-        length += 1;
-        match words.iter_mut().find(|(seen, _)| *seen == w) {
-            Some((_, n)) => *n = n.saturating_add(1),
-            None => words.push((w, 1)),
-        }
-    }
-    let repeated = words
-        .into_iter()
-        .filter(|(_, n)| *n > 1)
-        .map(|(w, n)| (Box::from(w), n))
-        .collect();
+    let length = norm.split(' ').count() as u32;
+    let (repeated, repeats) = repeats_of(norm);
     let class = r.value(4)?.as_str()?;
     let class = MemoryClass::parse(class)
         .ok_or_else(|| StoreError::Corrupt(format!("memory class `{class}`")))?;
@@ -303,9 +326,30 @@ fn ranking(r: &crate::store::Row<'_>) -> Result<(i64, Ranking), StoreError> {
             expires_at: r.get(2)?,
             length,
             repeated,
+            repeats,
             fixed: fixed_relevance(base, recency),
         },
     ))
+}
+
+/// The words `norm` says more than once, how often, and their signatures together.
+fn repeats_of(norm: &str) -> (Repeated, u64) {
+    let mut words: Vec<(&str, u16)> = Vec::new();
+    for w in norm.split(' ') {
+        match words.iter_mut().find(|(seen, _)| *seen == w) {
+            Some((_, n)) => *n = n.saturating_add(1),
+            None => words.push((w, 1)),
+        }
+    }
+    let repeated: Repeated = words
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(w, n)| (Box::from(w), n))
+        .collect();
+    let repeats = repeated
+        .iter()
+        .fold(0, |bits, (w, _)| bits | Signature::of(w).0);
+    (repeated, repeats)
 }
 
 /// The part of a memory's score ranking reads.
@@ -376,6 +420,40 @@ mod tests {
             plan.iter()
                 .all(|step| !step.starts_with("SCAN memory_changes")),
             "{plan:?}"
+        );
+    }
+
+    /// The signature is only a shortcut: every repeated word is counted, every other word of
+    /// the text once, whatever bits their hashes share.
+    #[test]
+    fn a_memory_counts_each_word_as_often_as_its_text_says_it() {
+        let mut text = Vec::new();
+        for i in 0..200u16 {
+            for _ in 0..=(i % 3) {
+                text.push(format!("w{i}"));
+            }
+        }
+        let norm = text.join(" ");
+        let (repeated, repeats) = repeats_of(&norm);
+        let ranking = Ranking {
+            group: 1,
+            expires_at: 0,
+            length: text.len() as u32,
+            repeated,
+            repeats,
+            fixed: 0.0,
+        };
+        for i in 0..200u16 {
+            let word = format!("w{i}");
+            assert_eq!(
+                ranking.count(&word, Signature::of(&word)),
+                i % 3 + 1,
+                "{word}"
+            );
+        }
+        assert!(
+            repeats.count_ones() > 32,
+            "most bits set: the shortcut rarely helps here"
         );
     }
 

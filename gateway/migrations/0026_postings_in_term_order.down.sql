@@ -1,0 +1,1 @@
+-- Nothing was changed on SQLite by 0026 (see its up migration).

@@ -1,0 +1,3 @@
+-- PostgreSQL only (issue 37): its postings table is rewritten in key order
+-- (`postgres/0026_postings_in_term_order.up.sql`). SQLite's FTS5 keeps its own order: nothing
+-- changes here, and the version is shared so both engines count alike.
