@@ -51,8 +51,8 @@ fn the_token_is_never_recorded_exported_or_logged() {
 
     let secrets = [gw.token.as_str(), guess];
     // The store, log included (read as bytes: payloads may be compressed, so the test also
-    // reads every run back through an export; on PostgreSQL, which keeps no file here, the
-    // export is the check).
+    // reads every run back through an export; on PostgreSQL, which keeps no file here, every
+    // stored row is read as text below).
     for file in ["tollgate.db", "tollgate.db-wal"] {
         let path = gw.dir.path().join(".tollgate").join(file);
         let bytes = std::fs::read(&path).unwrap_or_default();
@@ -61,6 +61,42 @@ fn the_token_is_never_recorded_exported_or_logged() {
                 !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
                 "{file} holds `{secret}`"
             );
+        }
+    }
+    // On PostgreSQL, every row of every table of the test's schema, as text (a `bytea` column
+    // reads as hex, so the secrets are looked for in hex too).
+    if support::on_postgres() {
+        let rows: Vec<String> = support::store_in(gw.dir.path())
+            .read(|c| {
+                let tables: Vec<String> = c
+                    .prepare(
+                        "SELECT table_name::text FROM information_schema.tables
+                         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+                    )?
+                    .query_map((), |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let mut rows = Vec::new();
+                for table in &tables {
+                    let mut stmt = c.prepare(&format!("SELECT t::text FROM \"{table}\" t"))?;
+                    for row in stmt.query_map((), |r| r.get::<String>(0))? {
+                        rows.push(format!("{table}: {}", row?));
+                    }
+                }
+                Ok(rows)
+            })
+            .unwrap();
+        assert!(
+            rows.iter().any(|r| r.starts_with("events: ")),
+            "the schema's rows were read"
+        );
+        for secret in secrets {
+            let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+            for row in &rows {
+                assert!(
+                    !row.contains(secret) && !row.contains(&hex),
+                    "a stored row holds `{secret}`: {row}"
+                );
+            }
         }
     }
     let listed = gw.tollgate(&["runs", "list", "--json"]);
