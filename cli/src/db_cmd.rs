@@ -55,6 +55,9 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
                 doc["current_schema"] = status.is_current().into();
                 doc["missing"] = serde_json::json!(drift.missing);
                 doc["changed"] = serde_json::json!(drift.changed);
+                if let Some(why) = &drift.unchecked {
+                    doc["unchecked"] = why.as_str().into();
+                }
                 doc["integrity"] = serde_json::json!(problems);
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
@@ -88,6 +91,9 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
                 }
                 for c in &drift.changed {
                     println!("warning: {c} differs from what the migrations create");
+                }
+                if let Some(why) = &drift.unchecked {
+                    println!("note: {why}");
                 }
                 if problems.is_empty() {
                     println!("integrity ok");

@@ -513,7 +513,12 @@ impl Store {
     /// How the schema differs from what the applied migrations create: the tables, indexes,
     /// triggers and views missing, and those whose definition changed.
     pub fn schema_drift(&self) -> Result<SchemaDrift, StoreError> {
-        self.read(schema::drift)
+        match self.dialect() {
+            Dialect::Sqlite => self.read(schema::drift),
+            // Definitions are compared with a scratch schema the migrations make inside the
+            // transaction, rolled back: the writer's (it holds the write lock meanwhile).
+            Dialect::Postgres => self.write(schema::drift),
+        }
     }
 
     /// Recreates what the applied migrations create and the database lacks (empty); the

@@ -28,9 +28,13 @@ impl SchemaObject {
 pub struct SchemaDrift {
     /// Objects the migrations create that the database lacks (`table `cases``).
     pub missing: Vec<String>,
-    /// Objects whose definition differs from the migrations' (compared without comments,
-    /// quotes and layout).
+    /// Objects whose definition differs from the migrations' (on SQLite compared without
+    /// comments, quotes and layout; on PostgreSQL as its catalog prints them).
     pub changed: Vec<String>,
+    /// Why definitions were not compared, when they could not be (on PostgreSQL, a user
+    /// without the right to create a schema).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 impl SchemaDrift {
@@ -63,7 +67,7 @@ fn objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
 
 /// The tables, indexes, triggers, functions and sequences of the current schema on PostgreSQL,
 /// by name (their definitions as the catalog prints them differ from the migrations' text, so
-/// only what is missing is found there, not what changed).
+/// what changed is found by [`postgres_changed`], against a schema the migrations make).
 fn postgres_objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> {
     let mut stmt = conn.prepare(
         "SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' ELSE 'sequence' END,
@@ -88,6 +92,110 @@ fn postgres_objects(conn: &Connection) -> Result<Vec<SchemaObject>, StoreError> 
         })
     })?;
     rows.collect::<Result<_, _>>()
+}
+
+/// Every object of schema `schema` as PostgreSQL's catalog prints it, by kind and name: a
+/// table as its columns (type, collation when not the type's own, `NOT NULL`, default) and
+/// constraints; an index, a trigger or a function as `pg_get_*def` prints it; a sequence as
+/// its parameters. The schema's name is left out of the text (`@`), so two schemas made by the
+/// same statements print alike. Read with `schema` first on the search path (the catalog
+/// prints a name unqualified when it is found there).
+const POSTGRES_DEFINITIONS: &str = "
+    SELECT 'table', c.relname::text,
+           (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                || CASE WHEN a.attcollation <> 0 AND a.attcollation <> ty.typcollation
+                        THEN ' COLLATE ' || (SELECT quote_ident(l.collname) FROM pg_collation l
+                                             WHERE l.oid = a.attcollation)
+                        ELSE '' END
+                || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END
+                || COALESCE(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), ''),
+                ', ' ORDER BY a.attnum)
+            FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
+                 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+           || ' | ' || COALESCE((SELECT string_agg(k.conname || ' ' || pg_get_constraintdef(k.oid),
+                                                   ', ' ORDER BY k.conname)
+                                 FROM pg_constraint k WHERE k.conrelid = c.oid), '')
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = ?1 AND c.relkind = 'r'
+    UNION ALL
+    SELECT 'index', c.relname::text, pg_get_indexdef(c.oid)
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = ?1 AND c.relkind = 'i'
+    UNION ALL
+    SELECT 'sequence', c.relname::text,
+           format('%s start %s by %s from %s to %s cycle %s', q.seqtypid::regtype, q.seqstart,
+                  q.seqincrement, q.seqmin, q.seqmax, q.seqcycle)
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         JOIN pg_sequence q ON q.seqrelid = c.oid
+    WHERE n.nspname = ?1
+    UNION ALL
+    SELECT 'trigger', t.tgname::text, pg_get_triggerdef(t.oid)
+    FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = ?1 AND NOT t.tgisinternal
+    UNION ALL
+    SELECT 'function', p.proname::text, pg_get_functiondef(p.oid)
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = ?1";
+
+/// [`POSTGRES_DEFINITIONS`] of schema `schema`.
+fn postgres_definitions(conn: &Connection, schema: &str) -> Result<Vec<SchemaObject>, StoreError> {
+    let mut stmt = conn.prepare(POSTGRES_DEFINITIONS)?;
+    let rows = stmt.query_map([schema], |r| {
+        let sql: Option<String> = r.get(2)?;
+        Ok(SchemaObject {
+            kind: r.get(0)?,
+            name: r.get(1)?,
+            sql: sql
+                .unwrap_or_default()
+                .replace(&format!("\"{schema}\"."), "@.")
+                .replace(&format!("{schema}."), "@."),
+        })
+    })?;
+    rows.collect::<Result<_, _>>()
+}
+
+/// The objects of the current schema whose definition differs from what the migrations up to
+/// `version` make, as PostgreSQL's catalog prints both: the migrations are applied to a fresh
+/// schema inside a savepoint that is then rolled back, the way SQLite's are applied to an
+/// empty in-memory database (`expected`). Needs a transaction that may write (the writer's)
+/// and the right to create a schema; without that right, `Err` says so and nothing is left.
+fn postgres_changed(conn: &Connection, version: u32) -> Result<Vec<String>, StoreError> {
+    let current: String = conn.query_row("SELECT current_schema()::text", (), |r| r.get(0))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let scratch = format!("tollgate_expected_{}_{nanos}", std::process::id());
+    conn.execute_batch("SAVEPOINT tollgate_expected")?;
+    let made = (|| {
+        conn.execute_batch(&format!(
+            "CREATE SCHEMA {scratch}; SET LOCAL search_path TO {scratch}"
+        ))?;
+        for m in migrations_for(Dialect::Postgres)
+            .iter()
+            .filter(|m| m.version <= version)
+        {
+            conn.execute_batch(m.up).map_err(|e| {
+                StoreError::Migration(format!("migration {} `{}` failed: {e}", m.version, m.name))
+            })?;
+        }
+        postgres_definitions(conn, &scratch)
+    })();
+    // Undoes the schema and the search path alike.
+    conn.execute_batch(
+        "ROLLBACK TO SAVEPOINT tollgate_expected; RELEASE SAVEPOINT tollgate_expected",
+    )?;
+    let want = made?;
+    let has = postgres_definitions(conn, &current)?;
+    Ok(want
+        .iter()
+        .filter(|w| {
+            has.iter()
+                .any(|h| h.kind == w.kind && h.name == w.name && h.sql != w.sql)
+        })
+        .map(SchemaObject::label)
+        .collect())
 }
 
 /// What PostgreSQL's migrations up to `version` create, read from their SQL: each `CREATE`
@@ -215,6 +323,7 @@ fn squeezed(sql: &str) -> String {
 
 /// How the database behind `conn` differs from what its applied migrations create (nothing,
 /// for a database with migrations this build does not know: it cannot say what they made).
+/// On PostgreSQL, run in a transaction that may write ([`postgres_changed`]).
 pub(super) fn drift(conn: &Connection) -> Result<SchemaDrift, StoreError> {
     let status = migrate::status(conn)?;
     if !status.unknown.is_empty() {
@@ -233,6 +342,21 @@ pub(super) fn drift(conn: &Connection) -> Result<SchemaDrift, StoreError> {
                 drift.changed.push(want.label());
             }
             Some(_) => {}
+        }
+    }
+    if postgres {
+        match postgres_changed(conn, status.current) {
+            Ok(changed) => drift.changed = changed,
+            Err(e) => {
+                let e = e.to_string();
+                let cause = e.lines().next().unwrap_or_default();
+                drift.unchecked = Some(format!(
+                    "definitions not compared: that applies the migrations to a scratch schema \
+                     (rolled back), and creating it failed: {cause}\n  help: grant the user the \
+                     right to create schemas (`GRANT CREATE ON DATABASE db TO user`) to compare \
+                     them; what is missing is checked without it"
+                ));
+            }
         }
     }
     Ok(drift)

@@ -580,6 +580,63 @@ fn writes_batched_with_one_that_fills_the_disk_are_stored_exactly_when_acknowled
     }
 }
 
+/// A definition changed by hand (an index on other columns, a trigger function's body) is
+/// named as changed, on SQLite from the text it keeps, on PostgreSQL from its catalog compared
+/// with a scratch schema the migrations make (and roll back: no schema is left behind).
+#[test]
+fn a_changed_definition_is_named_on_either_engine() {
+    let (_dir, store) = temp_store();
+    let drift = store.schema_drift().unwrap();
+    assert_eq!(drift, SchemaDrift::default());
+    store
+        .write(|c| {
+            c.execute_batch(
+                "DROP INDEX memories_by_group_rank;
+                 CREATE INDEX memories_by_group_rank ON memories (group_id, id)",
+            )
+        })
+        .unwrap();
+    let drift = store.schema_drift().unwrap();
+    assert_eq!(
+        drift.changed,
+        ["index `memories_by_group_rank`"],
+        "{drift:?}"
+    );
+    assert!(
+        drift.missing.is_empty() && drift.unchecked.is_none(),
+        "{drift:?}"
+    );
+    if store.dialect() == Dialect::Postgres {
+        store
+            .write(|c| {
+                c.execute_batch(
+                    "CREATE OR REPLACE FUNCTION tollgate_memories_reworded() RETURNS TRIGGER
+                     LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+                )
+            })
+            .unwrap();
+        let drift = store.schema_drift().unwrap();
+        assert_eq!(
+            drift.changed,
+            [
+                "index `memories_by_group_rank`",
+                "function `tollgate_memories_reworded`"
+            ],
+            "{drift:?}"
+        );
+        let scratch: i64 = store
+            .read(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM pg_namespace WHERE nspname LIKE 'tollgate_expected%'",
+                    (),
+                    |r| r.get(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(scratch, 0, "the scratch schema is rolled back");
+    }
+}
+
 #[test]
 fn a_dropped_table_is_named_missing_and_repair_recreates_it_on_either_engine() {
     let (_dir, store) = temp_store();
