@@ -351,6 +351,68 @@ fn live_appends_chain_like_an_import() {
     );
 }
 
+/// One append's events go to the store as multi-row `INSERT`s, 64 rows a statement: an append
+/// of more, over two steps and with payloads of every size, chains as one event at a time
+/// would, and one event naming a step the run lacks stores none of them.
+#[test]
+fn an_append_of_more_events_than_one_insert_takes_chains_like_single_appends() {
+    let (_d, rec) = recorder();
+    let (_d2, single) = recorder();
+    let mut h = header("run-many");
+    h.status = "running".into();
+    h.finished_at = None;
+    let events: Vec<(u32, EventKind, String, serde_json::Value)> = (0..150u32)
+        .map(|i| {
+            let payload = match i {
+                1 => json!({"text": incompressible(INLINE_PAYLOAD_LIMIT * 2)}),
+                2 => json!({"text": "x".repeat(INLINE_PAYLOAD_LIMIT + 10)}),
+                _ => json!({"text": format!("note {i}")}),
+            };
+            (
+                u32::from(i >= 70),
+                EventKind::Note,
+                format!("2026-11-02T09:00:{:02}Z", i % 60),
+                payload,
+            )
+        })
+        .collect();
+    for r in [&rec, &single] {
+        r.open_run(&h).unwrap();
+        r.add_step("run-many", "read", "coder").unwrap();
+        r.add_step("run-many", "fix", "coder").unwrap();
+    }
+    let mut wrong = events[..3].to_vec();
+    wrong[2].0 = 9;
+    let refused = rec.append_many("run-many", wrong).unwrap_err().to_string();
+    assert!(refused.contains("no step 9"), "{refused}");
+    assert!(
+        rec.export("run-many").unwrap().events.is_empty(),
+        "nothing of it stored"
+    );
+
+    let appended = rec.append_many("run-many", events.clone()).unwrap();
+    for (step, kind, at, payload) in events {
+        single.append("run-many", step, kind, &at, payload).unwrap();
+    }
+    let (many, one) = (
+        rec.export("run-many").unwrap(),
+        single.export("run-many").unwrap(),
+    );
+    assert_eq!(many.events.len(), 150);
+    assert_eq!(many.events, one.events, "the same chain either way");
+    assert_eq!(
+        appended
+            .iter()
+            .map(|a| (a.seq, a.hash.clone()))
+            .collect::<Vec<_>>(),
+        many.events
+            .iter()
+            .map(|e| (e.seq, e.hash.clone().unwrap()))
+            .collect::<Vec<_>>()
+    );
+    assert!(rec.verify("run-many").unwrap().is_intact());
+}
+
 /// Several gateways on one database (issue 38): each store below is a process's, with its own
 /// writer, and steps of one run reach all of them at once. Every append is stored, numbered
 /// without a gap or a repeat, and the run's chain stays one line.

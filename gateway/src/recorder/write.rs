@@ -12,12 +12,12 @@ use tollgate_rules::envelope::{Level, PolicyEnvelope};
 use super::counts::{self, DecisionCounts, decided_in};
 use super::events::EventPayload;
 use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
-use super::{
-    COMPRESS_PAYLOAD_OVER, INLINE_PAYLOAD_LIMIT, Recorder, RecorderError, event_hash, genesis_hash,
-    load_header, short,
-};
+use super::{Recorder, RecorderError, event_hash, genesis_hash, load_header, short};
 use crate::clock::now_rfc3339;
 use crate::store::StoreError;
+
+mod rows;
+use rows::EventRow;
 
 /// Statuses a run may have.
 pub const RUN_STATUSES: [&str; 4] = ["running", "succeeded", "failed", "cancelled"];
@@ -317,11 +317,12 @@ impl Recorder {
                 }
                 let mut prev = genesis_hash(&plan.header);
                 let mut counts = DecisionCounts::default();
+                let mut rows = Vec::with_capacity(plan.events.len());
                 for e in &plan.events {
                     if let Some(kind) = EventKind::parse(&e.kind) {
                         counts += decided_in(kind, &e.payload);
                     }
-                    prev = insert_event(
+                    let row = EventRow::new(
                         c,
                         &plan.header.id,
                         e.seq,
@@ -331,7 +332,10 @@ impl Recorder {
                         &canonical_json(&e.payload),
                         &prev,
                     )?;
+                    prev.clone_from(&row.hash);
+                    rows.push(row);
                 }
+                rows::insert(c, &plan.header.id, &rows)?;
                 let [a, r, g, l, d] = counts.values();
                 c.execute(
                     counts::UPDATE_HEAD,
@@ -372,9 +376,18 @@ pub(crate) fn append_in(
     run: &str,
     events: Vec<NewEvent>,
 ) -> Result<Vec<Appended>, StoreError> {
-    let (mut seq, mut prev): (u64, String) = c
-        .prepare_cached("SELECT event_count, head_hash FROM runs WHERE id = ?1")?
-        .query_row([run], |r| Ok((r.get::<i64>(0)? as u64, r.get(1)?)))
+    // The chain's head, and whether the first event's step exists, in one statement (a round
+    // trip on PostgreSQL).
+    let first_step = events.first().map_or(0, |e| e.step);
+    let (mut seq, mut prev, first_found): (u64, String, bool) = c
+        .prepare_cached(
+            "SELECT event_count, head_hash,
+                    EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND idx = ?2)
+             FROM runs WHERE id = ?1",
+        )?
+        .query_row(params![run, first_step], |r| {
+            Ok((r.get::<i64>(0)? as u64, r.get(1)?, r.get(2)?))
+        })
         .optional()?
         .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
     if seq == 0 {
@@ -382,7 +395,13 @@ pub(crate) fn append_in(
         prev = genesis_hash(&header);
     }
     let mut out = Vec::with_capacity(events.len());
+    let mut rows = Vec::with_capacity(events.len());
     let mut counts = DecisionCounts::default();
+    // The steps found so far: the events of one append are nearly always of one step.
+    let mut found: Vec<u32> = Vec::new();
+    if first_found {
+        found.push(first_step);
+    }
     for NewEvent {
         step,
         kind,
@@ -397,23 +416,28 @@ pub(crate) fn append_in(
                 kind.as_str()
             )));
         };
-        let steps: u32 = c
-            .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2")?
-            .query_row(params![run, step], |r| r.get(0))?;
-        if steps == 0 {
-            return Err(StoreError::Invalid(format!(
-                "run `{run}` has no step {step}\n  help: add the step before its events"
-            )));
+        if !found.contains(&step) {
+            let steps: u32 = c
+                .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND idx = ?2")?
+                .query_row(params![run, step], |r| r.get(0))?;
+            if steps == 0 {
+                return Err(StoreError::Invalid(format!(
+                    "run `{run}` has no step {step}\n  help: add the step before its events"
+                )));
+            }
+            found.push(step);
         }
-        let hash = insert_event(c, run, seq, step, kind.as_str(), &at, &text, &prev)?;
+        let row = EventRow::new(c, run, seq, step, kind.as_str(), &at, &text, &prev)?;
         out.push(Appended {
             seq,
-            hash: hash.clone(),
+            hash: row.hash.clone(),
         });
-        prev = hash;
+        prev.clone_from(&row.hash);
+        rows.push(row);
         seq += 1;
         counts += decided;
     }
+    rows::insert(c, run, &rows)?;
     let [a, r, g, l, d] = counts.values();
     c.prepare_cached(counts::UPDATE_HEAD)?
         .execute(params![run, seq as i64, prev, a, r, g, l, d])?;
@@ -422,8 +446,10 @@ pub(crate) fn append_in(
 
 /// Adds the next step of a run inside the caller's write; returns its index.
 fn add_step_in(c: &Connection, run: &str, name: &str, agent: &str) -> Result<u32, StoreError> {
+    // Steps are numbered from 0 without gaps: the next is one past the last (found by the
+    // steps' key, where counting them reads every one).
     let next: u32 = c
-        .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
+        .prepare_cached("SELECT COALESCE(MAX(idx) + 1, 0) FROM steps WHERE run_id = ?1")?
         .query_row([run], |r| r.get(0))?;
     c.prepare_cached("INSERT INTO steps (run_id, idx, name, agent) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![run, next, name, agent])?;
@@ -458,16 +484,25 @@ pub(crate) fn running_step_in(
     agent: &str,
     step: Option<u32>,
 ) -> Result<u32, StoreError> {
-    running_in(c, run)?;
     if let Some(s) = step {
+        running_in(c, run)?;
         return Ok(s);
     }
-    let steps: u32 = c
-        .prepare_cached("SELECT COUNT(*) FROM steps WHERE run_id = ?1")?
-        .query_row([run], |r| r.get(0))?;
-    match steps {
-        0 => add_step_in(c, run, "main", agent),
-        n => Ok(n - 1),
+    // The run's state and its last step in one statement (a round trip on PostgreSQL); the
+    // last step by the steps' key, not by counting them.
+    let (status, last): (String, Option<u32>) = c
+        .prepare_cached(
+            "SELECT status, (SELECT MAX(idx) FROM steps WHERE run_id = ?1) FROM runs WHERE id = ?1",
+        )?
+        .query_row([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
+    if status != "running" {
+        return Err(StoreError::Invalid(finished_run(run, &status)));
+    }
+    match last {
+        None => add_step_in(c, run, "main", agent),
+        Some(last) => Ok(last),
     }
 }
 
@@ -511,55 +546,6 @@ fn insert_run(c: &Connection, h: &RunHeader) -> Result<(), StoreError> {
         _ => e,
     })?;
     Ok(())
-}
-
-/// Inserts one event (its payload's canonical text, inline or as an artifact) and returns its
-/// hash.
-#[expect(clippy::too_many_arguments, reason = "the columns of one event")]
-fn insert_event(
-    c: &Connection,
-    run: &str,
-    seq: u64,
-    step: u32,
-    kind: &str,
-    at: &str,
-    text: &str,
-    prev: &str,
-) -> Result<String, StoreError> {
-    let payload_hash = blake3::hash(text.as_bytes()).to_hex().to_string();
-    // Inline text; or compressed in the row; or, still too large, an artifact.
-    let compressed: Vec<u8>;
-    let (inline, packed): (Option<&str>, Option<&[u8]>) = if text.len() <= COMPRESS_PAYLOAD_OVER {
-        (Some(text), None)
-    } else {
-        let z = super::compress_payload(text);
-        if z.len() <= INLINE_PAYLOAD_LIMIT {
-            compressed = z;
-            (None, Some(&compressed))
-        } else {
-            crate::store::artifacts::store(c, &payload_hash, "application/json", text.as_bytes())?;
-            (None, None)
-        }
-    };
-    let hash = event_hash(run, seq, step, kind, at, &payload_hash, prev);
-    c.prepare_cached(
-        "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_z, payload_hash,
-                             prev_hash, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        run,
-        seq as i64,
-        step,
-        kind,
-        at,
-        inline,
-        packed,
-        payload_hash,
-        prev,
-        hash
-    ])?;
-    Ok(hash)
 }
 
 /// Stores a run's envelopes as versions; returns the new `ID@VERSION`s.
