@@ -115,7 +115,10 @@ pub struct Runtime {
     recorder: Recorder,
     provider: Arc<dyn Provider>,
     envelopes: RwLock<Arc<EnvelopeSet>>,
-    engines: Mutex<HashMap<String, Arc<RunPolicy>>>,
+    /// Each run's engine, with the count of policy changes (`policy_seen`) read before it was
+    /// built: a write that finds the store's count moved past it records nothing
+    /// (`tools.rs`, `RecordError::PolicyChanged`).
+    engines: Mutex<HashMap<String, (i64, Arc<RunPolicy>)>>,
     /// The store's count of policy changes the envelope set and the engines were loaded at
     /// (`changes/policy`, raised by triggers whenever a version is stored or a run re-pinned,
     /// here or through another gateway on the same database).
@@ -215,7 +218,7 @@ impl Runtime {
 
     /// Loads the envelope set in force and drops the cached engines, noting the count read
     /// before the load (so a change committed meanwhile is loaded again next time).
-    fn load_policy(&self, generation: i64) -> Result<(), RuntimeError> {
+    pub(crate) fn load_policy(&self, generation: i64) -> Result<(), RuntimeError> {
         let set = current_set(&self.store)?;
         *self
             .envelopes
@@ -241,21 +244,21 @@ impl Runtime {
     /// subject facts, materialised once and cached.
     pub fn engine_for(&self, run: &str) -> Result<Arc<RunPolicy>, RuntimeError> {
         self.fresh_policy()?;
-        if let Some(engine) = self
-            .engines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(run)
-        {
-            return Ok(engine.clone());
+        if let Some((_, engine)) = self.cached_engine(run) {
+            return Ok(engine);
         }
+        let seen = self.policy_generation();
         let header = self.recorder.header(run)?;
         let engine = Arc::new(self.pinned_engine(&header)?);
-        self.engines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(run.to_string(), engine.clone());
+        self.keep_engine(run, seen, engine.clone());
         Ok(engine)
+    }
+
+    /// The count of policy changes this process has loaded (see [`Runtime::fresh_policy`]).
+    /// Read before building an engine, it tags the engine: never later than what the engine
+    /// was built from.
+    fn policy_generation(&self) -> i64 {
+        self.policy_seen.load(Ordering::Acquire)
     }
 }
 
@@ -340,19 +343,32 @@ impl Runtime {
         // A re-pin through another gateway drops the cached engines (a store read, so the
         // decision is made under the versions the run is pinned to now).
         self.fresh_policy()?;
-        if let Some(engine) = self.cached_engine(run) {
-            return Ok((engine.header().clone(), engine));
+        let (header, engine, _) = self.running_engine_as_kept(run)?;
+        Ok((header, engine))
+    }
+
+    /// Like [`Runtime::running_engine`] without reading the store's count of policy changes
+    /// first: the engine as this process keeps it, with the count it was built at. For a
+    /// decision whose write checks that count (`running_step_in`) and is decided again when
+    /// it moved: one store read less per decision.
+    pub(crate) fn running_engine_as_kept(
+        &self,
+        run: &str,
+    ) -> Result<(RunHeader, Arc<RunPolicy>, i64), RuntimeError> {
+        if let Some((seen, engine)) = self.cached_engine(run) {
+            return Ok((engine.header().clone(), engine, seen));
         }
+        let seen = self.policy_generation();
         let header = self.running(run)?;
         let engine = Arc::new(self.pinned_engine(&header)?);
-        self.keep_engine(run, engine.clone());
-        Ok((header, engine))
+        self.keep_engine(run, seen, engine.clone());
+        Ok((header, engine, seen))
     }
 
     /// The agent and scope of a run, for deciding whether a credential reaches it: from the
     /// engine cache when the run is cached (no store read), else from its header.
     pub fn run_owner(&self, run: &str) -> Result<(String, String), RuntimeError> {
-        if let Some(engine) = self.cached_engine(run) {
+        if let Some((_, engine)) = self.cached_engine(run) {
             let h = engine.header();
             return Ok((h.agent.clone(), h.scope.clone()));
         }
@@ -364,7 +380,7 @@ impl Runtime {
     }
 
     /// A run's cached engine, if it is cached.
-    fn cached_engine(&self, run: &str) -> Option<Arc<RunPolicy>> {
+    fn cached_engine(&self, run: &str) -> Option<(i64, Arc<RunPolicy>)> {
         self.engines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -380,12 +396,13 @@ impl Runtime {
             .remove(run);
     }
 
-    /// Caches an engine built for a run.
-    pub(crate) fn keep_engine(&self, run: &str, engine: Arc<RunPolicy>) {
+    /// Caches an engine built for a run, with the count of policy changes read before it was
+    /// built ([`Runtime::policy_generation`]).
+    pub(crate) fn keep_engine(&self, run: &str, seen: i64, engine: Arc<RunPolicy>) {
         self.engines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(run.to_string(), engine);
+            .insert(run.to_string(), (seen, engine));
     }
 }
 

@@ -245,7 +245,7 @@ impl Recorder {
         let mut event = NewEvent::json(0, kind, at, payload);
         self.store
             .transact_async(move |c| {
-                event.set_step(running_step_in(c, &run, &agent, None)?);
+                event.set_step(running_step_in(c, &run, &agent, None)?.step);
                 append_in(c, &run, vec![event])?
                     .pop()
                     .ok_or_else(|| StoreError::Invalid("nothing appended".into()))
@@ -475,6 +475,18 @@ pub(crate) fn running_in(c: &Connection, run: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// What a write learns of a running run, in one statement: the step to record at, and the
+/// store's count of policy changes as of this write (`store::Changes::Policy`, exact: the
+/// write holds the store's write lock), so a decision made under an older policy is caught
+/// before it is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Running {
+    /// The step the events are recorded at.
+    pub(crate) step: u32,
+    /// `changes/policy` as this write sees it.
+    pub(crate) policy_changes: i64,
+}
+
 /// Inside a write: checks that `run` is still running, and gives the step a call is recorded
 /// at — `step` when the caller named one (`append_in` checks it exists), else the run's last,
 /// adding a first step `main` by `agent` to a run that has none.
@@ -483,27 +495,32 @@ pub(crate) fn running_step_in(
     run: &str,
     agent: &str,
     step: Option<u32>,
-) -> Result<u32, StoreError> {
-    if let Some(s) = step {
-        running_in(c, run)?;
-        return Ok(s);
-    }
-    // The run's state and its last step in one statement (a round trip on PostgreSQL); the
-    // last step by the steps' key, not by counting them.
-    let (status, last): (String, Option<u32>) = c
+) -> Result<Running, StoreError> {
+    // The run's state, its last step (by the steps' key, not by counting them) and the count
+    // of policy changes in one statement: a round trip on PostgreSQL.
+    let (status, last, policy_changes): (String, Option<u32>, i64) = c
         .prepare_cached(
-            "SELECT status, (SELECT MAX(idx) FROM steps WHERE run_id = ?1) FROM runs WHERE id = ?1",
+            "SELECT status, (SELECT MAX(idx) FROM steps WHERE run_id = ?1),
+                    COALESCE((SELECT value FROM tollgate_counters WHERE name = ?2), 0)
+             FROM runs WHERE id = ?1",
         )?
-        .query_row([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![run, crate::store::Changes::Policy.counter()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .optional()?
         .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
     if status != "running" {
         return Err(StoreError::Invalid(finished_run(run, &status)));
     }
-    match last {
-        None => add_step_in(c, run, "main", agent),
-        Some(last) => Ok(last),
-    }
+    let step = match (step, last) {
+        (Some(step), _) => step,
+        (None, None) => add_step_in(c, run, "main", agent)?,
+        (None, Some(last)) => last,
+    };
+    Ok(Running {
+        step,
+        policy_changes,
+    })
 }
 
 fn require_run(c: &Connection, run: &str) -> Result<(), StoreError> {

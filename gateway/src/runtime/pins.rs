@@ -109,6 +109,7 @@ impl Runtime {
 
     /// What re-pinning a running run would change.
     fn plan_repin(&self, run: &str) -> Result<Plan, RuntimeError> {
+        let seen = self.policy_generation();
         let header = self.running(run)?;
         let from = self.pinned_versions(&header)?;
         let engine = Arc::new(self.build_engine(&header)?);
@@ -118,6 +119,7 @@ impl Runtime {
             from,
             to,
             engine,
+            seen,
         })
     }
 
@@ -129,6 +131,7 @@ impl Runtime {
             from,
             to,
             engine,
+            seen,
         } = plan;
         let changed = to != from;
         if !changed || dry_run {
@@ -152,7 +155,7 @@ impl Runtime {
             Ok::<_, RuntimeError>(pins::pin_in(c, &key, &labels, &by, &at)?)
         })?;
         engine.mark_linked();
-        self.keep_engine(&run, engine);
+        self.keep_engine(&run, seen, engine);
         Ok(Repinned {
             run,
             from,
@@ -169,6 +172,8 @@ struct Plan {
     from: Vec<String>,
     to: Vec<String>,
     engine: Arc<RunPolicy>,
+    /// The count of policy changes read before the engine was built.
+    seen: i64,
 }
 
 /// `set` materialised over a run's subject facts.

@@ -258,6 +258,7 @@ impl Runtime {
         };
         // The header records every version that governs the run: attached here, or through
         // its agent or task.
+        let seen = self.policy_generation();
         let mut engine = std::sync::Arc::new(self.build_engine(&header)?);
         header.envelopes = engine.governing(&id);
         // A governing envelope's `max_clearance` caps the run's (the packs cap what it is
@@ -295,7 +296,7 @@ impl Runtime {
             return Err(e.into());
         }
         engine.mark_linked();
-        self.keep_engine(&id, engine);
+        self.keep_engine(&id, seen, engine);
         self.run_view(&id)
     }
 

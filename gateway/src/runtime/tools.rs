@@ -240,6 +240,9 @@ impl ApprovalStep {
 pub(crate) struct ToolCallOutcome {
     /// The run's header (its id, and the agent and task rate limits count against).
     header: RunHeader,
+    /// The count of policy changes the deciding engine was built at: the write records the
+    /// decision only while the store's count is still this one.
+    policy_seen: i64,
     /// The engine that decided: the first write under it links its versions to the run.
     engine: std::sync::Arc<RunPolicy>,
     /// The step the agent named (default: the run's last, found by the write).
@@ -287,6 +290,10 @@ enum RecordError {
     Approval(ApprovalError),
     /// A rate limit filled between the decision and its write: decide again.
     LimitReached(ratelimit::LimitReached),
+    /// The policy changed (an envelope version stored, a run re-pinned, here or through
+    /// another gateway) after the engine that decided was built: load it and decide again.
+    /// The store's count of policy changes as the write read it.
+    PolicyChanged(i64),
 }
 
 impl From<StoreError> for RecordError {
@@ -308,6 +315,9 @@ impl From<RecordError> for RuntimeError {
                 "rate limit `{}` filled while this call was decided, again and again; nothing was recorded\n  help: retry the call",
                 r.rule
             )),
+            RecordError::PolicyChanged(_) => RuntimeError::Conflict(
+                "the policy changed while this call was decided, again and again; nothing was recorded\n  help: retry the call".into(),
+            ),
         }
     }
 }
@@ -320,15 +330,17 @@ impl Runtime {
         req: ToolCallRequest,
     ) -> Result<ToolCallAnswer, RuntimeError> {
         for _ in 1..DECIDE_ATTEMPTS {
-            let outcome = self.decide_tool_call(run, req.clone())?;
+            let outcome = self.decide_tool_call_as_kept(run, req.clone())?;
             let (write, pending) = self.tool_call_write(outcome)?;
             match self.store().transact(write) {
                 // Decided on a count that filled meanwhile: decide again on the new count.
                 Err(RecordError::LimitReached(_)) => continue,
+                // Decided under a policy changed meanwhile: decide again under the new one.
+                Err(RecordError::PolicyChanged(now)) => self.load_policy(now)?,
                 written => return pending.answer(written),
             }
         }
-        let outcome = self.decide_tool_call(run, req)?;
+        let outcome = self.decide_tool_call_as_kept(run, req)?;
         self.record_tool_call(outcome)
     }
 
@@ -336,6 +348,20 @@ impl Runtime {
     /// usage, then the approval it needs or presents, then the data rules over arguments
     /// that hold a secret. Reads the store; writes nothing.
     pub(crate) fn decide_tool_call(
+        &self,
+        run: &str,
+        req: ToolCallRequest,
+    ) -> Result<ToolCallOutcome, RuntimeError> {
+        self.fresh_policy()?;
+        self.decide_tool_call_as_kept(run, req)
+    }
+
+    /// Decides a tool call under the run's engine as this process keeps it, without first
+    /// reading the store's count of policy changes: for a decision that is recorded, whose
+    /// write checks that count under the store's write lock (exact, where a read before
+    /// deciding could miss a change committed between the read and the write) and has it
+    /// decided again when it moved. One store read less per call.
+    fn decide_tool_call_as_kept(
         &self,
         run: &str,
         req: ToolCallRequest,
@@ -349,7 +375,7 @@ impl Runtime {
                 "`arguments` must be a JSON object".into(),
             ));
         }
-        let (header, engine) = self.running_engine(run)?;
+        let (header, engine, policy_seen) = self.running_engine_as_kept(run)?;
         // Rate limits and approval terms come from the versions the run is pinned to.
         let set = engine.set().clone();
         let governing = engine.governing(run);
@@ -498,6 +524,7 @@ impl Runtime {
         let mut outcome = ToolCallOutcome {
             header,
             engine,
+            policy_seen,
             step: req.step,
             call_id: call_id.clone(),
             tool: req.tool.clone(),
@@ -547,14 +574,15 @@ impl Runtime {
         req: ToolCallRequest,
     ) -> Result<ToolCallAnswer, RuntimeError> {
         for _ in 1..DECIDE_ATTEMPTS {
-            let outcome = self.decide_tool_call(run, req.clone())?;
+            let outcome = self.decide_tool_call_as_kept(run, req.clone())?;
             let (write, pending) = self.tool_call_write(outcome)?;
             match self.store().transact_async(write).await {
                 Err(RecordError::LimitReached(_)) => continue,
+                Err(RecordError::PolicyChanged(now)) => self.load_policy(now)?,
                 written => return pending.answer(written),
             }
         }
-        let outcome = self.decide_tool_call(run, req)?;
+        let outcome = self.decide_tool_call_as_kept(run, req)?;
         let (write, pending) = self.tool_call_write(outcome)?;
         pending.answer(self.store().transact_async(write).await)
     }
@@ -568,6 +596,7 @@ impl Runtime {
         let execute = outcome.executes();
         let ToolCallOutcome {
             header,
+            policy_seen,
             engine,
             step,
             call_id,
@@ -608,9 +637,12 @@ impl Runtime {
         let (key, id) = (run.clone(), call_id.clone());
         // The write owns what it needs; the approval to show comes back with the result.
         let write: ToolCallWrite = Box::new(move |c: &crate::store::Connection| {
-            let step = running_step_in(c, &key, &header.agent, step)?;
+            let running = running_step_in(c, &key, &header.agent, step)?;
+            if running.policy_changes != policy_seen {
+                return Err(RecordError::PolicyChanged(running.policy_changes));
+            }
             for e in &mut events {
-                e.set_step(step);
+                e.set_step(running.step);
             }
             if let Some(links) = &links {
                 link_envelope_versions(c, &key, links)?;

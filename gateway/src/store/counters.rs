@@ -27,7 +27,8 @@ pub enum Changes {
 }
 
 impl Changes {
-    fn counter(self) -> &'static str {
+    /// The counter's name in `tollgate_counters` (for a write that reads it with other columns).
+    pub fn counter(self) -> &'static str {
         match self {
             Changes::Policy => "changes/policy",
             Changes::Approvals => "changes/approvals",

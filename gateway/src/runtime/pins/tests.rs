@@ -184,3 +184,47 @@ fn a_finished_or_unknown_run_is_not_repinned() {
     assert!(matches!(err, RuntimeError::NotFound(_)), "{err}");
     assert!(pins::history(rt.store(), "done").unwrap().is_empty());
 }
+
+/// Two gateways on one store (issue 38): a decision made on one under the run's old pins,
+/// then a re-pin committed through the other before the decision's write, is not recorded —
+/// its write reads the store's count of policy changes under the write lock — and the call
+/// made again is decided under the new pins, with no read of the count before deciding.
+#[test]
+fn a_decision_whose_policy_changed_before_its_write_is_not_recorded_and_decided_again() {
+    let dir = Dir::new("pins");
+    let a = runtime(&dir, &ManualClock::new(START_MS));
+    let b = Runtime::with_clock(
+        crate::store::tests::open_in(dir.path()),
+        Arc::new(FakeProvider::new()),
+        Arc::new(ManualClock::new(START_MS)),
+    )
+    .unwrap();
+    open(&a, "old");
+    assert_eq!(http_get(&a, "old").effect, DecisionEffect::Allow);
+    let recorded = || a.recorder().export("old").unwrap().events.len();
+    let before = recorded();
+
+    let decided = a
+        .decide_tool_call("old", call("http.get", json!({"url": "https://docs.rs/a"})))
+        .unwrap();
+    assert_eq!(decided.effect(), DecisionEffect::Allow);
+    store_version(&b, "coding-agent", coding_agent_revoking_the_web());
+    assert!(b.repin("old", "admin:ops", false).unwrap().changed);
+    let refused = a.record_tool_call(decided).unwrap_err().to_string();
+    assert!(refused.contains("policy changed"), "{refused}");
+    let after_repin = recorded();
+
+    let again = http_get(&a, "old");
+    assert_eq!(again.effect, DecisionEffect::Deny, "{}", again.reason);
+    assert_eq!(
+        again.receipt.envelopes,
+        ["coding-agent@3", "org-baseline@1"]
+    );
+    // The refused decision added nothing to the run; the call made again did.
+    assert_eq!(
+        after_repin, before,
+        "nothing of the refused decision is stored"
+    );
+    assert_eq!(recorded(), before + 2);
+    assert!(a.recorder().verify("old").unwrap().is_intact());
+}
