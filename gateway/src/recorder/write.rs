@@ -317,7 +317,7 @@ impl Recorder {
                 }
                 let mut prev = genesis_hash(&plan.header);
                 let mut counts = DecisionCounts::default();
-                let mut rows = Vec::with_capacity(plan.events.len());
+                let mut rows = Vec::with_capacity(rows::ROWS_PER_INSERT);
                 for e in &plan.events {
                     if let Some(kind) = EventKind::parse(&e.kind) {
                         counts += decided_in(kind, &e.payload);
@@ -334,6 +334,11 @@ impl Recorder {
                     )?;
                     prev.clone_from(&row.hash);
                     rows.push(row);
+                    // A long run is inserted as it is read, not held whole a second time.
+                    if rows.len() == rows::ROWS_PER_INSERT {
+                        rows::insert(c, &plan.header.id, &rows)?;
+                        rows.clear();
+                    }
                 }
                 rows::insert(c, &plan.header.id, &rows)?;
                 let [a, r, g, l, d] = counts.values();

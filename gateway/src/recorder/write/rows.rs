@@ -7,7 +7,7 @@ use crate::store::{Connection, Param, StoreError, params_from_iter};
 use super::super::{COMPRESS_PAYLOAD_OVER, INLINE_PAYLOAD_LIMIT, event_hash};
 
 /// Most rows in one `INSERT` (10 values each: well under either engine's limit on parameters).
-const ROWS_PER_INSERT: usize = 64;
+pub(super) const ROWS_PER_INSERT: usize = 64;
 
 /// One event, ready to insert.
 pub(super) struct EventRow {
@@ -73,24 +73,6 @@ impl EventRow {
 /// Inserts `rows` of `run`, up to [`ROWS_PER_INSERT`] a statement.
 pub(super) fn insert(c: &Connection, run: &str, rows: &[EventRow]) -> Result<(), StoreError> {
     for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let tuples: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let p = |k: usize| format!("?{}", i * 10 + k);
-                format!(
-                    "({}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
-                    p(1),
-                    p(2),
-                    p(3),
-                    p(4),
-                    p(5),
-                    p(6),
-                    p(7),
-                    p(8),
-                    p(9),
-                    p(10)
-                )
-            })
-            .collect();
         let mut values: Vec<&dyn Param> = Vec::with_capacity(chunk.len() * 10);
         for row in chunk {
             values.extend([
@@ -106,14 +88,35 @@ pub(super) fn insert(c: &Connection, run: &str, rows: &[EventRow]) -> Result<(),
                 &row.hash,
             ]);
         }
-        // One statement text per number of rows: prepared once each (a call appends two).
-        c.prepare_cached(&format!(
-            "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_z, payload_hash,
-                                 prev_hash, hash)
-             VALUES {}",
-            tuples.join(", ")
-        ))?
-        .execute(params_from_iter(values))?;
+        c.prepare_cached(statement(chunk.len()))?
+            .execute(params_from_iter(values))?;
     }
     Ok(())
+}
+
+/// The `INSERT` of `n` rows (1 to [`ROWS_PER_INSERT`]): each text written once per process and
+/// prepared once per connection (a call appends two rows, so one text serves nearly every
+/// write).
+fn statement(n: usize) -> &'static str {
+    static TEXTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let texts = TEXTS.get_or_init(|| {
+        (1..=ROWS_PER_INSERT)
+            .map(|n| {
+                let tuples: Vec<String> = (0..n)
+                    .map(|row| {
+                        let places: Vec<String> =
+                            (1..=10).map(|k| format!("?{}", row * 10 + k)).collect();
+                        format!("({})", places.join(", "))
+                    })
+                    .collect();
+                format!(
+                    "INSERT INTO events (run_id, seq, step_idx, kind, at, payload, payload_z,
+                                         payload_hash, prev_hash, hash)
+                     VALUES {}",
+                    tuples.join(", ")
+                )
+            })
+            .collect()
+    });
+    &texts[n.clamp(1, ROWS_PER_INSERT) - 1]
 }
