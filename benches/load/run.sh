@@ -16,6 +16,10 @@
 #   CONNS="1 8" SKIP_LITELLM=1 bash benches/load/run.sh 2 "100"   # a quick look
 #   ROWS="chat mock" bash benches/load/run.sh                      # only rows naming these
 #   POSTGRES=1 ROWS="tool-call" bash benches/load/run.sh            # + the store on PostgreSQL
+#   BASELINE_BIN=/path/to/older/tollgate ROWS="tool-call bare" bash benches/load/run.sh
+#       # + the tool-call rows of an older build in the same run (before / after)
+# Tool calls are made with an agent's token (made through POST /v1/tokens), as agents make them:
+# an admin's token would also write an audit-log row per call. Chat keeps the admin token.
 # With POSTGRES=1 (issue 37) a second gateway records on a throwaway PostgreSQL cluster
 # (scripts/pg-throwaway, Debian's PostgreSQL) started on the servers' core, so "server on one
 # core" holds the database too; its tool-call row stands beside the embedded SQLite one.
@@ -60,6 +64,7 @@ wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; 
 "${SERVE[@]}" "$MOCK" 8310 >mock.out 2>&1 & PIDS+=($!)
 "${SERVE[@]}" "$BARE" 8311 >bare.out 2>&1 & PIDS+=($!)
 TOKEN=bench-token-0123456789
+export TOLLGATE_TOKEN_KEY=$(printf '7%.0s' $(seq 64))
 TOLLGATE_TOKEN=$TOKEN TOLLGATE_PROVIDER=openai PROVIDER_API_KEY=sk-mock \
   TOLLGATE_PROVIDER_BASE_URL=http://127.0.0.1:8310/v1 \
   "${SERVE[@]}" "$BIN" serve --port 8312 --no-worker \
@@ -75,18 +80,34 @@ if [ -n "${POSTGRES:-}" ]; then
   wait_for gwpg.out listening
   PG_PORT=8314
 fi
+BASE_PORT=""
+if [ -n "${BASELINE_BIN:-}" ]; then
+  mkdir baseline
+  (cd baseline && TOLLGATE_TOKEN=$TOKEN exec "${SERVE[@]}" "$BASELINE_BIN" serve --port 8315 --no-worker \
+    --envelopes "$ROOT/fixtures/envelopes" --envelopes "$ROOT/examples/envelopes" >out 2>log) & PIDS+=($!)
+  wait_for baseline/out listening
+  BASE_PORT=8315
+fi
 
 AUTH="Authorization: Bearer $TOKEN"
-for port in 8312 $PG_PORT; do
-  curl -sf -X POST http://127.0.0.1:$port/v1/runs -H "$AUTH" -H 'Content-Type: application/json' \
+declare -A AGENT_AUTH
+for port in 8312 $PG_PORT $BASE_PORT; do
+  agent=$(curl -sf -X POST http://127.0.0.1:$port/v1/tokens -H "$AUTH" -H 'Content-Type: application/json' \
+    -d '{"kind":"agent","name":"coder","max_scope":"org:acme","max_clearance":"confidential"}' \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+  AGENT_AUTH[$port]="Authorization: Bearer $agent"
+  curl -sf -X POST http://127.0.0.1:$port/v1/runs -H "${AGENT_AUTH[$port]}" -H 'Content-Type: application/json' \
     -d '{"id":"bench","agent":"coder","task":"T-12","scope":"org:acme/repo:api/task:T-12","clearance":"confidential"}' >/dev/null
 done
 TOOL='{"tool":"fs.read_file","arguments":{"path":"src/lib.rs"}}'
+# Denied by default: nothing permits it, so its receipt's why-not lists every permitting rule.
+TOOL_DENIED='{"tool":"net.upload","arguments":{"url":"https://example.com/x"}}'
 CHAT='{"model":"gpt-4.1-mini","messages":[{"role":"user","content":"Is this change safe to merge?"}]}'
 CHAT_STREAM='{"model":"gpt-4.1-mini","stream":true,"messages":[{"role":"user","content":"Is this change safe to merge?"}]}'
 # Warm: the run's policy engine, the implicit run of the day.
-for port in 8312 $PG_PORT; do
-  curl -sf -X POST http://127.0.0.1:$port/v1/runs/bench/tool-calls -H "$AUTH" -H 'Content-Type: application/json' -d "$TOOL" | grep -q '"effect":"allow"'
+for port in 8312 $PG_PORT $BASE_PORT; do
+  curl -sf -X POST http://127.0.0.1:$port/v1/runs/bench/tool-calls -H "${AGENT_AUTH[$port]}" -H 'Content-Type: application/json' -d "$TOOL" | grep -q '"effect":"allow"'
+  curl -sf -X POST http://127.0.0.1:$port/v1/runs/bench/tool-calls -H "${AGENT_AUTH[$port]}" -H 'Content-Type: application/json' -d "$TOOL_DENIED" | grep -q '"effect":"deny"'
 done
 curl -sf -X POST http://127.0.0.1:8312/v1/chat/completions -H "$AUTH" -H 'Content-Type: application/json' -d "$CHAT" | grep -q 'chat.completion'
 
@@ -134,9 +155,14 @@ row() { # label url body [header...]
   done
 }
 row "bare axum (fixed JSON)" http://127.0.0.1:8311/v1/runs/bench/tool-calls "$TOOL"
-row "tollgate tool-call (decided, recorded)" http://127.0.0.1:8312/v1/runs/bench/tool-calls "$TOOL" "$AUTH"
+row "tollgate tool-call (decided, recorded)" http://127.0.0.1:8312/v1/runs/bench/tool-calls "$TOOL" "${AGENT_AUTH[8312]}"
+row "tollgate tool-call, default deny" http://127.0.0.1:8312/v1/runs/bench/tool-calls "$TOOL_DENIED" "${AGENT_AUTH[8312]}"
+if [ -n "$BASE_PORT" ]; then
+  row "baseline tool-call (decided, recorded)" http://127.0.0.1:$BASE_PORT/v1/runs/bench/tool-calls "$TOOL" "${AGENT_AUTH[$BASE_PORT]}"
+  row "baseline tool-call, default deny" http://127.0.0.1:$BASE_PORT/v1/runs/bench/tool-calls "$TOOL_DENIED" "${AGENT_AUTH[$BASE_PORT]}"
+fi
 if [ -n "$PG_PORT" ]; then
-  row "tollgate tool-call on PostgreSQL" http://127.0.0.1:$PG_PORT/v1/runs/bench/tool-calls "$TOOL" "$AUTH"
+  row "tollgate tool-call on PostgreSQL" http://127.0.0.1:$PG_PORT/v1/runs/bench/tool-calls "$TOOL" "${AGENT_AUTH[$PG_PORT]}"
 fi
 row "mock upstream, whole" http://127.0.0.1:8310/v1/chat/completions "$CHAT"
 row "mock upstream, streamed" http://127.0.0.1:8310/v1/chat/completions "$CHAT_STREAM"

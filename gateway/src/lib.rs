@@ -24,6 +24,7 @@ pub mod policy;
 pub mod provenance;
 pub mod providers;
 pub mod ratelimit;
+pub mod receipts;
 pub mod recorder;
 pub mod regress;
 pub mod replay;

@@ -165,10 +165,33 @@ pub struct RunPolicy {
 impl RunPolicy {
     /// Materialises `set` over a run's subject facts (the run need not be stored yet), noting
     /// the stored versions that govern the run in it.
+    ///
+    /// The engine is materialised over the envelopes that govern the run and nothing else (a
+    /// set with others is narrowed, and materialised again): a decision's input hash names
+    /// its envelope set, so a receipt rendered on read is rebuilt from exactly the versions it
+    /// records (`crate::receipts`).
     pub fn build(set: Arc<EnvelopeSet>, header: &RunHeader) -> Result<RunPolicy, RunPolicyError> {
         let facts = run_facts(header).map_err(RunPolicyError::Subject)?;
-        let engine =
-            PolicyEngine::new(&set, &facts).map_err(|e| RunPolicyError::Engine(e.to_string()))?;
+        let engine_over = |set: &EnvelopeSet| {
+            PolicyEngine::new(set, &facts).map_err(|e| RunPolicyError::Engine(e.to_string()))
+        };
+        let mut engine = engine_over(&set)?;
+        let mut set = set;
+        let governing = engine.governing(&header.id);
+        if governing.len() < set.len() {
+            let ids: Vec<&str> = governing
+                .iter()
+                .map(|label| label.split_once('@').map_or(label.as_str(), |(id, _)| id))
+                .collect();
+            if let Some(narrow) = set.only(&ids) {
+                let narrowed = engine_over(&narrow)?;
+                // The packs govern a run by what attaches to it and the parents of that, so
+                // the same envelopes govern it in the narrow set.
+                if narrowed.governing(&header.id) == governing {
+                    (engine, set) = (narrowed, Arc::new(narrow));
+                }
+            }
+        }
         let versions = engine
             .governing(&header.id)
             .iter()

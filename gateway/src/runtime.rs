@@ -155,6 +155,9 @@ impl Runtime {
     ) -> Result<Runtime, RuntimeError> {
         let generation = changes(&store, Changes::Policy)?;
         let envelopes = current_set(&store)?;
+        // The program this build decides under, kept for its receipts to be rendered when read
+        // by a later release.
+        store.transact(crate::receipts::keep_program_in)?;
         Ok(Runtime {
             recorder: Recorder::new(store.clone()),
             store,

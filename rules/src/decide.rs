@@ -31,7 +31,7 @@ mod request;
 mod tests;
 
 pub use decision::{
-    DecisionEffect, EnvelopeDecision, HandoffViolation, MemoryVerdict, RequestKind,
+    DecisionEffect, EnvelopeDecision, HandoffViolation, MemoryVerdict, OnRead, RequestKind,
 };
 pub use request::{DecideRequestError, DecisionRequest, PolicyRequest, decide_request};
 
@@ -73,6 +73,46 @@ pub struct PolicyEngine {
     explain_denials: bool,
     /// Whether every memory verdict carries its proof (else the first of each kind).
     prove_every_memory: bool,
+    /// The hash of the program materialised ([`crate::packs::program_hash`] for the built-in
+    /// one): what a receipt recorded without its proof names.
+    program_hash: Arc<str>,
+}
+
+/// Why a receipt recorded without its proof and why-not cannot be rendered by an engine: it
+/// would not show what decided, so nothing is shown in its place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// The receipt was decided under another built-in program (another release's packs or
+    /// proof format).
+    #[error(
+        "the receipt was decided under program {recorded}, this engine runs program {here}\n  help: render it with the program it names (the store keeps every program a receipt names)"
+    )]
+    Program {
+        /// The program the receipt names.
+        recorded: String,
+        /// This engine's.
+        here: String,
+    },
+    /// The request, the run's subject or the envelope versions rebuilt here are not those
+    /// that were decided: their input hash differs.
+    #[error(
+        "the input rebuilt for this receipt hashes to {now}, the receipt recorded {recorded}: the request, the run's subject or the envelope versions are not those that decided"
+    )]
+    Input {
+        /// The receipt's input hash.
+        recorded: String,
+        /// The rebuilt input's.
+        now: String,
+    },
+    /// The same input decides otherwise here (an engine that differs from the one that
+    /// decided).
+    #[error("the receipt recorded {recorded}; deciding its input again gives {now}")]
+    Decision {
+        /// The recorded effect and rules.
+        recorded: String,
+        /// What deciding again gives.
+        now: String,
+    },
 }
 
 impl PolicyEngine {
@@ -88,7 +128,25 @@ impl PolicyEngine {
         subjects: &FactSet,
         limits: Limits,
     ) -> Result<PolicyEngine, PolicyError> {
-        let program = program()?;
+        PolicyEngine::with_program(
+            &program()?,
+            crate::packs::program_hash(),
+            set,
+            subjects,
+            limits,
+        )
+    }
+
+    /// Like [`PolicyEngine::with_limits`] under another program than the built-in one (a
+    /// stored older one, to render the receipts recorded under it); `hash` is its
+    /// [`crate::packs::program_hash_of`].
+    pub fn with_program(
+        program: &Program,
+        hash: &str,
+        set: &EnvelopeSet,
+        subjects: &FactSet,
+        limits: Limits,
+    ) -> Result<PolicyEngine, PolicyError> {
         let mut facts = set.facts();
         facts.extend_from(subjects);
         let model = program.materialise(&facts, &limits)?;
@@ -141,6 +199,7 @@ impl PolicyEngine {
             limits,
             explain_denials: true,
             prove_every_memory: true,
+            program_hash: Arc::from(hash),
         })
     }
 
@@ -249,8 +308,101 @@ impl PolicyEngine {
         })
     }
 
-    /// Decides any request.
+    /// The hash of the program this engine materialised.
+    pub fn program_hash(&self) -> &str {
+        &self.program_hash
+    }
+
+    /// Decides any request, with the proof of its decision and, for a default denial, the
+    /// why-not of its allow.
     pub fn decide(&self, request: &PolicyRequest) -> EnvelopeDecision {
+        self.decide_explained(request, true)
+    }
+
+    /// Decides a request for a receipt whose proof and why-not are rendered when read: a tool,
+    /// context or model request is decided without them (its effect, rules, envelope versions
+    /// and input hash are those [`PolicyEngine::decide`] gives) and names the program to
+    /// render them under ([`EnvelopeDecision::on_read`]). Retrievals and handoffs, whose
+    /// callers read their proofs, are decided in full.
+    pub fn decide_receipt(&self, request: &PolicyRequest) -> EnvelopeDecision {
+        if !matches!(
+            request.kind(),
+            RequestKind::Tool | RequestKind::Context | RequestKind::Model
+        ) {
+            return self.decide(request);
+        }
+        let mut decision = self.decide_explained(request, false);
+        if decision.error.is_none() {
+            decision.on_read = Some(OnRead {
+                program: self.program_hash.to_string(),
+            });
+        }
+        decision
+    }
+
+    /// The decision `recorded` (of `request`) with its proof and why-not: deciding the request
+    /// again gives them, exactly, when this engine is the one that decided — the same program,
+    /// the same envelope set and subject (the input hash says so), the same effect and rules.
+    /// Otherwise an error says which differs; nothing is rendered against other rules. A
+    /// decision that carries its proof (no [`EnvelopeDecision::on_read`]) is returned as it is.
+    pub fn render(
+        &self,
+        request: &PolicyRequest,
+        recorded: &EnvelopeDecision,
+    ) -> Result<EnvelopeDecision, RenderError> {
+        let Some(on_read) = &recorded.on_read else {
+            return Ok(recorded.clone());
+        };
+        if on_read.program != *self.program_hash {
+            return Err(RenderError::Program {
+                recorded: on_read.program.clone(),
+                here: self.program_hash.to_string(),
+            });
+        }
+        let now = self.decide(request);
+        if now.input_hash != recorded.input_hash {
+            return Err(RenderError::Input {
+                recorded: recorded.input_hash.clone(),
+                now: now.input_hash,
+            });
+        }
+        let summary = |d: &EnvelopeDecision| {
+            format!(
+                "{} {} by [{}] under [{}]{}",
+                d.kind.as_str(),
+                d.effect.as_str(),
+                d.rules.join(", "),
+                d.envelope_versions.join(", "),
+                d.error
+                    .as_deref()
+                    .map(|e| format!(" (error: {e})"))
+                    .unwrap_or_default()
+            )
+        };
+        if (
+            now.kind,
+            &now.request,
+            now.effect,
+            &now.rules,
+            &now.envelope_versions,
+            &now.error,
+        ) != (
+            recorded.kind,
+            &recorded.request,
+            recorded.effect,
+            &recorded.rules,
+            &recorded.envelope_versions,
+            &recorded.error,
+        ) {
+            return Err(RenderError::Decision {
+                recorded: summary(recorded),
+                now: summary(&now),
+            });
+        }
+        Ok(now)
+    }
+
+    fn decide_explained(&self, request: &PolicyRequest, explain: bool) -> EnvelopeDecision {
         let input_hash = self.input_hash(request);
         let req = match request {
             PolicyRequest::Handoff { handoff } => handoff.id.clone(),
@@ -285,27 +437,32 @@ impl PolicyEngine {
             error: None,
             memories: Vec::new(),
             violations: Vec::new(),
+            on_read: None,
         };
         let answer = match self.model.query(&facts, &self.limits) {
             Ok(a) => a,
             Err(e) => return fail_closed(decision, e.to_string()),
         };
         let outcome = match request.kind() {
-            RequestKind::Tool => {
-                self.effect_decision(&answer, "tool_decision", &req, request.run(), &mut decision)
-            }
+            RequestKind::Tool => self.effect_decision(
+                &answer,
+                "tool_decision",
+                &req,
+                (request.run(), explain),
+                &mut decision,
+            ),
             RequestKind::Context => self.effect_decision(
                 &answer,
                 "context_decision",
                 &req,
-                request.run(),
+                (request.run(), explain),
                 &mut decision,
             ),
             RequestKind::Model => self.effect_decision(
                 &answer,
                 "model_decision",
                 &req,
-                request.run(),
+                (request.run(), explain),
                 &mut decision,
             ),
             RequestKind::Memory => {
@@ -325,14 +482,14 @@ impl PolicyEngine {
         self.hasher.hash(request)
     }
 
-    /// Reads a `*_decision(req, effect, rule)` relation: one effect, its rules, its proof, and
-    /// for a default denial the why-not of the permitting facts.
+    /// Reads a `*_decision(req, effect, rule)` relation: one effect, its rules and, when
+    /// `explain`, its proof and for a default denial the why-not of the permitting facts.
     fn effect_decision(
         &self,
         answer: &Answer<'_>,
         relation: &str,
         req: &str,
-        run: &str,
+        (run, explain): (&str, bool),
         decision: &mut EnvelopeDecision,
     ) -> Result<(), String> {
         let rows = rows_for(answer, relation, req)?;
@@ -357,6 +514,9 @@ impl PolicyEngine {
         decided.sort();
         decision.effect = effect;
         decision.rules = decided.iter().map(|d| d.2.to_string()).collect();
+        if !explain {
+            return Ok(());
+        }
         if let Some(&(.., row)) = decided.first() {
             let fact = Fact::new(relation, rows[row].clone());
             decision.proof = Some(answer.prove(&fact).map_err(|e| e.to_string())?);
@@ -583,3 +743,6 @@ fn handoff_decision(
     decision.proof = decision.violations.first().and_then(|v| v.proof.clone());
     Ok(())
 }
+
+#[cfg(test)]
+mod on_read_tests;

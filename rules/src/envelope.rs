@@ -75,6 +75,22 @@ impl EnvelopeSet {
         EnvelopeSet::new(Vec::new())
     }
 
+    /// The set of the envelopes `ids` names, when they make a set: every parent of one of them
+    /// among them (`None` otherwise). The envelopes governing a run make one: the packs have a
+    /// run governed by every parent of an envelope that governs it.
+    pub fn only(&self, ids: &[&str]) -> Option<EnvelopeSet> {
+        let kept: Vec<PolicyEnvelope> = self
+            .envelopes
+            .iter()
+            .filter(|e| ids.contains(&e.id.as_str()))
+            .cloned()
+            .collect();
+        let closed = kept
+            .iter()
+            .all(|e| e.extends.iter().all(|p| ids.contains(&p.as_str())));
+        closed.then(|| EnvelopeSet::new(kept))
+    }
+
     /// The envelopes, by id.
     pub fn envelopes(&self) -> &[PolicyEnvelope] {
         &self.envelopes

@@ -112,6 +112,50 @@ pub fn with_vocabulary(files: &[Source]) -> Source {
     Source::join(&all)
 }
 
+/// The engine's proof format: part of [`program_hash`], so a receipt rendered on read is only
+/// ever rendered by an engine that writes proofs and why-nots exactly as the one that decided.
+/// Bump it with any change to how a proof or a why-not is derived or written (the
+/// `dump_decisions` hash of AgentGW-Bench moves when that happens).
+pub const PROOF_FORMAT: u32 = 1;
+
+/// The built-in program's files, `(path, text)`, in load order: what the store keeps under
+/// [`program_hash`] so a receipt names a program it can be rendered under after an upgrade.
+pub fn builtin_files() -> Vec<(&'static str, &'static str)> {
+    std::iter::once(VOCABULARY)
+        .chain(PACKS)
+        .map(|p| (p.file, p.source))
+        .collect()
+}
+
+/// The hash of a program's files and the proof format (blake3 over their JSON).
+pub fn program_hash_of<N: AsRef<str>, T: AsRef<str>>(files: &[(N, T)]) -> String {
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(n, t)| (n.as_ref(), t.as_ref()))
+        .collect();
+    let doc = serde_json::json!({"files": files, "proof_format": PROOF_FORMAT});
+    blake3::hash(crate::canonical::canonical_json(&doc).as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// The built-in program's hash: what a receipt rendered on read names.
+pub fn program_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| program_hash_of(&builtin_files()))
+}
+
+/// Compiles a program from files as [`builtin_files`] lists them (a stored older program).
+pub fn program_from_files<N: AsRef<str>, T: AsRef<str>>(
+    files: &[(N, T)],
+) -> Result<Program, Vec<Diagnostic>> {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|(n, t)| Source::new(n.as_ref(), t.as_ref()))
+        .collect();
+    Program::compile(&Source::join(&sources))
+}
+
 /// Compiles the built-in program. It compiles without errors or warnings (a unit test checks);
 /// the `Err` arm exists because the engine's API has one.
 pub fn builtin_program() -> Result<Program, Vec<Diagnostic>> {
@@ -140,6 +184,23 @@ mod tests {
             .map(|d| d.render(&source))
             .collect();
         assert!(warnings.is_empty(), "{warnings}");
+    }
+
+    #[test]
+    fn the_program_hash_names_the_files_and_the_proof_format() {
+        let files = builtin_files();
+        assert_eq!(program_hash(), program_hash_of(&files));
+        let mut changed = files.clone();
+        changed[1].1 = "// one more comment\n";
+        assert_ne!(program_hash(), program_hash_of(&changed));
+        let renamed: Vec<(String, &str)> = files
+            .iter()
+            .map(|(n, t)| (format!("{n}.old"), *t))
+            .collect();
+        assert_ne!(program_hash(), program_hash_of(&renamed));
+        // The files compile to the program, source for source.
+        let program = program_from_files(&files).expect("the built-in files compile");
+        assert_eq!(program.source().text, builtin_source().text);
     }
 
     #[test]

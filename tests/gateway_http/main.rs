@@ -177,15 +177,48 @@ fn a_denied_tool_a_redacted_secret_and_an_approved_call_are_in_the_decisions() {
     assert_eq!(denied["effect"], "deny");
     assert_eq!(denied["execute"], false);
     assert_eq!(denied["rules"], json!(["org-baseline/no-rm"]));
-    assert!(denied["decision"]["proof"].is_object());
+    // The answer carries the receipt's decision; its proof is rendered when read.
+    assert!(denied["decision"]["proof"].is_null(), "{denied}");
+    assert!(
+        denied["decision"]["on_read"]["program"].is_string(),
+        "{denied}"
+    );
 
-    let default_denied = tool(&gw, "e2e-1", json!({"tool": "net.upload"}));
+    // Asked with `explain=true`, the answer carries the proof and the why-not.
+    let (status, default_denied) = gw.call(
+        "POST",
+        "/v1/runs/e2e-1/tool-calls?explain=true",
+        Some(&json!({"tool": "net.upload"})),
+    );
+    assert_eq!(status, 200, "{default_denied}");
     assert_eq!(default_denied["effect"], "deny");
+    assert!(default_denied["decision"]["proof"].is_object());
     assert!(
         !default_denied["decision"]["why_not"]
             .as_array()
             .unwrap()
             .is_empty()
+    );
+    // Read back, the receipt renders to exactly that decision.
+    let seq = default_denied["receipt"]["seq"].as_u64().unwrap();
+    let (status, read) = gw.call(
+        "GET",
+        &format!("/v2/policies/decisions/e2e-1?seq={seq}"),
+        None,
+    );
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(
+        read["decisions"][0]["decision"], default_denied["decision"],
+        "{read}"
+    );
+    let (_, raw) = gw.call(
+        "GET",
+        &format!("/v2/policies/decisions/e2e-1?seq={seq}&raw=true"),
+        None,
+    );
+    assert!(
+        raw["decisions"][0]["decision"]["why_not"].is_null(),
+        "{raw}"
     );
 
     let (status, chat) = gw.call_with(

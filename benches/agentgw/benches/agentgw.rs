@@ -291,6 +291,8 @@ struct Setup {
     rego: Rego,
     agent_names: Vec<String>,
     tool_names: Vec<String>,
+    /// Each request's receipt as the gateway records it, for the render variant.
+    receipts: Vec<tollgate_rules::decide::EnvelopeDecision>,
 }
 
 fn setup() -> Setup {
@@ -314,10 +316,16 @@ fn setup() -> Setup {
         "agentgw setup: regorus policy + data in {:.1} ms",
         t0.elapsed().as_secs_f64() * 1e3
     );
+    let receipts = w
+        .requests
+        .iter()
+        .map(|&(a, t)| tollgate.receipt(&agent_name(a), &tool_name(t)))
+        .collect();
     Setup {
         reference: Reference::new(&w),
         agent_names: (0..AGENTS).map(agent_name).collect(),
         tool_names: (0..TOOLS).map(tool_name).collect(),
+        receipts,
         w,
         tollgate,
         cedar,
@@ -337,6 +345,8 @@ fn check_agreement(s: &mut Setup) {
             ("tollgate-proof", s.tollgate.decide_no_proof(an, tn)),
             ("tollgate+qproof", s.tollgate.decide_query_and_proof(an, tn)),
             ("tollgate-prov", s.tollgate.decide_no_provenance(an, tn)),
+            ("tollgate on read", s.tollgate.decide_on_read(an, tn)),
+            ("tollgate render", s.tollgate.render(an, tn, &s.receipts[i])),
             ("cedar", s.cedar.decide(a, t)),
             ("regorus", s.rego.decide(a, t)),
         ];
@@ -425,12 +435,16 @@ enum Variant {
     TollgateQueryProof,
     TollgateNoProof,
     TollgateNoProvenance,
+    TollgateOnRead,
+    TollgateRender,
     Cedar,
     Regorus,
     Plain,
 }
 
-const VARIANTS: [(Variant, &str); 8] = [
+const VARIANTS: [(Variant, &str); 10] = [
+    (Variant::TollgateOnRead, "tollgate_receipt_on_read"),
+    (Variant::TollgateRender, "tollgate_render_on_read"),
     (Variant::TollgateProof, "tollgate_proofs_on"),
     (Variant::TollgateReceipt, "tollgate_proofs_on_no_why_not"),
     (Variant::TollgateQueryProof, "tollgate_query_and_proof"),
@@ -465,6 +479,14 @@ fn run(s: &mut Setup, v: Variant, i: usize) -> Effect {
         Variant::TollgateNoProvenance => s
             .tollgate
             .decide_no_provenance(&s.agent_names[a], &s.tool_names[t]),
+        Variant::TollgateOnRead => s
+            .tollgate
+            .decide_on_read(&s.agent_names[a], &s.tool_names[t]),
+        Variant::TollgateRender => s.tollgate.render(
+            &s.agent_names[a],
+            &s.tool_names[t],
+            &s.receipts[i % REQUESTS],
+        ),
         Variant::Cedar => s.cedar.decide(a, t),
         Variant::Regorus => s.rego.decide(a, t),
         Variant::Plain => s.reference.decide(a, t),
@@ -523,6 +545,7 @@ fn manual(s: &mut Setup) -> BTreeMap<&'static str, (Duration, Duration, Duration
     }
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     for base in [
+        "tollgate_receipt_on_read",
         "tollgate_proofs_on",
         "tollgate_proofs_on_no_why_not",
         "tollgate_proofs_off",

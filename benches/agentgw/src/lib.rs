@@ -29,7 +29,7 @@
 use std::fmt::Write as _;
 
 use tollgate_engine::{Fact, FactSet, Limits, Model, Value};
-use tollgate_rules::decide::{DecisionEffect, PolicyEngine};
+use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, PolicyEngine, PolicyRequest};
 use tollgate_rules::request::{RunSubject, ToolCall, subject_facts, tool_request_facts};
 use tollgate_rules::envelope::{EnvelopeSet, Level, load_envelopes};
 use tollgate_rules::packs::builtin_program;
@@ -460,6 +460,41 @@ impl Tollgate {
         let d = self.engine.decide_tool(run, tool, &self.args);
         debug_assert!(d.error.is_none(), "{:?}", d.error);
         from_decision(d.effect)
+    }
+
+    /// The tool request the gateway decides for `run` calling `tool` (no arguments, no usage).
+    pub fn request(&self, run: &str, tool: &str) -> PolicyRequest {
+        PolicyRequest::Tool {
+            run: run.to_string(),
+            call: ToolCall {
+                name: tool.to_string(),
+                args: self.args.clone(),
+                usage: Default::default(),
+            },
+            now: None,
+        }
+    }
+
+    /// The decision as the gateway records it: `PolicyEngine::decide_receipt` (input hash,
+    /// staged query, effect and rules; the proof and why-not rendered when read).
+    pub fn decide_on_read(&self, run: &str, tool: &str) -> Effect {
+        let d = self.engine.decide_receipt(&self.request(run, tool));
+        debug_assert!(d.error.is_none(), "{:?}", d.error);
+        from_decision(d.effect)
+    }
+
+    /// The receipt the gateway records for a request.
+    pub fn receipt(&self, run: &str, tool: &str) -> EnvelopeDecision {
+        self.engine.decide_receipt(&self.request(run, tool))
+    }
+
+    /// Renders a recorded receipt on read (`PolicyEngine::render`: decided again with its
+    /// proof and why-not, input hash, effect and rules checked).
+    pub fn render(&self, run: &str, tool: &str, receipt: &EnvelopeDecision) -> Effect {
+        match self.engine.render(&self.request(run, tool), receipt) {
+            Ok(d) => from_decision(d.effect),
+            Err(e) => panic!("a receipt of this engine renders: {e}"),
+        }
     }
 
     /// Proofs on without why-nots: `decide_tool` on an engine with `explain_denials(false)`

@@ -248,6 +248,12 @@ pub(super) struct DecisionsQuery {
     /// Only of this kind.
     #[param(schema_with = decision_kinds)]
     kind: Option<String>,
+    /// Only those the event with this sequence number records.
+    seq: Option<u64>,
+    /// `true`: decisions as recorded, without rendering the proofs and why-nots of receipts
+    /// recorded without them (cheaper for a long run).
+    #[serde(default)]
+    raw: bool,
 }
 
 fn effects() -> utoipa::openapi::Object {
@@ -292,7 +298,12 @@ async fn decisions(
         "allow, deny, redact, require_approval or rate_limited",
     )?;
     let kind = query_enum(q.kind, "a kind", "tool, context, model, memory or handoff")?;
-    let filter = DecisionFilter { effect, kind };
+    let filter = DecisionFilter {
+        effect,
+        kind,
+        seq: q.seq,
+        raw: q.raw,
+    };
     let key = run.clone();
     let list = blocking(&state, move |rt| rt.decisions(&key, &filter)).await?;
     Ok(Json(RunDecisions {

@@ -27,14 +27,26 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get_approval))
 }
 
+/// How a tool call is answered.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ToolCallQuery {
+    /// `true`: the answer's decision carries its proof and why-not (deciding costs more). The
+    /// receipt is recorded without them either way; reading it renders them.
+    #[serde(default)]
+    explain: bool,
+}
+
 /// Decides a tool call before the agent executes it, and records it.
 ///
 /// The answer's `effect` is `allow` (execute), `redact` (execute with the returned
 /// `arguments`, secrets replaced), `deny`, `rate_limited` (retry after `retry_after` seconds)
 /// or `require_approval` (wait on `approval.id`, then ask again with `approval_id`). Every
-/// answer carries the decision with its proof and a receipt (the recorded event).
+/// answer carries the decision (effect, deciding rules, envelope versions, input hash) and a
+/// receipt (the recorded event); its proof and why-not are rendered when the receipt is read
+/// (`GET /v2/policies/decisions/{run_id}?seq=SEQ`), or inline with `?explain=true`.
 #[utoipa::path(post, path = "/v1/runs/{run_id}/tool-calls", tag = "tools",
-    params(("run_id" = String, Path, description = "Run id")),
+    params(("run_id" = String, Path, description = "Run id"), ToolCallQuery),
     request_body = ToolCallRequest,
     responses(
         (status = 200, description = "The decision, what to do, and the receipt", body = ToolCallAnswer),
@@ -46,9 +58,11 @@ async fn tool_call(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(run): ApiPath<String>,
-    ApiJson(body): ApiJson<ToolCallRequest>,
+    ApiQuery(q): ApiQuery<ToolCallQuery>,
+    ApiJson(mut body): ApiJson<ToolCallRequest>,
 ) -> Result<Json<ToolCallAnswer>, ApiError> {
     caller.reach_run(&state.runtime, &run)?;
+    body.explain = q.explain;
     // A run whose engine is cached is decided on this thread (tens of microseconds of CPU, a
     // read only for a rate limit or an approval) and its write awaited: two thread switches a
     // call instead of four (`benches/load`). The first call of a run builds its engine, which

@@ -197,6 +197,7 @@ impl Downstream {
             step: None,
             call_id,
             approval_id,
+            explain: false,
         };
         self.runtime
             .tool_call_async(&self.run, req)

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision, RequestKind};
 
 use super::{Runtime, RuntimeError};
+use crate::receipts::Renderer;
 use crate::recorder::events::Event;
-use crate::recorder::format::EventKind;
 
 /// One decision as a run recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -35,9 +35,14 @@ pub struct RecordedDecision {
     /// Why, in words, when the gateway said it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The decision with its proof, envelope versions and input hash.
+    /// The decision with its proof (or why-not), envelope versions and input hash; a receipt
+    /// recorded without its proof and why-not has them rendered (unless `raw` was asked).
     #[schema(value_type = Object)]
     pub decision: EnvelopeDecision,
+    /// Why the receipt's proof and why-not could not be rendered (its envelope versions or
+    /// program are gone, or its request cannot be rebuilt): the decision is as recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unrendered: Option<String>,
 }
 
 fn recorded_kind() -> utoipa::openapi::Object {
@@ -52,7 +57,7 @@ fn recorded_effect() -> utoipa::openapi::Object {
     )
 }
 
-/// Which decisions to list.
+/// Which decisions to list, and how.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct DecisionFilter {
     /// Only with this effect.
@@ -61,20 +66,30 @@ pub struct DecisionFilter {
     /// Only of this kind.
     #[serde(default)]
     pub kind: Option<RequestKind>,
+    /// Only those the event `seq` records.
+    #[serde(default)]
+    pub seq: Option<u64>,
+    /// Decisions as recorded: receipts recorded without their proof and why-not are not
+    /// rendered (`crate::receipts`).
+    #[serde(default)]
+    pub raw: bool,
 }
 
 impl Runtime {
-    /// The decisions of `run`, in event order.
+    /// The decisions of `run`, in event order, each receipt's proof and why-not rendered
+    /// (unless `filter.raw`).
     pub fn decisions(
         &self,
         run: &str,
         filter: &DecisionFilter,
     ) -> Result<Vec<RecordedDecision>, RuntimeError> {
-        let events = self
-            .recorder()
-            .events(run, Some(&[EventKind::Decision, EventKind::Compile]))?;
+        let file = self.recorder().export(run)?;
         let mut out = Vec::new();
-        for e in events {
+        let mut events = Vec::new();
+        for e in &file.events {
+            if filter.seq.is_some_and(|s| s != e.seq) {
+                continue;
+            }
             let hash = e.hash.clone().unwrap_or_default();
             // A payload that does not read records no decision this can show.
             match e.event() {
@@ -87,11 +102,13 @@ impl Runtime {
                         event_hash: hash,
                         kind: d.decision.kind,
                         effect,
-                        subject: d.call_id,
+                        subject: d.call_id.clone(),
                         rules: d.decision.rules.clone(),
-                        reason: d.reason,
-                        decision: d.decision,
+                        reason: d.reason.clone(),
+                        decision: d.decision.clone(),
+                        unrendered: None,
                     });
+                    events.push(Some(d));
                 }
                 Ok(Event::Compile(c)) => {
                     for o in c.outcomes {
@@ -107,16 +124,35 @@ impl Runtime {
                             rules: decision.rules.clone(),
                             reason: None,
                             decision,
+                            unrendered: None,
                         });
+                        events.push(None);
                     }
                 }
                 _ => {}
             }
         }
-        Ok(out
-            .into_iter()
-            .filter(|d| filter.effect.is_none_or(|e| d.effect == e))
-            .filter(|d| filter.kind.is_none_or(|k| d.kind == k))
-            .collect())
+        let mut renderer = (!filter.raw).then(|| {
+            let live = self.cached_engine(run).map(|(_, engine)| engine);
+            Renderer::new(&file, Some(self.store())).with_live(live)
+        });
+        let mut kept = Vec::new();
+        for (mut d, event) in out.into_iter().zip(events) {
+            if filter.effect.is_some_and(|e| d.effect != e)
+                || filter.kind.is_some_and(|k| d.kind != k)
+            {
+                continue;
+            }
+            if let (Some(r), Some(event)) = (renderer.as_mut(), event)
+                && d.decision.on_read.is_some()
+            {
+                match r.render(d.seq, &event) {
+                    Ok(rendered) => d.decision = rendered,
+                    Err(e) => d.unrendered = Some(e.to_string()),
+                }
+            }
+            kept.push(d);
+        }
+        Ok(kept)
     }
 }

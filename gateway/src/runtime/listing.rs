@@ -23,6 +23,7 @@ impl Runtime {
                 step: None,
                 call_id: Some("listing".into()),
                 approval_id: None,
+                explain: false,
             },
         )?;
         if outcome.effect() != DecisionEffect::Deny {

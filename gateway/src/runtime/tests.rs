@@ -71,6 +71,7 @@ pub(super) fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
         step: None,
         call_id: None,
         approval_id: None,
+        explain: false,
     }
 }
 

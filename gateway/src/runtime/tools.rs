@@ -56,6 +56,10 @@ pub struct ToolCallRequest {
     /// An approval granted for exactly this call.
     #[serde(default)]
     pub approval_id: Option<String>,
+    /// Whether the answer carries the decision's proof and why-not (`?explain=true`): the
+    /// receipt is recorded without them either way, and they are rendered when it is read.
+    #[serde(skip)]
+    pub explain: bool,
 }
 
 fn empty_object() -> Value {
@@ -124,7 +128,10 @@ pub struct ToolCallAnswer {
     pub approval: Option<ApprovalView>,
     /// The receipt: where the decision is recorded.
     pub receipt: Receipt,
-    /// The tool decision, with its proof.
+    /// The tool decision: effect, deciding rules, envelope versions and input hash, as its
+    /// receipt records it; with its proof and why-not when the call was asked with
+    /// `?explain=true` (else they are rendered when the receipt is read:
+    /// `GET /v2/policies/decisions/{run_id}?seq=SEQ`).
     #[schema(value_type = Object)]
     pub decision: Rendered,
     /// The data decision over the arguments, when they held something to hide.
@@ -257,8 +264,10 @@ pub(crate) struct ToolCallOutcome {
     approval: ApprovalStep,
     /// The approval id the agent presented.
     presented: Option<String>,
-    /// The tool decision.
+    /// The tool decision, as recorded.
     decision: EnvelopeDecision,
+    /// The tool decision with its proof and why-not, for an answer asked with `explain`.
+    explained: Option<EnvelopeDecision>,
     /// The data decision over the arguments, when they held a secret.
     data_decision: Option<EnvelopeDecision>,
     /// The arguments to execute with (secrets replaced when `effect` is `redact`).
@@ -400,11 +409,22 @@ impl Runtime {
             args: req.arguments.clone(),
             usage: usage.iter().map(|(k, u)| (k.clone(), u.used)).collect(),
         };
-        let decision = engine.decide(&PolicyRequest::Tool {
+        let request = PolicyRequest::Tool {
             run: run.to_string(),
             call: call.clone(),
             now: None,
-        });
+        };
+        // One scan for secrets. A call whose arguments hold one is recorded with it replaced,
+        // so its request cannot be rebuilt from the record: its decision is recorded in full.
+        // Any other is recorded as a receipt whose proof and why-not are rendered when read.
+        let secret = holds_secret(&req.arguments);
+        let decision = if secret {
+            engine.decide(&request)
+        } else {
+            engine.decide_receipt(&request)
+        };
+        let explained =
+            (req.explain && decision.on_read.is_some()).then(|| engine.decide(&request));
         let hash = call_hash(run, &req.tool, &req.arguments);
         let rules = decision.rules.join(", ");
 
@@ -487,8 +507,7 @@ impl Runtime {
             },
         };
 
-        // Data rules over the arguments of a call that may go ahead; one scan for secrets.
-        let secret = holds_secret(&req.arguments);
+        // Data rules over the arguments of a call that may go ahead.
         let mut arguments = req.arguments.clone();
         let mut data_decision = None;
         if effect == DecisionEffect::Allow && secret {
@@ -534,6 +553,7 @@ impl Runtime {
             approval,
             presented: req.approval_id,
             decision,
+            explained,
             data_decision,
             arguments,
             event: ToolCallEvent {
@@ -607,6 +627,7 @@ impl Runtime {
             approval,
             presented,
             decision,
+            explained,
             data_decision,
             arguments,
             event,
@@ -615,8 +636,7 @@ impl Runtime {
             now_ms: now,
         } = outcome;
         let at = self.now_rfc3339();
-        // The decision with its proof is the largest thing recorded per call: its canonical
-        // JSON is written once, for the event and for the answer.
+        // The decision's canonical JSON is written once, for the event and for the answer.
         let decision = Rendered::new(decision)?;
         let data_decision = data_decision.map(Rendered::new).transpose()?;
         let run = header.id.clone();
@@ -661,6 +681,11 @@ impl Runtime {
             let appended = append_in(c, &key, events)?;
             Ok::<_, RecordError>(Written { appended, shown })
         });
+        // The answer carries the decision as recorded, or with its proof when asked.
+        let decision = match explained {
+            Some(full) => Rendered::new(full)?,
+            None => decision,
+        };
         let pending = PendingAnswer {
             engine,
             run,

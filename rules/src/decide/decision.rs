@@ -157,6 +157,21 @@ pub struct EnvelopeDecision {
     /// Handoffs: every violation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<HandoffViolation>,
+    /// Set on a receipt recorded without its proof and why-not: they are rendered when read
+    /// (`PolicyEngine::render`), from the request, the run's subject and the envelope
+    /// versions, under the built-in program named here. Absent on a decision that carries
+    /// them (every decision recorded before receipts were rendered on read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_read: Option<OnRead>,
+}
+
+/// What a receipt recorded without its proof and why-not names, beyond the request and the
+/// envelope versions, for them to be rendered exactly when read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnRead {
+    /// The built-in program's hash ([`crate::packs::program_hash`]): its packs' sources and
+    /// the engine's proof format.
+    pub program: String,
 }
 
 impl EnvelopeDecision {

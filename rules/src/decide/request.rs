@@ -189,6 +189,7 @@ pub fn decide_request(
                 error: None,
                 memories: Vec::new(),
                 violations: Vec::new(),
+                on_read: None,
             };
             Ok(fail_closed(decision, e.to_string()))
         }

@@ -30,7 +30,11 @@ pub async fn receipt(
 ) -> Response {
     let title = format!("Receipt {run}/{seq}");
     blocking_page(&state, &viewer, &title, "/ui/runs", move |rt| {
-        let decisions = rt.decisions(&run, &DecisionFilter::default())?;
+        let filter = DecisionFilter {
+            seq: Some(seq),
+            ..DecisionFilter::default()
+        };
+        let decisions = rt.decisions(&run, &filter)?;
         let found = decisions.into_iter().find(|d| {
             d.seq == seq
                 && query
@@ -93,7 +97,10 @@ fn content(run: &str, d: &RecordedDecision) -> Markup {
                 Some(proof) => { ul.proof { li { (proof_tree(proof, 0)) } } }
                 None => {
                     p.muted {
-                        @if policy.why_not.is_empty() {
+                        @if let Some(why) = &d.unrendered {
+                            "This receipt was recorded without its proof, which cannot be "
+                            "rendered now: " (why)
+                        } @else if policy.why_not.is_empty() {
                             "No proof is kept with this decision (an allowed compile item's proof is "
                             "left out of the record: replay recomputes it)."
                         } @else {
