@@ -327,6 +327,8 @@ struct Inner {
     location: StoreLocation,
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
+    /// Readers that map the file ([`Store::read_scan`]).
+    scanners: Mutex<Vec<Connection>>,
     /// What modules derive from the store and keep beside it (caches), one per type.
     derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
@@ -380,6 +382,7 @@ impl Store {
                 location: location.clone(),
                 writer,
                 readers: Mutex::new(Vec::new()),
+                scanners: Mutex::new(Vec::new()),
                 derived: Mutex::new(HashMap::new()),
             }),
         })
@@ -414,17 +417,45 @@ impl Store {
     }
 
     /// Runs `f` on a read-only connection. Reads see the last committed state and never
-    /// block the writer.
+    /// block the writer. For reads of a few rows (a token, a run's header, a page of a list):
+    /// on SQLite the connection reads pages with `pread`, not through a map of the file, since
+    /// SQLite drops a reader's whole map whenever the database changed since its last read —
+    /// after every write, on a gateway that records — and mapping it again cost a tool call
+    /// more than its read (`benches/load`).
     pub fn read<T>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = match self.pool().pop() {
+        self.read_from(&self.inner.readers, false, f)
+    }
+
+    /// Like [`Store::read`], for a read that touches pages all over a large file (a memory
+    /// search over a million memories): on SQLite through a map of the whole file, which
+    /// costs a new map after a write but saves a copy per page.
+    pub fn read_scan<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.read_from(&self.inner.scanners, true, f)
+    }
+
+    fn read_from<T>(
+        &self,
+        pool: &Mutex<Vec<Connection>>,
+        mapped: bool,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // A panic while holding the pool lock leaves only a Vec of connections behind.
+        let lock = || {
+            pool.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let conn = match lock().pop() {
             Some(conn) => conn,
-            None => open_reader(&self.inner.location)?,
+            None => open_reader(&self.inner.location, mapped)?,
         };
         let result = f(&conn);
-        let mut pool = self.pool();
+        let mut pool = lock();
         if pool.len() < READ_POOL {
             pool.push(conn);
         }
@@ -532,20 +563,18 @@ impl Store {
     pub fn downgrade(&self, to: Option<u32>) -> Result<Vec<u32>, StoreError> {
         self.write(move |conn| migrate::downgrade(conn, to))
     }
-
-    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
-        // A panic while holding the pool lock leaves only a Vec of connections behind.
-        self.inner
-            .readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 /// Opens a read-only connection.
-fn open_reader(location: &StoreLocation) -> Result<Connection, StoreError> {
+fn open_reader(location: &StoreLocation, mapped: bool) -> Result<Connection, StoreError> {
     match location {
-        StoreLocation::File(path) => open_connection(path, true),
+        StoreLocation::File(path) => {
+            let conn = open_connection(path, true)?;
+            if !mapped {
+                conn.execute_batch("PRAGMA mmap_size = 0")?;
+            }
+            Ok(conn)
+        }
         StoreLocation::Postgres(url) => {
             let conn = Connection::postgres(url)?;
             // A read that tries to write is refused, as SQLite's read-only connections do.

@@ -15,37 +15,20 @@ use tollgate_agentgw_bench::{Tollgate, Workload, agent_name, tool_name};
 
 fn main() -> ExitCode {
     let w = Workload::generate();
-    let t = Tollgate::new(&w).expect("the workload loads");
-    let args = serde_json::json!({});
     if std::env::args().any(|a| a == "--check-render") {
-        let reader = Tollgate::new(&w).expect("the workload loads");
-        let mut differ = 0usize;
-        let mut why_nots = 0usize;
-        for &(a, tool) in &w.requests {
-            let (run, tool) = (agent_name(a), tool_name(tool));
-            let full = t.engine.decide_tool(&run, &tool, &args);
-            let receipt = t.receipt(&run, &tool);
-            let rendered = reader
-                .engine
-                .render(&t.request(&run, &tool), &receipt)
-                .expect("a receipt renders");
-            why_nots += full.why_not.len();
-            if serde_json::to_string(&rendered).unwrap() != serde_json::to_string(&full).unwrap()
-            {
-                differ += 1;
-                eprintln!("{run} {tool}: rendered differs from decided");
-            }
-        }
+        let check = tollgate_agentgw_bench::check_render(&w).expect("every receipt renders");
         println!(
-            "{} decisions rendered on read ({why_nots} why-nots), {differ} differ from deciding in full",
-            w.requests.len()
+            "{} decisions rendered on read ({} why-nots), {} differ from deciding in full",
+            check.decisions, check.why_nots, check.differ
         );
-        return if differ == 0 {
+        return if check.differ == 0 {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
         };
     }
+    let t = Tollgate::new(&w).expect("the workload loads");
+    let args = serde_json::json!({});
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for engine in [&t.engine, &t.receipts] {
         for &(a, tool) in &w.requests {

@@ -592,3 +592,43 @@ impl Tollgate {
         effect.unwrap_or(Effect::Deny)
     }
 }
+
+/// What [`check_render`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderCheck {
+    /// Decisions checked.
+    pub decisions: usize,
+    /// Why-nots among them.
+    pub why_nots: usize,
+    /// Rendered decisions that differ from deciding in full.
+    pub differ: usize,
+}
+
+/// Decides every request of the workload as the gateway records it (`decide_receipt`),
+/// renders each receipt on an engine materialised separately, and counts those that are not
+/// byte for byte what the public engine writes deciding in full.
+pub fn check_render(w: &Workload) -> Result<RenderCheck, String> {
+    let decider = Tollgate::new(w)?;
+    let reader = Tollgate::new(w)?;
+    let mut check = RenderCheck {
+        decisions: 0,
+        why_nots: 0,
+        differ: 0,
+    };
+    for &(a, t) in &w.requests {
+        let (run, tool) = (agent_name(a), tool_name(t));
+        let full = decider.engine.decide_tool(&run, &tool, &decider.args);
+        let receipt = decider.receipt(&run, &tool);
+        let rendered = reader
+            .engine
+            .render(&decider.request(&run, &tool), &receipt)
+            .map_err(|e| format!("{run} {tool}: {e}"))?;
+        let text = |d: &EnvelopeDecision| serde_json::to_string(d).map_err(|e| e.to_string());
+        check.decisions += 1;
+        check.why_nots += full.why_not.len();
+        if receipt.proof.is_some() || text(&rendered)? != text(&full)? {
+            check.differ += 1;
+        }
+    }
+    Ok(check)
+}

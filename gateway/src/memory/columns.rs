@@ -191,7 +191,7 @@ const LOG_ENDS: &str =
 /// own, so the first search does not pay the load: about a second at a million memories).
 pub fn warm(store: &Store) -> Result<(), StoreError> {
     let kept = of(store);
-    store.read(move |c| current(&kept, c).map(drop))
+    store.read_scan(move |c| current(&kept, c).map(drop))
 }
 
 /// The columns a store keeps, made on first use.

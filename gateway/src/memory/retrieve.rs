@@ -54,7 +54,7 @@ pub fn retrieve(
     let eligibility = Eligibility::decide(store, set, header, now)?;
     let query = query.to_string();
     let kept = columns::of(store);
-    let (ranked, withheld) = store.read(move |c| {
+    let (ranked, withheld) = store.read_scan(move |c| {
         let ranked = ranked(
             c,
             &eligibility,

@@ -109,7 +109,7 @@ pub fn search(
     let limit = query.limit.clamp(1, MAX_HITS);
     let text = query.text.clone();
     let kept = columns::of(store);
-    let (found, eligible, withheld) = store.read(move |c| {
+    let (found, eligible, withheld) = store.read_scan(move |c| {
         let found = ranked(c, &eligibility, &keep, &narrow, &kept, &text, limit)?;
         let mut eligible = 0;
         for p in eligibility.eligible(&keep) {
