@@ -1,10 +1,12 @@
-//! `tollgate runs import | export | list | show | verify`: the flight recorder's runs.
+//! `tollgate runs import | export | list | show | explain | verify`: the flight recorder's runs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
+use tollgate_gateway::receipts::Renderer;
+use tollgate_gateway::recorder::events::DecisionEvent;
 use tollgate_gateway::recorder::format::RunFile;
 use tollgate_gateway::recorder::otel::{OtlpImportOptions, runs_from_otlp_str};
 use tollgate_gateway::recorder::{Recorder, render_timeline, short};
@@ -22,6 +24,9 @@ pub enum RunsCommand {
     List(JsonArg),
     /// Show a run as a readable timeline.
     Show(RunArg),
+    /// Show a recorded decision with its proof or why-not, rendered from its receipt under the
+    /// envelope versions and rule program it names.
+    Explain(ExplainArgs),
     /// Recompute a run's hash chain; exit 1 and name every edited, missing or reordered event.
     Verify(RunArg),
 }
@@ -52,6 +57,17 @@ pub struct ExportArgs {
     /// Write here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Run id.
+    run: String,
+    /// The `decision` event's sequence number (a tool call's answer gives it as `receipt.seq`).
+    seq: u64,
+    /// The decision as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -115,6 +131,7 @@ pub fn run(cmd: RunsCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        RunsCommand::Explain(a) => explain(&recorder, &a),
         RunsCommand::Verify(a) => {
             let report = recorder.verify(&a.run)?;
             if a.json {
@@ -144,6 +161,40 @@ pub fn run(cmd: RunsCommand) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// Renders one recorded decision (`tollgate runs explain RUN SEQ`).
+fn explain(recorder: &Recorder, a: &ExplainArgs) -> Result<ExitCode> {
+    let file = recorder.export(&a.run)?;
+    let event = file
+        .events
+        .iter()
+        .find(|e| e.seq == a.seq)
+        .ok_or_else(|| anyhow!("run `{}` has no event {}", a.run, a.seq))?;
+    let decided = event.read::<DecisionEvent>().ok_or_else(|| {
+        anyhow!(
+            "event {} of run `{}` is a `{}`, not a decision\nhelp: `tollgate runs show {}` lists its events; a tool call's answer names its decision as `receipt.seq`",
+            a.seq,
+            a.run,
+            event.kind,
+            a.run
+        )
+    })?;
+    let mut renderer = Renderer::new(&file, Some(recorder.store()));
+    let decision = renderer.render(a.seq, &decided).map_err(|e| {
+        anyhow!(
+            "the receipt of event {} cannot be rendered: {e}\nas recorded: {} by {}",
+            a.seq,
+            decided.decision.effect.as_str(),
+            decided.decision.rules.join(", ")
+        )
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&decision)?);
+    } else {
+        print!("{}", decision.explain());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn import(recorder: &Recorder, a: ImportArgs) -> Result<ExitCode> {

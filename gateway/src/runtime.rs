@@ -410,4 +410,4 @@ impl Runtime {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

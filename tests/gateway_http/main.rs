@@ -220,6 +220,25 @@ fn a_denied_tool_a_redacted_secret_and_an_approved_call_are_in_the_decisions() {
         raw["decisions"][0]["decision"]["why_not"].is_null(),
         "{raw}"
     );
+    // The CLI renders the same receipt from the store.
+    let out = gw.tollgate(&["runs", "explain", "e2e-1", &seq.to_string(), "--json"]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli, default_denied["decision"]);
+    let out = gw.tollgate(&["runs", "explain", "e2e-1", &seq.to_string()]);
+    assert!(
+        support::stdout(&out).contains("why not allowed:"),
+        "{}",
+        support::stdout(&out)
+    );
+    // The event before it records the call, not a decision: said, with where to look.
+    let out = gw.tollgate(&["runs", "explain", "e2e-1", &(seq - 1).to_string()]);
+    assert!(!out.status.success());
+    assert!(
+        support::stderr(&out).contains("not a decision"),
+        "{}",
+        support::stderr(&out)
+    );
 
     let (status, chat) = gw.call_with(
         "POST",

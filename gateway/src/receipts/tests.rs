@@ -15,25 +15,15 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::providers::FakeProvider;
 use crate::recorder::events::DecisionEvent;
-use crate::runtime::{DecisionFilter, OpenRun, Runtime, ToolCallRequest};
+use crate::runtime::tests::{START_MS, call, fixture_sources};
+use crate::runtime::{DecisionFilter, OpenRun, Runtime};
 use crate::store::tests::tempdir::Dir;
-
-const START_MS: i64 = 1_795_000_000_000;
 
 /// Another agent's envelope, stored beside the fixtures: it governs no run of `coder`.
 const SUPPORT: &str = "id: support-agent\nversion: 1\nattach: {agents: [support]}\ntools:\n  - {id: tickets, effect: allow, tools: [\"tickets.*\"]}\n";
 
 fn sources() -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = ["org-baseline", "coding-agent"]
-        .iter()
-        .map(|n| {
-            let path = format!(
-                "{}/../fixtures/envelopes/{n}.yaml",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            (path.clone(), std::fs::read_to_string(&path).unwrap())
-        })
-        .collect();
+    let mut out = fixture_sources();
     out.push(("support.yaml".into(), SUPPORT.into()));
     out
 }
@@ -75,17 +65,6 @@ fn recorded(dir: &Dir) -> Runtime {
         rt.tool_call("r1", call(tool, args)).unwrap();
     }
     rt
-}
-
-fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
-    ToolCallRequest {
-        tool: tool.into(),
-        arguments: args,
-        step: None,
-        call_id: None,
-        approval_id: None,
-        explain: false,
-    }
 }
 
 /// Every tool decision of `r1` as recorded, with the request it decided.
@@ -367,4 +346,30 @@ fn every_fixture_run_decision_decided_as_a_receipt_renders_as_recorded() {
 /// The request a recorded decision decided, as the renderer rebuilds it.
 fn renderer_request(file: &RunFile, seq: u64, event: &DecisionEvent) -> PolicyRequest {
     Renderer::new(file, None).request(seq, event).unwrap()
+}
+
+#[test]
+fn an_exported_run_imported_into_another_store_renders_its_receipts_there() {
+    let dir = Dir::new("receipts");
+    let rt = recorded(&dir);
+    let file = rt.recorder().export("r1").unwrap();
+    // The export keeps the receipts as recorded (the chain hashes their bytes).
+    assert!(file.events.iter().any(|e| {
+        e.read::<DecisionEvent>()
+            .is_some_and(|d| d.decision.on_read.is_some())
+    }));
+    let there = Dir::new("receipts-import");
+    let store = crate::store::tests::open_in(there.path());
+    let other = runtime_over(store);
+    other.recorder().import(&file).unwrap();
+    let here = rt.decisions("r1", &DecisionFilter::default()).unwrap();
+    let imported = other.decisions("r1", &DecisionFilter::default()).unwrap();
+    assert_eq!(here.len(), imported.len());
+    for (a, b) in here.iter().zip(&imported) {
+        assert_eq!(b.unrendered, None, "{}", b.seq);
+        assert_eq!(
+            to_canonical_json(&a.decision).unwrap(),
+            to_canonical_json(&b.decision).unwrap()
+        );
+    }
 }

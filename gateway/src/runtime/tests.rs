@@ -13,7 +13,7 @@ use crate::compiler::{CandidateItem, CompileInput, ItemKind};
 use crate::providers::{ChatMessage, ChatRequest, FakeProvider};
 use crate::store::tests::tempdir::Dir;
 
-pub(super) const START_MS: i64 = 1_795_000_000_000;
+pub(crate) const START_MS: i64 = 1_795_000_000_000;
 
 /// A chat request to `model` with one user message.
 fn user_says(model: &str, text: &str) -> ChatRequest {
@@ -24,7 +24,7 @@ fn user_says(model: &str, text: &str) -> ChatRequest {
     }
 }
 
-pub(super) fn fixture_sources() -> Vec<(String, String)> {
+pub(crate) fn fixture_sources() -> Vec<(String, String)> {
     ["org-baseline", "coding-agent"]
         .iter()
         .map(|n| {
@@ -64,7 +64,7 @@ pub(super) fn open(rt: &Runtime, id: &str) {
     .unwrap();
 }
 
-pub(super) fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
+pub(crate) fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
     ToolCallRequest {
         tool: tool.into(),
         arguments: args,
