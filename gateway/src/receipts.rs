@@ -102,6 +102,9 @@ pub struct Renderer<'a> {
     live: Option<Arc<RunPolicy>>,
     engines: HashMap<(Vec<String>, String), Result<Arc<PolicyEngine>, ReceiptError>>,
     programs: HashMap<String, Result<Program, ReceiptError>>,
+    /// The run's `tool_call` events by call id, in order (read once: a run's decisions are
+    /// rendered together, and each looks up its call).
+    calls: Option<HashMap<String, Vec<(u64, ToolCallEvent)>>>,
 }
 
 impl<'a> Renderer<'a> {
@@ -116,6 +119,7 @@ impl<'a> Renderer<'a> {
             live: None,
             engines: HashMap::new(),
             programs: HashMap::new(),
+            calls: None,
         }
     }
 
@@ -150,28 +154,35 @@ impl<'a> Renderer<'a> {
 
     /// The request a recorded decision decided: a tool call's from its `tool_call` event (the
     /// last one with its call id before it), a refused model call's from the decision itself.
-    fn request(&self, seq: u64, event: &DecisionEvent) -> Result<PolicyRequest, ReceiptError> {
+    fn request(&mut self, seq: u64, event: &DecisionEvent) -> Result<PolicyRequest, ReceiptError> {
         let run = self.file.run.id.as_str();
         match event.decision.kind {
             RequestKind::Tool => {
                 let call_id = event.call_id.as_deref().ok_or_else(|| {
                     ReceiptError::Request("the decision names no tool call".into())
                 })?;
-                let call = self
-                    .file
-                    .events
-                    .iter()
-                    .take_while(|e| e.seq < seq)
-                    .filter(|e| e.event_kind() == Some(EventKind::ToolCall))
-                    .filter_map(|e| e.read::<ToolCallEvent>())
-                    .filter(|c| c.call_id == call_id)
-                    .last()
+                let file = self.file;
+                let calls = self.calls.get_or_insert_with(|| {
+                    let mut by_id: HashMap<String, Vec<(u64, ToolCallEvent)>> = HashMap::new();
+                    for e in &file.events {
+                        if e.event_kind() == Some(EventKind::ToolCall)
+                            && let Some(c) = e.read::<ToolCallEvent>()
+                        {
+                            by_id.entry(c.call_id.clone()).or_default().push((e.seq, c));
+                        }
+                    }
+                    by_id
+                });
+                let call = calls
+                    .get(call_id)
+                    .and_then(|list| list.iter().rev().find(|(at, _)| *at < seq))
+                    .map(|(_, c)| c)
                     .ok_or_else(|| {
                         ReceiptError::Request(format!(
                             "no `tool_call` event of call {call_id} before it"
                         ))
                     })?;
-                Ok(recorded_tool_request(run, &call))
+                Ok(recorded_tool_request(run, call))
             }
             RequestKind::Model => {
                 let call = refused_model_call(event).ok_or_else(|| {
