@@ -218,6 +218,81 @@ fn an_envelope_stored_or_a_run_repinned_on_one_gateway_governs_the_next_decision
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
 
+/// An agent token made through gateway A, as `POST /v1/tokens` answers it: `(text, id)`.
+fn agent_token(a: &Gateway, name: &str) -> (String, String) {
+    let (status, made) = a.call(
+        "POST",
+        "/v1/tokens",
+        Some(&json!({"kind": "agent", "name": name})),
+    );
+    assert_eq!(status, 201, "{made}");
+    (
+        made["token"].as_str().unwrap().to_string(),
+        made["record"]["id"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Gateway B keeps the tokens its tool calls were admitted with (`auth::verified`): a token
+/// revoked through gateway A is refused by B's very next tool call, though B verified it
+/// before, and nothing is recorded for it, nor is any other answer given to it; a token still
+/// live, kept by B from before the revocation, is read again and its call recorded.
+#[test]
+fn a_token_revoked_on_one_gateway_is_refused_by_the_next_tool_call_on_another_that_kept_it() {
+    let gws = cluster(2);
+    let (a, b) = (&gws[0], &gws[1]);
+    open(a, "kept");
+    let (revoked, id) = agent_token(a, "coder");
+    let (live, _) = agent_token(a, "coder");
+    let call = json!({"tool": "fs.read_file", "arguments": {"path": "src/lib.rs"}});
+    for token in [&revoked, &live, &revoked, &live] {
+        let (status, answer) = b.call_as(token, "POST", "/v1/runs/kept/tool-calls", Some(&call));
+        assert_eq!(status, 200, "{answer}");
+    }
+    let events = |gw: &Gateway| {
+        let (status, run) = gw.call("GET", "/v1/runs/kept", None);
+        assert_eq!(status, 200, "{run}");
+        run["summary"]["events"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{run}"))
+    };
+    let before = events(a);
+
+    let (status, body) = a.call("POST", &format!("/v1/tokens/{id}/revoke"), None);
+    assert_eq!(status, 200, "{body}");
+    // Answers that no write checks (a run that does not exist, a body refused) do not reach
+    // the revoked token either, though B still keeps it.
+    let (status, probe) = b.call_as(&revoked, "POST", "/v1/runs/nope/tool-calls", Some(&call));
+    assert_eq!(status, 401, "not a 404 for a revoked token: {probe}");
+    let (status, probe) = b.call_as(
+        &revoked,
+        "POST",
+        "/v1/runs/kept/tool-calls",
+        Some(&json!({"tool": ""})),
+    );
+    assert_eq!(status, 401, "not a 422 for a revoked token: {probe}");
+    let (status, refused) = b.call_as(&revoked, "POST", "/v1/runs/kept/tool-calls", Some(&call));
+    assert_eq!(
+        status, 401,
+        "B refuses the revoked token it had kept: {refused}"
+    );
+    assert_eq!(refused["error"]["code"], "unauthorized", "{refused}");
+    assert_eq!(
+        events(a),
+        before,
+        "nothing was recorded for the refused call"
+    );
+
+    let (status, answer) = b.call_as(&live, "POST", "/v1/runs/kept/tool-calls", Some(&call));
+    assert_eq!(
+        status, 200,
+        "the live token is read again and admitted: {answer}"
+    );
+    assert_eq!(answer["effect"], "allow", "{answer}");
+    assert_eq!(events(a), before + 2, "its call and decision are recorded");
+    let out = a.tollgate(&["runs", "verify", "kept"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
 /// A long poll on gateway B for an approval decided through gateway A ends promptly: B's
 /// watcher reads the store's count of approval changes every 20 ms while a wait is open (the
 /// waits look again every 250 ms on their own, which alone would answer 125 ms late on

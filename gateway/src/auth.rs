@@ -15,6 +15,7 @@ pub mod audit;
 pub mod jwt;
 pub mod sessions;
 pub mod tokens;
+pub mod verified;
 
 use std::path::Path;
 

@@ -90,6 +90,9 @@ pub struct AppState {
     pub packs: Arc<crate::packs::PackRegistry>,
     /// The key token secrets are hashed under; without one, only the owner's token works.
     pub token_key: Option<Arc<TokenKey>>,
+    /// Tokens verified for tool calls, whose writes check that none changed since
+    /// (`auth::verified`).
+    pub verified: Arc<crate::auth::verified::VerifiedTokens>,
     /// Verifies JWTs from a team's identity provider, when configured.
     pub jwt: Option<Arc<crate::auth::jwt::JwtVerifier>>,
     /// The MCP gateway's configuration (`--mcp-config`): `/v1/mcp` answers with it.
@@ -110,6 +113,7 @@ impl AppState {
             dashboard: Arc::new(sessions),
             packs: Arc::new(crate::packs::PackRegistry::default()),
             token_key: None,
+            verified: Arc::default(),
             jwt: None,
             mcp: None,
             shutdown: tokio_util::sync::CancellationToken::new(),
@@ -154,6 +158,25 @@ impl AppState {
             Some(jwt) if given.matches('.').count() == 2 => Ok(jwt.verify(given).ok()),
             _ => Ok(None),
         }
+    }
+
+    /// [`AppState::authenticate`] for a tool call, whose write checks that no token changed
+    /// since its token was verified: a token of the store verified before is admitted without
+    /// reading its row (`auth::verified`), with the count of credential changes the write
+    /// compares. Other credentials are checked as by `authenticate` (and need no such check).
+    pub fn admit_for_write(
+        &self,
+        given: &str,
+    ) -> Result<Option<(Principal, Option<i64>)>, crate::store::StoreError> {
+        if let (true, Some(key)) = (given.starts_with(token_store::PREFIX), &self.token_key)
+            && !security::constant_time_eq(given.as_bytes(), self.token.as_bytes())
+        {
+            let admitted =
+                self.verified
+                    .admit(self.runtime.store(), key, given, self.runtime.now_ms())?;
+            return Ok(admitted.map(|a| (a.principal, Some(a.credentials_seen))));
+        }
+        Ok(self.authenticate(given)?.map(|p| (p, None)))
     }
 
     /// The same state running the cases of `packs`.

@@ -94,6 +94,13 @@ pub enum RuntimeError {
     /// Policy could not be evaluated (fail closed: the caller denies).
     #[error("policy evaluation failed: {0}")]
     Evaluation(String),
+    /// A tool call's write found that a token was revoked or deleted after the caller's was
+    /// verified (`ToolCallRequest::credentials_seen`): nothing was recorded; the caller's token
+    /// must be read again (the store's count of credential changes as the write read it).
+    #[error(
+        "a credential was revoked while this call was decided; nothing was recorded\n  help: retry the call"
+    )]
+    CredentialsChanged(i64),
 }
 
 impl From<crate::memory::MemoryError> for RuntimeError {

@@ -5,6 +5,11 @@
 //! Run with `cd benches/agentgw && cargo bench`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// The gateway binary's allocator (`cli/src/main.rs`): every variant, Cedar and regorus
+/// included, allocates through it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::{BTreeMap, HashSet};
 use std::hint::black_box;
 use std::str::FromStr;

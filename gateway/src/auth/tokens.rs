@@ -1,6 +1,7 @@
 //! The gateway's tokens: created by an admin for one principal (`tollgate tokens create`),
 //! shown once, stored only as a keyed hash of their secret, checked in constant time on every
-//! use, revoked at once (every use reads the token's row; nothing is cached).
+//! use, revoked at once: every use reads the token's row, except a tool call's, whose write
+//! checks instead that no token changed since it was read (`super::verified`).
 //!
 //! A token reads `tg_ID_SECRET`: `ID` (16 hex digits) names its row (`tok_ID`), `SECRET` (64
 //! hex digits, 32 random bytes) is hashed with blake3 in keyed mode under the gateway's token
@@ -234,20 +235,58 @@ pub fn verify(
     presented: &str,
     now_ms: i64,
 ) -> Result<Option<Principal>, StoreError> {
-    let Some((id, secret)) = presented
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.split_once('_'))
-    else {
+    let Some((row_id, hash)) = presented_hash(key, presented) else {
         return Ok(None);
     };
-    if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Ok(None);
-    }
-    let row_id = format!("tok_{id}");
-    let found = store.read(move |c| load(c, &row_id))?;
-    let Some((record, stored)) = found else {
-        // Hash anyway, so an unknown id costs what a known one does.
-        let _ = key.hash(secret);
+    Ok(verify_row(store, row_id, hash, now_ms)?.map(|v| v.principal))
+}
+
+/// A token verified against its row.
+pub(crate) struct Verified {
+    /// Its id (`tok_…`).
+    pub(crate) id: String,
+    /// The keyed hash of its secret.
+    pub(crate) hash: blake3::Hash,
+    pub(crate) principal: Principal,
+    pub(crate) expires_at_ms: Option<i64>,
+    /// `changes/credentials` read before the row: a token changed later moves it past this.
+    pub(crate) generation: i64,
+}
+
+/// The token's id and secret, if `presented` reads as a token of this kind.
+fn parts(presented: &str) -> Option<(&str, &str)> {
+    let (id, secret) = presented.strip_prefix(PREFIX)?.split_once('_')?;
+    (id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())).then_some((id, secret))
+}
+
+/// The keyed hash of `presented`'s secret, with the row id it names (`None` when it does not
+/// read as a token).
+pub(crate) fn presented_hash(key: &TokenKey, presented: &str) -> Option<(String, blake3::Hash)> {
+    let (id, secret) = parts(presented)?;
+    Some((format!("tok_{id}"), key.hash(secret)))
+}
+
+/// [`verify`] of a token whose row id and secret's keyed hash are taken
+/// ([`presented_hash`]), with what a cache of verified tokens keeps.
+pub(crate) fn verify_row(
+    store: &Store,
+    row_id: String,
+    hash: blake3::Hash,
+    now_ms: i64,
+) -> Result<Option<Verified>, StoreError> {
+    let found = store.read(move |c| {
+        // The counter first: a revocation committed between the two reads shows in the row.
+        let generation = c
+            .prepare_cached(
+                "SELECT COALESCE((SELECT value FROM tollgate_counters WHERE name = ?1), 0)",
+            )?
+            .query_row([crate::store::Changes::Credentials.counter()], |r| {
+                r.get::<i64>(0)
+            })?;
+        Ok::<_, StoreError>(load(c, &row_id)?.map(|found| (found, generation)))
+    })?;
+    // An unknown id costs the hash a known one does: it was taken above either way.
+    let Some(((record, stored), generation)) = found else {
         return Ok(None);
     };
     let Ok(stored) = blake3::Hash::from_hex(&stored) else {
@@ -257,13 +296,19 @@ pub fn verify(
         )));
     };
     // `blake3::Hash`'s equality is constant-time.
-    if key.hash(secret) != stored {
+    if hash != stored {
         return Ok(None);
     }
     if record.revoked_at.is_some() || record.expires_at_ms.is_some_and(|e| e <= now_ms) {
         return Ok(None);
     }
-    Ok(Some(record.principal()))
+    Ok(Some(Verified {
+        principal: record.principal(),
+        expires_at_ms: record.expires_at_ms,
+        id: record.id,
+        hash,
+        generation,
+    }))
 }
 
 /// Every token, newest first.

@@ -343,6 +343,9 @@ impl From<RuntimeError> for ApiError {
                 other => ApiError::Upstream(other.to_string()),
             },
             RuntimeError::Evaluation(m) => ApiError::Internal(m),
+            // The tool-call handler reads the token again and retries; reached only if a
+            // caller does not.
+            e @ RuntimeError::CredentialsChanged(_) => ApiError::Conflict(e.to_string()),
         }
     }
 }

@@ -105,21 +105,67 @@ pub async fn require_token(
     if req.method() == Method::GET && path == "/" && accepts_html(&req) {
         return axum::response::Redirect::to("/ui").into_response();
     }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer)
-        .unwrap_or("");
-    match state.authenticate(given) {
-        Ok(Some(principal)) => {
+    let given = presented_token(req.headers());
+    let admitted = if records_in_its_write(&req) {
+        state.admit_for_write(given)
+    } else {
+        state.authenticate(given).map(|p| p.map(|p| (p, None)))
+    };
+    match admitted {
+        Ok(Some((principal, None))) => {
             req.extensions_mut().insert(principal);
             next.run(req).await
+        }
+        Ok(Some((principal, Some(seen)))) => {
+            let presented = given.to_owned();
+            req.extensions_mut().insert(principal.clone());
+            req.extensions_mut().insert(CredentialsSeen(seen));
+            let response = next.run(req).await;
+            // Admitted from memory: a recorded call was checked in its write, but an answer
+            // without a write (a run not found, a body refused, an approval that does not
+            // match) must not reach a token revoked since. Such answers are rare; the token is
+            // read again before one is given.
+            let status = response.status();
+            if status.is_success() || status == axum::http::StatusCode::UNAUTHORIZED {
+                return response;
+            }
+            match state.authenticate(&presented) {
+                Ok(Some(now)) if now == principal => response,
+                Ok(_) => ApiError::WrongToken.into_response(),
+                Err(e) => ApiError::from(e).into_response(),
+            }
         }
         Ok(None) if given.is_empty() => refuse(req, ApiError::Unauthorized).await,
         Ok(None) => refuse(req, ApiError::WrongToken).await,
         Err(e) => refuse(req, ApiError::from(e)).await,
     }
+}
+
+/// The count of credential changes a token kept verified was verified at
+/// (`auth::verified`): the handler hands it to the write that records its call, which checks
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialsSeen(pub i64);
+
+/// Whether the request is a tool call (`POST /v1/runs/{run_id}/tool-calls`): the one route
+/// admitted from tokens kept verified, its write checking that none changed since.
+fn records_in_its_write(req: &Request) -> bool {
+    req.method() == Method::POST
+        && req
+            .uri()
+            .path()
+            .strip_prefix("/v1/runs/")
+            .and_then(|rest| rest.strip_suffix("/tool-calls"))
+            .is_some_and(|run| !run.is_empty() && !run.contains('/'))
+}
+
+/// The token of a request's `Authorization: Bearer` header (empty when there is none).
+pub(super) fn presented_token(headers: &axum::http::HeaderMap) -> &str {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer)
+        .unwrap_or("")
 }
 
 /// Whether the request is a browser's asking for a page (`Accept: text/html`).

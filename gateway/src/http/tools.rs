@@ -12,9 +12,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::access::Caller;
+use super::security::{CredentialsSeen, presented_token};
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, AppState, blocking, query_enum};
 use crate::approvals::{self, ApprovalFilter, ApprovalState};
-use crate::runtime::{ToolCallAnswer, ToolCallRequest};
+use crate::runtime::{RuntimeError, ToolCallAnswer, ToolCallRequest};
 
 /// The longest a long poll waits.
 pub const MAX_WAIT_SECONDS: u64 = 60;
@@ -57,23 +58,55 @@ pub(super) struct ToolCallQuery {
 async fn tool_call(
     State(state): State<AppState>,
     caller: Caller,
+    seen: Option<axum::Extension<CredentialsSeen>>,
+    headers: axum::http::HeaderMap,
     ApiPath(run): ApiPath<String>,
     ApiQuery(q): ApiQuery<ToolCallQuery>,
     ApiJson(mut body): ApiJson<ToolCallRequest>,
 ) -> Result<Json<ToolCallAnswer>, ApiError> {
     caller.reach_run(&state.runtime, &run)?;
     body.explain = q.explain;
-    // A run whose engine is cached is decided on this thread (tens of microseconds of CPU, a
-    // read only for a rate limit or an approval) and its write awaited: two thread switches a
-    // call instead of four (`benches/load`). The first call of a run builds its engine, which
-    // takes milliseconds, on the blocking pool.
+    body.credentials_seen = seen.map(|axum::Extension(CredentialsSeen(n))| n);
+    match decide_and_record(&state, &run, &body).await? {
+        // A token was revoked after the caller's was verified (kept in memory, `auth::verified`):
+        // nothing was recorded. Read the caller's token again; while it stands for the same
+        // principal, decide again as a call whose token was just read.
+        Err(RuntimeError::CredentialsChanged(now)) => {
+            state.verified.forget_before(now);
+            let again = {
+                let state = state.clone();
+                let given = presented_token(&headers).to_owned();
+                tokio::task::spawn_blocking(move || state.authenticate(&given))
+                    .await
+                    .map_err(|e| ApiError::Internal(format!("a blocking task failed: {e}")))??
+            };
+            if again.as_ref() != Some(&caller.0) {
+                return Err(ApiError::WrongToken);
+            }
+            body.credentials_seen = None;
+            Ok(Json(decide_and_record(&state, &run, &body).await??))
+        }
+        answered => Ok(Json(answered?)),
+    }
+}
+
+/// Decides and records a tool call. A run whose engine is cached is decided on this thread
+/// (tens of microseconds of CPU, a read only for a rate limit or an approval) and its write
+/// awaited: two thread switches a call instead of four (`benches/load`). The first call of a
+/// run builds its engine, which takes milliseconds, on the blocking pool.
+async fn decide_and_record(
+    state: &AppState,
+    run: &str,
+    body: &ToolCallRequest,
+) -> Result<Result<ToolCallAnswer, RuntimeError>, ApiError> {
     let runtime = state.runtime.clone();
-    let answer = if runtime.engine_cached(&run) {
-        runtime.tool_call_async(&run, body).await?
-    } else {
-        blocking(&state, move |rt| rt.tool_call(&run, body)).await?
-    };
-    Ok(Json(answer))
+    if runtime.engine_cached(run) {
+        return Ok(runtime.tool_call_async(run, body).await);
+    }
+    let (run, body) = (run.to_owned(), body.clone());
+    tokio::task::spawn_blocking(move || runtime.tool_call(&run, body))
+        .await
+        .map_err(|e| ApiError::Internal(format!("a blocking task failed: {e}")))
 }
 
 /// Filters for the approval list.

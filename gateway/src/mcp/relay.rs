@@ -198,9 +198,10 @@ impl Downstream {
             call_id,
             approval_id,
             explain: false,
+            credentials_seen: None,
         };
         self.runtime
-            .tool_call_async(&self.run, req)
+            .tool_call_async(&self.run, &req)
             .await
             .map_err(runtime_error)
     }

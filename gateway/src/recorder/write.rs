@@ -481,15 +481,17 @@ pub(crate) fn running_in(c: &Connection, run: &str) -> Result<(), StoreError> {
 }
 
 /// What a write learns of a running run, in one statement: the step to record at, and the
-/// store's count of policy changes as of this write (`store::Changes::Policy`, exact: the
-/// write holds the store's write lock), so a decision made under an older policy is caught
-/// before it is recorded.
+/// store's counts of policy and credential changes as of this write (`store::Changes`, exact:
+/// the write holds the store's write lock), so a decision made under an older policy, or for
+/// a token verified before a revocation, is caught before it is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Running {
     /// The step the events are recorded at.
     pub(crate) step: u32,
     /// `changes/policy` as this write sees it.
     pub(crate) policy_changes: i64,
+    /// `changes/credentials` as this write sees it.
+    pub(crate) credential_changes: i64,
 }
 
 /// Inside a write: checks that `run` is still running, and gives the step a call is recorded
@@ -503,15 +505,21 @@ pub(crate) fn running_step_in(
 ) -> Result<Running, StoreError> {
     // The run's state, its last step (by the steps' key, not by counting them) and the count
     // of policy changes in one statement: a round trip on PostgreSQL.
-    let (status, last, policy_changes): (String, Option<u32>, i64) = c
+    let (status, last, policy_changes, credential_changes): (String, Option<u32>, i64, i64) = c
         .prepare_cached(
             "SELECT status, (SELECT MAX(idx) FROM steps WHERE run_id = ?1),
-                    COALESCE((SELECT value FROM tollgate_counters WHERE name = ?2), 0)
+                    COALESCE((SELECT value FROM tollgate_counters WHERE name = ?2), 0),
+                    COALESCE((SELECT value FROM tollgate_counters WHERE name = ?3), 0)
              FROM runs WHERE id = ?1",
         )?
-        .query_row(params![run, crate::store::Changes::Policy.counter()], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
+        .query_row(
+            params![
+                run,
+                crate::store::Changes::Policy.counter(),
+                crate::store::Changes::Credentials.counter()
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
         .optional()?
         .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
     if status != "running" {
@@ -525,6 +533,7 @@ pub(crate) fn running_step_in(
     Ok(Running {
         step,
         policy_changes,
+        credential_changes,
     })
 }
 

@@ -24,6 +24,7 @@ impl Runtime {
                 call_id: Some("listing".into()),
                 approval_id: None,
                 explain: false,
+                credentials_seen: None,
             },
         )?;
         if outcome.effect() != DecisionEffect::Deny {

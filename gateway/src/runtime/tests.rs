@@ -72,6 +72,7 @@ pub(crate) fn call(tool: &str, args: serde_json::Value) -> ToolCallRequest {
         call_id: None,
         approval_id: None,
         explain: false,
+        credentials_seen: None,
     }
 }
 

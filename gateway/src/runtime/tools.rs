@@ -60,6 +60,12 @@ pub struct ToolCallRequest {
     /// receipt is recorded without them either way, and they are rendered when it is read.
     #[serde(skip)]
     pub explain: bool,
+    /// For a caller admitted from a token kept verified (`auth::verified`): the count of
+    /// credential changes it was verified at. The write records the call only while the
+    /// store's count is still this one, else refuses it with
+    /// [`RuntimeError::CredentialsChanged`] and records nothing.
+    #[serde(skip)]
+    pub credentials_seen: Option<i64>,
 }
 
 fn empty_object() -> Value {
@@ -250,6 +256,9 @@ pub(crate) struct ToolCallOutcome {
     /// The count of policy changes the deciding engine was built at: the write records the
     /// decision only while the store's count is still this one.
     policy_seen: i64,
+    /// The count of credential changes the caller's token was verified at, when it was
+    /// admitted from memory: the write records the call only while it holds.
+    credentials_seen: Option<i64>,
     /// The engine that decided: the first write under it links its versions to the run.
     engine: std::sync::Arc<RunPolicy>,
     /// The step the agent named (default: the run's last, found by the write).
@@ -303,6 +312,9 @@ enum RecordError {
     /// another gateway) after the engine that decided was built: load it and decide again.
     /// The store's count of policy changes as the write read it.
     PolicyChanged(i64),
+    /// A token was revoked or deleted after the caller's was verified: the caller's is read
+    /// again. The store's count of credential changes as the write read it.
+    CredentialsChanged(i64),
 }
 
 impl From<StoreError> for RecordError {
@@ -324,6 +336,7 @@ impl From<RecordError> for RuntimeError {
                 "rate limit `{}` filled while this call was decided, again and again; nothing was recorded\n  help: retry the call",
                 r.rule
             )),
+            RecordError::CredentialsChanged(now) => RuntimeError::CredentialsChanged(now),
             RecordError::PolicyChanged(_) => RuntimeError::Conflict(
                 "the policy changed while this call was decided, again and again; nothing was recorded\n  help: retry the call".into(),
             ),
@@ -544,6 +557,7 @@ impl Runtime {
             header,
             engine,
             policy_seen,
+            credentials_seen: req.credentials_seen,
             step: req.step,
             call_id: call_id.clone(),
             tool: req.tool.clone(),
@@ -591,7 +605,7 @@ impl Runtime {
     pub async fn tool_call_async(
         &self,
         run: &str,
-        req: ToolCallRequest,
+        req: &ToolCallRequest,
     ) -> Result<ToolCallAnswer, RuntimeError> {
         for _ in 1..DECIDE_ATTEMPTS {
             let outcome = self.decide_tool_call_as_kept(run, req.clone())?;
@@ -602,7 +616,7 @@ impl Runtime {
                 written => return pending.answer(written),
             }
         }
-        let outcome = self.decide_tool_call_as_kept(run, req)?;
+        let outcome = self.decide_tool_call_as_kept(run, req.clone())?;
         let (write, pending) = self.tool_call_write(outcome)?;
         pending.answer(self.store().transact_async(write).await)
     }
@@ -617,6 +631,7 @@ impl Runtime {
         let ToolCallOutcome {
             header,
             policy_seen,
+            credentials_seen,
             engine,
             step,
             call_id,
@@ -658,6 +673,9 @@ impl Runtime {
         // The write owns what it needs; the approval to show comes back with the result.
         let write: ToolCallWrite = Box::new(move |c: &crate::store::Connection| {
             let running = running_step_in(c, &key, &header.agent, step)?;
+            if credentials_seen.is_some_and(|seen| seen != running.credential_changes) {
+                return Err(RecordError::CredentialsChanged(running.credential_changes));
+            }
             if running.policy_changes != policy_seen {
                 return Err(RecordError::PolicyChanged(running.policy_changes));
             }

@@ -24,6 +24,8 @@ pub enum Changes {
     Policy,
     /// Approvals decided, used or expired (`changes/approvals`).
     Approvals,
+    /// Tokens revoked or deleted (`changes/credentials`, migration 29).
+    Credentials,
 }
 
 impl Changes {
@@ -32,6 +34,7 @@ impl Changes {
         match self {
             Changes::Policy => "changes/policy",
             Changes::Approvals => "changes/approvals",
+            Changes::Credentials => "changes/credentials",
         }
     }
 }

@@ -1,0 +1,1 @@
+CREATE INDEX events_by_kind ON events (kind, run_id);

@@ -1,0 +1,2 @@
+DROP TRIGGER tokens_changes_delete;
+DROP TRIGGER tokens_changes_update;
