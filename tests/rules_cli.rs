@@ -34,6 +34,54 @@ fn eval_writes_sorted_csv_files_for_every_output() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// `.pragma "fact-dir"` and `.pragma "output-dir"` name the folders when `-F` and `-D` do not
+/// (relative to the working folder, as in Soufflé); the command line wins when it names them.
+/// Other pragmas are ignored with a warning on stderr.
+#[test]
+fn eval_takes_its_folders_from_the_programs_pragmas_unless_the_command_line_names_them() {
+    let dir = std::env::temp_dir().join(format!("tollgate-pragma-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    std::fs::write(dir.join("in/edge.facts"), "1\t2\n2\t3\n").unwrap();
+    std::fs::write(dir.join("other/edge.facts"), "7\t8\n").unwrap();
+    let program = dir.join("p.dl");
+    std::fs::write(
+        &program,
+        ".pragma \"fact-dir\" \"in\"\n.pragma \"output-dir\" \"out\"\n.pragma \"jobs\" \"4\"\n\
+         .decl edge(a: number, b: number)\n.input edge\n\
+         .decl path(a: number, b: number)\n.output path\n\
+         path(a, b) :- edge(a, b).\npath(a, c) :- path(a, b), edge(b, c).\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(&dir)
+            .args(["rules", "eval", "p.dl"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        o
+    };
+    let o = run(&[]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out/path.csv")).unwrap(),
+        "1\t2\n1\t3\n2\t3\n"
+    );
+    assert!(
+        stderr(&o).contains("warning[W-pragma]: `.pragma \"jobs\"` is ignored"),
+        "{}",
+        stderr(&o)
+    );
+    run(&["-F", "other", "-D", "cli"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cli/path.csv")).unwrap(),
+        "7\t8\n"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn eval_to_stdout_prints_each_relation_under_its_name() {
     let o = tollgate(&["rules", "eval", POLICY, "-F", FACTS, "-D", "-"]);

@@ -31,9 +31,10 @@ pub enum RulesCommand {
 pub struct EvalInputs {
     /// The Datalog program.
     program: PathBuf,
-    /// Folder of input fact files (`r.facts`); may be absent.
-    #[arg(short = 'F', long = "facts", default_value = ".")]
-    fact_dir: PathBuf,
+    /// Folder of input fact files (`r.facts`); may be absent. Default: the program's
+    /// `.pragma "fact-dir"`, else the working folder.
+    #[arg(short = 'F', long = "facts")]
+    fact_dir: Option<PathBuf>,
     /// Most facts derived before stopping with an error.
     #[arg(long, default_value_t = 50_000_000)]
     max_facts: usize,
@@ -49,9 +50,10 @@ pub struct EvalInputs {
 pub struct EvalArgs {
     #[command(flatten)]
     inputs: EvalInputs,
-    /// Folder for output files, or `-` to print every output relation to stdout.
-    #[arg(short = 'D', long = "output", default_value = ".")]
-    out_dir: String,
+    /// Folder for output files, or `-` to print every output relation to stdout. Default: the
+    /// program's `.pragma "output-dir"`, else the working folder.
+    #[arg(short = 'D', long = "output")]
+    out_dir: Option<String>,
     /// Print the outputs as JSON (`{"relations": {...}, "hash": ...}`) instead of writing files.
     #[arg(long)]
     json: bool,
@@ -159,6 +161,17 @@ fn read_facts(program: &Program, dir: &Path) -> Result<FactSet> {
     Ok(facts)
 }
 
+/// The value of the program's last `.pragma KEY` (Soufflé: a later pragma overrides an earlier).
+fn pragma<'a>(program: &'a Program, key: &str) -> Option<&'a str> {
+    program
+        .ir()
+        .pragmas
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
 fn evaluate(
     inputs: &EvalInputs,
     with_proofs: bool,
@@ -167,7 +180,13 @@ fn evaluate(
         Ok(p) => p,
         Err(code) => return Ok(Err(code)),
     };
-    let facts = read_facts(&program, &inputs.fact_dir)?;
+    // The command line wins over the program's pragma, as in Soufflé.
+    let fact_dir = inputs
+        .fact_dir
+        .clone()
+        .or_else(|| pragma(&program, "fact-dir").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let facts = read_facts(&program, &fact_dir)?;
     let limits = limits(inputs);
     let result = if with_proofs {
         program.materialise(&facts, &limits)
@@ -201,8 +220,13 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let to_stdout = args.out_dir == "-";
-    let out_dir = PathBuf::from(&args.out_dir);
+    let out_dir = args
+        .out_dir
+        .clone()
+        .or_else(|| pragma(&program, "output-dir").map(str::to_owned))
+        .unwrap_or_else(|| ".".to_owned());
+    let to_stdout = out_dir == "-";
+    let out_dir = PathBuf::from(out_dir);
     if !to_stdout {
         std::fs::create_dir_all(&out_dir)
             .with_context(|| format!("cannot create `{}`", out_dir.display()))?;

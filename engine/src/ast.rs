@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::value::Type;
+
 /// A half-open byte range `start..end` into the source text of one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Span {
@@ -58,6 +60,19 @@ pub struct Program {
     pub directives: Vec<Directive>,
     /// Facts and rules, in source order. A fact is a clause with an empty body.
     pub clauses: Vec<Clause>,
+    /// `.pragma "key" "value"` directives, in source order.
+    pub pragmas: Vec<Pragma>,
+}
+
+/// `.pragma "key"` or `.pragma "key" "value"`: a Soufflé command-line option set in the program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pragma {
+    /// The option's name (`fact-dir`, `jobs`, ...).
+    pub key: String,
+    /// Its value (`""` when the pragma gives none, as Soufflé sets a flag).
+    pub value: String,
+    /// The whole directive.
+    pub span: Span,
 }
 
 /// `.type Name <: base`, `.type Name = base` or `.type Name = A | B`.
@@ -231,6 +246,26 @@ pub enum ArithOp {
     Div,
     /// `%` (sign of the left operand)
     Mod,
+    /// `^`: power (right-associative, binding tighter than `*`)
+    Pow,
+    /// `band`: bitwise and
+    BAnd,
+    /// `bor`: bitwise or
+    BOr,
+    /// `bxor`: bitwise exclusive or
+    BXor,
+    /// `bshl`: shift left
+    BShl,
+    /// `bshr`: shift right (arithmetic on numbers, logical on unsigned)
+    BShr,
+    /// `bshru`: shift right, logical
+    BShrU,
+    /// `land`: logical and (1 or 0)
+    LAnd,
+    /// `lor`: logical or (1 or 0)
+    LOr,
+    /// `lxor`: logical exclusive or (1 or 0)
+    LXor,
 }
 
 impl ArithOp {
@@ -242,6 +277,46 @@ impl ArithOp {
             ArithOp::Mul => "*",
             ArithOp::Div => "/",
             ArithOp::Mod => "%",
+            ArithOp::Pow => "^",
+            ArithOp::BAnd => "band",
+            ArithOp::BOr => "bor",
+            ArithOp::BXor => "bxor",
+            ArithOp::BShl => "bshl",
+            ArithOp::BShr => "bshr",
+            ArithOp::BShrU => "bshru",
+            ArithOp::LAnd => "land",
+            ArithOp::LOr => "lor",
+            ArithOp::LXor => "lxor",
+        }
+    }
+
+    /// Whether the operator works on the bits or truth of integers only (not on floats).
+    pub fn integral(self) -> bool {
+        !matches!(
+            self,
+            ArithOp::Add | ArithOp::Sub | ArithOp::Mul | ArithOp::Div | ArithOp::Mod | ArithOp::Pow
+        )
+    }
+}
+
+/// Unary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `bnot x`: bitwise not
+    BNot,
+    /// `lnot x`: logical not (1 or 0)
+    LNot,
+}
+
+impl UnaryOp {
+    /// The operator as written, with the space a word operator needs before its operand.
+    pub fn as_prefix(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-",
+            UnaryOp::BNot => "bnot ",
+            UnaryOp::LNot => "lnot ",
         }
     }
 }
@@ -255,10 +330,17 @@ pub enum Functor {
     Strlen,
     /// `substr(s, start, len)`: zero-based, clipped.
     Substr,
-    /// `to_number(s)`
+    /// `to_number(s)`: a symbol parsed as a number; of a float or an unsigned, the checker
+    /// makes it `ftoi` or `utoi`.
     ToNumber,
     /// `to_string(n)`
     ToString,
+    /// `to_float(x)` of a number or an unsigned: the checker makes it `itof` or `utof`.
+    ToFloat,
+    /// `to_unsigned(x)` of a number or a float: the checker makes it `itou` or `ftou`.
+    ToUnsigned,
+    /// A conversion between numeric types (`itof`, `ftoi`, ...).
+    Convert(Conversion),
 }
 
 impl Functor {
@@ -270,7 +352,76 @@ impl Functor {
             Functor::Substr => "substr",
             Functor::ToNumber => "to_number",
             Functor::ToString => "to_string",
+            Functor::ToFloat => "to_float",
+            Functor::ToUnsigned => "to_unsigned",
+            Functor::Convert(c) => c.as_str(),
         }
+    }
+}
+
+/// Soufflé's conversions between numeric types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Conversion {
+    /// `itof`: number to float.
+    IToF,
+    /// `itou`: number to unsigned (the same bits).
+    IToU,
+    /// `utoi`: unsigned to number (the same bits).
+    UToI,
+    /// `utof`: unsigned to float.
+    UToF,
+    /// `ftoi`: float to number, truncated toward zero.
+    FToI,
+    /// `ftou`: float to unsigned, truncated toward zero.
+    FToU,
+}
+
+impl Conversion {
+    /// Every conversion.
+    pub const ALL: [Conversion; 6] = [
+        Conversion::IToF,
+        Conversion::IToU,
+        Conversion::UToI,
+        Conversion::UToF,
+        Conversion::FToI,
+        Conversion::FToU,
+    ];
+
+    /// Its name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conversion::IToF => "itof",
+            Conversion::IToU => "itou",
+            Conversion::UToI => "utoi",
+            Conversion::UToF => "utof",
+            Conversion::FToI => "ftoi",
+            Conversion::FToU => "ftou",
+        }
+    }
+
+    /// The type it takes.
+    pub fn source(self) -> Type {
+        match self {
+            Conversion::IToF | Conversion::IToU => Type::Number,
+            Conversion::UToI | Conversion::UToF => Type::Unsigned,
+            Conversion::FToI | Conversion::FToU => Type::Float,
+        }
+    }
+
+    /// The type it gives.
+    pub fn target(self) -> Type {
+        match self {
+            Conversion::IToF | Conversion::UToF => Type::Float,
+            Conversion::IToU | Conversion::FToU => Type::Unsigned,
+            Conversion::UToI | Conversion::FToI => Type::Number,
+        }
+    }
+
+    /// The conversion from `from` to `to`, if they differ and both are numeric.
+    pub fn between(from: Type, to: Type) -> Option<Conversion> {
+        Conversion::ALL
+            .into_iter()
+            .find(|c| c.source() == from && c.target() == to)
     }
 }
 
@@ -337,8 +488,8 @@ pub enum Expr {
     Float(f64, Span),
     /// A string literal, escapes resolved.
     String(String, Span),
-    /// Unary minus on a non-literal (`-x`).
-    Neg(Box<Expr>, Span),
+    /// A unary operator: minus on a non-literal (`-x`), `bnot x`, `lnot x`.
+    Unary(UnaryOp, Box<Expr>, Span),
     /// `lhs op rhs`.
     Binary {
         /// Operator.
@@ -383,7 +534,7 @@ impl Expr {
             | Expr::Unsigned(_, s)
             | Expr::Float(_, s)
             | Expr::String(_, s)
-            | Expr::Neg(_, s)
+            | Expr::Unary(_, _, s)
             | Expr::Binary { span: s, .. }
             | Expr::Call { span: s, .. }
             | Expr::Aggregate { span: s, .. } => *s,

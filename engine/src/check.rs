@@ -78,6 +78,7 @@ pub fn check(program: &Program, source: &Source) -> Result<Ir, Vec<Diagnostic>> 
     let mut seen = HashSet::new();
     warnings.retain(|w| seen.insert((w.span, w.code)));
     let strat = stratify::stratify(&cx.relations, &rules, source)?;
+    let pragmas = pragmas(program, &mut warnings);
     Ok(Ir {
         source: source.clone(),
         relations: cx.relations,
@@ -88,7 +89,50 @@ pub fn check(program: &Program, source: &Source) -> Result<Ir, Vec<Diagnostic>> 
         stratum_of: strat.stratum_of,
         recursive: strat.recursive,
         warnings,
+        pragmas,
     })
+}
+
+/// The `.pragma` options `tollgate rules eval` honours, as Soufflé does: `fact-dir` and
+/// `output-dir`, the folders `-F` and `-D` name (which win when given, as Soufflé's command line
+/// wins over a pragma).
+pub const HONOURED_PRAGMAS: [&str; 2] = ["fact-dir", "output-dir"];
+
+/// Every pragma as `(key, value)`, in source order; a warning for each one ignored: Soufflé's
+/// other options choose how it compiles, schedules or profiles a program, not what it derives.
+fn pragmas(program: &Program, warnings: &mut Vec<Diagnostic>) -> Vec<(String, String)> {
+    for p in &program.pragmas {
+        if HONOURED_PRAGMAS.contains(&p.key.as_str()) {
+            continue;
+        }
+        let why = match p.key.as_str() {
+            "jobs" => "evaluation here is deterministic and needs no threads",
+            "provenance" => "every derived fact can be explained here: `tollgate rules explain`",
+            "magic-transform"
+            | "magic-transform-exclude"
+            | "inline-exclude"
+            | "disable-transformers" => "it is a Soufflé optimisation, which changes no result",
+            "profile" | "profile-use" | "debug-report" | "verbose" | "show" | "index-stats" => {
+                "it reports on Soufflé's own compilation and run"
+            }
+            _ => {
+                "Tollgate honours `fact-dir` and `output-dir`; the other options choose how Soufflé compiles or runs a program, not what it derives"
+            }
+        };
+        warnings.push(
+            Diagnostic::warning(
+                "W-pragma",
+                format!("`.pragma \"{}\"` is ignored", p.key),
+                p.span,
+            )
+            .with_help(why),
+        );
+    }
+    program
+        .pragmas
+        .iter()
+        .map(|p| (p.key.clone(), p.value.clone()))
+        .collect()
 }
 
 /// Expands bracketed disjunctions into a flat list of conjunctions.
@@ -486,16 +530,21 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
         ),
         Expr::Float(x, _) => Value::Float(*x as f32),
         Expr::String(s, _) => Value::sym(s),
-        Expr::Neg(inner, _) => {
+        Expr::Unary(op, inner, _) => {
             let v = const_eval_any(inner, want)?;
             let slot = slot_of(&v);
-            let r = functions::negate(v.ty(), slot).ok_or("cannot negate a symbol")?;
+            let r = functions::unary(*op, v.ty(), slot).ok_or_else(|| {
+                format!("cannot apply `{}` to `{}`", op.as_prefix().trim(), v.ty())
+            })?;
             value_of(r, v.ty())?
         }
         Expr::Binary { op, lhs, rhs, .. } => {
             let a = const_eval_any(lhs, want)?;
             let b = const_eval_any(rhs, Some(a.ty()))?;
-            if a.ty() != b.ty() || a.ty() == Type::Symbol {
+            if a.ty() != b.ty()
+                || a.ty() == Type::Symbol
+                || (op.integral() && a.ty() == Type::Float)
+            {
                 return Err(format!(
                     "cannot apply `{}` to `{}` and `{}`",
                     op.as_str(),
@@ -503,8 +552,13 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                     b.ty()
                 ));
             }
-            let r = functions::arith(*op, a.ty(), slot_of(&a), slot_of(&b))
-                .ok_or("division by zero")?;
+            let r = functions::arith(*op, a.ty(), slot_of(&a), slot_of(&b)).ok_or(
+                if *op == ast::ArithOp::Pow {
+                    "a power that does not fit 32 bits"
+                } else {
+                    "division by zero"
+                },
+            )?;
             value_of(r, a.ty())?
         }
         Expr::Call { func, args, .. } => {
@@ -523,6 +577,20 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                     functions::to_number(s).ok_or_else(|| format!("`{s}` is not a number"))?,
                 ),
                 (Functor::ToString, [v]) if v.ty() != Type::Symbol => Value::sym(v.to_string()),
+                (Functor::ToFloat | Functor::ToUnsigned | Functor::ToNumber, [v])
+                    if v.ty() != Type::Symbol =>
+                {
+                    let to = match func {
+                        Functor::ToFloat => Type::Float,
+                        Functor::ToUnsigned => Type::Unsigned,
+                        _ => Type::Number,
+                    };
+                    match ast::Conversion::between(v.ty(), to) {
+                        None => v.clone(),
+                        Some(c) => convert_const(c, v)?,
+                    }
+                }
+                (Functor::Convert(c), [v]) if v.ty() == c.source() => convert_const(*c, v)?,
                 _ => return Err(format!("bad arguments to `{}`", func.as_str())),
             }
         }
@@ -530,6 +598,13 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
         Expr::Wildcard(_) => return Err("`_` in a fact".into()),
         Expr::Aggregate { .. } => return Err("aggregate in a fact".into()),
     })
+}
+
+/// A constant converted, or why not.
+fn convert_const(c: ast::Conversion, v: &Value) -> Result<Value, String> {
+    let r = functions::convert(c, slot_of(v))
+        .ok_or_else(|| format!("`{}({v})` does not fit a {}", c.as_str(), c.target()))?;
+    value_of(r, c.target())
 }
 
 fn slot_of(v: &Value) -> u32 {

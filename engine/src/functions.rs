@@ -13,14 +13,17 @@ use std::sync::{Arc, RwLock};
 use regex::Regex;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::ast::{ArithOp, CmpOp, TestFn};
+use crate::ast::{ArithOp, CmpOp, Conversion, TestFn, UnaryOp};
 use crate::value::Type;
 
-/// Applies an arithmetic operator. `None` for division or remainder by zero.
+/// Applies an arithmetic operator. `None` for division or remainder by zero, and for a power
+/// whose result a 32-bit slot cannot hold (Soufflé computes `^` in floating point and converts
+/// back, which C++ leaves undefined out of range).
 pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
     Some(match ty {
         Type::Number => {
             let (a, b) = (a as i32, b as i32);
+            let truth = |x: bool| i32::from(x);
             (match op {
                 ArithOp::Add => a.wrapping_add(b),
                 ArithOp::Sub => a.wrapping_sub(b),
@@ -29,15 +32,38 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
                     .checked_div(b)
                     .or_else(|| (b == -1).then(|| a.wrapping_neg()))?,
                 ArithOp::Mod => a.checked_rem(b).or_else(|| (b == -1).then_some(0))?,
+                ArithOp::Pow => signed_pow(a, b)?,
+                ArithOp::BAnd => a & b,
+                ArithOp::BOr => a | b,
+                ArithOp::BXor => a ^ b,
+                // Shift counts are taken modulo 32, as the hardware Soufflé runs on does.
+                ArithOp::BShl => a.wrapping_shl(b as u32),
+                ArithOp::BShr => a.wrapping_shr(b as u32),
+                ArithOp::BShrU => (a as u32).wrapping_shr(b as u32) as i32,
+                ArithOp::LAnd => truth(a != 0 && b != 0),
+                ArithOp::LOr => truth(a != 0 || b != 0),
+                ArithOp::LXor => truth((a != 0) != (b != 0)),
             }) as u32
         }
-        Type::Unsigned => match op {
-            ArithOp::Add => a.wrapping_add(b),
-            ArithOp::Sub => a.wrapping_sub(b),
-            ArithOp::Mul => a.wrapping_mul(b),
-            ArithOp::Div => a.checked_div(b)?,
-            ArithOp::Mod => a.checked_rem(b)?,
-        },
+        Type::Unsigned => {
+            let truth = |x: bool| u32::from(x);
+            match op {
+                ArithOp::Add => a.wrapping_add(b),
+                ArithOp::Sub => a.wrapping_sub(b),
+                ArithOp::Mul => a.wrapping_mul(b),
+                ArithOp::Div => a.checked_div(b)?,
+                ArithOp::Mod => a.checked_rem(b)?,
+                ArithOp::Pow => a.checked_pow(b)?,
+                ArithOp::BAnd => a & b,
+                ArithOp::BOr => a | b,
+                ArithOp::BXor => a ^ b,
+                ArithOp::BShl => a.wrapping_shl(b),
+                ArithOp::BShr | ArithOp::BShrU => a.wrapping_shr(b),
+                ArithOp::LAnd => truth(a != 0 && b != 0),
+                ArithOp::LOr => truth(a != 0 || b != 0),
+                ArithOp::LXor => truth((a != 0) != (b != 0)),
+            }
+        }
         Type::Float => {
             let (a, b) = (f32::from_bits(a), f32::from_bits(b));
             (match op {
@@ -46,6 +72,9 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
                 ArithOp::Mul => a * b,
                 ArithOp::Div => a / b,
                 ArithOp::Mod => a % b,
+                ArithOp::Pow => a.powf(b),
+                // The checker refuses bitwise and logical operators on floats.
+                _ => return None,
             })
             .to_bits()
         }
@@ -53,13 +82,51 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
     })
 }
 
-/// Unary minus.
-pub fn negate(ty: Type, a: u32) -> Option<u32> {
-    match ty {
-        Type::Number => Some((a as i32).wrapping_neg() as u32),
-        Type::Unsigned => Some(a.wrapping_neg()),
-        Type::Float => Some((-f32::from_bits(a)).to_bits()),
-        Type::Symbol => None,
+/// `a ^ b` on numbers, as Soufflé's `pow` gives it converted back to an integer: exact where
+/// the result fits; a negative exponent truncates the fraction toward zero (`2 ^ -1` is 0,
+/// `-1 ^ -3` is -1); `None` where the result does not fit (or is infinite: `0 ^ -1`).
+fn signed_pow(a: i32, b: i32) -> Option<i32> {
+    if b >= 0 {
+        return a.checked_pow(b as u32);
+    }
+    match a {
+        0 => None,
+        1 => Some(1),
+        -1 => Some(if b % 2 == 0 { 1 } else { -1 }),
+        _ => Some(0),
+    }
+}
+
+/// Applies a unary operator: minus, `bnot`, `lnot` (the last two on integers only).
+pub fn unary(op: UnaryOp, ty: Type, a: u32) -> Option<u32> {
+    match (op, ty) {
+        (UnaryOp::Neg, Type::Number) => Some((a as i32).wrapping_neg() as u32),
+        (UnaryOp::Neg, Type::Unsigned) => Some(a.wrapping_neg()),
+        (UnaryOp::Neg, Type::Float) => Some((-f32::from_bits(a)).to_bits()),
+        (UnaryOp::BNot, Type::Number | Type::Unsigned) => Some(!a),
+        (UnaryOp::LNot, Type::Number | Type::Unsigned) => Some(u32::from(a == 0)),
+        _ => None,
+    }
+}
+
+/// Converts a slot between numeric types, as Soufflé's `static_cast`s do where C++ defines
+/// them: a number and an unsigned keep their bits; a float is truncated toward zero, and one
+/// out of the target's range (or not finite) gives `None`: the rule instance yields nothing.
+pub fn convert(c: Conversion, a: u32) -> Option<u32> {
+    match c {
+        Conversion::IToU | Conversion::UToI => Some(a),
+        Conversion::IToF => Some((a as i32 as f32).to_bits()),
+        Conversion::UToF => Some((a as f32).to_bits()),
+        Conversion::FToI => {
+            let t = f32::from_bits(a).trunc();
+            (-2_147_483_648.0..2_147_483_648.0)
+                .contains(&t)
+                .then_some(t as i32 as u32)
+        }
+        Conversion::FToU => {
+            let t = f32::from_bits(a).trunc();
+            (0.0..4_294_967_296.0).contains(&t).then_some(t as u32)
+        }
     }
 }
 

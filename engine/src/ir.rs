@@ -7,7 +7,7 @@
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
-use crate::ast::{AggKind, ArithOp, CmpOp, Functor, Span, TestFn};
+use crate::ast::{AggKind, ArithOp, CmpOp, Functor, Span, TestFn, UnaryOp};
 use crate::diag::{Diagnostic, Source};
 use crate::value::{Type, Value};
 
@@ -71,8 +71,8 @@ pub enum IrExpr {
     Const(Value),
     /// `_` (only as an argument of a negated atom or an aggregate body atom).
     Wild,
-    /// Unary minus.
-    Neg(Box<IrExpr>, Type),
+    /// A unary operator (minus, `bnot`, `lnot`) in the given type.
+    Unary(UnaryOp, Box<IrExpr>, Type),
     /// Arithmetic in the given type.
     Arith(ArithOp, Box<IrExpr>, Box<IrExpr>, Type),
     /// A functor call.
@@ -85,7 +85,7 @@ impl IrExpr {
         match self {
             IrExpr::Var(v) => out.push(*v),
             IrExpr::Const(_) | IrExpr::Wild => {}
-            IrExpr::Neg(e, _) => e.vars(out),
+            IrExpr::Unary(_, e, _) => e.vars(out),
             IrExpr::Arith(_, a, b, _) => {
                 a.vars(out);
                 b.vars(out);
@@ -308,6 +308,8 @@ pub struct Ir {
     pub recursive: Vec<bool>,
     /// Warnings found while checking.
     pub warnings: Vec<Diagnostic>,
+    /// The program's `.pragma` options as `(key, value)`, in source order (`check::HONOURED_PRAGMAS`).
+    pub pragmas: Vec<(String, String)>,
 }
 
 impl Ir {
@@ -440,8 +442,8 @@ fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Res
         IrExpr::Var(v) => f.write_str(&rule.vars[*v].name),
         IrExpr::Const(c) => f.write_str(&c.to_literal()),
         IrExpr::Wild => f.write_str("_"),
-        IrExpr::Neg(e, _) => {
-            f.write_str("-")?;
+        IrExpr::Unary(op, e, _) => {
+            f.write_str(op.as_prefix())?;
             write_expr(f, rule, e)
         }
         IrExpr::Arith(op, a, b, _) => {

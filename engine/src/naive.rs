@@ -337,7 +337,9 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
         IrExpr::Var(v) => env.get(*v)?.clone()?,
         IrExpr::Const(c) => c.clone(),
         IrExpr::Wild => return None,
-        IrExpr::Neg(a, ty) => unslot(functions::negate(*ty, slot(&eval(a, env, p)?))?, *ty),
+        IrExpr::Unary(op, a, ty) => {
+            unslot(functions::unary(*op, *ty, slot(&eval(a, env, p)?))?, *ty)
+        }
         IrExpr::Arith(op, a, b, ty) => {
             let (x, y) = (eval(a, env, p)?, eval(b, env, p)?);
             unslot(functions::arith(*op, *ty, slot(&x), slot(&y))?, *ty)
@@ -355,6 +357,9 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
                 }
                 (Functor::ToNumber, [Value::Symbol(s)]) => Value::Number(functions::to_number(s)?),
                 (Functor::ToString, [v]) => Value::sym(v.to_string()),
+                (Functor::Convert(c), [v]) if v.ty() == c.source() => {
+                    unslot(functions::convert(*c, slot(v))?, c.target())
+                }
                 _ => return None,
             }
         }

@@ -8,8 +8,8 @@
 mod lex;
 
 use crate::ast::{
-    AggKind, ArithOp, Atom, Attr, Clause, CmpOp, Directive, DirectiveKind, Expr, Functor, Ident,
-    Literal, Program, RelDecl, Span, TestFn, TypeDecl,
+    AggKind, ArithOp, Atom, Attr, Clause, CmpOp, Conversion, Directive, DirectiveKind, Expr,
+    Functor, Ident, Literal, Pragma, Program, RelDecl, Span, TestFn, TypeDecl, UnaryOp,
 };
 use crate::diag::{Diagnostic, Source};
 use lex::{IdMark, Tok, Token};
@@ -21,14 +21,17 @@ fn err<T>(d: Diagnostic) -> PResult<T> {
     Err(Box::new(d))
 }
 
-const DIRECTIVES: &str = "decl type input output printsize number_type symbol_type";
+const DIRECTIVES: &str = "decl type input output printsize number_type symbol_type pragma";
 /// Soufflé directives outside the subset: named as unsupported rather than unknown.
-const UNSUPPORTED_DIRECTIVES: &str =
-    "functor comp init pragma plan limitsize override lattice once";
+const UNSUPPORTED_DIRECTIVES: &str = "functor comp init plan limitsize override lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
 const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
-const UNSUPPORTED_FUNCTORS: &str = "ord to_float to_unsigned itou itof utoi utof ftoi ftou range as autoinc lor land bnot band bor bxor";
+const UNSUPPORTED_FUNCTORS: &str = "ord range as autoinc";
+/// The binary operator levels of [`Parser::binary_level`]: `lor` (0) to `* / %` (8).
+const BINARY_LEVELS: usize = 9;
+/// How deep an expression or a bracketed body may nest (see `Parser::depth`).
+pub const MAX_NESTING: usize = 128;
 
 fn listed(list: &str, name: &str) -> bool {
     list.split(' ').any(|item| item == name)
@@ -79,6 +82,10 @@ struct Parser<'s> {
     glob_is_relation: bool,
     /// Set by an error after which parsing should resume right where it stopped.
     resume_here: bool,
+    /// How deep the expression or body being parsed nests (parentheses, prefix operators,
+    /// operators of one chain): at most [`MAX_NESTING`], so that no stage's recursion over it
+    /// can exhaust a thread's stack. Reset at each item.
+    depth: usize,
 }
 
 impl<'s> Parser<'s> {
@@ -93,6 +100,7 @@ impl<'s> Parser<'s> {
             pos: 0,
             glob_is_relation,
             resume_here: false,
+            depth: 0,
         }
     }
 
@@ -122,6 +130,7 @@ impl<'s> Parser<'s> {
                 _ => None,
             };
             errors.extend(pending.into_iter().map(misplaced_id));
+            self.depth = 0;
             let result = match self.peek() {
                 Tok::Eof => break,
                 Tok::Directive(name) => {
@@ -291,6 +300,8 @@ impl<'s> Parser<'s> {
     /// and if it fails the second, reporting the error that got further.
     fn bracketed_or_comparison(&mut self) -> PResult<Literal> {
         let start = self.pos;
+        let depth = self.depth;
+        self.deeper(1)?;
         let open = self.bump().span();
         let bracketed = self.disjunction().and_then(|alts| {
             let help = "close the bracketed disjunction with `)`";
@@ -298,9 +309,11 @@ impl<'s> Parser<'s> {
             Ok(Literal::Disjunction(alts, open.to(close.span())))
         });
         let Err(first) = bracketed else {
+            self.depth = depth;
             return bracketed;
         };
         self.pos = start;
+        self.depth = depth;
         self.comparison().map_err(|second| {
             if second.span.start > first.span.start {
                 second
@@ -409,35 +422,118 @@ impl<'s> Parser<'s> {
 
     // ----- expressions -----
 
+    /// An expression. Binary operators bind as in Soufflé, loosest first: `lor`, `lxor`,
+    /// `land`, `bor`, `bxor`, `band`, the shifts (`bshl`, `bshr`, `bshru`), `+ -`, `* / %` (all
+    /// left-associative); then the prefixes `bnot` and `lnot`; then `^` (right-associative);
+    /// then unary minus, tightest (`-2 ^ 2` is 4).
     fn expr(&mut self) -> PResult<Expr> {
-        let start = self.cur().start;
-        let mut lhs = self.term()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Plus => ArithOp::Add,
-                Tok::Minus => ArithOp::Sub,
-                _ => return Ok(lhs),
-            };
-            self.bump();
-            let rhs = self.term()?;
-            lhs = self.binary(op, lhs, rhs, start);
-        }
+        self.deeper(1)?;
+        let e = self.binary_level(0)?;
+        self.depth -= 1;
+        Ok(e)
     }
 
-    fn term(&mut self) -> PResult<Expr> {
+    /// Counts `by` more levels of nesting; an error past [`MAX_NESTING`]. (An error ends the
+    /// item, and the count starts again at the next.)
+    fn deeper(&mut self, by: usize) -> PResult<()> {
+        self.depth += by;
+        if self.depth <= MAX_NESTING {
+            return Ok(());
+        }
+        let msg = format!("the expression nests more than {MAX_NESTING} levels deep");
+        let help = "split it with variables bound in the body, as in `y = a + b, z = y + c`";
+        err(Diagnostic::error("E-parse", msg, self.cur().span()).with_help(help))
+    }
+
+    fn binary_level(&mut self, level: usize) -> PResult<Expr> {
+        if level == BINARY_LEVELS {
+            return self.not_level();
+        }
         let start = self.cur().start;
-        let mut lhs = self.unary()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Star => ArithOp::Mul,
-                Tok::Slash => ArithOp::Div,
-                Tok::Percent => ArithOp::Mod,
-                _ => return Ok(lhs),
-            };
+        let mut lhs = self.binary_level(level + 1)?;
+        // Each operator of a left-associative chain nests the tree one level deeper.
+        let mut chain = 0;
+        while let Some(op) = self.binary_op(level) {
             self.bump();
-            let rhs = self.unary()?;
+            self.deeper(1)?;
+            chain += 1;
+            let rhs = self.binary_level(level + 1)?;
             lhs = self.binary(op, lhs, rhs, start);
         }
+        self.depth -= chain;
+        Ok(lhs)
+    }
+
+    /// The binary operator at the cursor, if it binds at `level` (0 the loosest).
+    fn binary_op(&self, level: usize) -> Option<ArithOp> {
+        let word = match self.peek() {
+            Tok::Ident(w) => w.as_str(),
+            Tok::Plus if level == 7 => return Some(ArithOp::Add),
+            Tok::Minus if level == 7 => return Some(ArithOp::Sub),
+            Tok::Star if level == 8 => return Some(ArithOp::Mul),
+            Tok::Slash if level == 8 => return Some(ArithOp::Div),
+            Tok::Percent if level == 8 => return Some(ArithOp::Mod),
+            _ => return None,
+        };
+        Some(match (level, word) {
+            (0, "lor") => ArithOp::LOr,
+            (1, "lxor") => ArithOp::LXor,
+            (2, "land") => ArithOp::LAnd,
+            (3, "bor") => ArithOp::BOr,
+            (4, "bxor") => ArithOp::BXor,
+            (5, "band") => ArithOp::BAnd,
+            (6, "bshl") => ArithOp::BShl,
+            (6, "bshr") => ArithOp::BShr,
+            (6, "bshru") => ArithOp::BShrU,
+            _ => return None,
+        })
+    }
+
+    /// `bnot` or `lnot` at the cursor, when an operand follows it (else it is a name).
+    fn prefix_op(&self) -> Option<UnaryOp> {
+        let op = match self.peek() {
+            Tok::Ident(w) if w == "bnot" => UnaryOp::BNot,
+            Tok::Ident(w) if w == "lnot" => UnaryOp::LNot,
+            _ => return None,
+        };
+        matches!(
+            self.peek2(),
+            Tok::Ident(_)
+                | Tok::Int(_)
+                | Tok::Unsigned(_)
+                | Tok::Float(_)
+                | Tok::Str(_)
+                | Tok::LParen
+                | Tok::Minus
+        )
+        .then_some(op)
+    }
+
+    /// `bnot x`, `lnot x`: below `^`, above `*`.
+    fn not_level(&mut self) -> PResult<Expr> {
+        let Some(op) = self.prefix_op() else {
+            return self.power();
+        };
+        let kw = self.bump();
+        self.deeper(1)?;
+        let operand = self.not_level()?;
+        self.depth -= 1;
+        let span = Span::new(kw.start, self.prev_end());
+        Ok(Expr::Unary(op, Box::new(operand), span))
+    }
+
+    /// `a ^ b`, right-associative.
+    fn power(&mut self) -> PResult<Expr> {
+        let start = self.cur().start;
+        let lhs = self.unary()?;
+        if *self.peek() != Tok::Caret {
+            return Ok(lhs);
+        }
+        self.bump();
+        self.deeper(1)?;
+        let rhs = self.not_level()?;
+        self.depth -= 1;
+        Ok(self.binary(ArithOp::Pow, lhs, rhs, start))
     }
 
     fn binary(&self, op: ArithOp, lhs: Expr, rhs: Expr, start: usize) -> Expr {
@@ -458,9 +554,15 @@ impl<'s> Parser<'s> {
         if matches!(self.peek(), Tok::Int(_) | Tok::Float(_)) {
             return self.number(Some(minus.start));
         }
-        let operand = self.unary()?;
+        self.deeper(1)?;
+        let operand = if self.prefix_op().is_some() {
+            self.not_level()?
+        } else {
+            self.unary()?
+        };
+        self.depth -= 1;
         let span = Span::new(minus.start, self.prev_end());
-        Ok(Expr::Neg(Box::new(operand), span))
+        Ok(Expr::Unary(UnaryOp::Neg, Box::new(operand), span))
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -541,6 +643,9 @@ impl<'s> Parser<'s> {
             Functor::Substr => (3, 3, "substr(s, start, length)"),
             Functor::ToNumber => (1, 1, "to_number(s)"),
             Functor::ToString => (1, 1, "to_string(n)"),
+            Functor::ToFloat => (1, 1, "to_float(x)"),
+            Functor::ToUnsigned => (1, 1, "to_unsigned(x)"),
+            Functor::Convert(c) => (1, 1, c.as_str()),
         };
         if args.len() < min || args.len() > max {
             let takes = if max == usize::MAX {
@@ -639,7 +744,15 @@ impl<'s> Parser<'s> {
     fn directive(&mut self, name: &str, prog: &mut Program) -> PResult<()> {
         let kw = self.bump();
         match name {
-            "decl" => prog.decls.push(self.decl(kw.start)?),
+            "decl" => {
+                let (decls, eqrel) = self.decl(kw.start)?;
+                if eqrel {
+                    for d in &decls {
+                        prog.clauses.extend(eqrel_rules(d));
+                    }
+                }
+                prog.decls.extend(decls);
+            }
             "type" => prog.types.push(self.type_decl(kw.start)?),
             "number_type" | "symbol_type" => {
                 let name_id = self.ident("a type name")?;
@@ -663,9 +776,10 @@ impl<'s> Parser<'s> {
             "printsize" => prog
                 .directives
                 .push(self.io(DirectiveKind::PrintSize, kw.start)?),
+            "pragma" => prog.pragmas.push(self.pragma(kw.start)?),
             _ if listed(UNSUPPORTED_DIRECTIVES, name) => {
                 let msg = format!("directive `.{name}` is not supported");
-                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output` and `.printsize`";
+                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize` and `.pragma`";
                 return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
             }
             _ => {
@@ -688,8 +802,35 @@ impl<'s> Parser<'s> {
         Ok(())
     }
 
-    fn decl(&mut self, start: usize) -> PResult<RelDecl> {
-        let name = self.ident("a relation name after `.decl`")?;
+    /// `.pragma "key"` or `.pragma "key" "value"` (Soufflé's grammar: `'.pragma' STRING STRING?`).
+    fn pragma(&mut self, start: usize) -> PResult<Pragma> {
+        let help =
+            "write a pragma as `.pragma \"key\" \"value\"`, as in `.pragma \"fact-dir\" \"facts\"`";
+        let Tok::Str(key) = self.peek().clone() else {
+            return Err(self.expected("the option's name as a string after `.pragma`", help));
+        };
+        self.bump();
+        let value = match self.peek().clone() {
+            Tok::Str(value) => {
+                self.bump();
+                value
+            }
+            _ => String::new(),
+        };
+        Ok(Pragma {
+            key,
+            value,
+            span: Span::new(start, self.prev_end()),
+        })
+    }
+
+    /// `.decl a(x: number)`, or several relations of the same attributes at once, as Soufflé
+    /// allows: `.decl a, b(x: number)`; with whether they are `eqrel`.
+    fn decl(&mut self, start: usize) -> PResult<(Vec<RelDecl>, bool)> {
+        let mut names = vec![self.ident("a relation name after `.decl`")?];
+        while self.eat(&Tok::Comma) {
+            names.push(self.ident("a relation name after `,`")?);
+        }
         self.expect(
             &Tok::LParen,
             "`(` after the relation name",
@@ -718,15 +859,24 @@ impl<'s> Parser<'s> {
             "close the attribute list with `)`",
         )?;
         // Qualifiers; a name followed by `(` starts the next clause instead.
+        let mut eqrel = false;
         while let Tok::Ident(q) = self.peek() {
             if *self.peek2() == Tok::LParen {
                 break;
             }
             let span = self.cur().span();
             if q == "eqrel" {
-                let msg = "`eqrel` relations are not supported";
-                let help = "declare a plain relation and write the reflexive, symmetric and transitive rules";
-                return err(Diagnostic::error("E-unsupported", msg, span).with_help(help));
+                if attrs.len() != 2 {
+                    let msg = format!(
+                        "an `eqrel` relation has two attributes; this one has {}",
+                        attrs.len()
+                    );
+                    let help = "an equivalence relation pairs two values of one type, as in `.decl same(a: T, b: T) eqrel`";
+                    return err(Diagnostic::error("E-eqrel", msg, span).with_help(help));
+                }
+                eqrel = true;
+                self.bump();
+                continue;
             }
             if !listed(IGNORED_QUALIFIERS, q) {
                 let msg = format!("unknown relation qualifier `{q}`");
@@ -735,11 +885,16 @@ impl<'s> Parser<'s> {
             }
             self.bump();
         }
-        Ok(RelDecl {
-            name,
-            attrs,
-            span: Span::new(start, self.prev_end()),
-        })
+        let span = Span::new(start, self.prev_end());
+        let decls = names
+            .into_iter()
+            .map(|name| RelDecl {
+                name,
+                attrs: attrs.clone(),
+                span,
+            })
+            .collect();
+        Ok((decls, eqrel))
     }
 
     fn type_decl(&mut self, start: usize) -> PResult<TypeDecl> {
@@ -829,6 +984,53 @@ fn misplaced_id(m: &IdMark) -> Diagnostic {
         .with_help(ID_HELP)
 }
 
+/// The rules that make `.decl r(a: T, b: T) eqrel` an equivalence relation, as Soufflé's
+/// `eqrel` is: the reflexive, symmetric and transitive closure of the pairs put into it (a
+/// value in no pair is related to nothing). Written at the declaration, with ids
+/// `r:eqrel-reflexive`, `r:eqrel-reflexive-right`, `r:eqrel-symmetric`, `r:eqrel-transitive`,
+/// so proofs name them.
+fn eqrel_rules(decl: &RelDecl) -> Vec<Clause> {
+    let span = decl.span;
+    let name = |n: &str| Ident {
+        name: n.to_string(),
+        span,
+    };
+    let var = |n: &str| Expr::Var(name(n));
+    let atom = |a: Expr, b: Expr| Atom {
+        relation: decl.name.clone(),
+        args: vec![a, b],
+        span,
+    };
+    let rule = |id: &str, head: Atom, body: Vec<Atom>| Clause {
+        id: Some(name(&format!("{}:eqrel-{id}", decl.name.name))),
+        heads: vec![head],
+        body: vec![body.into_iter().map(Literal::Atom).collect()],
+        span,
+    };
+    vec![
+        rule(
+            "reflexive",
+            atom(var("x"), var("x")),
+            vec![atom(var("x"), Expr::Wildcard(span))],
+        ),
+        rule(
+            "reflexive-right",
+            atom(var("y"), var("y")),
+            vec![atom(Expr::Wildcard(span), var("y"))],
+        ),
+        rule(
+            "symmetric",
+            atom(var("y"), var("x")),
+            vec![atom(var("x"), var("y"))],
+        ),
+        rule(
+            "transitive",
+            atom(var("x"), var("z")),
+            vec![atom(var("x"), var("y")), atom(var("y"), var("z"))],
+        ),
+    ]
+}
+
 fn functor(name: &str) -> Option<Functor> {
     match name {
         "cat" => Some(Functor::Cat),
@@ -836,7 +1038,12 @@ fn functor(name: &str) -> Option<Functor> {
         "substr" => Some(Functor::Substr),
         "to_number" => Some(Functor::ToNumber),
         "to_string" => Some(Functor::ToString),
-        _ => None,
+        "to_float" => Some(Functor::ToFloat),
+        "to_unsigned" => Some(Functor::ToUnsigned),
+        other => Conversion::ALL
+            .into_iter()
+            .find(|c| c.as_str() == other)
+            .map(Functor::Convert),
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::ast::{AggKind, ArithOp, CmpOp, Functor, TestFn};
+use crate::ast::{AggKind, ArithOp, CmpOp, Functor, TestFn, UnaryOp};
 use crate::functions::{self, PatternCache};
 use crate::ir::{Ir, IrExpr, IrLit, IrRule, RelId, VarId};
 use crate::value::{Interner, Type, encode};
@@ -18,7 +18,7 @@ use crate::value::{Interner, Type, encode};
 pub(crate) enum CExpr {
     Var(VarId),
     Const(u32),
-    Neg(Box<CExpr>, Type),
+    Unary(UnaryOp, Box<CExpr>, Type),
     Arith(ArithOp, Box<CExpr>, Box<CExpr>, Type),
     Call(Functor, Vec<CExpr>),
 }
@@ -47,7 +47,7 @@ impl CExpr {
         match self {
             CExpr::Var(v) => Some(env[*v]),
             CExpr::Const(c) => Some(*c),
-            CExpr::Neg(e, ty) => functions::negate(*ty, e.eval(env, cx)?),
+            CExpr::Unary(op, e, ty) => functions::unary(*op, *ty, e.eval(env, cx)?),
             CExpr::Arith(op, a, b, ty) => {
                 let a = a.eval(env, cx)?;
                 let b = b.eval(env, cx)?;
@@ -77,9 +77,13 @@ impl CExpr {
                     let id = args.first()?.eval(env, cx)?;
                     functions::to_number(cx.symbols.resolve(id)).map(|n| n as u32)
                 }
+                Functor::Convert(c) => functions::convert(*c, args.first()?.eval(env, cx)?),
+                // The checker replaced these with conversions.
+                Functor::ToFloat | Functor::ToUnsigned => None,
                 Functor::ToString => {
                     let (arg, ty) = match args.first()? {
-                        CExpr::Arith(_, _, _, t) | CExpr::Neg(_, t) => (args.first()?, *t),
+                        CExpr::Arith(_, _, _, t) | CExpr::Unary(_, _, t) => (args.first()?, *t),
+                        c @ CExpr::Call(Functor::Convert(conv), _) => (c, conv.target()),
                         other => (other, Type::Number),
                     };
                     let slot = arg.eval(env, cx)?;
@@ -144,7 +148,7 @@ fn compile_expr(e: &IrExpr, symbols: &mut Interner) -> CExpr {
         IrExpr::Var(v) => CExpr::Var(*v),
         IrExpr::Const(c) => CExpr::Const(encode(c, symbols)),
         IrExpr::Wild => CExpr::Const(0),
-        IrExpr::Neg(e, t) => CExpr::Neg(Box::new(compile_expr(e, symbols)), *t),
+        IrExpr::Unary(op, e, t) => CExpr::Unary(*op, Box::new(compile_expr(e, symbols)), *t),
         IrExpr::Arith(op, a, b, t) => CExpr::Arith(
             *op,
             Box::new(compile_expr(a, symbols)),
@@ -241,7 +245,7 @@ fn fix_to_string(e: &mut CExpr, rule: &IrRule) {
             args.iter_mut().for_each(|a| fix_to_string(a, rule));
         }
         CExpr::Call(_, args) => args.iter_mut().for_each(|a| fix_to_string(a, rule)),
-        CExpr::Neg(a, _) => fix_to_string(a, rule),
+        CExpr::Unary(_, a, _) => fix_to_string(a, rule),
         CExpr::Arith(_, a, b, _) => {
             fix_to_string(a, rule);
             fix_to_string(b, rule);
@@ -620,7 +624,7 @@ pub(crate) fn cexpr_vars(e: &CExpr, out: &mut Vec<VarId>) {
     match e {
         CExpr::Var(v) => out.push(*v),
         CExpr::Const(_) => {}
-        CExpr::Neg(a, _) => cexpr_vars(a, out),
+        CExpr::Unary(_, a, _) => cexpr_vars(a, out),
         CExpr::Arith(_, a, b, _) => {
             cexpr_vars(a, out);
             cexpr_vars(b, out);

@@ -529,7 +529,7 @@ fn parse_errors() {
             at: (1, 1),
             covers: ".inptu",
             help: "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, \
-                   `.output`, `.printsize`, `.number_type`, `.symbol_type`",
+                   `.output`, `.printsize`, `.number_type`, `.symbol_type`, `.pragma`",
         },
     );
 }
@@ -585,6 +585,133 @@ warning[W-singleton]: variable `y` occurs only once
   |                 ^
   = help: replace `y` with `_` if any value will do
 "
+    );
+}
+
+/// An expression nested deeper than the parser allows is an error, not a crash: parentheses,
+/// prefix operators, a long chain of one operator and bracketed bodies all count. At the limit
+/// a program still compiles on a thread with a 2 MiB stack (a tokio worker's), every stage's
+/// recursion included (found reviewing issue 40's operators: a deep program overflowed the
+/// stack and aborted the process).
+#[test]
+fn an_expression_nested_too_deeply_is_an_error_not_a_stack_overflow() {
+    use tollgate_engine::parse::MAX_NESTING;
+    let compile = |body: String| {
+        let text =
+            format!(".decl a(x: number)\n.decl b(x: number)\nb(1).\na(y) :- b(x), y = {body}.\n");
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let src = Source::new("deep.dl", &text);
+                Program::compile(&src).map(|_| ()).map_err(|d| {
+                    d.iter()
+                        .map(|d| format!("{}: {}", d.code, d.message))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let parens = |n: usize| format!("{}x{}", "(".repeat(n), ")".repeat(n));
+    let chain = |n: usize| vec!["x"; n + 1].join(" + ");
+    let too_deep = format!("E-parse: the expression nests more than {MAX_NESTING} levels deep");
+    // The comparison's right side is one expression: one level, and one per parenthesis.
+    assert_eq!(compile(parens(MAX_NESTING - 1)), Ok(()));
+    assert_eq!(compile(parens(MAX_NESTING)), Err(vec![too_deep.clone()]));
+    assert_eq!(compile(chain(MAX_NESTING - 1)), Ok(()));
+    assert_eq!(compile(chain(100_000)), Err(vec![too_deep.clone()]));
+    assert_eq!(
+        compile(format!("{}x", "bnot ".repeat(100_000))),
+        Err(vec![too_deep.clone()])
+    );
+    assert_eq!(
+        compile(format!("{}x", "- ".repeat(100_000))),
+        Err(vec![too_deep.clone()])
+    );
+    assert_eq!(compile(vec!["2"; 100_000].join(" ^ ")), Err(vec![too_deep]));
+}
+
+/// Bitwise and logical operators take integers: on a float they are a type error at the
+/// atom that holds them (a power of floats is fine).
+#[test]
+fn bitwise_and_logical_operators_refuse_floats() {
+    let src = Source::new(
+        "f.dl",
+        ".decl f(x: float)\n.decl g(x: float)\ng(x band 1.0) :- f(x).\ng(lnot x) :- f(x).\ng(x ^ 2.0) :- f(x).\n",
+    );
+    let diags = Program::compile(&src).unwrap_err();
+    let got: Vec<(&str, &str, (usize, usize))> = diags
+        .iter()
+        .map(|d| (d.code, d.message.as_str(), src.line_col(d.span.start)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("E-type", "`band` where a `float` is expected", (3, 1)),
+            ("E-type", "`lnot` where a `float` is expected", (4, 1)),
+        ]
+    );
+    assert_eq!(
+        diags[0].help.as_deref(),
+        Some("bitwise and logical operators take numbers or unsigneds")
+    );
+}
+
+/// A conversion of the wrong type is a type error naming it, with the conversions' help.
+#[test]
+fn a_conversion_of_the_wrong_type_is_a_type_error() {
+    let src = Source::new(
+        "c.dl",
+        ".decl n(x: number)\n.decl f(x: float)\nf(ftoi(x)) :- n(x).\n",
+    );
+    let diags = Program::compile(&src).unwrap_err();
+    assert_eq!(diags[0].code, "E-type", "{diags:?}");
+    assert_eq!(
+        diags[0].message,
+        "`ftoi` gives a `number` but `float` is expected here"
+    );
+    assert!(
+        diags[0]
+            .help
+            .as_deref()
+            .unwrap_or("")
+            .contains("`itof`, `itou`"),
+        "{diags:?}"
+    );
+}
+
+/// Soufflé's `.pragma` (`'.pragma' STRING STRING?`): accepted; `fact-dir` and `output-dir` are
+/// kept for `rules eval` (which honours them as `-F` and `-D`), every other option is ignored
+/// with a warning that says why.
+#[test]
+fn pragmas_are_kept_and_the_ignored_ones_warn() {
+    let src = Source::new(
+        "p.dl",
+        ".pragma \"fact-dir\" \"in\"\n.pragma \"jobs\" \"8\"\n.pragma \"legacy\"\n\
+         .decl e(x: number)\n.output e\ne(1).\n",
+    );
+    let program = Program::compile(&src).unwrap();
+    assert_eq!(
+        program.ir().pragmas,
+        [("fact-dir", "in"), ("jobs", "8"), ("legacy", "")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+    );
+    let warned: Vec<(&str, &str, (usize, usize))> = program
+        .warnings()
+        .iter()
+        .map(|w| (w.code, w.message.as_str(), src.line_col(w.span.start)))
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            ("W-pragma", "`.pragma \"jobs\"` is ignored", (2, 1)),
+            ("W-pragma", "`.pragma \"legacy\"` is ignored", (3, 1)),
+        ]
+    );
+    assert_eq!(
+        program.warnings()[0].help.as_deref(),
+        Some("evaluation here is deterministic and needs no threads")
     );
 }
 

@@ -547,6 +547,129 @@ fn division_truncates_toward_zero_and_modulo_takes_the_left_sign() {
     );
 }
 
+/// Soufflé's bitwise, logical and power operators (issue 40), on numbers and unsigneds: shift
+/// counts modulo 32 (as the hardware Soufflé runs on), `bshr` arithmetic on numbers, logical
+/// operators giving 1 or 0, `^` exact where it fits, truncated for a negative exponent, and no
+/// row where the power does not fit or is infinite.
+#[test]
+fn bitwise_logical_and_power_operators() {
+    check(
+        "
+        .decl pair(a: number, b: number)
+        .decl bits(a: number, b: number, and: number, or: number, xor: number, not: number)
+        .decl shifts(a: number, b: number, l: number, r: number, ru: number)
+        .decl logic(a: number, b: number, and: number, or: number, xor: number, not: number)
+        .decl pow(a: number, b: number, p: number)
+        .decl upair(a: unsigned, b: unsigned)
+        .decl ushift(a: unsigned, b: unsigned, r: unsigned, not: unsigned)
+        .decl upow(a: unsigned, b: unsigned, p: unsigned)
+        bits(a, b, a band b, a bor b, a bxor b, bnot a) :- pair(a, b).
+        shifts(a, b, a bshl b, a bshr b, a bshru b) :- pair(a, b).
+        logic(a, b, a land b, a lor b, a lxor b, lnot a) :- pair(a, b).
+        pow(a, b, a ^ b) :- pair(a, b).
+        upair(4000000000u, 2u).
+        upair(3u, 4u).
+        upair(3u, 33u).
+        ushift(a, b, a bshr b, bnot a) :- upair(a, b).
+        upow(a, b, a ^ b) :- upair(a, b).
+        ",
+        "pair(12, 10)\npair(-8, 1)\npair(0, -1)\npair(2, 31)\npair(3, 33)\npair(-1, -3)",
+        &[
+            (
+                "bits",
+                "-8 1 0 -7 -7 7 | -1 -3 -3 -1 2 0 | 0 -1 0 -1 -1 -1 | 2 31 2 31 29 -3 | \
+                 3 33 1 35 34 -4 | 12 10 8 14 6 -13",
+            ),
+            (
+                "shifts",
+                "-8 1 -16 -4 2147483644 | -1 -3 -536870912 -1 7 | 0 -1 0 0 0 | \
+                 2 31 0 0 0 | 3 33 6 1 1 | 12 10 12288 0 0",
+            ),
+            (
+                "logic",
+                "-8 1 1 1 0 0 | -1 -3 1 1 0 0 | 0 -1 0 1 1 1 | 2 31 1 1 0 0 | 3 33 1 1 0 0 | \
+                 12 10 1 1 0 0",
+            ),
+            // 0 ^ -1 is infinite and 2 ^ 31, 3 ^ 33 and 12 ^ 10 do not fit: no rows.
+            ("pow", "-8 1 -8 | -1 -3 -1"),
+            (
+                "ushift",
+                "3 4 0 4294967292 | 3 33 1 4294967292 | 4000000000 2 1000000000 294967295",
+            ),
+            // 4000000000 ^ 2 and 3 ^ 33 do not fit: no rows.
+            ("upow", "3 4 81"),
+        ],
+    );
+}
+
+/// Soufflé's numeric conversions (issue 40): `itof itou utoi utof ftoi ftou`, and `to_float`,
+/// `to_unsigned`, `to_number` choosing one by their argument's type. A number and an unsigned
+/// keep their bits; a float is truncated toward zero, and one out of range gives no row.
+#[test]
+fn numeric_conversions() {
+    check(
+        "
+        .decl n(x: number)
+        .decl f(x: float)
+        .decl u(x: unsigned)
+        .decl from_n(x: number, f: float, u: unsigned, f2: float, u2: unsigned, s: symbol)
+        .decl from_f(x: float, n: number, u: unsigned, n2: number)
+        .decl from_u(x: unsigned, n: number, f: float, n2: number)
+        from_n(x, itof(x), itou(x), to_float(x), to_unsigned(x), to_string(to_float(x))) :- n(x).
+        from_f(x, ftoi(x), ftou(x), to_number(x)) :- f(x).
+        from_u(x, utoi(x), utof(x), to_number(x)) :- u(x).
+        ",
+        "n(-3)\nn(7)\nf(2.75)\nf(-2.75)\nf(5e9)\nu(4294967295u)\nu(5u)",
+        &[
+            ("from_n", "-3 -3 4294967293 -3 4294967293 -3 | 7 7 7 7 7 7"),
+            // -2.75 has no unsigned and 5e9 fits neither: no rows for them.
+            ("from_f", "2.75 2 2 2"),
+            ("from_u", "5 5 5 5 | 4294967295 -1 4.29497e+09 -1"),
+        ],
+    );
+}
+
+/// `eqrel` (issue 40): the reflexive, symmetric and transitive closure of the pairs put into
+/// the relation, as Soufflé's equivalence relations; a value in no pair is related to nothing.
+/// Its rules are proved like any other, under ids that name them.
+#[test]
+fn eqrel_is_the_equivalence_closure_of_its_pairs() {
+    check(
+        "
+        .decl link(a: symbol, b: symbol)
+        .decl same(a: symbol, b: symbol) eqrel
+        .decl lone(a: symbol)
+        same(a, b) :- link(a, b).
+        same(\"e\", \"e\").
+        ",
+        "link(\"a\", \"b\")\nlink(\"c\", \"b\")\nlink(\"d\", \"f\")\nlone(\"z\")",
+        &[(
+            "same",
+            "a a | a b | a c | b a | b b | b c | c a | c b | c c | d d | d f | e e | f d | f f",
+        )],
+    );
+    let program = compile(".decl same(a: number, b: number) eqrel\nsame(1, 2).\nsame(2, 3).\n");
+    let model = program
+        .materialise(&FactSet::new(), &Limits::default())
+        .unwrap();
+    let proof = model
+        .prove(&Fact::new("same", vec![Value::Number(3), Value::Number(1)]))
+        .unwrap();
+    let mut rules = Vec::new();
+    fn walk(p: &Proof, out: &mut Vec<String>) {
+        if let ProofStep::Rule { rule, premises, .. } = &p.step {
+            out.push(rule.to_string());
+            premises.iter().for_each(|q| walk(q, out));
+        }
+    }
+    walk(&proof, &mut rules);
+    assert!(
+        rules.iter().any(|r| r == "same:eqrel-symmetric")
+            && rules.iter().any(|r| r == "same:eqrel-transitive"),
+        "{rules:?}"
+    );
+}
+
 #[test]
 fn arithmetic_wraps_at_32_bits() {
     check(

@@ -111,9 +111,9 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                     }
                 }
             }
-            Expr::Neg(inner, _) => {
+            Expr::Unary(op, inner, _) => {
                 let i = self.expr(inner);
-                IrExpr::Neg(Box::new(i), Type::Number)
+                IrExpr::Unary(*op, Box::new(i), Type::Number)
             }
             Expr::Binary { op, lhs, rhs, .. } => {
                 let a = self.expr(lhs);
@@ -123,7 +123,12 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             Expr::Call { func, args, span } => {
                 let want = match func {
                     Functor::Cat => None,
-                    Functor::Strlen | Functor::ToNumber | Functor::ToString => Some(1),
+                    Functor::Strlen
+                    | Functor::ToNumber
+                    | Functor::ToString
+                    | Functor::ToFloat
+                    | Functor::ToUnsigned
+                    | Functor::Convert(_) => Some(1),
                     Functor::Substr => Some(3),
                 };
                 let ok = match want {
@@ -468,6 +473,11 @@ pub(super) fn functor_help(f: Functor) -> &'static str {
         Functor::Substr => "`substr(s, start, length)` is zero-based",
         Functor::ToNumber => "`to_number(s)` parses a symbol as a number",
         Functor::ToString => "`to_string(n)` prints a number as a symbol",
+        Functor::ToFloat => "`to_float(x)` converts a number or an unsigned to a float",
+        Functor::ToUnsigned => "`to_unsigned(x)` converts a number or a float to an unsigned",
+        Functor::Convert(_) => {
+            "`itof`, `itou`, `utoi`, `utof`, `ftoi` and `ftou` convert between number (`i`), unsigned (`u`) and float (`f`)"
+        }
     }
 }
 
@@ -566,7 +576,7 @@ fn order_body(lits: Vec<IrLit>, initially_bound: &BTreeSet<VarId>) -> Vec<IrLit>
 fn expr_var_names(e: &Expr, out: &mut Vec<String>) {
     match e {
         Expr::Var(i) => out.push(i.name.clone()),
-        Expr::Neg(a, _) => expr_var_names(a, out),
+        Expr::Unary(_, a, _) => expr_var_names(a, out),
         Expr::Binary { lhs, rhs, .. } => {
             expr_var_names(lhs, out);
             expr_var_names(rhs, out);

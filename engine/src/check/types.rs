@@ -2,7 +2,7 @@
 //! integer literals adapt to their context, operators get their operand types.
 
 use super::lower::{RuleBuilder, functor_help};
-use crate::ast::{self, AggKind, Functor, Span};
+use crate::ast::{self, AggKind, Conversion, Functor, Span};
 use crate::diag::Diagnostic;
 use crate::functions;
 use crate::ir::{IrAtom, IrExpr, IrLit, VarId};
@@ -161,17 +161,58 @@ impl RuleBuilder<'_, '_> {
                 other => Some(other.ty()),
             },
             IrExpr::Wild => None,
-            IrExpr::Neg(i, _) => self.peek_type(i),
+            IrExpr::Unary(_, i, _) => self.peek_type(i),
             IrExpr::Arith(_, a, b, _) => self.peek_type(a).or_else(|| self.peek_type(b)),
             IrExpr::Call(f, _) => Some(match f {
                 Functor::Cat | Functor::Substr | Functor::ToString => Type::Symbol,
                 Functor::Strlen | Functor::ToNumber => Type::Number,
+                Functor::ToFloat => Type::Float,
+                Functor::ToUnsigned => Type::Unsigned,
+                Functor::Convert(c) => c.target(),
             }),
         }
     }
 
     /// Checks that `e` has type `want`, fixing operator types and adapting integer literals.
     pub(super) fn check_expr(&mut self, e: &mut IrExpr, want: Type, span: Span) {
+        // `to_float`, `to_unsigned` and a numeric `to_number` take the conversion their
+        // argument's type calls for (Soufflé's overloads), or vanish when it is the same type.
+        if let IrExpr::Call(
+            f @ (Functor::ToFloat | Functor::ToUnsigned | Functor::ToNumber),
+            args,
+        ) = &*e
+        {
+            let from = args.first().and_then(|a| self.peek_type(a));
+            let to = match f {
+                Functor::ToFloat => Type::Float,
+                Functor::ToUnsigned => Type::Unsigned,
+                _ => Type::Number,
+            };
+            let from = match (f, from) {
+                // A symbol, or nothing known: `to_number` parses a symbol, as before.
+                (Functor::ToNumber, None | Some(Type::Symbol)) => None,
+                // Integer literals and untyped arguments are numbers.
+                (_, None) => Some(Type::Number),
+                (_, Some(t)) => Some(t),
+            };
+            match from {
+                Some(from) if from == to => {
+                    if let IrExpr::Call(_, args) = e
+                        && let Some(arg) = args.pop()
+                    {
+                        *e = arg;
+                    }
+                    return self.check_expr(e, want, span);
+                }
+                Some(from) => {
+                    if let (IrExpr::Call(f, _), Some(c)) = (&mut *e, Conversion::between(from, to))
+                    {
+                        *f = Functor::Convert(c);
+                    }
+                }
+                None => {}
+            }
+        }
         match e {
             IrExpr::Var(v) => {
                 let v = *v;
@@ -220,7 +261,17 @@ impl RuleBuilder<'_, '_> {
                 }
             }
             IrExpr::Wild => {}
-            IrExpr::Neg(i, t) => {
+            IrExpr::Unary(op, i, t) => {
+                if *op != crate::ast::UnaryOp::Neg && want == Type::Float {
+                    self.error(
+                        Diagnostic::error(
+                            "E-type",
+                            format!("`{}` where a `float` is expected", op.as_prefix().trim()),
+                            span,
+                        )
+                        .with_help("bitwise and logical operators take numbers or unsigneds"),
+                    );
+                }
                 if want == Type::Symbol {
                     self.error(
                         Diagnostic::error(
@@ -234,7 +285,17 @@ impl RuleBuilder<'_, '_> {
                 *t = want;
                 self.check_expr(i, want, span);
             }
-            IrExpr::Arith(_, a, b, t) => {
+            IrExpr::Arith(op, a, b, t) => {
+                if op.integral() && want == Type::Float {
+                    self.error(
+                        Diagnostic::error(
+                            "E-type",
+                            format!("`{}` where a `float` is expected", op.as_str()),
+                            span,
+                        )
+                        .with_help("bitwise and logical operators take numbers or unsigneds"),
+                    );
+                }
                 if want == Type::Symbol {
                     self.error(Diagnostic::error("E-type", "arithmetic where a `symbol` is expected", span).with_help("use `cat(...)` to build symbols, `to_string(...)` to turn numbers into symbols"));
                 }
@@ -252,6 +313,10 @@ impl RuleBuilder<'_, '_> {
                     ),
                     Functor::ToNumber => (Type::Number, vec![Some(Type::Symbol)]),
                     Functor::ToString => (Type::Symbol, vec![None]),
+                    // Left only when the argument is a symbol: the conversion's type error.
+                    Functor::ToFloat => (Type::Float, vec![Some(Type::Number)]),
+                    Functor::ToUnsigned => (Type::Unsigned, vec![Some(Type::Number)]),
+                    Functor::Convert(c) => (c.target(), vec![Some(c.source())]),
                 };
                 if ret != want {
                     self.error(

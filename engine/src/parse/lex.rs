@@ -51,6 +51,8 @@ pub(super) enum Tok {
     Star,
     Slash,
     Percent,
+    /// `^`
+    Caret,
     Pipe,
     Eof,
 }
@@ -218,6 +220,7 @@ impl Lexer<'_> {
             b'*' => (Tok::Star, 1),
             b'/' => (Tok::Slash, 1),
             b'%' => (Tok::Percent, 1),
+            b'^' => (Tok::Caret, 1),
             b'|' => (Tok::Pipe, 1),
             _ => {
                 let ch = self.text[start..].chars().next().unwrap_or('\u{fffd}');

@@ -67,7 +67,8 @@ fn dump_expr(e: &Expr) -> String {
         Expr::Unsigned(u, _) => format!("{u}u"),
         Expr::Float(f, _) => format!("{f:?}f"),
         Expr::String(s, _) => format!("{s:?}"),
-        Expr::Neg(e, _) => format!("(neg {})", dump_expr(e)),
+        Expr::Unary(UnaryOp::Neg, e, _) => format!("(neg {})", dump_expr(e)),
+        Expr::Unary(op, e, _) => format!("({} {})", op.as_prefix().trim(), dump_expr(e)),
         Expr::Binary { op, lhs, rhs, .. } => {
             format!("({} {} {})", op.as_str(), dump_expr(lhs), dump_expr(rhs))
         }
@@ -130,6 +131,17 @@ fn expr(text: &str) -> String {
     }
 }
 
+/// Every declaration as `name(attr:type,...)`, space-separated.
+fn dump_decls(p: &Program) -> String {
+    join(&p.decls, " ", |d| {
+        format!(
+            "{}({})",
+            d.name,
+            join(&d.attrs, ",", |a| format!("{}:{}", a.name, a.ty))
+        )
+    })
+}
+
 #[test]
 fn declarations_types_and_qualifiers() {
     let text = ".decl edge(x: number, y: symbol) btree\n.decl flag()\n\
@@ -137,13 +149,7 @@ fn declarations_types_and_qualifiers() {
                 .type T <: symbol\n.type N = number\n.type U = A | B\n\
                 .number_type Old\n.symbol_type S\n";
     let p = parse(text);
-    let decls = join(&p.decls, " ", |d| {
-        format!(
-            "{}({})",
-            d.name,
-            join(&d.attrs, ",", |a| format!("{}:{}", a.name, a.ty))
-        )
-    });
+    let decls = dump_decls(&p);
     assert_eq!(decls, "edge(x:number,y:symbol) flag() p(a:T)");
     assert_eq!(
         slice(text, p.decls[0].span),
@@ -156,6 +162,22 @@ fn declarations_types_and_qualifiers() {
     assert_eq!(types, "T=symbol N=number U=A|B Old=number S=symbol");
     assert_eq!(slice(text, p.types[2].span), ".type U = A | B");
     assert!(p.clauses.is_empty() && p.directives.is_empty());
+}
+
+#[test]
+fn one_declaration_names_several_relations() {
+    let text = ".decl a, b,c(x: number, y: symbol) btree\n";
+    let p = parse(text);
+    let decls = dump_decls(&p);
+    assert_eq!(
+        decls,
+        "a(x:number,y:symbol) b(x:number,y:symbol) c(x:number,y:symbol)"
+    );
+    assert_eq!(slice(text, p.decls[1].name.span), "b");
+    assert_eq!(
+        slice(text, p.decls[2].span),
+        ".decl a, b,c(x: number, y: symbol) btree"
+    );
 }
 
 #[test]
@@ -249,6 +271,23 @@ fn precedence_and_associativity() {
         ("1 - -5", "(- 1 -5)"),
         ("-(5)", "(neg 5)"),
         ("- - x", "(neg (neg x))"),
+        // Soufflé's levels: lor < lxor < land < bor < bxor < band < shifts < + - < * / %
+        // < bnot lnot < ^ (right-associative) < unary minus.
+        ("a lor b land c", "(lor a (land b c))"),
+        ("a lxor b lor c", "(lor (lxor a b) c)"),
+        ("a bor b bxor c band d", "(bor a (bxor b (band c d)))"),
+        ("a band b bshl 2", "(band a (bshl b 2))"),
+        ("1 bshl 2 + 3", "(bshl 1 (+ 2 3))"),
+        ("a bshr 1 bshru 2", "(bshru (bshr a 1) 2)"),
+        ("2 ^ 3 ^ 2", "(^ 2 (^ 3 2))"),
+        ("2 * 3 ^ 2", "(* 2 (^ 3 2))"),
+        ("-2 ^ 2", "(^ -2 2)"),
+        ("-x ^ 2", "(^ (neg x) 2)"),
+        ("bnot x ^ 2", "(bnot (^ x 2))"),
+        ("bnot x * 2", "(* (bnot x) 2)"),
+        ("lnot lnot x band y", "(band (lnot (lnot x)) y)"),
+        ("- bnot x", "(neg (bnot x))"),
+        ("bnot", "bnot"),
     ];
     for (text, want) in cases {
         assert_eq!(expr(text), want, "{text}");
@@ -349,11 +388,14 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      "write a variable, `_`, a number, a string, a functor call or an aggregate"),
     (".inptu edge\nedge(1).\n", "E-parse", "unknown directive `.inptu`", (1, 1), (1, 7),
      "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, `.output`, \
-      `.printsize`, `.number_type`, `.symbol_type`"),
-    (".pragma \"a\" \"b\"\n", "E-unsupported", "directive `.pragma` is not supported", (1, 1), (1, 8),
-     "Tollgate reads `.decl`, `.type`, `.input`, `.output` and `.printsize`"),
-    (".decl eq(x: number, y: number) eqrel\n", "E-unsupported", "`eqrel` relations are not supported",
-     (1, 32), (1, 37), "declare a plain relation and write the reflexive, symmetric and transitive rules"),
+      `.printsize`, `.number_type`, `.symbol_type`, `.pragma`"),
+    (".init a = A\n", "E-unsupported", "directive `.init` is not supported", (1, 1), (1, 6),
+     "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize` and `.pragma`"),
+    (".pragma jobs\n", "E-parse", "expected the option's name as a string after `.pragma`, found `jobs`",
+     (1, 9), (1, 13), "write a pragma as `.pragma \"key\" \"value\"`, as in `.pragma \"fact-dir\" \"facts\"`"),
+    (".decl eq(x: number, y: number, z: number) eqrel\n", "E-eqrel",
+     "an `eqrel` relation has two attributes; this one has 3", (1, 43), (1, 48),
+     "an equivalence relation pairs two values of one type, as in `.decl same(a: T, b: T) eqrel`"),
     (".decl r(x: number) fast\n", "E-parse", "unknown relation qualifier `fast`", (1, 20), (1, 24),
      "the qualifiers `btree`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored"),
     (".decl r(x number)\n", "E-parse", "expected `:` after attribute `x`, found `number`", (1, 11), (1, 17),
