@@ -62,6 +62,50 @@ pub struct Program {
     pub clauses: Vec<Clause>,
     /// `.pragma "key" "value"` directives, in source order.
     pub pragmas: Vec<Pragma>,
+    /// `.comp` definitions, in source order (expanded away by `components::expand`).
+    pub components: Vec<Component>,
+    /// `.init` instantiations, in source order (expanded away by `components::expand`).
+    pub inits: Vec<Init>,
+    /// `.override r` lines (only meaningful in a component's body).
+    pub overrides: Vec<Ident>,
+}
+
+/// `.comp Name<T, ...> : Base<A, ...>, ... { body }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    /// The component's name.
+    pub name: Ident,
+    /// Its type parameters.
+    pub params: Vec<Ident>,
+    /// The components it inherits from, with their type arguments.
+    pub bases: Vec<CompRef>,
+    /// What it declares: types, relations, clauses, directives, nested components and
+    /// instantiations, overrides.
+    pub body: Program,
+    /// From `.comp` to the closing `}`.
+    pub span: Span,
+}
+
+/// A component named with its type arguments: `Graph<N>`, `DiGraph`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompRef {
+    /// The component's name.
+    pub name: Ident,
+    /// Its type arguments, in order.
+    pub args: Vec<Ident>,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// `.init name = Component<Args>`: an instance whose relations are named `name.relation`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Init {
+    /// The instance's name.
+    pub name: Ident,
+    /// The component instantiated.
+    pub comp: CompRef,
+    /// The whole directive.
+    pub span: Span,
 }
 
 /// `.pragma "key"` or `.pragma "key" "value"`: a Soufflé command-line option set in the program.
@@ -93,6 +137,8 @@ pub struct RelDecl {
     pub name: Ident,
     /// Attributes in order.
     pub attrs: Vec<Attr>,
+    /// Whether declared `overridable` (a derived component may replace its rules).
+    pub overridable: bool,
     /// The whole declaration.
     pub span: Span,
 }

@@ -28,6 +28,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod components;
 pub mod diag;
 mod eval;
 pub mod explain;

@@ -6,6 +6,7 @@
 //! after an error it resumes at the next `.` or directive so one run reports many mistakes.
 
 mod lex;
+mod structure;
 
 use crate::ast::{
     AggKind, ArithOp, Atom, Attr, Clause, CmpOp, Conversion, Directive, DirectiveKind, Expr,
@@ -21,9 +22,10 @@ fn err<T>(d: Diagnostic) -> PResult<T> {
     Err(Box::new(d))
 }
 
-const DIRECTIVES: &str = "decl type input output printsize number_type symbol_type pragma";
+const DIRECTIVES: &str =
+    "decl type input output printsize number_type symbol_type pragma comp init override";
 /// Soufflé directives outside the subset: named as unsupported rather than unknown.
-const UNSUPPORTED_DIRECTIVES: &str = "functor comp init plan limitsize override lattice once";
+const UNSUPPORTED_DIRECTIVES: &str = "functor plan limitsize lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
 const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
@@ -50,7 +52,7 @@ pub fn parse_program(source: &Source) -> Result<Program, Vec<Diagnostic>> {
     let mut parser = Parser::new(&source.text, lexed.tokens);
     let program = parser.program(&lexed.id_marks, &mut errors);
     if errors.is_empty() {
-        Ok(program)
+        crate::components::expand(program)
     } else {
         errors.sort_by_key(|d| d.span.start);
         Err(errors)
@@ -104,58 +106,12 @@ impl<'s> Parser<'s> {
         }
     }
 
-    // ----- program structure -----
-
-    fn program(&mut self, marks: &[IdMark], errors: &mut Vec<Diagnostic>) -> Program {
-        let mut prog = Program::default();
-        let mut next_mark = 0;
-        let mut after_error = false;
-        loop {
-            let item_start = self.pos;
-            let mut pending = Vec::new();
-            while let Some(m) = marks
-                .get(next_mark)
-                .filter(|m| m.before_token <= item_start)
-            {
-                if m.before_token == item_start {
-                    pending.push(m);
-                } else if !after_error {
-                    // Inside the previous item (unless error recovery skipped over it).
-                    errors.push(misplaced_id(m));
-                }
-                next_mark += 1;
-            }
-            let id = match self.peek() {
-                Tok::Ident(_) => pending.pop().map(|m| m.name.clone()),
-                _ => None,
-            };
-            errors.extend(pending.into_iter().map(misplaced_id));
-            self.depth = 0;
-            let result = match self.peek() {
-                Tok::Eof => break,
-                Tok::Directive(name) => {
-                    let name = name.clone();
-                    self.directive(&name, &mut prog)
-                }
-                Tok::Ident(_) => self.clause(id).map(|c| prog.clauses.push(c)),
-                _ => Err(self.expected(
-                    "a directive, a fact or a rule",
-                    "start each item with a directive such as `.decl`, or with a relation name",
-                )),
-            };
-            after_error = result.is_err();
-            if let Err(d) = result {
-                let in_directive = matches!(self.tok_at(item_start).tok, Tok::Directive(_));
-                errors.push(*d);
-                self.recover(item_start, in_directive);
-            }
-        }
-        prog
-    }
+    // ----- program structure (the item loop and components: `structure.rs`) -----
 
     /// Skips to where the next item probably starts: past the next `.`, or to the next
     /// directive; after a broken directive also to a line starting with `name(`.
-    fn recover(&mut self, item_start: usize, in_directive: bool) {
+    /// In a component's body (`nested`) it also stops at the `}` that closes it.
+    fn recover(&mut self, item_start: usize, in_directive: bool, nested: bool) {
         if std::mem::take(&mut self.resume_here) && self.pos > item_start {
             return;
         }
@@ -166,6 +122,7 @@ impl<'s> Parser<'s> {
             let t = self.cur();
             match t.tok {
                 Tok::Eof | Tok::Directive(_) => return,
+                Tok::RBrace if nested => return,
                 Tok::Dot => {
                     self.bump();
                     return;
@@ -268,6 +225,11 @@ impl<'s> Parser<'s> {
             Tok::Bang => {
                 let bang = self.bump().span();
                 match self.peek() {
+                    Tok::Ident(_) if self.qualified_len() > 1 && self.is_atom_start() => {
+                        let atom = self.atom()?;
+                        let span = bang.to(atom.span);
+                        Ok(Literal::Negated(atom, span))
+                    }
                     Tok::Ident(name) if *self.peek2() == Tok::LParen => {
                         if let Some(func) = self.test_fn(name) {
                             return self.test(func, Some(bang));
@@ -283,6 +245,9 @@ impl<'s> Parser<'s> {
                 }
             }
             Tok::LParen => self.bracketed_or_comparison(),
+            Tok::Ident(_) if self.qualified_len() > 1 && self.is_atom_start() => {
+                self.atom().map(Literal::Atom)
+            }
             Tok::Ident(name) if *self.peek2() == Tok::LParen => {
                 if let Some(func) = self.test_fn(name) {
                     self.test(func, None)
@@ -384,7 +349,7 @@ impl<'s> Parser<'s> {
     }
 
     fn atom(&mut self) -> PResult<Atom> {
-        let relation = self.ident("a relation name")?;
+        let relation = self.qualified("a relation name")?;
         let (args, end) = self.arg_list("atom's", Parser::expr)?;
         let span = relation.span.to(Span::new(end, end));
         Ok(Atom {
@@ -724,7 +689,7 @@ impl<'s> Parser<'s> {
             let help = "write the relation name, then its values in parentheses";
             return Err(self.expected("a fact such as `r(\"a\", 3)`", help));
         }
-        let relation = self.ident("a relation name")?;
+        let relation = self.qualified("a relation name")?;
         let (args, end) = self.arg_list("fact's", Parser::fact_value)?;
         self.eat(&Tok::Dot);
         if *self.peek() != Tok::Eof {
@@ -777,9 +742,13 @@ impl<'s> Parser<'s> {
                 .directives
                 .push(self.io(DirectiveKind::PrintSize, kw.start)?),
             "pragma" => prog.pragmas.push(self.pragma(kw.start)?),
+            "init" => prog.inits.push(self.init(kw.start)?),
+            "override" => prog
+                .overrides
+                .push(self.qualified("a relation name after `.override`")?),
             _ if listed(UNSUPPORTED_DIRECTIVES, name) => {
                 let msg = format!("directive `.{name}` is not supported");
-                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize` and `.pragma`";
+                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init` and `.override`";
                 return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
             }
             _ => {
@@ -827,9 +796,9 @@ impl<'s> Parser<'s> {
     /// `.decl a(x: number)`, or several relations of the same attributes at once, as Soufflé
     /// allows: `.decl a, b(x: number)`; with whether they are `eqrel`.
     fn decl(&mut self, start: usize) -> PResult<(Vec<RelDecl>, bool)> {
-        let mut names = vec![self.ident("a relation name after `.decl`")?];
+        let mut names = vec![self.qualified("a relation name after `.decl`")?];
         while self.eat(&Tok::Comma) {
-            names.push(self.ident("a relation name after `,`")?);
+            names.push(self.qualified("a relation name after `,`")?);
         }
         self.expect(
             &Tok::LParen,
@@ -846,7 +815,7 @@ impl<'s> Parser<'s> {
                     &format!("`:` after attribute `{}`", attr.name),
                     &help,
                 )?;
-                let ty = self.ident("a type name")?;
+                let ty = self.qualified("a type name")?;
                 attrs.push(Attr { name: attr, ty });
                 if !self.eat(&Tok::Comma) {
                     break;
@@ -860,8 +829,9 @@ impl<'s> Parser<'s> {
         )?;
         // Qualifiers; a name followed by `(` starts the next clause instead.
         let mut eqrel = false;
+        let mut overridable = false;
         while let Tok::Ident(q) = self.peek() {
-            if *self.peek2() == Tok::LParen {
+            if self.is_atom_start() {
                 break;
             }
             let span = self.cur().span();
@@ -878,9 +848,14 @@ impl<'s> Parser<'s> {
                 self.bump();
                 continue;
             }
+            if q == "overridable" {
+                overridable = true;
+                self.bump();
+                continue;
+            }
             if !listed(IGNORED_QUALIFIERS, q) {
                 let msg = format!("unknown relation qualifier `{q}`");
-                let help = "the qualifiers `btree`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
+                let help = "the qualifiers are `eqrel` and `overridable`; `btree`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
                 return err(Diagnostic::error("E-parse", msg, span).with_help(help));
             }
             self.bump();
@@ -891,6 +866,7 @@ impl<'s> Parser<'s> {
             .map(|name| RelDecl {
                 name,
                 attrs: attrs.clone(),
+                overridable,
                 span,
             })
             .collect();
@@ -933,9 +909,9 @@ impl<'s> Parser<'s> {
 
     /// `.input a, b(key=value, ...)`: the parameters apply to every relation named.
     fn io(&mut self, kind: DirectiveKind, start: usize) -> PResult<Directive> {
-        let mut relations = vec![self.ident("a relation name")?];
+        let mut relations = vec![self.qualified("a relation name")?];
         while self.eat(&Tok::Comma) {
-            relations.push(self.ident("a relation name after `,`")?);
+            relations.push(self.qualified("a relation name after `,`")?);
         }
         let mut params = Vec::new();
         if self.eat(&Tok::LParen) {

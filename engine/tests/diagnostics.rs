@@ -529,7 +529,8 @@ fn parse_errors() {
             at: (1, 1),
             covers: ".inptu",
             help: "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, \
-                   `.output`, `.printsize`, `.number_type`, `.symbol_type`, `.pragma`",
+                   `.output`, `.printsize`, `.number_type`, `.symbol_type`, `.pragma`, `.comp`, \
+                   `.init`, `.override`",
         },
     );
 }

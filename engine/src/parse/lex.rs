@@ -486,7 +486,44 @@ impl Parser<'_> {
     }
 
     pub(super) fn is_atom_start(&self) -> bool {
-        matches!(self.peek(), Tok::Ident(_)) && *self.peek2() == Tok::LParen
+        matches!(self.peek(), Tok::Ident(_))
+            && self.tok_at(self.pos + self.qualified_len()).tok == Tok::LParen
+    }
+
+    /// How many tokens the name at the current token spans: 1 for `edge`, 3 for `g.edge`
+    /// (a qualified name, as components make: the parts and dots written without spaces).
+    pub(super) fn qualified_len(&self) -> usize {
+        let mut len = 1;
+        loop {
+            let (dot, next) = (self.tok_at(self.pos + len), self.tok_at(self.pos + len + 1));
+            let glued = self.tok_at(self.pos + len - 1).end == dot.start && dot.end == next.start;
+            if dot.tok == Tok::Dot && matches!(next.tok, Tok::Ident(_)) && glued {
+                len += 2;
+            } else {
+                return len;
+            }
+        }
+    }
+
+    /// A name that may be qualified by instance names: `edge`, `London.train.edge`.
+    pub(super) fn qualified(&mut self, what: &str) -> PResult<Ident> {
+        let len = match self.peek() {
+            Tok::Ident(_) => self.qualified_len(),
+            _ => 1,
+        };
+        let first = self.ident(what)?;
+        if len == 1 {
+            return Ok(first);
+        }
+        let start = first.span.start as usize;
+        for _ in 0..len - 1 {
+            self.bump();
+        }
+        let end = self.prev_end();
+        Ok(Ident {
+            name: self.text[start..end].to_string(),
+            span: Span::new(start, end),
+        })
     }
 
     pub(super) fn describe(&self, t: &Token) -> String {
