@@ -443,3 +443,90 @@ fn a_user_pack_is_checked_against_the_builtin_vocabulary() {
     assert!(err.contains("did you mean `tool_request`?"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `#include` is resolved relative to the including file, then `-I` folders; a mistake in an
+/// included file is reported at its own file and line, one after an include at the including
+/// file's line; a missing include names where it looked.
+#[test]
+fn preprocessed_programs_report_mistakes_in_the_file_and_line_they_are_in() {
+    let dir = temp_dir("preprocess");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::create_dir_all(dir.join("shared")).unwrap();
+    std::fs::write(
+        dir.join("main.dl"),
+        "// main\n#include \"sub/rules.dl\"\n#define ONE 1\n.decl out(x: number)\n.output out\nout(ONE) :- in(ONE).\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sub/rules.dl"),
+        "#include <decls.dl>\n\nbroken(x :- in(x).\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("shared/decls.dl"), ".decl in(x: number)\n").unwrap();
+    let main = dir.join("main.dl");
+    let shared = dir.join("shared");
+    let o = tollgate(&["rules", "check", main.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("cannot find `decls.dl`"), "{err}");
+    assert!(err.contains("sub/rules.dl:1:1"), "{err}");
+
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        main.to_str().unwrap(),
+        "-I",
+        shared.to_str().unwrap(),
+        "-D",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("sub/rules.dl:3:"), "{err}");
+    assert!(err.contains("broken(x :- in(x)."), "{err}");
+
+    std::fs::write(
+        dir.join("sub/rules.dl"),
+        "#include <decls.dl>\nin(1).\nin(2).\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.dl"),
+        "// main\n#include \"sub/rules.dl\"\n#define ONE 1\n.decl out(x: number)\n.output out\nout(ONE) :- in(ONE), nope(ONE).\n",
+    )
+    .unwrap();
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        main.to_str().unwrap(),
+        "-I",
+        shared.to_str().unwrap(),
+        "-D",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("main.dl:6:"), "{err}");
+
+    std::fs::write(
+        dir.join("main.dl"),
+        "#include \"sub/rules.dl\"\n#define ONE 1\n.decl out(x: number)\n.output out\nout(ONE) :- in(ONE).\n",
+    )
+    .unwrap();
+    let o = tollgate(&[
+        "rules",
+        "eval",
+        main.to_str().unwrap(),
+        "-I",
+        shared.to_str().unwrap(),
+        "-D",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("out\n===============\n1\n"),
+        "{}",
+        stdout(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use tollgate_engine::diag::{Diagnostic, Source};
+use tollgate_engine::diag::{Source, SourcedDiagnostic};
+use tollgate_engine::preprocess;
 use tollgate_engine::{EvalError, Fact, FactSet, Limits, Model, Program, tsv};
 use tollgate_gateway::rules::pack_test::PackTester;
 
@@ -35,6 +36,10 @@ pub struct EvalInputs {
     /// `.pragma "fact-dir"`, else the working folder.
     #[arg(short = 'F', long = "facts")]
     fact_dir: Option<PathBuf>,
+    /// A folder searched for `#include`d files after the including file's own (as `cpp -I`);
+    /// may be given several times.
+    #[arg(short = 'I', long = "include-dir")]
+    include_dirs: Vec<PathBuf>,
     /// Most facts derived before stopping with an error.
     #[arg(long, default_value_t = 50_000_000)]
     max_facts: usize,
@@ -105,23 +110,31 @@ pub fn run(cmd: RulesCommand) -> Result<ExitCode> {
     }
 }
 
-/// Loads and compiles a program, printing diagnostics; `Err(code)` when it has errors.
-fn load_program(path: &Path) -> Result<std::result::Result<Program, ExitCode>> {
+/// Loads, preprocesses and compiles a program, printing diagnostics; `Err(code)` when it has
+/// errors.
+fn load_program(
+    path: &Path,
+    include_dirs: &[PathBuf],
+) -> Result<std::result::Result<Program, ExitCode>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
     let source = Source::new(path.display().to_string(), text);
-    match Program::compile(&source) {
+    let compiled = preprocessed(&source, include_dirs).and_then(|source| {
+        Program::compile(&source)
+            .map_err(|diags| diags.into_iter().map(|d| d.with_source(&source)).collect())
+    });
+    match compiled {
         Ok(p) => {
             for w in p.warnings() {
-                eprint!("{}", w.render(&source));
+                eprint!("{}", w.render(p.source()));
             }
             Ok(Ok(p))
         }
         Err(diags) => {
             for d in &diags {
-                eprint!("{}", d.render(&source));
+                eprint!("{}", d.diagnostic.render(&d.source));
             }
-            let n = diags.iter().filter(|d| d.is_error()).count();
+            let n = diags.iter().filter(|d| d.diagnostic.is_error()).count();
             eprintln!(
                 "error: `{}` has {n} error{}",
                 path.display(),
@@ -130,6 +143,25 @@ fn load_program(path: &Path) -> Result<std::result::Result<Program, ExitCode>> {
             Ok(Err(ExitCode::from(2)))
         }
     }
+}
+
+/// A program file run through the preprocessor (`#include` relative to the file, then
+/// `include_dirs`); `#warning`s are printed.
+fn preprocessed(
+    source: &Source,
+    include_dirs: &[PathBuf],
+) -> std::result::Result<Source, Vec<SourcedDiagnostic>> {
+    if !preprocess::has_directives(&source.text) {
+        return Ok(source.clone());
+    }
+    let includes = preprocess::FileIncludes {
+        dirs: include_dirs.to_vec(),
+    };
+    let pre = preprocess::preprocess(source, &includes)?;
+    for w in &pre.warnings {
+        eprint!("{}", w.diagnostic.render(&w.source));
+    }
+    Ok(pre.source)
 }
 
 fn limits(inputs: &EvalInputs) -> Limits {
@@ -176,7 +208,7 @@ fn evaluate(
     inputs: &EvalInputs,
     with_proofs: bool,
 ) -> Result<std::result::Result<(Program, FactSet, Model), ExitCode>> {
-    let program = match load_program(&inputs.program)? {
+    let program = match load_program(&inputs.program, &inputs.include_dirs)? {
         Ok(p) => p,
         Err(code) => return Ok(Err(code)),
     };
@@ -320,16 +352,28 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         } else {
             Source::join(&sources)
         };
-        let diags: Vec<Diagnostic> = match Program::compile(&source) {
-            Ok(p) => p.warnings().to_vec(),
-            Err(d) => d,
+        // A program file is preprocessed (as `rules eval` does); a pack is not.
+        let source = match (args.pack, group.len()) {
+            (false, 1) => preprocessed(&source, &[]),
+            _ => Ok(source),
         };
-        errors += diags.iter().filter(|d| d.is_error()).count();
+        let diags: Vec<SourcedDiagnostic> = match source {
+            Err(d) => d,
+            Ok(source) => match Program::compile(&source) {
+                Ok(p) => p
+                    .warnings()
+                    .iter()
+                    .map(|w| w.clone().with_source(&source))
+                    .collect(),
+                Err(d) => d.into_iter().map(|d| d.with_source(&source)).collect(),
+            },
+        };
+        errors += diags.iter().filter(|d| d.diagnostic.is_error()).count();
         for d in &diags {
             if args.json {
-                all.push(d.located(&source));
+                all.push(d.diagnostic.located(&d.source));
             } else {
-                eprint!("{}", d.render(&source));
+                eprint!("{}", d.diagnostic.render(&d.source));
             }
         }
     }

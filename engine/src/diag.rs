@@ -12,8 +12,10 @@ pub struct Source {
     pub name: String,
     /// The full text.
     pub text: String,
-    /// Where each joined file starts in `text`, with its name (one entry for a single file).
-    files: Vec<(usize, String)>,
+    /// Where each piece of a file starts in `text`: its byte offset, the file's name and the
+    /// line (one-based) of that file it starts at. One entry for a single file; a pack of
+    /// files joined has one per file; a file with `#include`s one per stretch between them.
+    files: Vec<(usize, String, usize)>,
 }
 
 impl Source {
@@ -21,9 +23,30 @@ impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         let name = name.into();
         Source {
-            files: vec![(0, name.clone())],
+            files: vec![(0, name.clone(), 1)],
             name,
             text: text.into(),
+        }
+    }
+
+    /// A source assembled from pieces of files (as the preprocessor does): `pieces` gives,
+    /// in order of `start`, where each piece starts in `text`, the file it comes from and the
+    /// line of that file it starts at. Every piece must start at the beginning of a line.
+    pub fn from_pieces(
+        name: impl Into<String>,
+        text: impl Into<String>,
+        pieces: Vec<(usize, String, usize)>,
+    ) -> Self {
+        let name = name.into();
+        let files = if pieces.is_empty() {
+            vec![(0, name.clone(), 1)]
+        } else {
+            pieces
+        };
+        Source {
+            name,
+            text: text.into(),
+            files,
         }
     }
 
@@ -33,8 +56,8 @@ impl Source {
         let mut text = String::new();
         let mut parts = Vec::new();
         for f in files {
-            for (start, name) in &f.files {
-                parts.push((text.len() + start, name.clone()));
+            for (start, name, line) in &f.files {
+                parts.push((text.len() + start, name.clone(), *line));
             }
             text.push_str(&f.text);
             if !text.ends_with('\n') {
@@ -48,19 +71,20 @@ impl Source {
         }
     }
 
-    /// Whether this source joins several files.
+    /// Whether this source joins several files (a pack, or a file with `#include`s).
     pub fn is_joined(&self) -> bool {
-        self.files.len() > 1
+        self.files.iter().any(|(_, n, _)| *n != self.name)
     }
 
-    fn file_at(&self, offset: usize) -> (usize, &str) {
+    /// The piece a byte offset falls in: where it starts, its file, its first line.
+    fn file_at(&self, offset: usize) -> (usize, &str, usize) {
         let i = self
             .files
-            .partition_point(|(start, _)| *start <= offset)
+            .partition_point(|(start, _, _)| *start <= offset)
             .saturating_sub(1);
         self.files
             .get(i)
-            .map_or((0, self.name.as_str()), |(s, n)| (*s, n.as_str()))
+            .map_or((0, self.name.as_str(), 1), |(s, n, l)| (*s, n.as_str(), *l))
     }
 
     /// The name of the file a byte offset falls in.
@@ -71,9 +95,9 @@ impl Source {
     /// One-based line (within its file) and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: u32) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, (offset as usize).min(self.text.len()));
-        let (file_start, _) = self.file_at(offset);
+        let (file_start, _, first_line) = self.file_at(offset);
         let before = &self.text[file_start..offset];
-        let line = before.matches('\n').count() + 1;
+        let line = before.matches('\n').count() + first_line;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let col = before[line_start..].chars().count() + 1;
         (line, col)

@@ -38,6 +38,7 @@ mod model;
 pub mod naive;
 pub mod parse;
 mod plan;
+pub mod preprocess;
 mod proof;
 pub mod proof_check;
 mod stratify;
@@ -64,7 +65,9 @@ pub struct Program {
 }
 
 impl Program {
-    /// Parses and checks a program. Errors are every diagnostic found.
+    /// Parses and checks a program. Errors are every diagnostic found. Preprocessor lines
+    /// (`#include`, `#define`, ...) are not read here: a program file goes through
+    /// [`preprocess::preprocess`] first, as `tollgate rules eval` does.
     pub fn compile(source: &Source) -> Result<Program, Vec<Diagnostic>> {
         let ast = parse::parse_program(source)?;
         let ir = check::check(&ast, source)?;

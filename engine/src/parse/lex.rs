@@ -222,6 +222,20 @@ impl Lexer<'_> {
             b'%' => (Tok::Percent, 1),
             b'^' => (Tok::Caret, 1),
             b'|' => (Tok::Pipe, 1),
+            b'#' if self.text[..start]
+                .rsplit('\n')
+                .next()
+                .is_some_and(|before| before.trim().is_empty()) =>
+            {
+                self.pos += 1;
+                self.error(
+                    "a preprocessor line (`#include`, `#define`, ...) in a program that was not preprocessed".into(),
+                    start,
+                    self.pos,
+                    "program files given to `tollgate rules eval`, `check` and `explain` are preprocessed; rule packs and envelopes are not: write the rules out",
+                );
+                return;
+            }
             _ => {
                 let ch = self.text[start..].chars().next().unwrap_or('\u{fffd}');
                 self.pos += ch.len_utf8().max(1);
