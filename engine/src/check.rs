@@ -16,7 +16,7 @@ use crate::value::{Type, Value};
 use lower::RuleBuilder;
 
 /// Largest supported arity (tuples are fixed-width arrays of at most this many slots).
-pub const MAX_ARITY: usize = 16;
+pub const MAX_ARITY: usize = 32;
 
 /// Checks a parsed program and lowers it. Warnings travel in [`Ir::warnings`].
 pub fn check(program: &Program, source: &Source) -> Result<Ir, Vec<Diagnostic>> {

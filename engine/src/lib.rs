@@ -367,6 +367,7 @@ pub(crate) enum ModelInner {
     W4(ModelData<4>),
     W8(ModelData<8>),
     W16(ModelData<16>),
+    W32(ModelData<32>),
 }
 
 macro_rules! with_model {
@@ -376,6 +377,7 @@ macro_rules! with_model {
             ModelInner::W4($d) => $body,
             ModelInner::W8($d) => $body,
             ModelInner::W16($d) => $body,
+            ModelInner::W32($d) => $body,
         }
     };
 }
@@ -407,9 +409,11 @@ impl Model {
             ModelInner::W8(ModelData::materialise(program, facts, limits, ranks)?)
         } else if w <= 16 {
             ModelInner::W16(ModelData::materialise(program, facts, limits, ranks)?)
+        } else if w <= 32 {
+            ModelInner::W32(ModelData::materialise(program, facts, limits, ranks)?)
         } else {
             return Err(EvalError::Unsupported(format!(
-                "a rule carries {w} variables between joins; at most 16 are supported: split it into smaller rules"
+                "a rule carries {w} variables between joins; at most 32 are supported: split it into smaller rules"
             )));
         };
         Ok(Model { inner })
@@ -456,6 +460,7 @@ impl Model {
             ModelInner::W4(d) => AnswerInner::W4(d.query(request, limits)?),
             ModelInner::W8(d) => AnswerInner::W8(d.query(request, limits)?),
             ModelInner::W16(d) => AnswerInner::W16(d.query(request, limits)?),
+            ModelInner::W32(d) => AnswerInner::W32(d.query(request, limits)?),
         };
         Ok(Answer { model: self, state })
     }
@@ -495,6 +500,7 @@ enum AnswerInner {
     W4(QueryState<4>),
     W8(QueryState<8>),
     W16(QueryState<16>),
+    W32(QueryState<32>),
 }
 
 macro_rules! with_answer {
@@ -504,6 +510,7 @@ macro_rules! with_answer {
             (ModelInner::W4($d), AnswerInner::W4($q)) => $body,
             (ModelInner::W8($d), AnswerInner::W8($q)) => $body,
             (ModelInner::W16($d), AnswerInner::W16($q)) => $body,
+            (ModelInner::W32($d), AnswerInner::W32($q)) => $body,
             _ => unreachable_width(),
         }
     };
@@ -534,6 +541,7 @@ impl Answer<'_> {
             AnswerInner::W4(q) => q.stats,
             AnswerInner::W8(q) => q.stats,
             AnswerInner::W16(q) => q.stats,
+            AnswerInner::W32(q) => q.stats,
         }
     }
 
