@@ -120,7 +120,12 @@ fn instantiate(
             .with_help(help)
             .into());
     }
-    let (level, comp) = find(stack, &cref.name)?;
+    // A type parameter may name the component (`.init x = T`, `.comp A<T> : T`).
+    let name = Ident {
+        name: bind(bindings, &cref.name.name),
+        span: cref.name.span,
+    };
+    let (level, comp) = find(stack, &name)?;
     if comp.params.len() != cref.args.len() {
         let msg = format!(
             "component `{}` takes {} type parameter{}, given {}",

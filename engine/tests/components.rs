@@ -270,3 +270,19 @@ fn an_uninstantiated_component_adds_nothing_and_instance_names_stay_apart() {
         .collect();
     assert_eq!(outputs, ["a.r"]);
 }
+
+/// A type parameter may name the component to instantiate (Soufflé's "selector" idiom), and a
+/// relation a nested component uses without declaring it is the enclosing instance's.
+#[test]
+fn a_type_parameter_can_select_the_component_and_undeclared_names_resolve_outward() {
+    let program = compile(
+        ".decl r(x: number)\n.comp Case<Selector> {\n  .comp One { r(1). }\n  .comp Two { r(2). }\n  .init selection = Selector\n}\n.init mine = Case<Two>\n\
+         .decl out(x: number)\n.comp A {\n  .decl s(x: number)\n  .comp Count { s(1). s(x + 1) :- s(x), x < 3. }\n  .init counter = Count\n  out(x) :- s(x).\n}\n.init a = A\n",
+    );
+    let model = program
+        .materialise(&FactSet::new(), &Limits::default())
+        .unwrap();
+    assert_eq!(model.relation("r").unwrap(), [vec![Value::Number(2)]]);
+    assert_eq!(model.relation("a.s").unwrap().len(), 3);
+    assert_eq!(model.relation("out").unwrap().len(), 3);
+}

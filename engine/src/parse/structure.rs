@@ -98,7 +98,8 @@ impl Parser<'_> {
         let mut bases = Vec::new();
         if self.eat(&Tok::Colon) {
             bases.push(self.comp_ref("a base component after `:`", COMP_HELP)?);
-            while self.eat(&Tok::Comma) {
+            // Soufflé's grammar separates bases with `,` or `:`.
+            while self.eat(&Tok::Comma) || self.eat(&Tok::Colon) {
                 bases.push(self.comp_ref("a base component after `,`", COMP_HELP)?);
             }
         }
