@@ -387,6 +387,9 @@ pub enum Functor {
     ToUnsigned,
     /// A conversion between numeric types (`itof`, `ftoi`, ...).
     Convert(Conversion),
+    /// `range(from, to)` or `range(from, to, step)`: every value from `from` toward `to`
+    /// (excluded), one row each; only as `x = range(...)`.
+    Range,
 }
 
 impl Functor {
@@ -401,6 +404,7 @@ impl Functor {
             Functor::ToFloat => "to_float",
             Functor::ToUnsigned => "to_unsigned",
             Functor::Convert(c) => c.as_str(),
+            Functor::Range => "range",
         }
     }
 }

@@ -23,7 +23,7 @@ mod once;
 mod search;
 
 pub(crate) use once::{Derivations, OnceJob, OncePlan, OnceScratch, ProofOrder, run_stratum_once};
-pub(crate) use search::{apply_bound_filter, apply_filter, search_with};
+pub(crate) use search::{apply_bound_filter, apply_filter, generated, search_with};
 
 /// A tuple or a row of variable values.
 pub(crate) type Row<const W: usize> = [u32; W];
@@ -797,12 +797,31 @@ fn filter_and_emit<const W: usize>(
     plain: &mut Vec<Row<W>>,
     keyed: &mut Vec<(Row<W>, Row<W>)>,
 ) {
-    if filters
-        .iter()
-        .all(|&f| apply_filter(&rule.lits[f], env, db, cx))
-    {
-        emit(rule, out, env, db, cx, subtract_model, plain, keyed);
+    for (k, &f) in filters.iter().enumerate() {
+        let lit = &rule.lits[f];
+        // A generator (`x = range(...)`): the remaining filters run once per value.
+        if let Some((var, values)) = search::generated(lit, env, None, cx) {
+            for x in values {
+                env[var] = x;
+                filter_and_emit(
+                    rule,
+                    &filters[k + 1..],
+                    out,
+                    env,
+                    db,
+                    cx,
+                    subtract_model,
+                    plain,
+                    keyed,
+                );
+            }
+            return;
+        }
+        if !apply_filter(lit, env, db, cx) {
+            return;
+        }
     }
+    emit(rule, out, env, db, cx, subtract_model, plain, keyed);
 }
 
 /// map: out :- input(row), filters.

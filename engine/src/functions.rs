@@ -130,6 +130,81 @@ pub fn convert(c: Conversion, a: u32) -> Option<u32> {
     }
 }
 
+/// The values of `range(from, to)` or `range(from, to, step)` in slots of type `ty`, in order,
+/// as Soufflé gives them: with a positive step, from `from` while below `to`; with a negative
+/// one, while above `to`; a zero step gives `from` once unless the range is empty; without a
+/// step, 1 if `from <= to` else -1 (for unsigneds, whose -1 is the largest value, a range
+/// going down is empty). A step past the type's bounds ends the range.
+pub fn range(ty: Type, from: u32, to: u32, step: Option<u32>) -> Range {
+    Range {
+        ty,
+        next: Some(from),
+        to,
+        step: step.unwrap_or_else(|| {
+            let up = cmp_numeric(ty, from, to) != Ordering::Greater;
+            match (ty, up) {
+                (Type::Float, true) => 1.0f32.to_bits(),
+                (Type::Float, false) => (-1.0f32).to_bits(),
+                (_, true) => 1,
+                (_, false) => u32::MAX, // -1 as a number; the largest unsigned
+            }
+        }),
+        zero_step_done: false,
+    }
+}
+
+/// The iterator [`range`] returns.
+#[derive(Debug, Clone)]
+pub struct Range {
+    ty: Type,
+    next: Option<u32>,
+    to: u32,
+    step: u32,
+    zero_step_done: bool,
+}
+
+impl Iterator for Range {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        let x = self.next?;
+        let zero = to_bits_zero(self.ty);
+        let step_sign = cmp_numeric(self.ty, self.step, zero);
+        let within = match step_sign {
+            Ordering::Greater => cmp_numeric(self.ty, x, self.to) == Ordering::Less,
+            Ordering::Less => cmp_numeric(self.ty, x, self.to) == Ordering::Greater,
+            Ordering::Equal => {
+                let once =
+                    !self.zero_step_done && cmp_numeric(self.ty, x, self.to) != Ordering::Equal;
+                self.zero_step_done = true;
+                self.next = None;
+                return once.then_some(x);
+            }
+        };
+        if !within {
+            self.next = None;
+            return None;
+        }
+        self.next = match self.ty {
+            Type::Number => (x as i32).checked_add(self.step as i32).map(|n| n as u32),
+            Type::Unsigned => x.checked_add(self.step),
+            Type::Float => {
+                let n = f32::from_bits(x) + f32::from_bits(self.step);
+                (n.is_finite() && n != f32::from_bits(x)).then_some(n.to_bits())
+            }
+            Type::Symbol => None,
+        };
+        Some(x)
+    }
+}
+
+fn to_bits_zero(ty: Type) -> u32 {
+    match ty {
+        Type::Float => 0.0f32.to_bits(),
+        _ => 0,
+    }
+}
+
 /// Orders two slots of one numeric type.
 pub fn cmp_numeric(ty: Type, a: u32, b: u32) -> Ordering {
     match ty {
@@ -286,6 +361,32 @@ pub fn compile_glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn range_counts_like_souffle() {
+        let n = |v: i32| v as u32;
+        let nums = |from, to, step: Option<i32>| -> Vec<i32> {
+            super::range(Type::Number, n(from), n(to), step.map(n))
+                .map(|x| x as i32)
+                .collect()
+        };
+        assert_eq!(nums(1, 5, None), [1, 2, 3, 4]);
+        assert_eq!(nums(5, 1, None), [5, 4, 3, 2]);
+        assert_eq!(nums(3, 3, None), Vec::<i32>::new());
+        assert_eq!(nums(0, 10, Some(3)), [0, 3, 6, 9]);
+        assert_eq!(nums(10, 0, Some(-4)), [10, 6, 2]);
+        assert_eq!(nums(0, 10, Some(-1)), Vec::<i32>::new());
+        assert_eq!(nums(2, 5, Some(0)), [2]);
+        assert_eq!(nums(5, 5, Some(0)), Vec::<i32>::new());
+        assert_eq!(nums(i32::MAX - 2, i32::MAX, Some(5)), [i32::MAX - 2]);
+        let uns: Vec<u32> = super::range(Type::Unsigned, 2, 5, None).collect();
+        assert_eq!(uns, [2, 3, 4]);
+        assert_eq!(super::range(Type::Unsigned, 5, 2, None).count(), 0);
+        let floats: Vec<f32> = super::range(Type::Float, 0.5f32.to_bits(), 2.0f32.to_bits(), None)
+            .map(f32::from_bits)
+            .collect();
+        assert_eq!(floats, [0.5, 1.5]);
+    }
+
     use super::*;
 
     fn num(n: i32) -> u32 {

@@ -148,6 +148,20 @@ pub enum IrLit {
         /// Source span.
         span: Span,
     },
+    /// `var = range(from, to[, step])`: binds `var` to each value in turn (a generator), or,
+    /// when `bound`, holds when `var` is one of them.
+    Range {
+        /// The variable.
+        var: VarId,
+        /// `from`, `to` and, if given, `step`.
+        args: Vec<IrExpr>,
+        /// Their type (and the variable's): number, unsigned or float.
+        ty: Type,
+        /// Whether `var` is bound before (a membership test) rather than generated.
+        bound: bool,
+        /// Source span.
+        span: Span,
+    },
     /// `var = kind target : { body }` over lower strata.
     Agg {
         /// The variable receiving the result.
@@ -175,6 +189,7 @@ impl IrLit {
             IrLit::Cmp { span, .. }
             | IrLit::Test { span, .. }
             | IrLit::Bind { span, .. }
+            | IrLit::Range { span, .. }
             | IrLit::Agg { span, .. } => *span,
         }
     }
@@ -196,6 +211,14 @@ impl IrLit {
                 subject.vars(&mut out);
             }
             IrLit::Bind { expr, .. } => expr.vars(&mut out),
+            IrLit::Range {
+                var, args, bound, ..
+            } => {
+                args.iter().for_each(|a| a.vars(&mut out));
+                if *bound {
+                    out.push(*var);
+                }
+            }
             IrLit::Agg { outer, .. } => out.extend(outer),
         }
         out
@@ -214,6 +237,13 @@ impl IrLit {
                 out
             }
             IrLit::Bind { var, .. } | IrLit::Agg { var, .. } => vec![*var],
+            IrLit::Range { var, bound, .. } => {
+                if *bound {
+                    vec![]
+                } else {
+                    vec![*var]
+                }
+            }
             IrLit::Neg(_) | IrLit::Cmp { .. } | IrLit::Test { .. } => Vec::new(),
         }
     }
@@ -252,7 +282,10 @@ impl IrRule {
                     IrLit::Pos(a) => out.push((a.rel, negative, a.span)),
                     IrLit::Neg(a) => out.push((a.rel, true, a.span)),
                     IrLit::Agg { body, .. } => walk(body, true, out),
-                    IrLit::Cmp { .. } | IrLit::Test { .. } | IrLit::Bind { .. } => {}
+                    IrLit::Cmp { .. }
+                    | IrLit::Test { .. }
+                    | IrLit::Bind { .. }
+                    | IrLit::Range { .. } => {}
                 }
             }
         }
@@ -401,6 +434,16 @@ fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) ->
         IrLit::Bind { var, expr, .. } => {
             write!(f, "{} = ", rule.vars[*var].name)?;
             write_expr(f, rule, expr)
+        }
+        IrLit::Range { var, args, .. } => {
+            write!(f, "{} = range(", rule.vars[*var].name)?;
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_expr(f, rule, a)?;
+            }
+            f.write_str(")")
         }
         IrLit::Agg {
             var,

@@ -761,7 +761,7 @@ fn rule_deps(rule: &CRule) -> Vec<(RelId, bool)> {
                 CLit::Pos(a) => out.push((a.rel, neg)),
                 CLit::Neg(a) => out.push((a.rel, true)),
                 CLit::Agg { body, .. } => walk(body, true, out),
-                CLit::Cmp(..) | CLit::Test(..) | CLit::Bind(..) => {}
+                CLit::Cmp(..) | CLit::Test(..) | CLit::Bind(..) | CLit::Range { .. } => {}
             }
         }
     }

@@ -156,6 +156,13 @@ pub fn for_each_match(
                 *env = saved;
             }
         }
+        IrLit::Range { var, .. } if env[*var].is_none() => {
+            for v in range_values(lit, env, patterns) {
+                env[*var] = Some(v);
+                for_each_match(rule, lits, i + 1, env, db, patterns, f);
+            }
+            env[*var] = None;
+        }
         other => {
             let saved = env.clone();
             if holds(rule, other, env, db, patterns) {
@@ -183,6 +190,36 @@ fn bind_atom(a: &IrAtom, t: &[Value], env: &mut [Option<Value>], p: &mut Pattern
         }
     }
     true
+}
+
+/// The values of `x = range(...)` under `env` (none when an argument cannot be computed).
+fn range_values(lit: &IrLit, env: &[Option<Value>], p: &mut PatternCache) -> Vec<Value> {
+    let IrLit::Range { args, ty, .. } = lit else {
+        return Vec::new();
+    };
+    let slot = |v: &Value| match v {
+        Value::Number(n) => Some(*n as u32),
+        Value::Unsigned(u) => Some(*u),
+        Value::Float(f) => Some(f.to_bits()),
+        Value::Symbol(_) => None,
+    };
+    let mut vals = Vec::with_capacity(3);
+    for a in args {
+        match eval(a, env, p).as_ref().and_then(slot) {
+            Some(x) => vals.push(x),
+            None => return Vec::new(),
+        }
+    }
+    let (Some(&from), Some(&to)) = (vals.first(), vals.get(1)) else {
+        return Vec::new();
+    };
+    functions::range(*ty, from, to, vals.get(2).copied())
+        .map(|x| match ty {
+            Type::Unsigned => Value::Unsigned(x),
+            Type::Float => Value::Float(f32::from_bits(x)),
+            _ => Value::Number(x as i32),
+        })
+        .collect()
 }
 
 /// Whether a non-positive literal holds under `env` (binding its output if it has one).
@@ -228,6 +265,11 @@ pub fn holds(
                     true
                 }
             },
+            None => false,
+        },
+        // With `x` bound: whether it is one of the values.
+        IrLit::Range { var, .. } => match env[*var].clone() {
+            Some(x) => range_values(lit, env, p).contains(&x),
             None => false,
         },
         IrLit::Agg {

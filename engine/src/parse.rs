@@ -29,7 +29,7 @@ const UNSUPPORTED_DIRECTIVES: &str = "functor plan limitsize lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
 const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
-const UNSUPPORTED_FUNCTORS: &str = "ord range as autoinc";
+const UNSUPPORTED_FUNCTORS: &str = "ord as autoinc";
 /// The binary operator levels of [`Parser::binary_level`]: `lor` (0) to `* / %` (8).
 const BINARY_LEVELS: usize = 9;
 /// How deep an expression or a bracketed body may nest (see `Parser::depth`).
@@ -611,10 +611,13 @@ impl<'s> Parser<'s> {
             Functor::ToFloat => (1, 1, "to_float(x)"),
             Functor::ToUnsigned => (1, 1, "to_unsigned(x)"),
             Functor::Convert(c) => (1, 1, c.as_str()),
+            Functor::Range => (2, 3, "x = range(from, to) or x = range(from, to, step)"),
         };
         if args.len() < min || args.len() > max {
             let takes = if max == usize::MAX {
                 format!("at least {min}")
+            } else if max != min {
+                format!("{min} or {max}")
             } else {
                 min.to_string()
             };
@@ -1016,6 +1019,7 @@ fn functor(name: &str) -> Option<Functor> {
         "to_string" => Some(Functor::ToString),
         "to_float" => Some(Functor::ToFloat),
         "to_unsigned" => Some(Functor::ToUnsigned),
+        "range" => Some(Functor::Range),
         other => Conversion::ALL
             .into_iter()
             .find(|c| c.as_str() == other)

@@ -78,6 +78,8 @@ impl CExpr {
                     functions::to_number(cx.symbols.resolve(id)).map(|n| n as u32)
                 }
                 Functor::Convert(c) => functions::convert(*c, args.first()?.eval(env, cx)?),
+                // A generator, never an expression (the checker keeps it out of expressions).
+                Functor::Range => None,
                 // The checker replaced these with conversions.
                 Functor::ToFloat | Functor::ToUnsigned => None,
                 Functor::ToString => {
@@ -119,6 +121,13 @@ pub(crate) enum CLit {
     Cmp(CmpOp, CExpr, CExpr, Type),
     Test(TestFn, CExpr, CExpr, bool),
     Bind(VarId, CExpr),
+    /// `var = range(args)`: a generator, or a membership test when `bound`.
+    Range {
+        var: VarId,
+        args: Vec<CExpr>,
+        ty: Type,
+        bound: bool,
+    },
     Agg {
         var: VarId,
         kind: AggKind,
@@ -205,6 +214,18 @@ fn compile_lit(l: &IrLit, symbols: &mut Interner) -> CLit {
             *negated,
         ),
         IrLit::Bind { var, expr, .. } => CLit::Bind(*var, compile_expr(expr, symbols)),
+        IrLit::Range {
+            var,
+            args,
+            ty,
+            bound,
+            ..
+        } => CLit::Range {
+            var: *var,
+            args: args.iter().map(|a| compile_expr(a, symbols)).collect(),
+            ty: *ty,
+            bound: *bound,
+        },
         IrLit::Agg {
             var,
             kind,
@@ -266,6 +287,7 @@ fn fix_lit(l: &mut CLit, rule: &IrRule) {
             fix_to_string(b, rule);
         }
         CLit::Bind(_, e) => fix_to_string(e, rule),
+        CLit::Range { args, .. } => args.iter_mut().for_each(|a| fix_to_string(a, rule)),
         CLit::Agg { target, body, .. } => {
             if let Some(t) = target {
                 fix_to_string(t, rule);

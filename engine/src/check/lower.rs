@@ -122,7 +122,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             }
             Expr::Call { func, args, span } => {
                 let want = match func {
-                    Functor::Cat => None,
+                    Functor::Cat | Functor::Range => None,
                     Functor::Strlen
                     | Functor::ToNumber
                     | Functor::ToString
@@ -133,6 +133,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 };
                 let ok = match want {
                     Some(n) => args.len() == n,
+                    None if *func == Functor::Range => (2..=3).contains(&args.len()),
                     None => args.len() >= 2,
                 };
                 if !ok {
@@ -142,7 +143,11 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                             format!(
                                 "`{}` takes {} argument(s), {} given",
                                 func.as_str(),
-                                want.map_or("2 or more".to_string(), |n| n.to_string()),
+                                match (want, func) {
+                                    (Some(n), _) => n.to_string(),
+                                    (None, Functor::Range) => "2 or 3".to_string(),
+                                    (None, _) => "2 or more".to_string(),
+                                },
                                 args.len()
                             ),
                             *span,
@@ -478,6 +483,9 @@ pub(super) fn functor_help(f: Functor) -> &'static str {
         Functor::Convert(_) => {
             "`itof`, `itou`, `utoi`, `utof`, `ftoi` and `ftou` convert between number (`i`), unsigned (`u`) and float (`f`)"
         }
+        Functor::Range => {
+            "`x = range(from, to)` gives `x` every value from `from` toward `to` (excluded); `range(from, to, step)` steps by `step`"
+        }
     }
 }
 
@@ -510,6 +518,29 @@ fn bind_equalities(lits: &mut [IrLit], grounded: &mut BTreeSet<VarId>, reserved:
                 e.vars(&mut vs);
                 !matches!(e, IrExpr::Wild) && vs.iter().all(|v| g.contains(v))
             };
+            // `x = range(...)`: a generator when `x` is not grounded, a membership test when it
+            // is (Soufflé reads it both ways).
+            let range = match (&*lhs, &*rhs) {
+                (IrExpr::Var(v), IrExpr::Call(Functor::Range, args))
+                | (IrExpr::Call(Functor::Range, args), IrExpr::Var(v))
+                    if !reserved.contains(v) && args.iter().all(|a| ready(a, grounded)) =>
+                {
+                    Some((*v, args.clone(), grounded.contains(v)))
+                }
+                _ => None,
+            };
+            if let Some((var, args, bound)) = range {
+                grounded.insert(var);
+                *l = IrLit::Range {
+                    var,
+                    args,
+                    ty: Type::Number,
+                    bound,
+                    span: *span,
+                };
+                changed = true;
+                continue;
+            }
             let bind = match (&*lhs, &*rhs) {
                 (IrExpr::Var(v), e)
                     if !grounded.contains(v) && !reserved.contains(v) && ready(e, grounded) =>

@@ -112,6 +112,30 @@ impl RuleBuilder<'_, '_> {
                 self.check_expr(expr, t, *span);
                 self.set_var_type(*var, t, *span);
             }
+            IrLit::Range {
+                var,
+                args,
+                ty,
+                span,
+                ..
+            } => {
+                let t = args
+                    .iter()
+                    .find_map(|a| self.peek_type(a))
+                    .or_else(|| self.var_types[*var].map(|(t, _)| t))
+                    .unwrap_or(Type::Number);
+                if t == Type::Symbol {
+                    self.error(
+                        Diagnostic::error("E-type", "`range` over symbols", *span)
+                            .with_help("`range` counts numbers, unsigneds or floats"),
+                    );
+                }
+                for a in args.iter_mut() {
+                    self.check_expr(a, t, *span);
+                }
+                *ty = t;
+                self.set_var_type(*var, t, *span);
+            }
             IrLit::Agg {
                 var,
                 kind,
@@ -169,6 +193,7 @@ impl RuleBuilder<'_, '_> {
                 Functor::ToFloat => Type::Float,
                 Functor::ToUnsigned => Type::Unsigned,
                 Functor::Convert(c) => c.target(),
+                Functor::Range => return None,
             }),
         }
     }
@@ -304,7 +329,19 @@ impl RuleBuilder<'_, '_> {
                 self.check_expr(b, want, span);
             }
             IrExpr::Call(f, args) => {
+                if *f == Functor::Range {
+                    self.error(
+                        Diagnostic::error(
+                            "E-range",
+                            "`range` gives several values and can only be bound to a variable",
+                            span,
+                        )
+                        .with_help("write `x = range(from, to)` as a body literal and use `x`"),
+                    );
+                    return;
+                }
                 let (ret, params): (Type, Vec<Option<Type>>) = match f {
+                    Functor::Range => (want, Vec::new()),
                     Functor::Cat => (Type::Symbol, vec![Some(Type::Symbol); args.len()]),
                     Functor::Strlen => (Type::Number, vec![Some(Type::Symbol)]),
                     Functor::Substr => (

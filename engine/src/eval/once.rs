@@ -333,6 +333,13 @@ fn once_search<const W: usize>(
     let fetched;
     let (m, ix): (&Match, &Index<W>) = match step {
         OnceStep::Filter(f) => {
+            if let Some((var, values)) = super::search::generated(&rule.lits[*f], env, None, cx) {
+                for x in values {
+                    env[var] = x;
+                    once_search(rule, steps, i + 1, env, db, cx, subtract_model, out);
+                }
+                return;
+            }
             if apply_filter(&rule.lits[*f], env, db, cx) {
                 once_search(rule, steps, i + 1, env, db, cx, subtract_model, out);
             }

@@ -45,6 +45,14 @@ pub(crate) fn apply_filter<const W: usize>(
             }
             None => false,
         },
+        // As a filter, `x = range(...)` holds when `x` is one of the values (a generator is
+        // run by the callers, through `generated`).
+        CLit::Range { var, .. } => {
+            let x = env[*var];
+            generated_values(lit, env, cx).is_some_and(|(ty, mut values)| {
+                values.any(|v| v == x || cmp_numeric(ty, v, x).is_eq())
+            })
+        }
         CLit::Neg(a) => !negated_present(a, env, db, cx),
         CLit::Agg {
             var,
@@ -61,6 +69,42 @@ pub(crate) fn apply_filter<const W: usize>(
             None => false,
         },
     }
+}
+
+/// The values `x = range(...)` gives under `env`, with their type (no value when an argument
+/// cannot be computed); `None` for any other literal.
+fn generated_values(lit: &CLit, env: &[u32], cx: &mut EvalCx) -> Option<(Type, functions::Range)> {
+    let CLit::Range { args, ty, .. } = lit else {
+        return None;
+    };
+    let mut vals = [0u32; 3];
+    for (slot, a) in vals.iter_mut().zip(args) {
+        match a.eval(env, cx) {
+            Some(x) => *slot = x,
+            // Nothing to count: an empty range.
+            None => return Some((*ty, functions::range(*ty, 0, 0, Some(1)))),
+        }
+    }
+    let step = (args.len() == 3).then_some(vals[2]);
+    Some((*ty, functions::range(*ty, vals[0], vals[1], step)))
+}
+
+/// A generator literal's variable and values: `x = range(...)` where `x` is not bound before
+/// (by the plan: `bound` says so statically; a search passes what it has bound).
+pub(crate) fn generated(
+    lit: &CLit,
+    env: &[u32],
+    bound_now: Option<&[bool]>,
+    cx: &mut EvalCx,
+) -> Option<(usize, functions::Range)> {
+    let CLit::Range { var, bound, .. } = lit else {
+        return None;
+    };
+    let is_bound = bound_now.map_or(*bound, |b| b[*var]);
+    if is_bound {
+        return None;
+    }
+    generated_values(lit, env, cx).map(|(_, values)| (*var, values))
 }
 
 /// Whether the instance of a negated atom under `env` is present.
@@ -287,6 +331,18 @@ pub(crate) fn search_with<const W: usize>(
             true
         }
         other => {
+            if let Some((var, values)) = generated(other, env, Some(bound), cx) {
+                bound[var] = true;
+                for x in values {
+                    env[var] = x;
+                    if !search_with(lits, i + 1, env, bound, db, cx, accept, trail, f) {
+                        bound[var] = false;
+                        return false;
+                    }
+                }
+                bound[var] = false;
+                return true;
+            }
             let Some(newly) = apply_bound_filter(other, env, bound, db, cx) else {
                 return true;
             };

@@ -286,7 +286,17 @@ impl<const W: usize> FailureSearch<'_, '_, W> {
             }
             other => {
                 self.stack.extend_from_slice(env);
-                if let Some(newly) = eval::apply_bound_filter(other, env, bound, self.db, cx) {
+                if let Some((var, values)) = eval::generated(other, env, Some(bound), cx) {
+                    // As for an atom's matches, at most 10,000 values are followed.
+                    bound[var] = true;
+                    for x in values.take(10_000) {
+                        any = true;
+                        env[var] = x;
+                        self.descend(i + 1, env, bound, cx);
+                    }
+                    bound[var] = false;
+                } else if let Some(newly) = eval::apply_bound_filter(other, env, bound, self.db, cx)
+                {
                     any = true;
                     self.descend(i + 1, env, bound, cx);
                     if let Some(v) = newly {
