@@ -68,6 +68,21 @@ pub struct Program {
     pub inits: Vec<Init>,
     /// `.override r` lines (only meaningful in a component's body).
     pub overrides: Vec<Ident>,
+    /// `.functor` declarations, in source order.
+    pub functors: Vec<FunctorDecl>,
+}
+
+/// `.functor name(x: T, ...): R`: a functor implemented by the host (see `functors`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctorDecl {
+    /// Its name (called as `@name(...)`).
+    pub name: Ident,
+    /// The parameters' types.
+    pub params: Vec<Ident>,
+    /// The type of its value.
+    pub ret: Ident,
+    /// The whole declaration.
+    pub span: Span,
 }
 
 /// `.comp Name<T, ...> : Base<A, ...>, ... { body }`.
@@ -560,6 +575,15 @@ pub enum Expr {
         /// Whole call.
         span: Span,
     },
+    /// A user-defined functor's call `@name(a, b)`.
+    UserCall {
+        /// The functor's name, without `@`.
+        name: Ident,
+        /// Arguments.
+        args: Vec<Expr>,
+        /// Whole call.
+        span: Span,
+    },
     /// `count : { body }`, `sum e : { body }`, `min e : body_atom` ...
     /// (Soufflé also allows a single atom without braces.)
     Aggregate {
@@ -587,6 +611,7 @@ impl Expr {
             | Expr::Unary(_, _, s)
             | Expr::Binary { span: s, .. }
             | Expr::Call { span: s, .. }
+            | Expr::UserCall { span: s, .. }
             | Expr::Aggregate { span: s, .. } => *s,
         }
     }

@@ -2,10 +2,12 @@
 //! tree to [`Ir`]. Every problem is a [`Diagnostic`] with a span and a help line.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::ast::{self, Expr, Functor, Literal, Program, Span};
 use crate::diag::{Diagnostic, Source};
 use crate::functions;
+use crate::functors::{Functors, UserFunctor};
 use crate::ir::{Ir, IrFact, IrRule, RelId, RelInfo};
 use crate::stratify;
 
@@ -20,14 +22,25 @@ pub const MAX_ARITY: usize = 32;
 
 /// Checks a parsed program and lowers it. Warnings travel in [`Ir::warnings`].
 pub fn check(program: &Program, source: &Source) -> Result<Ir, Vec<Diagnostic>> {
+    check_with(program, source, &Functors::default())
+}
+
+/// Like [`check`], binding the program's `.functor` declarations to `functors`.
+pub fn check_with(
+    program: &Program,
+    source: &Source,
+    functors: &Functors,
+) -> Result<Ir, Vec<Diagnostic>> {
     let mut cx = Checker {
         source,
         diags: Vec::new(),
         types: HashMap::new(),
         relations: Vec::new(),
         rel_by_name: rustc_hash::FxHashMap::default(),
+        functors: HashMap::new(),
     };
     cx.resolve_types(program);
+    cx.declare_functors(program, functors);
     cx.declare_relations(program);
     cx.apply_directives(program);
     let mut rules = Vec::new();
@@ -168,6 +181,8 @@ struct Checker<'s> {
     types: HashMap<String, Type>,
     relations: Vec<RelInfo>,
     rel_by_name: rustc_hash::FxHashMap<String, RelId>,
+    /// Declared functors: bound to their implementation, or `None` when none is registered.
+    functors: HashMap<String, Option<Arc<UserFunctor>>>,
 }
 
 fn builtin_type(name: &str) -> Option<Type> {
@@ -276,6 +291,30 @@ impl Checker<'_> {
                 .with_help("use symbol, number, unsigned, float or declare it with `.type`"),
         );
         Type::Symbol
+    }
+
+    fn declare_functors(&mut self, program: &Program, registry: &Functors) {
+        for d in &program.functors {
+            if self.functors.contains_key(&d.name.name) {
+                let msg = format!("functor `{}` is declared twice", d.name);
+                self.diags.push(
+                    Diagnostic::error("E-functor", msg, d.name.span)
+                        .with_help("declare each functor once"),
+                );
+                continue;
+            }
+            let params: Vec<Type> = d.params.iter().map(|p| self.type_of_name(p)).collect();
+            let ret = self.type_of_name(&d.ret);
+            let bound = registry.get(&d.name.name).map(|imp| {
+                Arc::new(UserFunctor::new(
+                    d.name.name.clone(),
+                    params,
+                    ret,
+                    Arc::clone(imp),
+                ))
+            });
+            self.functors.insert(d.name.name.clone(), bound);
+        }
     }
 
     fn declare_relations(&mut self, program: &Program) {
@@ -516,6 +555,11 @@ pub(crate) fn const_eval(e: &Expr, ty: Type) -> Result<Value, String> {
 
 fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
     Ok(match e {
+        Expr::UserCall { name, .. } => {
+            return Err(format!(
+                "functor `@{name}` in a fact (facts hold literal values)"
+            ));
+        }
         Expr::Number(n, _) => match want {
             Some(Type::Unsigned) if *n >= 0 => Value::Unsigned(
                 u32::try_from(*n).map_err(|_| format!("`{n}` does not fit an unsigned"))?,

@@ -186,6 +186,7 @@ fn instantiate(
     content.directives.extend(body.directives.iter().cloned());
     content.clauses.extend(body.clauses.iter().cloned());
     content.pragmas.extend(body.pragmas.iter().cloned());
+    content.functors.extend(body.functors.iter().cloned());
     let mut inner = defining.to_vec();
     inner.push(&body.components);
     for init in &body.inits {
@@ -268,6 +269,7 @@ fn merge(into: &mut Program, from: Program) {
     into.directives.extend(from.directives);
     into.clauses.extend(from.clauses);
     into.pragmas.extend(from.pragmas);
+    into.functors.extend(from.functors);
 }
 
 /// The content of an instance named `prefix`: what it declares renamed `prefix.name`.
@@ -352,7 +354,7 @@ fn atoms_in_expr(e: &mut Expr, f: &mut impl FnMut(&mut Atom)) {
             atoms_in_expr(lhs, f);
             atoms_in_expr(rhs, f);
         }
-        Expr::Call { args, .. } => atoms_in_exprs(args, f),
+        Expr::Call { args, .. } | Expr::UserCall { args, .. } => atoms_in_exprs(args, f),
         Expr::Aggregate { target, body, .. } => {
             if let Some(t) = target {
                 atoms_in_expr(t, f);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::ast::{AggKind, ArithOp, CmpOp, Functor, Span, TestFn, UnaryOp};
 use crate::diag::{Diagnostic, Source};
+use crate::functors::UserFunctor;
 use crate::value::{Type, Value};
 
 /// Index of a relation in [`Ir::relations`].
@@ -77,6 +78,8 @@ pub enum IrExpr {
     Arith(ArithOp, Box<IrExpr>, Box<IrExpr>, Type),
     /// A functor call.
     Call(Functor, Vec<IrExpr>),
+    /// A user-defined functor's call (`@name(...)`), bound to its implementation.
+    User(Arc<UserFunctor>, Vec<IrExpr>),
 }
 
 impl IrExpr {
@@ -90,7 +93,9 @@ impl IrExpr {
                 a.vars(out);
                 b.vars(out);
             }
-            IrExpr::Call(_, args) => args.iter().for_each(|a| a.vars(out)),
+            IrExpr::Call(_, args) | IrExpr::User(_, args) => {
+                args.iter().for_each(|a| a.vars(out));
+            }
         }
     }
 }
@@ -496,8 +501,12 @@ fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Res
             write_expr(f, rule, b)?;
             f.write_str(")")
         }
-        IrExpr::Call(func, args) => {
-            write!(f, "{}(", func.as_str())?;
+        IrExpr::Call(_, args) | IrExpr::User(_, args) => {
+            match e {
+                IrExpr::User(u, _) => write!(f, "@{}(", u.name)?,
+                IrExpr::Call(func, _) => write!(f, "{}(", func.as_str())?,
+                _ => {}
+            }
             for (i, a) in args.iter().enumerate() {
                 if i > 0 {
                     f.write_str(", ")?;

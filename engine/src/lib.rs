@@ -33,6 +33,7 @@ pub mod diag;
 mod eval;
 pub mod explain;
 pub mod functions;
+pub mod functors;
 pub mod ir;
 mod model;
 pub mod naive;
@@ -69,8 +70,17 @@ impl Program {
     /// (`#include`, `#define`, ...) are not read here: a program file goes through
     /// [`preprocess::preprocess`] first, as `tollgate rules eval` does.
     pub fn compile(source: &Source) -> Result<Program, Vec<Diagnostic>> {
+        Self::compile_with(source, &functors::Functors::default())
+    }
+
+    /// Like [`Program::compile`], with implementations for the program's user-defined
+    /// functors (`.functor f(...): T`, called `@f(...)`): see [`functors`].
+    pub fn compile_with(
+        source: &Source,
+        functors: &functors::Functors,
+    ) -> Result<Program, Vec<Diagnostic>> {
         let ast = parse::parse_program(source)?;
-        let ir = check::check(&ast, source)?;
+        let ir = check::check_with(&ast, source, functors)?;
         Ok(Program { ir: Arc::new(ir) })
     }
 

@@ -386,6 +386,10 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
             let (x, y) = (eval(a, env, p)?, eval(b, env, p)?);
             unslot(functions::arith(*op, *ty, slot(&x), slot(&y))?, *ty)
         }
+        IrExpr::User(u, args) => {
+            let vals: Option<Vec<Value>> = args.iter().map(|a| eval(a, env, p)).collect();
+            u.call(&vals?)?
+        }
         IrExpr::Call(f, args) => {
             let vals: Option<Vec<Value>> = args.iter().map(|a| eval(a, env, p)).collect();
             let vals = vals?;

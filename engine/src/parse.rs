@@ -23,9 +23,9 @@ fn err<T>(d: Diagnostic) -> PResult<T> {
 }
 
 const DIRECTIVES: &str =
-    "decl type input output printsize number_type symbol_type pragma comp init override";
+    "decl type input output printsize number_type symbol_type pragma comp init override functor";
 /// Soufflé directives outside the subset: named as unsupported rather than unknown.
-const UNSUPPORTED_DIRECTIVES: &str = "functor plan limitsize lattice once";
+const UNSUPPORTED_DIRECTIVES: &str = "plan limitsize lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
 const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
@@ -562,6 +562,20 @@ impl<'s> Parser<'s> {
                 self.bump();
                 Ok(Expr::Var(Ident { name, span }))
             }
+            Tok::At => {
+                self.bump();
+                let name = self.ident("a functor name after `@`")?;
+                if *self.peek() != Tok::LParen {
+                    let help = format!("call it with its arguments, as in `@{}(x)`", name.name);
+                    return Err(self.expected("`(` after the functor's name", &help));
+                }
+                let (args, end) = self.arg_list("functor's", Parser::expr)?;
+                Ok(Expr::UserCall {
+                    name,
+                    args,
+                    span: Span::new(span.start as usize, end),
+                })
+            }
             Tok::LBracket => {
                 let msg = "record terms `[...]` are not supported";
                 err(Diagnostic::error("E-unsupported", msg, span)
@@ -746,12 +760,13 @@ impl<'s> Parser<'s> {
                 .push(self.io(DirectiveKind::PrintSize, kw.start)?),
             "pragma" => prog.pragmas.push(self.pragma(kw.start)?),
             "init" => prog.inits.push(self.init(kw.start)?),
+            "functor" => prog.functors.push(self.functor_decl(kw.start)?),
             "override" => prog
                 .overrides
                 .push(self.qualified("a relation name after `.override`")?),
             _ if listed(UNSUPPORTED_DIRECTIVES, name) => {
                 let msg = format!("directive `.{name}` is not supported");
-                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init` and `.override`";
+                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init`, `.override` and `.functor`";
                 return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
             }
             _ => {

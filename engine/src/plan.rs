@@ -7,11 +7,13 @@
 //! evaluation needs only the variants that read at least one part being derived now.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 use crate::ast::{AggKind, ArithOp, CmpOp, Functor, TestFn, UnaryOp};
 use crate::functions::{self, PatternCache};
+use crate::functors::UserFunctor;
 use crate::ir::{Ir, IrExpr, IrLit, IrRule, RelId, VarId};
-use crate::value::{Interner, Type, encode};
+use crate::value::{Interner, Type, decode, encode};
 
 /// An expression with constants interned.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +23,7 @@ pub(crate) enum CExpr {
     Unary(UnaryOp, Box<CExpr>, Type),
     Arith(ArithOp, Box<CExpr>, Box<CExpr>, Type),
     Call(Functor, Vec<CExpr>),
+    User(Arc<UserFunctor>, Vec<CExpr>),
 }
 
 /// Mutable state expressions need: the symbol table (functors make new symbols) and
@@ -93,6 +96,14 @@ impl CExpr {
                     Some(cx.symbols.intern(&text))
                 }
             },
+            CExpr::User(u, args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for (a, ty) in args.iter().zip(&u.params) {
+                    vals.push(decode(a.eval(env, cx)?, *ty, &cx.symbols));
+                }
+                let v = u.call(&vals)?;
+                Some(encode(&v, &mut cx.symbols))
+            }
         }
     }
 }
@@ -170,6 +181,10 @@ fn compile_expr(e: &IrExpr, symbols: &mut Interner) -> CExpr {
             // types arrive wrapped so the evaluator can tell.
             CExpr::Call(*f, args)
         }
+        IrExpr::User(u, args) => CExpr::User(
+            Arc::clone(u),
+            args.iter().map(|a| compile_expr(a, symbols)).collect(),
+        ),
     }
 }
 
@@ -265,7 +280,9 @@ fn fix_to_string(e: &mut CExpr, rule: &IrRule) {
             }
             args.iter_mut().for_each(|a| fix_to_string(a, rule));
         }
-        CExpr::Call(_, args) => args.iter_mut().for_each(|a| fix_to_string(a, rule)),
+        CExpr::Call(_, args) | CExpr::User(_, args) => {
+            args.iter_mut().for_each(|a| fix_to_string(a, rule));
+        }
         CExpr::Unary(_, a, _) => fix_to_string(a, rule),
         CExpr::Arith(_, a, b, _) => {
             fix_to_string(a, rule);
@@ -651,7 +668,9 @@ pub(crate) fn cexpr_vars(e: &CExpr, out: &mut Vec<VarId>) {
             cexpr_vars(a, out);
             cexpr_vars(b, out);
         }
-        CExpr::Call(_, args) => args.iter().for_each(|a| cexpr_vars(a, out)),
+        CExpr::Call(_, args) | CExpr::User(_, args) => {
+            args.iter().for_each(|a| cexpr_vars(a, out));
+        }
     }
 }
 

@@ -530,7 +530,7 @@ fn parse_errors() {
             covers: ".inptu",
             help: "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, \
                    `.output`, `.printsize`, `.number_type`, `.symbol_type`, `.pragma`, `.comp`, \
-                   `.init`, `.override`",
+                   `.init`, `.override`, `.functor`",
         },
     );
 }

@@ -97,6 +97,40 @@ impl<'c, 's> RuleBuilder<'c, 's> {
 
     pub(super) fn expr(&mut self, e: &Expr) -> IrExpr {
         match e {
+            Expr::UserCall { name, args, span } => {
+                let lowered: Vec<IrExpr> = args.iter().map(|a| self.expr(a)).collect();
+                let found = self.cx.functors.get(&name.name).cloned();
+                match found {
+                    Some(Some(f)) if f.params.len() == args.len() => IrExpr::User(f, lowered),
+                    Some(Some(f)) => {
+                        let msg = format!(
+                            "`@{}` takes {} argument(s), {} given",
+                            name.name,
+                            f.params.len(),
+                            args.len()
+                        );
+                        self.error(Diagnostic::error("E-arity", msg, *span).with_help(
+                            "give one argument per parameter of its `.functor` declaration",
+                        ));
+                        IrExpr::Const(Value::Number(0))
+                    }
+                    Some(None) => {
+                        let msg = format!("functor `@{}` has no implementation", name.name);
+                        let help = "Tollgate runs user-defined functors written in Rust and registered with `Functors::register` by the program's host (`Program::compile_with`); `tollgate rules` registers none";
+                        self.error(Diagnostic::error("E-functor", msg, *span).with_help(help));
+                        IrExpr::Const(Value::Number(0))
+                    }
+                    None => {
+                        let msg = format!("functor `@{}` is not declared", name.name);
+                        let help = format!(
+                            "declare it with `.functor {}(x: number): number`, its parameter and value types",
+                            name.name
+                        );
+                        self.error(Diagnostic::error("E-functor", msg, name.span).with_help(help));
+                        IrExpr::Const(Value::Number(0))
+                    }
+                }
+            }
             Expr::Var(i) => IrExpr::Var(self.var(i)),
             Expr::Wildcard(_) => IrExpr::Wild,
             Expr::Number(..) | Expr::Unsigned(..) | Expr::Float(..) | Expr::String(..) => {
@@ -612,7 +646,9 @@ fn expr_var_names(e: &Expr, out: &mut Vec<String>) {
             expr_var_names(lhs, out);
             expr_var_names(rhs, out);
         }
-        Expr::Call { args, .. } => args.iter().for_each(|a| expr_var_names(a, out)),
+        Expr::Call { args, .. } | Expr::UserCall { args, .. } => {
+            args.iter().for_each(|a| expr_var_names(a, out));
+        }
         Expr::Wildcard(_)
         | Expr::Number(..)
         | Expr::Unsigned(..)

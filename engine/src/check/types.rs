@@ -195,6 +195,7 @@ impl RuleBuilder<'_, '_> {
                 Functor::Convert(c) => c.target(),
                 Functor::Range => return None,
             }),
+            IrExpr::User(u, _) => Some(u.ret),
         }
     }
 
@@ -327,6 +328,22 @@ impl RuleBuilder<'_, '_> {
                 *t = want;
                 self.check_expr(a, want, span);
                 self.check_expr(b, want, span);
+            }
+            IrExpr::User(u, args) => {
+                if u.ret != want {
+                    let msg = format!(
+                        "`@{}` gives a `{}` but `{want}` is expected here",
+                        u.name, u.ret
+                    );
+                    self.error(
+                        Diagnostic::error("E-type", msg, span)
+                            .with_help("its `.functor` declaration gives the type of its value"),
+                    );
+                }
+                let params = u.params.clone();
+                for (a, p) in args.iter_mut().zip(params) {
+                    self.check_expr(a, p, span);
+                }
             }
             IrExpr::Call(f, args) => {
                 if *f == Functor::Range {

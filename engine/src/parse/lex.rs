@@ -30,6 +30,8 @@ pub(super) enum Tok {
     LBrace,
     RBrace,
     LBracket,
+    /// `@`, before a user-defined functor's name.
+    At,
     RBracket,
     Comma,
     Dot,
@@ -222,6 +224,7 @@ impl Lexer<'_> {
             b'%' => (Tok::Percent, 1),
             b'^' => (Tok::Caret, 1),
             b'|' => (Tok::Pipe, 1),
+            b'@' => (Tok::At, 1),
             b'#' if self.text[..start]
                 .rsplit('\n')
                 .next()

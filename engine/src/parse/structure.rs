@@ -4,7 +4,7 @@
 
 use super::lex::{IdMark, Tok};
 use super::{PResult, Parser, misplaced_id};
-use crate::ast::{CompRef, Component, Ident, Init, Program, Span};
+use crate::ast::{CompRef, Component, FunctorDecl, Ident, Init, Program, Span};
 use crate::diag::Diagnostic;
 
 const COMP_HELP: &str = "write a component as `.comp Name<T> : Base<T> { ... }`";
@@ -132,6 +132,44 @@ impl Parser<'_> {
         Ok(Init {
             name,
             comp,
+            span: Span::new(start, self.prev_end()),
+        })
+    }
+
+    /// `.functor name(x: T, ...): R`, or Soufflé's older `.functor name(T, ...): R`; the
+    /// current token follows `.functor`.
+    pub(super) fn functor_decl(&mut self, start: usize) -> PResult<FunctorDecl> {
+        let help = "declare a functor as `.functor name(x: number, s: symbol): number`";
+        let name = self.ident("a functor name after `.functor`")?;
+        self.expect(&Tok::LParen, "`(` after the functor's name", help)?;
+        let mut params = Vec::new();
+        while *self.peek() != Tok::RParen {
+            let first = self.qualified("a parameter")?;
+            params.push(if self.eat(&Tok::Colon) {
+                self.qualified("a type name")?
+            } else {
+                first
+            });
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(&Tok::RParen, "`)` or `,` after a parameter", help)?;
+        self.expect(&Tok::Colon, "`:` and the type of the functor's value", help)?;
+        let ret = self.qualified("the type of the functor's value")?;
+        if let Tok::Ident(q) = self.peek()
+            && q == "stateful"
+        {
+            let msg = "stateful functors are not supported";
+            let help = "a stateful functor reaches Soufflé's record and symbol tables from C++; write a pure functor";
+            return Err(Box::new(
+                Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help),
+            ));
+        }
+        Ok(FunctorDecl {
+            name,
+            params,
+            ret,
             span: Span::new(start, self.prev_end()),
         })
     }

@@ -75,6 +75,9 @@ fn dump_expr(e: &Expr) -> String {
         Expr::Call { func, args, .. } => {
             format!("({} {})", func.as_str(), join(args, " ", dump_expr))
         }
+        Expr::UserCall { name, args, .. } => {
+            format!("(@{} {})", name.name, join(args, " ", dump_expr))
+        }
         Expr::Aggregate {
             kind, target, body, ..
         } => {
@@ -388,9 +391,11 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      "write a variable, `_`, a number, a string, a functor call or an aggregate"),
     (".inptu edge\nedge(1).\n", "E-parse", "unknown directive `.inptu`", (1, 1), (1, 7),
      "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, `.output`, \
-      `.printsize`, `.number_type`, `.symbol_type`, `.pragma`, `.comp`, `.init`, `.override`"),
-    (".functor f(x: number): number\n", "E-unsupported", "directive `.functor` is not supported", (1, 1), (1, 9),
-     "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init` and `.override`"),
+      `.printsize`, `.number_type`, `.symbol_type`, `.pragma`, `.comp`, `.init`, `.override`, `.functor`"),
+    (".plan 0: (1, 2)\n", "E-unsupported", "directive `.plan` is not supported", (1, 1), (1, 6),
+     "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init`, `.override` and `.functor`"),
+    (".functor f(x: number): number stateful\n", "E-unsupported", "stateful functors are not supported", (1, 31), (1, 39),
+     "a stateful functor reaches Soufflé's record and symbol tables from C++; write a pure functor"),
     (".comp A {\n .decl r(x: number)\n", "E-parse", "expected `}` to close component `A`, found end of file", (3, 1), (3, 1),
      "close the component's body with `}`"),
     ("}\n", "E-parse", "expected a directive, a fact or a rule, found `}`", (1, 1), (1, 2),
