@@ -797,15 +797,54 @@ fn filter_and_emit<const W: usize>(
     plain: &mut Vec<Row<W>>,
     keyed: &mut Vec<(Row<W>, Row<W>)>,
 ) {
+    if rule.generates {
+        filter_generating_and_emit(
+            rule,
+            filters,
+            out,
+            env,
+            db,
+            cx,
+            subtract_model,
+            plain,
+            keyed,
+        );
+        return;
+    }
+    if filters
+        .iter()
+        .all(|&f| apply_filter(&rule.lits[f], env, db, cx))
+    {
+        emit(rule, out, env, db, cx, subtract_model, plain, keyed);
+    }
+}
+
+/// [`filter_and_emit`] for a rule with a generator (`x = range(...)`): after a generator the
+/// remaining filters run, and a binding is emitted, once per value. Apart, so that the
+/// path every other rule takes stays as small as it was.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn filter_generating_and_emit<const W: usize>(
+    rule: &CRule,
+    filters: &[usize],
+    out: &Emit,
+    env: &mut [u32],
+    db: &Db<'_, W>,
+    cx: &mut EvalCx,
+    subtract_model: &[bool],
+    plain: &mut Vec<Row<W>>,
+    keyed: &mut Vec<(Row<W>, Row<W>)>,
+) {
     for (k, &f) in filters.iter().enumerate() {
         let lit = &rule.lits[f];
-        // A generator (`x = range(...)`): the remaining filters run once per value.
         if let Some((var, values)) = search::generated(lit, env, None, cx) {
             for x in values {
                 env[var] = x;
-                filter_and_emit(
+                let rest = &filters[k + 1..];
+                filter_generating_and_emit(
                     rule,
-                    &filters[k + 1..],
+                    rest,
                     out,
                     env,
                     db,

@@ -161,6 +161,8 @@ pub(crate) struct CRule {
     pub inputs: Vec<Vec<VarId>>,
     /// Which variables each literal binds.
     pub outputs: Vec<Vec<VarId>>,
+    /// Whether a literal generates several bindings (`x = range(...)` with `x` unbound).
+    pub generates: bool,
 }
 
 fn compile_expr(e: &IrExpr, symbols: &mut Interner) -> CExpr {
@@ -328,9 +330,13 @@ pub(crate) fn compile_rules(ir: &Ir, symbols: &mut Interner) -> Vec<CRule> {
             head.iter_mut().for_each(|e| fix_to_string(e, r));
             let mut lits: Vec<CLit> = r.body.iter().map(|l| compile_lit(l, symbols)).collect();
             lits.iter_mut().for_each(|l| fix_lit(l, r));
+            let generates = lits
+                .iter()
+                .any(|l| matches!(l, CLit::Range { bound: false, .. }));
             CRule {
                 head_rel: r.head.rel,
                 head,
+                generates,
                 lits,
                 nvars: r.vars.len(),
                 inputs: r.body.iter().map(IrLit::inputs).collect(),
