@@ -272,8 +272,8 @@ impl RuleGen<'_, '_> {
         }
     }
 
-    /// `z = x + 1` and friends, guarded so that `z` stays in `0..NUMBERS` (which keeps
-    /// recursion through binds finite).
+    /// `z = x + 1` and friends, `z = range(x, 6)` among them, guarded so that `z` stays in
+    /// `0..NUMBERS` (which keeps recursion through binds finite).
     fn bind(&mut self) {
         let nums: Vec<Var> = self
             .vars
@@ -286,8 +286,17 @@ impl RuleGen<'_, '_> {
         }
         let x = self.t.choose(&nums).clone();
         let z = self.new_var("z");
-        let (guard, expr) = match self.t.pick(4) {
+        let (guard, expr) = match self.t.pick(6) {
             0 => (format!("{} < 5", x.name), format!("{} + 1", x.name)),
+            // Generators: every value up to 6, or down from 5 by twos, staying in 0..6.
+            4 => (
+                format!("{0} >= 0, {0} < 6", x.name),
+                format!("range({}, 6)", x.name),
+            ),
+            5 => (
+                format!("{0} >= -1, {0} < 6", x.name),
+                format!("range(5, {}, -2)", x.name),
+            ),
             1 => (
                 format!("{0} > 0, {0} < 6", x.name),
                 format!("{} - 1", x.name),
