@@ -405,6 +405,9 @@ pub enum Functor {
     /// `range(from, to)` or `range(from, to, step)`: every value from `from` toward `to`
     /// (excluded), one row each; only as `x = range(...)`.
     Range,
+    /// `as(x, T)`: `x` read as type `T`, its bits unchanged (Soufflé's cast). The parser
+    /// leaves `T` as the second argument; the checker resolves it into the type given here.
+    As(Type),
 }
 
 impl Functor {
@@ -420,6 +423,7 @@ impl Functor {
             Functor::ToUnsigned => "to_unsigned",
             Functor::Convert(c) => c.as_str(),
             Functor::Range => "range",
+            Functor::As(_) => "as",
         }
     }
 }

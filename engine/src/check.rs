@@ -605,6 +605,37 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
             )?;
             value_of(r, a.ty())?
         }
+        Expr::Call {
+            func: Functor::As(_),
+            args,
+            ..
+        } => {
+            let (Some(arg), Some(Expr::Var(ty))) = (args.first(), args.get(1)) else {
+                return Err("`as` takes a value and a type name".into());
+            };
+            let target = builtin_type(&ty.name).ok_or_else(|| {
+                format!(
+                    "`as(.., {})` in a fact: facts cast only to number, unsigned, float or symbol",
+                    ty.name
+                )
+            })?;
+            let v = const_eval_any(arg, None)?;
+            if (v.ty() == Type::Symbol) != (target == Type::Symbol) {
+                return Err(format!("`as` cannot read a `{}` as a `{target}`", v.ty()));
+            }
+            let bits = match &v {
+                Value::Number(n) => *n as u32,
+                Value::Unsigned(u) => *u,
+                Value::Float(f) => f.to_bits(),
+                Value::Symbol(_) => return Ok(v),
+            };
+            match target {
+                Type::Number => Value::Number(bits as i32),
+                Type::Unsigned => Value::Unsigned(bits),
+                Type::Float => Value::Float(f32::from_bits(bits)),
+                Type::Symbol => v,
+            }
+        }
         Expr::Call { func, args, .. } => {
             let vals: Result<Vec<Value>, String> =
                 args.iter().map(|a| const_eval_any(a, None)).collect();

@@ -29,7 +29,7 @@ const UNSUPPORTED_DIRECTIVES: &str = "plan limitsize lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
 const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
-const UNSUPPORTED_FUNCTORS: &str = "ord as autoinc";
+const UNSUPPORTED_FUNCTORS: &str = "ord autoinc";
 /// The binary operator levels of [`Parser::binary_level`]: `lor` (0) to `* / %` (8).
 const BINARY_LEVELS: usize = 9;
 /// How deep an expression or a bracketed body may nest (see `Parser::depth`).
@@ -626,6 +626,7 @@ impl<'s> Parser<'s> {
             Functor::ToUnsigned => (1, 1, "to_unsigned(x)"),
             Functor::Convert(c) => (1, 1, c.as_str()),
             Functor::Range => (2, 3, "x = range(from, to) or x = range(from, to, step)"),
+            Functor::As(_) => (2, 2, "as(x, type)"),
         };
         if args.len() < min || args.len() > max {
             let takes = if max == usize::MAX {
@@ -1035,6 +1036,7 @@ fn functor(name: &str) -> Option<Functor> {
         "to_float" => Some(Functor::ToFloat),
         "to_unsigned" => Some(Functor::ToUnsigned),
         "range" => Some(Functor::Range),
+        "as" => Some(Functor::As(crate::value::Type::Number)),
         other => Conversion::ALL
             .into_iter()
             .find(|c| c.as_str() == other)

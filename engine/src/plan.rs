@@ -83,12 +83,15 @@ impl CExpr {
                 Functor::Convert(c) => functions::convert(*c, args.first()?.eval(env, cx)?),
                 // A generator, never an expression (the checker keeps it out of expressions).
                 Functor::Range => None,
+                // The same bits, read as another type.
+                Functor::As(_) => args.first()?.eval(env, cx),
                 // The checker replaced these with conversions.
                 Functor::ToFloat | Functor::ToUnsigned => None,
                 Functor::ToString => {
                     let (arg, ty) = match args.first()? {
                         CExpr::Arith(_, _, _, t) | CExpr::Unary(_, _, t) => (args.first()?, *t),
                         c @ CExpr::Call(Functor::Convert(conv), _) => (c, conv.target()),
+                        c @ CExpr::Call(Functor::As(t), _) => (c, *t),
                         other => (other, Type::Number),
                     };
                     let slot = arg.eval(env, cx)?;

@@ -91,3 +91,39 @@ fn calls_without_a_declaration_or_an_implementation_are_refused() {
     let errors = Program::compile_with(&src, &registry()).unwrap_err();
     assert_eq!(errors[0].message, "`@double` takes 1 argument(s), 2 given");
 }
+
+/// `as(x, T)` keeps the bits and changes the type, alike in every evaluator; reading a symbol
+/// as a number (its place in Soufflé's symbol table) is refused.
+#[test]
+fn as_reads_the_same_bits_as_another_type() {
+    let text = ".decl n(x: number)\nn(-1).\nn(1069547520).\n.decl v(u: unsigned, f: float)\nv(as(x, unsigned), as(x, float)) :- n(x).\n";
+    let program = Program::compile(&Source::new("as.dl", text)).unwrap();
+    let facts = FactSet::new();
+    let want = vec![
+        vec![Value::Unsigned(1_069_547_520), Value::Float(1.5)],
+        vec![
+            Value::Unsigned(u32::MAX),
+            Value::Float(f32::from_bits(u32::MAX)),
+        ],
+    ];
+    let rows = |rows: Vec<Vec<Value>>| -> Vec<String> {
+        let mut v: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+        v.sort();
+        v
+    };
+    let model = program.materialise(&facts, &Limits::default()).unwrap();
+    assert_eq!(rows(model.relation("v").unwrap()), rows(want.clone()));
+    let oracle = naive::evaluate(program.ir(), &facts).rows(program.ir());
+    assert_eq!(rows(oracle["v"].clone()), rows(want));
+
+    let src = Source::new(
+        "as.dl",
+        ".decl s(x: symbol)\n.decl n(x: number)\nn(as(x, number)) :- s(x).\n",
+    );
+    let errors = Program::compile(&src).unwrap_err();
+    assert_eq!(errors[0].code, "E-type");
+    assert_eq!(
+        errors[0].message,
+        "`as` cannot read a `symbol` as a `number`"
+    );
+}

@@ -154,9 +154,31 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 let b = self.expr(rhs);
                 IrExpr::Arith(*op, Box::new(a), Box::new(b), Type::Number)
             }
+            Expr::Call {
+                func: Functor::As(_),
+                args,
+                span,
+            } if args.len() == 2 => {
+                let Expr::Var(type_name) = &args[1] else {
+                    let help = "write the type by name, as in `as(x, number)`";
+                    self.error(
+                        Diagnostic::error(
+                            "E-type",
+                            "`as` needs a type name as its second argument",
+                            *span,
+                        )
+                        .with_help(help),
+                    );
+                    return IrExpr::Const(Value::Number(0));
+                };
+                let target = self.cx.type_of_name(type_name);
+                let arg = self.expr(&args[0]);
+                IrExpr::Call(Functor::As(target), vec![arg])
+            }
             Expr::Call { func, args, span } => {
                 let want = match func {
                     Functor::Cat | Functor::Range => None,
+                    Functor::As(_) => Some(2),
                     Functor::Strlen
                     | Functor::ToNumber
                     | Functor::ToString
@@ -519,6 +541,9 @@ pub(super) fn functor_help(f: Functor) -> &'static str {
         }
         Functor::Range => {
             "`x = range(from, to)` gives `x` every value from `from` toward `to` (excluded); `range(from, to, step)` steps by `step`"
+        }
+        Functor::As(_) => {
+            "`as(x, T)` reads `x` as type `T` without converting it: between number, unsigned and float the bits stay; use `to_float`, `to_unsigned` or `to_number` to convert"
         }
     }
 }

@@ -194,6 +194,7 @@ impl RuleBuilder<'_, '_> {
                 Functor::ToUnsigned => Type::Unsigned,
                 Functor::Convert(c) => c.target(),
                 Functor::Range => return None,
+                Functor::As(t) => *t,
             }),
             IrExpr::User(u, _) => Some(u.ret),
         }
@@ -357,8 +358,34 @@ impl RuleBuilder<'_, '_> {
                     );
                     return;
                 }
+                if let Functor::As(target) = *f {
+                    let from = args.first().and_then(|a| self.peek_type(a)).unwrap_or(
+                        if target == Type::Symbol {
+                            Type::Symbol
+                        } else {
+                            Type::Number
+                        },
+                    );
+                    if (from == Type::Symbol) != (target == Type::Symbol) {
+                        let msg = format!("`as` cannot read a `{from}` as a `{target}`");
+                        let help = "a symbol's number is its place in Soufflé's symbol table, which Tollgate does not share; convert with `to_number` or `to_string`";
+                        self.error(Diagnostic::error("E-type", msg, span).with_help(help));
+                    }
+                    if target != want {
+                        let msg = format!(
+                            "`as(.., {target})` gives a `{target}` but `{want}` is expected here"
+                        );
+                        self.error(
+                            Diagnostic::error("E-type", msg, span).with_help(functor_help(*f)),
+                        );
+                    }
+                    if let Some(a) = args.first_mut() {
+                        self.check_expr(a, from, span);
+                    }
+                    return;
+                }
                 let (ret, params): (Type, Vec<Option<Type>>) = match f {
-                    Functor::Range => (want, Vec::new()),
+                    Functor::Range | Functor::As(_) => (want, Vec::new()),
                     Functor::Cat => (Type::Symbol, vec![Some(Type::Symbol); args.len()]),
                     Functor::Strlen => (Type::Number, vec![Some(Type::Symbol)]),
                     Functor::Substr => (
