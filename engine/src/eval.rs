@@ -406,6 +406,11 @@ pub(crate) fn run_stratum<const W: usize>(
         {
             return Err(EvalError::Deadline);
         }
+        if cx.borrow().generate_exceeded {
+            return Err(EvalError::GenerateLimit {
+                limit: limits.max_facts,
+            });
+        }
         for (i, (_, v)) in vars.iter().enumerate() {
             let recent = v.recent.borrow();
             *facts_so_far += recent.len();
@@ -512,6 +517,12 @@ pub(crate) fn run_stratum<const W: usize>(
                 }
             }
         }
+    }
+    // A last round may have run out of values to generate without deriving anything new.
+    if cx.borrow().generate_exceeded {
+        return Err(EvalError::GenerateLimit {
+            limit: limits.max_facts,
+        });
     }
 
     let mut out = Vec::new();

@@ -299,6 +299,12 @@ pub enum EvalError {
     /// The deadline check said time is up.
     #[error("evaluation ran past its deadline")]
     Deadline,
+    /// `range` generated more values than allowed (as many as facts may be derived).
+    #[error("`range` generated more than {limit} values")]
+    GenerateLimit {
+        /// The limit.
+        limit: usize,
+    },
     /// Something asked of a model that it cannot do.
     #[error("{0}")]
     Unsupported(String),
@@ -489,7 +495,7 @@ impl Model {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid);
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone(), generate_left: usize::MAX, generate_exceeded: false };
             explain::prove(d, &db, &mut cx, explain::ProofInputs { inputs: &Vec::new(), origins: &[], affected: &[], derivations: None }, fact)
         })
     }
@@ -499,7 +505,7 @@ impl Model {
         with_model!(&self.inner, d => {
             let valid = vec![true; d.parts.len()];
             let db = d.db(&valid);
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(d.symbols.clone()), patterns: d.patterns.clone(), generate_left: usize::MAX, generate_exceeded: false };
             explain::why_not(d, &db, &mut cx, Cow::Borrowed(fact))
         })
     }
@@ -601,7 +607,7 @@ impl Answer<'_> {
     pub fn prove(&self, fact: &Fact) -> Result<Proof, explain::ExplainError> {
         with_answer!(self, d, q => {
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone(), generate_left: usize::MAX, generate_exceeded: false };
             explain::prove(d, &db, &mut cx, explain::ProofInputs { inputs: &q.inputs, origins: &q.origins, affected: &q.plan.affected, derivations: Some(&q.derivations) }, fact)
         })
     }
@@ -620,7 +626,7 @@ impl Answer<'_> {
     fn why_not_of(&self, fact: Cow<'_, Fact>) -> Result<WhyNot, explain::ExplainError> {
         with_answer!(self, d, q => {
             let db = Db { model: Some(&d.parts), model_valid: &q.plan.model_valid, local: eval::LocalParts::Sparse(&q.local) };
-            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone() };
+            let mut cx = plan::EvalCx { symbols: value::Interner::child(q.symbols.clone()), patterns: d.patterns.clone(), generate_left: usize::MAX, generate_exceeded: false };
             explain::why_not(d, &db, &mut cx, fact)
         })
     }

@@ -266,6 +266,8 @@ impl<const W: usize> ModelData<W> {
         let cx = RefCell::new(EvalCx {
             symbols,
             patterns: patterns.clone(),
+            generate_left: limits.max_facts,
+            generate_exceeded: false,
         });
         let n = ir.relations.len();
         let mut local: Vec<Option<Box<Part<W>>>> = (0..n).map(|_| None).collect();
@@ -385,6 +387,8 @@ impl<const W: usize> ModelData<W> {
         let cx = RefCell::new(EvalCx {
             symbols,
             patterns: self.patterns.clone(),
+            generate_left: limits.max_facts,
+            generate_exceeded: false,
         });
         // The parts the query derives, in the order derived: a request reaches a few dozen
         // relations and derives something for a handful.

@@ -403,6 +403,8 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
                 }
                 (Functor::ToNumber, [Value::Symbol(s)]) => Value::Number(functions::to_number(s)?),
                 (Functor::ToString, [v]) => Value::sym(v.to_string()),
+                // A symbol stays itself (the checker allows `as` between symbols only).
+                (Functor::As(_), [v @ Value::Symbol(_)]) => v.clone(),
                 (Functor::As(t), [v]) => unslot(slot(v), *t),
                 (Functor::Convert(c), [v]) if v.ty() == c.source() => {
                     unslot(functions::convert(*c, slot(v))?, c.target())

@@ -32,6 +32,13 @@ pub(crate) enum CExpr {
 pub(crate) struct EvalCx {
     pub symbols: Interner,
     pub patterns: PatternCache,
+    /// How many more values `range` may generate (the evaluation's fact limit): a range a
+    /// filter then discards costs work but derives no fact, so the fact limit alone would not
+    /// stop `x = range(0, 2000000000), x < 0`.
+    pub generate_left: usize,
+    /// Set when a range wanted more than `generate_left`; the evaluator then stops with
+    /// `EvalError::GenerateLimit`.
+    pub generate_exceeded: bool,
 }
 
 impl CExpr {

@@ -127,3 +127,19 @@ fn as_reads_the_same_bits_as_another_type() {
         "`as` cannot read a `symbol` as a `number`"
     );
 }
+
+/// Found by the `rules` fuzz target on the `as_cast` fixture: the naive evaluator (which the
+/// proof checker uses) read `as(s, symbol)` of a symbol through a number slot, so the proof of
+/// a fact made with it did not check.
+#[test]
+fn as_of_a_symbol_keeps_it_in_checked_proofs() {
+    let text = ".type Label <: symbol\n.decl r(w: Label)\nr(\"garden\").\n.decl plain(s: symbol)\nplain(as(w, symbol)) :- r(w).\n";
+    let program = Program::compile(&Source::new("as.dl", text)).unwrap();
+    let facts = FactSet::new();
+    let model = program.materialise(&facts, &Limits::default()).unwrap();
+    let fact = Fact::parse(r#"plain("garden")"#).unwrap();
+    let proof = model.prove(&fact).unwrap();
+    check_proof(&program, &facts, &proof).unwrap();
+    let oracle = naive::evaluate(program.ir(), &facts).rows(program.ir());
+    assert_eq!(oracle["plain"], [vec![Value::sym("garden")]]);
+}

@@ -157,3 +157,25 @@ fn a_range_anywhere_but_bound_to_a_variable_is_refused() {
         );
     }
 }
+
+/// A range of two billion values that a filter then discards derives nothing, so the fact
+/// limit alone would let it run (and the buffers of one that is kept grow past any memory);
+/// generated values count against the same limit, in every evaluator.
+#[test]
+fn a_huge_range_stops_at_the_limit_with_an_error() {
+    let text = ".decl r(x: number)\nr(x) :- x = range(0, 2000000000), x < 0.\n.decl s(x: number)\ns(x) :- x = range(0, 2000000000).\n";
+    let program = compile(text);
+    let limits = Limits {
+        max_facts: 10_000,
+        ..Limits::default()
+    };
+    for result in [
+        program.materialise(&FactSet::new(), &limits).map(|_| ()),
+        program.evaluate(&FactSet::new(), &limits).map(|_| ()),
+    ] {
+        let err = result.unwrap_err();
+        assert_eq!(err.to_string(), "`range` generated more than 10000 values");
+    }
+    let small = compile(".decl r(x: number)\nr(x) :- x = range(0, 100), x < 0.\n");
+    assert!(small.materialise(&FactSet::new(), &limits).is_ok());
+}

@@ -219,6 +219,11 @@ pub(crate) fn run_stratum_once<const W: usize>(
     {
         return Err(EvalError::Deadline);
     }
+    if cx.borrow().generate_exceeded {
+        return Err(EvalError::GenerateLimit {
+            limit: limits.max_facts,
+        });
+    }
     let derived = &mut scratch.derived;
     derived.clear();
     derived.extend(job.relations.iter().map(|&r| (r, Vec::new())));
@@ -282,6 +287,11 @@ pub(crate) fn run_stratum_once<const W: usize>(
     }
     if *facts_so_far > limits.max_facts {
         return Err(EvalError::FactLimit {
+            limit: limits.max_facts,
+        });
+    }
+    if cx.borrow().generate_exceeded {
+        return Err(EvalError::GenerateLimit {
             limit: limits.max_facts,
         });
     }

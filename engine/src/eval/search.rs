@@ -96,7 +96,7 @@ pub(crate) fn generated(
     env: &[u32],
     bound_now: Option<&[bool]>,
     cx: &mut EvalCx,
-) -> Option<(usize, functions::Range)> {
+) -> Option<(usize, std::iter::Take<functions::Range>)> {
     let CLit::Range { var, bound, .. } = lit else {
         return None;
     };
@@ -104,7 +104,19 @@ pub(crate) fn generated(
     if is_bound {
         return None;
     }
-    generated_values(lit, env, cx).map(|(_, values)| (*var, values))
+    let (_, values) = generated_values(lit, env, cx)?;
+    // Counted before any is used, and at most one past what is left.
+    let n = values
+        .clone()
+        .take(cx.generate_left.saturating_add(1))
+        .count();
+    if n > cx.generate_left {
+        cx.generate_left = 0;
+        cx.generate_exceeded = true;
+        return Some((*var, values.take(0)));
+    }
+    cx.generate_left -= n;
+    Some((*var, values.take(n)))
 }
 
 /// Whether the instance of a negated atom under `env` is present.
