@@ -179,3 +179,17 @@ fn a_huge_range_stops_at_the_limit_with_an_error() {
     let small = compile(".decl r(x: number)\nr(x) :- x = range(0, 100), x < 0.\n");
     assert!(small.materialise(&FactSet::new(), &limits).is_ok());
 }
+
+/// Inside an aggregate's body a range generates as anywhere else.
+#[test]
+fn a_range_inside_an_aggregate_body() {
+    let text = ".decl r(x: number)\nr(3).\nr(2).\n.decl c(n: number)\nc(n) :- n = count : { r(x), y = range(0, x) }.\n.decl s(n: number)\ns(n) :- n = sum y : { r(x), y = range(0, x) }.\n";
+    let program = compile(text);
+    let facts = FactSet::new();
+    let model = program.materialise(&facts, &Limits::default()).unwrap();
+    assert_eq!(model.relation("c").unwrap(), [vec![Value::Number(5)]]);
+    assert_eq!(model.relation("s").unwrap(), [vec![Value::Number(4)]]);
+    let oracle = naive::evaluate(program.ir(), &facts).rows(program.ir());
+    assert_eq!(oracle["c"], [vec![Value::Number(5)]]);
+    assert_eq!(oracle["s"], [vec![Value::Number(4)]]);
+}
