@@ -1,0 +1,309 @@
+//! Directives: `.decl` (with `eqrel` and `overridable`), `.type`, `.input` / `.output` /
+//! `.printsize`, `.pragma`, `.init`, `.override`, `.functor` (and `.comp`, in `structure.rs`).
+
+use super::lex::Tok;
+use super::{
+    DIRECTIVES, IGNORED_QUALIFIERS, PResult, Parser, UNSUPPORTED_DIRECTIVES, edit_distance, err,
+    listed,
+};
+use crate::ast::{
+    Atom, Attr, Clause, Directive, DirectiveKind, Expr, Ident, Literal, Pragma, Program, RelDecl,
+    Span, TypeDecl,
+};
+use crate::diag::Diagnostic;
+
+impl Parser<'_> {
+    pub(super) fn directive(&mut self, name: &str, prog: &mut Program) -> PResult<()> {
+        let kw = self.bump();
+        match name {
+            "decl" => {
+                let (decls, eqrel) = self.decl(kw.start)?;
+                if eqrel {
+                    for d in &decls {
+                        prog.clauses.extend(eqrel_rules(d));
+                    }
+                }
+                prog.decls.extend(decls);
+            }
+            "type" => prog.types.push(self.type_decl(kw.start)?),
+            "number_type" | "symbol_type" => {
+                let name_id = self.ident("a type name")?;
+                let base = Ident {
+                    name: name.trim_end_matches("_type").into(),
+                    span: kw.span(),
+                };
+                let span = Span::new(kw.start, self.prev_end());
+                prog.types.push(TypeDecl {
+                    name: name_id,
+                    bases: vec![base],
+                    span,
+                });
+            }
+            "input" => prog
+                .directives
+                .push(self.io(DirectiveKind::Input, kw.start)?),
+            "output" => prog
+                .directives
+                .push(self.io(DirectiveKind::Output, kw.start)?),
+            "printsize" => prog
+                .directives
+                .push(self.io(DirectiveKind::PrintSize, kw.start)?),
+            "pragma" => prog.pragmas.push(self.pragma(kw.start)?),
+            "init" => prog.inits.push(self.init(kw.start)?),
+            "functor" => prog.functors.push(self.functor_decl(kw.start)?),
+            "override" => prog
+                .overrides
+                .push(self.qualified("a relation name after `.override`")?),
+            _ if listed(UNSUPPORTED_DIRECTIVES, name) => {
+                let msg = format!("directive `.{name}` is not supported");
+                let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init`, `.override` and `.functor`";
+                return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
+            }
+            _ => {
+                let known = DIRECTIVES
+                    .split(' ')
+                    .map(|d| format!("`.{d}`"))
+                    .collect::<Vec<_>>();
+                let mut help = format!("the directives are {}", known.join(", "));
+                if let Some(best) = DIRECTIVES
+                    .split(' ')
+                    .filter(|d| edit_distance(d, name) <= 2)
+                    .min_by_key(|d| edit_distance(d, name))
+                {
+                    help = format!("did you mean `.{best}`? {help}");
+                }
+                let msg = format!("unknown directive `.{name}`");
+                return err(Diagnostic::error("E-parse", msg, kw.span()).with_help(help));
+            }
+        }
+        Ok(())
+    }
+
+    /// `.pragma "key"` or `.pragma "key" "value"` (Soufflé's grammar: `'.pragma' STRING STRING?`).
+    fn pragma(&mut self, start: usize) -> PResult<Pragma> {
+        let help =
+            "write a pragma as `.pragma \"key\" \"value\"`, as in `.pragma \"fact-dir\" \"facts\"`";
+        let Tok::Str(key) = self.peek().clone() else {
+            return Err(self.expected("the option's name as a string after `.pragma`", help));
+        };
+        self.bump();
+        let value = match self.peek().clone() {
+            Tok::Str(value) => {
+                self.bump();
+                value
+            }
+            _ => String::new(),
+        };
+        Ok(Pragma {
+            key,
+            value,
+            span: Span::new(start, self.prev_end()),
+        })
+    }
+
+    /// `.decl a(x: number)`, or several relations of the same attributes at once, as Soufflé
+    /// allows: `.decl a, b(x: number)`; with whether they are `eqrel`.
+    fn decl(&mut self, start: usize) -> PResult<(Vec<RelDecl>, bool)> {
+        let mut names = vec![self.qualified("a relation name after `.decl`")?];
+        while self.eat(&Tok::Comma) {
+            names.push(self.qualified("a relation name after `,`")?);
+        }
+        self.expect(
+            &Tok::LParen,
+            "`(` after the relation name",
+            "declare attributes as in `.decl edge(x: number, y: number)`",
+        )?;
+        let mut attrs = Vec::new();
+        if *self.peek() != Tok::RParen {
+            loop {
+                let attr = self.ident("an attribute name")?;
+                let help = format!("give every attribute a type, as in `{}: number`", attr.name);
+                self.expect(
+                    &Tok::Colon,
+                    &format!("`:` after attribute `{}`", attr.name),
+                    &help,
+                )?;
+                let ty = self.qualified("a type name")?;
+                attrs.push(Attr { name: attr, ty });
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect(
+            &Tok::RParen,
+            "`)` or `,` after attribute",
+            "close the attribute list with `)`",
+        )?;
+        // Qualifiers; a name followed by `(` starts the next clause instead.
+        let mut eqrel = false;
+        let mut overridable = false;
+        while let Tok::Ident(q) = self.peek() {
+            if self.is_atom_start() {
+                break;
+            }
+            let span = self.cur().span();
+            if q == "eqrel" {
+                if attrs.len() != 2 {
+                    let msg = format!(
+                        "an `eqrel` relation has two attributes; this one has {}",
+                        attrs.len()
+                    );
+                    let help = "an equivalence relation pairs two values of one type, as in `.decl same(a: T, b: T) eqrel`";
+                    return err(Diagnostic::error("E-eqrel", msg, span).with_help(help));
+                }
+                eqrel = true;
+                self.bump();
+                continue;
+            }
+            if q == "overridable" {
+                overridable = true;
+                self.bump();
+                continue;
+            }
+            if !listed(IGNORED_QUALIFIERS, q) {
+                let msg = format!("unknown relation qualifier `{q}`");
+                let help = "the qualifiers are `eqrel` and `overridable`; `btree`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
+                return err(Diagnostic::error("E-parse", msg, span).with_help(help));
+            }
+            self.bump();
+        }
+        let span = Span::new(start, self.prev_end());
+        let decls = names
+            .into_iter()
+            .map(|name| RelDecl {
+                name,
+                attrs: attrs.clone(),
+                overridable,
+                span,
+            })
+            .collect();
+        Ok((decls, eqrel))
+    }
+
+    fn type_decl(&mut self, start: usize) -> PResult<TypeDecl> {
+        let name = self.ident("a type name after `.type`")?;
+        let mut bases = Vec::new();
+        match self.peek() {
+            Tok::Subtype => {
+                self.bump();
+                bases.push(self.ident("a base type after `<:`")?);
+            }
+            Tok::Eq => {
+                self.bump();
+                if *self.peek() == Tok::LBracket {
+                    let msg = "record types are not supported";
+                    let help = "use separate attributes instead of a record";
+                    return err(
+                        Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help)
+                    );
+                }
+                bases.push(self.ident("a type name after `=`")?);
+                while self.eat(&Tok::Pipe) {
+                    bases.push(self.ident("a type name after `|`")?);
+                }
+            }
+            _ => {
+                let help = "write `.type T <: symbol`, `.type T = number` or `.type T = A | B`";
+                return Err(self.expected(&format!("`<:` or `=` after type `{}`", name.name), help));
+            }
+        }
+        Ok(TypeDecl {
+            name,
+            bases,
+            span: Span::new(start, self.prev_end()),
+        })
+    }
+
+    /// `.input a, b(key=value, ...)`: the parameters apply to every relation named.
+    fn io(&mut self, kind: DirectiveKind, start: usize) -> PResult<Directive> {
+        let mut relations = vec![self.qualified("a relation name")?];
+        while self.eat(&Tok::Comma) {
+            relations.push(self.qualified("a relation name after `,`")?);
+        }
+        let mut params = Vec::new();
+        if self.eat(&Tok::LParen) {
+            while *self.peek() != Tok::RParen {
+                let key = self.ident("a parameter name")?;
+                let help = "write parameters as `key=\"value\"`, as in `filename=\"edges.tsv\"`";
+                self.expect(
+                    &Tok::Eq,
+                    &format!("`=` after parameter `{}`", key.name),
+                    help,
+                )?;
+                let t = self.cur().clone();
+                let value = match &t.tok {
+                    Tok::Str(s) => s.clone(),
+                    Tok::Ident(_) | Tok::Int(_) | Tok::Unsigned(_) | Tok::Float(_) => {
+                        self.text[t.start..t.end].to_string()
+                    }
+                    _ => {
+                        return Err(
+                            self.expected("a string or a name as the parameter's value", help)
+                        );
+                    }
+                };
+                self.bump();
+                params.push((key, value));
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+            let help = "close the parameter list with `)`";
+            self.expect(&Tok::RParen, "`)` or `,` after parameter", help)?;
+        }
+        Ok(Directive {
+            kind,
+            relations,
+            params,
+            span: Span::new(start, self.prev_end()),
+        })
+    }
+}
+
+/// The rules that make `.decl r(a: T, b: T) eqrel` an equivalence relation, as Soufflé's
+/// `eqrel` is: the reflexive, symmetric and transitive closure of the pairs put into it (a
+/// value in no pair is related to nothing). Written at the declaration, with ids
+/// `r:eqrel-reflexive`, `r:eqrel-reflexive-right`, `r:eqrel-symmetric`, `r:eqrel-transitive`,
+/// so proofs name them.
+fn eqrel_rules(decl: &RelDecl) -> Vec<Clause> {
+    let span = decl.span;
+    let name = |n: &str| Ident {
+        name: n.to_string(),
+        span,
+    };
+    let var = |n: &str| Expr::Var(name(n));
+    let atom = |a: Expr, b: Expr| Atom {
+        relation: decl.name.clone(),
+        args: vec![a, b],
+        span,
+    };
+    let rule = |id: &str, head: Atom, body: Vec<Atom>| Clause {
+        id: Some(name(&format!("{}:eqrel-{id}", decl.name.name))),
+        heads: vec![head],
+        body: vec![body.into_iter().map(Literal::Atom).collect()],
+        span,
+    };
+    vec![
+        rule(
+            "reflexive",
+            atom(var("x"), var("x")),
+            vec![atom(var("x"), Expr::Wildcard(span))],
+        ),
+        rule(
+            "reflexive-right",
+            atom(var("y"), var("y")),
+            vec![atom(Expr::Wildcard(span), var("y"))],
+        ),
+        rule(
+            "symmetric",
+            atom(var("y"), var("x")),
+            vec![atom(var("x"), var("y"))],
+        ),
+        rule(
+            "transitive",
+            atom(var("x"), var("z")),
+            vec![atom(var("x"), var("y")), atom(var("y"), var("z"))],
+        ),
+    ]
+}
