@@ -198,6 +198,41 @@ impl Iterator for Range {
     }
 }
 
+impl Range {
+    /// Whether `x` is one of the values, without counting up to it for integers (a bound
+    /// `x = range(0, 2000000000)` is one test, not two billion steps); floats, whose steps
+    /// round, are followed until they pass `x`.
+    pub fn contains(self, x: u32) -> bool {
+        let Some(from) = self.next else {
+            return false;
+        };
+        let ty = self.ty;
+        let step_sign = cmp_numeric(ty, self.step, to_bits_zero(ty));
+        let wide = |v: u32| match ty {
+            Type::Unsigned => i64::from(v),
+            _ => i64::from(v as i32),
+        };
+        if matches!(ty, Type::Number | Type::Unsigned) {
+            let (from, to, step, x) = (wide(from), wide(self.to), wide(self.step), wide(x));
+            return match step_sign {
+                Ordering::Equal => x == from && from != to,
+                Ordering::Greater => from <= x && x < to && (x - from) % step == 0,
+                Ordering::Less => to < x && x <= from && (from - x) % (-step) == 0,
+            };
+        }
+        let up = step_sign != Ordering::Less;
+        for v in self {
+            match cmp_numeric(ty, v, x) {
+                Ordering::Equal => return true,
+                Ordering::Greater if up => return false,
+                Ordering::Less if !up => return false,
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
 fn to_bits_zero(ty: Type) -> u32 {
     match ty {
         Type::Float => 0.0f32.to_bits(),
@@ -361,6 +396,35 @@ pub fn compile_glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn range_contains_agrees_with_its_values() {
+        for from in -6i32..6 {
+            for to in -6i32..6 {
+                for step in [None, Some(-3), Some(-1), Some(0), Some(1), Some(2)] {
+                    let r = || {
+                        super::range(
+                            Type::Number,
+                            from as u32,
+                            to as u32,
+                            step.map(|s: i32| s as u32),
+                        )
+                    };
+                    let values: Vec<u32> = r().collect();
+                    for x in -8i32..8 {
+                        assert_eq!(
+                            r().contains(x as u32),
+                            values.contains(&(x as u32)),
+                            "{from} {to} {step:?} {x}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(super::range(Type::Number, 0, 2_000_000_000, None).contains(1_999_999_999));
+        let u = |a, b, s: Option<u32>, x| super::range(Type::Unsigned, a, b, s).contains(x);
+        assert!(u(2, 9, Some(3), 8) && !u(2, 9, Some(3), 7) && !u(9, 2, None, 5));
+    }
+
     #[test]
     fn range_counts_like_souffle() {
         let n = |v: i32| v as u32;

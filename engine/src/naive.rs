@@ -156,9 +156,9 @@ pub fn for_each_match(
                 *env = saved;
             }
         }
-        IrLit::Range { var, .. } if env[*var].is_none() => {
-            for v in range_values(lit, env, patterns) {
-                env[*var] = Some(v);
+        IrLit::Range { var, ty, .. } if env[*var].is_none() => {
+            for x in range_of(lit, env, patterns).into_iter().flatten() {
+                env[*var] = Some(unslot(x, *ty));
                 for_each_match(rule, lits, i + 1, env, db, patterns, f);
             }
             env[*var] = None;
@@ -192,10 +192,10 @@ fn bind_atom(a: &IrAtom, t: &[Value], env: &mut [Option<Value>], p: &mut Pattern
     true
 }
 
-/// The values of `x = range(...)` under `env` (none when an argument cannot be computed).
-fn range_values(lit: &IrLit, env: &[Option<Value>], p: &mut PatternCache) -> Vec<Value> {
+/// The range `x = range(...)` counts under `env` (none when an argument cannot be computed).
+fn range_of(lit: &IrLit, env: &[Option<Value>], p: &mut PatternCache) -> Option<functions::Range> {
     let IrLit::Range { args, ty, .. } = lit else {
-        return Vec::new();
+        return None;
     };
     let slot = |v: &Value| match v {
         Value::Number(n) => Some(*n as u32),
@@ -205,21 +205,10 @@ fn range_values(lit: &IrLit, env: &[Option<Value>], p: &mut PatternCache) -> Vec
     };
     let mut vals = Vec::with_capacity(3);
     for a in args {
-        match eval(a, env, p).as_ref().and_then(slot) {
-            Some(x) => vals.push(x),
-            None => return Vec::new(),
-        }
+        vals.push(eval(a, env, p).as_ref().and_then(slot)?);
     }
-    let (Some(&from), Some(&to)) = (vals.first(), vals.get(1)) else {
-        return Vec::new();
-    };
-    functions::range(*ty, from, to, vals.get(2).copied())
-        .map(|x| match ty {
-            Type::Unsigned => Value::Unsigned(x),
-            Type::Float => Value::Float(f32::from_bits(x)),
-            _ => Value::Number(x as i32),
-        })
-        .collect()
+    let (&from, &to) = (vals.first()?, vals.get(1)?);
+    Some(functions::range(*ty, from, to, vals.get(2).copied()))
 }
 
 /// Whether a non-positive literal holds under `env` (binding its output if it has one).
@@ -269,7 +258,7 @@ pub fn holds(
         },
         // With `x` bound: whether it is one of the values.
         IrLit::Range { var, .. } => match env[*var].clone() {
-            Some(x) => range_values(lit, env, p).contains(&x),
+            Some(x) => range_of(lit, env, p).is_some_and(|r| r.contains(slot(&x))),
             None => false,
         },
         IrLit::Agg {

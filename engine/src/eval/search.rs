@@ -49,9 +49,7 @@ pub(crate) fn apply_filter<const W: usize>(
         // run by the callers, through `generated`).
         CLit::Range { var, .. } => {
             let x = env[*var];
-            generated_values(lit, env, cx).is_some_and(|(ty, mut values)| {
-                values.any(|v| v == x || cmp_numeric(ty, v, x).is_eq())
-            })
+            generated_values(lit, env, cx).is_some_and(|(_, values)| values.contains(x))
         }
         CLit::Neg(a) => !negated_present(a, env, db, cx),
         CLit::Agg {
