@@ -408,6 +408,11 @@ pub enum Functor {
     /// `as(x, T)`: `x` read as type `T`, its bits unchanged (Soufflé's cast). The parser
     /// leaves `T` as the second argument; the checker resolves it into the type given here.
     As(Type),
+    /// `max(a, b, ...)`: the greatest of two or more values of one type (symbols by their
+    /// bytes). The checker sets the type.
+    Max(Type),
+    /// `min(a, b, ...)`: the least of two or more values of one type.
+    Min(Type),
 }
 
 impl Functor {
@@ -424,6 +429,8 @@ impl Functor {
             Functor::Convert(c) => c.as_str(),
             Functor::Range => "range",
             Functor::As(_) => "as",
+            Functor::Max(_) => "max",
+            Functor::Min(_) => "min",
         }
     }
 }

@@ -644,6 +644,21 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                 (Functor::Cat, vs) if vs.iter().all(|v| matches!(v, Value::Symbol(_))) => {
                     Value::sym(vs.iter().map(|v| v.to_string()).collect::<String>())
                 }
+                (Functor::Max(_) | Functor::Min(_), [first, rest @ ..])
+                    if rest.iter().all(|v| v.ty() == first.ty()) =>
+                {
+                    let max = matches!(func, Functor::Max(_));
+                    rest.iter()
+                        .fold(first, |best, x| {
+                            let ord = x.total_cmp(best);
+                            if (max && ord.is_gt()) || (!max && ord.is_lt()) {
+                                x
+                            } else {
+                                best
+                            }
+                        })
+                        .clone()
+                }
                 (Functor::Strlen, [Value::Symbol(s)]) => Value::Number(s.chars().count() as i32),
                 (Functor::Substr, [Value::Symbol(s), Value::Number(i), Value::Number(n)]) => {
                     Value::sym(functions::substr(s, *i, *n).ok_or("substr out of range")?)

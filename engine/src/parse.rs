@@ -26,7 +26,7 @@ fn err<T>(d: Diagnostic) -> PResult<T> {
 const DIRECTIVES: &str =
     "decl type input output printsize number_type symbol_type pragma comp init override functor";
 /// Soufflé directives outside the subset: named as unsupported rather than unknown.
-const UNSUPPORTED_DIRECTIVES: &str = "plan limitsize lattice once";
+const UNSUPPORTED_DIRECTIVES: &str = "limitsize lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
 const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
@@ -152,12 +152,46 @@ impl<'s> Parser<'s> {
             return Err(self.missing_dot(is_rule));
         }
         let end = self.bump().end;
+        if is_rule && *self.peek() == Tok::Directive("plan".into()) {
+            self.query_plan()?;
+        }
         Ok(Clause {
             id,
             heads,
             body,
             span: Span::new(start, end),
         })
+    }
+
+    /// `.plan 0:(1,2), 1:(2,1)` after a rule: Soufflé's order of the body atoms for each
+    /// version of the rule. Read and dropped: the planner chooses its own order, and an order
+    /// changes how fast a rule runs, never what it derives.
+    fn query_plan(&mut self) -> PResult<()> {
+        self.bump();
+        let help = "write a plan as `.plan 0:(1,2)`: a version of the rule, then the order of its body atoms, numbered from 1";
+        loop {
+            if !matches!(self.peek(), Tok::Int(_)) {
+                return Err(self.expected("a rule version (a number) after `.plan`", help));
+            }
+            self.bump();
+            self.expect(&Tok::Colon, "`:` after the rule version", help)?;
+            self.expect(&Tok::LParen, "`(` before the atoms' order", help)?;
+            if !self.eat(&Tok::RParen) {
+                loop {
+                    if !matches!(self.peek(), Tok::Int(_)) {
+                        return Err(self.expected("an atom's number", help));
+                    }
+                    self.bump();
+                    if self.eat(&Tok::RParen) {
+                        break;
+                    }
+                    self.expect(&Tok::Comma, "`,` or `)` in the atoms' order", help)?;
+                }
+            }
+            if !self.eat(&Tok::Comma) {
+                return Ok(());
+            }
+        }
     }
 
     fn head(&mut self) -> PResult<Atom> {
@@ -554,6 +588,12 @@ impl<'s> Parser<'s> {
             }
             Tok::Ident(name) => {
                 if let Some(kind) = agg_kind(name) {
+                    // `max(a, b, ...)` and `min(a, b, ...)` are functors (Soufflé tells them from
+                    // the aggregates `max (e) : { .. }` by the comma).
+                    if matches!(kind, AggKind::Max | AggKind::Min) && self.commas_ahead() {
+                        let name = name.clone();
+                        return self.call(&name);
+                    }
                     return self.aggregate(kind);
                 }
                 let name = name.clone();
@@ -587,6 +627,27 @@ impl<'s> Parser<'s> {
                 "write a variable, `_`, a number, a string, a functor call or an aggregate",
             )),
         }
+    }
+
+    /// At `max` or `min`: whether `(` follows with a comma at its own level before its `)`.
+    fn commas_ahead(&self) -> bool {
+        if *self.peek2() != Tok::LParen {
+            return false;
+        }
+        let mut depth = 0usize;
+        for t in &self.toks[(self.pos + 2).min(self.toks.len())..] {
+            match t.tok {
+                Tok::LParen | Tok::LBrace | Tok::LBracket => depth += 1,
+                Tok::RParen | Tok::RBrace | Tok::RBracket => match depth.checked_sub(1) {
+                    Some(d) => depth = d,
+                    None => return false,
+                },
+                Tok::Comma if depth == 0 => return true,
+                Tok::Eof | Tok::Dot | Tok::Colon => return false,
+                _ => {}
+            }
+        }
+        false
     }
 
     fn call(&mut self, name: &str) -> PResult<Expr> {
@@ -628,6 +689,8 @@ impl<'s> Parser<'s> {
             Functor::Convert(c) => (1, 1, c.as_str()),
             Functor::Range => (2, 3, "x = range(from, to) or x = range(from, to, step)"),
             Functor::As(_) => (2, 2, "as(x, type)"),
+            Functor::Max(_) => (2, usize::MAX, "max(a, b, ...)"),
+            Functor::Min(_) => (2, usize::MAX, "min(a, b, ...)"),
         };
         if args.len() < min || args.len() > max {
             let takes = if max == usize::MAX {
@@ -734,6 +797,8 @@ fn misplaced_id(m: &IdMark) -> Diagnostic {
 fn functor(name: &str) -> Option<Functor> {
     match name {
         "cat" => Some(Functor::Cat),
+        "max" => Some(Functor::Max(crate::value::Type::Number)),
+        "min" => Some(Functor::Min(crate::value::Type::Number)),
         "strlen" => Some(Functor::Strlen),
         "substr" => Some(Functor::Substr),
         "to_number" => Some(Functor::ToNumber),

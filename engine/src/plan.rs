@@ -92,6 +92,27 @@ impl CExpr {
                 Functor::Range => None,
                 // The same bits, read as another type.
                 Functor::As(_) => args.first()?.eval(env, cx),
+                Functor::Max(ty) | Functor::Min(ty) => {
+                    let want = if matches!(f, Functor::Max(_)) {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Less
+                    };
+                    let mut best = args.first()?.eval(env, cx)?;
+                    for a in &args[1..] {
+                        let x = a.eval(env, cx)?;
+                        let ord = if *ty == Type::Symbol {
+                            let (x, b) = (cx.symbols.resolve(x), cx.symbols.resolve(best));
+                            x.as_bytes().cmp(b.as_bytes())
+                        } else {
+                            functions::cmp_numeric(*ty, x, best)
+                        };
+                        if ord == want {
+                            best = x;
+                        }
+                    }
+                    Some(best)
+                }
                 // The checker replaced these with conversions.
                 Functor::ToFloat | Functor::ToUnsigned => None,
                 Functor::ToString => {

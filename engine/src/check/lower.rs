@@ -177,7 +177,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             }
             Expr::Call { func, args, span } => {
                 let want = match func {
-                    Functor::Cat | Functor::Range => None,
+                    Functor::Cat | Functor::Range | Functor::Max(_) | Functor::Min(_) => None,
                     Functor::As(_) => Some(2),
                     Functor::Strlen
                     | Functor::ToNumber
@@ -542,6 +542,8 @@ pub(super) fn functor_help(f: Functor) -> &'static str {
         Functor::Range => {
             "`x = range(from, to)` gives `x` every value from `from` toward `to` (excluded); `range(from, to, step)` steps by `step`"
         }
+        Functor::Max(_) => "`max(a, b, ...)` is the greatest of two or more values of one type",
+        Functor::Min(_) => "`min(a, b, ...)` is the least of two or more values of one type",
         Functor::As(_) => {
             "`as(x, T)` reads `x` as type `T` without converting it: between number, unsigned and float the bits stay; use `to_float`, `to_unsigned` or `to_number` to convert"
         }

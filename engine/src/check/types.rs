@@ -187,7 +187,7 @@ impl RuleBuilder<'_, '_> {
             IrExpr::Wild => None,
             IrExpr::Unary(_, i, _) => self.peek_type(i),
             IrExpr::Arith(_, a, b, _) => self.peek_type(a).or_else(|| self.peek_type(b)),
-            IrExpr::Call(f, _) => Some(match f {
+            IrExpr::Call(f, args) => Some(match f {
                 Functor::Cat | Functor::Substr | Functor::ToString => Type::Symbol,
                 Functor::Strlen | Functor::ToNumber => Type::Number,
                 Functor::ToFloat => Type::Float,
@@ -195,6 +195,9 @@ impl RuleBuilder<'_, '_> {
                 Functor::Convert(c) => c.target(),
                 Functor::Range => return None,
                 Functor::As(t) => *t,
+                Functor::Max(_) | Functor::Min(_) => {
+                    return args.iter().find_map(|a| self.peek_type(a));
+                }
             }),
             IrExpr::User(u, _) => Some(u.ret),
         }
@@ -358,6 +361,14 @@ impl RuleBuilder<'_, '_> {
                     );
                     return;
                 }
+                if let Functor::Max(ty) | Functor::Min(ty) = f {
+                    // One type for the arguments and the value: the one expected here.
+                    *ty = want;
+                    for a in args.iter_mut() {
+                        self.check_expr(a, want, span);
+                    }
+                    return;
+                }
                 if let Functor::As(target) = *f {
                     let from = args.first().and_then(|a| self.peek_type(a)).unwrap_or(
                         if target == Type::Symbol {
@@ -385,7 +396,9 @@ impl RuleBuilder<'_, '_> {
                     return;
                 }
                 let (ret, params): (Type, Vec<Option<Type>>) = match f {
-                    Functor::Range | Functor::As(_) => (want, Vec::new()),
+                    Functor::Range | Functor::As(_) | Functor::Max(_) | Functor::Min(_) => {
+                        (want, Vec::new())
+                    }
                     Functor::Cat => (Type::Symbol, vec![Some(Type::Symbol); args.len()]),
                     Functor::Strlen => (Type::Number, vec![Some(Type::Symbol)]),
                     Functor::Substr => (

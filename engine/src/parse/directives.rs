@@ -54,6 +54,12 @@ impl Parser<'_> {
             "override" => prog
                 .overrides
                 .push(self.qualified("a relation name after `.override`")?),
+            "plan" => {
+                let msg = "`.plan` must follow the rule it orders";
+                let help =
+                    "move it right after the rule's `.`, as in `a(x) :- b(x), c(x). .plan 0:(2,1)`";
+                return err(Diagnostic::error("E-parse", msg, kw.span()).with_help(help));
+            }
             _ if listed(UNSUPPORTED_DIRECTIVES, name) => {
                 let msg = format!("directive `.{name}` is not supported");
                 let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init`, `.override` and `.functor`";

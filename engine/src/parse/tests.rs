@@ -392,8 +392,12 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
     (".inptu edge\nedge(1).\n", "E-parse", "unknown directive `.inptu`", (1, 1), (1, 7),
      "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, `.output`, \
       `.printsize`, `.number_type`, `.symbol_type`, `.pragma`, `.comp`, `.init`, `.override`, `.functor`"),
-    (".plan 0: (1, 2)\n", "E-unsupported", "directive `.plan` is not supported", (1, 1), (1, 6),
+    (".plan 0: (1, 2)\n", "E-parse", "`.plan` must follow the rule it orders", (1, 1), (1, 6),
+     "move it right after the rule's `.`, as in `a(x) :- b(x), c(x). .plan 0:(2,1)`"),
+    (".limitsize r(n=2)\n", "E-unsupported", "directive `.limitsize` is not supported", (1, 1), (1, 11),
      "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init`, `.override` and `.functor`"),
+    ("r(x) :- r(x).\n.plan 0:(1 2)\n", "E-parse", "expected `,` or `)` in the atoms' order, found `2`", (2, 12), (2, 13),
+     "write a plan as `.plan 0:(1,2)`: a version of the rule, then the order of its body atoms, numbered from 1"),
     (".functor f(x: number): number stateful\n", "E-unsupported", "stateful functors are not supported", (1, 31), (1, 39),
      "a stateful functor reaches Soufflé's record and symbol tables from C++; write a pure functor"),
     (".comp A {\n .decl r(x: number)\n", "E-parse", "expected `}` to close component `A`, found end of file", (3, 1), (3, 1),
