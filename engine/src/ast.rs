@@ -535,6 +535,8 @@ pub enum AggKind {
     Min,
     /// `max e : { ... }`
     Max,
+    /// `mean e : { ... }`: the mean of float values (Soufflé's `mean` takes floats).
+    Mean,
 }
 
 impl AggKind {
@@ -543,6 +545,7 @@ impl AggKind {
         match self {
             AggKind::Count => "count",
             AggKind::Sum => "sum",
+            AggKind::Mean => "mean",
             AggKind::Min => "min",
             AggKind::Max => "max",
         }

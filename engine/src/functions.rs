@@ -240,6 +240,30 @@ fn to_bits_zero(ty: Type) -> u32 {
     }
 }
 
+/// The `mean` aggregate's running state. Soufflé adds the values as 32-bit floats in the order
+/// it meets them and divides by their count; the sum here is kept in 64 bits, exact for any
+/// order unless the values' magnitudes lie more than about 2^29 apart, so that the evaluators
+/// (each meets the values in an order of its own) agree, and rounded to 32 bits before the
+/// division: Soufflé's result whenever its own partial sums are exact.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Mean {
+    sum: f64,
+    n: u32,
+}
+
+impl Mean {
+    /// Counts one value.
+    pub fn add(&mut self, x: f32) {
+        self.sum += f64::from(x);
+        self.n = self.n.wrapping_add(1);
+    }
+
+    /// The mean, or none for no values (no tuple, as `min` and `max` over nothing).
+    pub fn value(self) -> Option<f32> {
+        (self.n > 0).then(|| (self.sum as f32) / (self.n as f32))
+    }
+}
+
 /// Orders two slots of one numeric type.
 pub fn cmp_numeric(ty: Type, a: u32, b: u32) -> Ordering {
     match ty {

@@ -319,6 +319,15 @@ pub fn aggregate(
         AggKind::Max => values
             .into_iter()
             .reduce(|a, b| if compare(CmpOp::Gt, ty, &b, &a) { b } else { a }),
+        AggKind::Mean => {
+            let mut mean = functions::Mean::default();
+            for v in &values {
+                if let Value::Float(x) = v {
+                    mean.add(*x);
+                }
+            }
+            mean.value().map(Value::Float)
+        }
     }
 }
 

@@ -820,6 +820,7 @@ fn agg_kind(name: &str) -> Option<AggKind> {
         "sum" => Some(AggKind::Sum),
         "min" => Some(AggKind::Min),
         "max" => Some(AggKind::Max),
+        "mean" => Some(AggKind::Mean),
         _ => None,
     }
 }

@@ -151,6 +151,22 @@ impl RuleBuilder<'_, '_> {
                 let kind = *kind;
                 let t = match (kind, target) {
                     (AggKind::Count, _) | (_, None) => Type::Number,
+                    (AggKind::Mean, Some(e)) => {
+                        match self.peek_type(e) {
+                            Some(t) if t != Type::Float => self.error(
+                                Diagnostic::error(
+                                    "E-type",
+                                    format!("`mean` over `{t}` values"),
+                                    *span,
+                                )
+                                .with_help(
+                                    "`mean` takes floats, as in Soufflé: convert with `to_float(x)`",
+                                ),
+                            ),
+                            _ => self.check_expr(e, Type::Float, *span),
+                        }
+                        Type::Float
+                    }
                     (_, Some(e)) => {
                         let t = self.peek_type(e).unwrap_or(Type::Number);
                         if t == Type::Symbol {

@@ -167,6 +167,8 @@ pub(crate) fn aggregate<const W: usize>(
 ) -> Option<u32> {
     let mut count: u32 = 0;
     let mut acc: Option<u32> = None;
+    // `mean`: the values' sum and how many (see `functions::mean`).
+    let mut values = functions::Mean::default();
     let mut bound: Vec<bool> = vec![false; env.len()];
     for &v in outer {
         bound[v] = true;
@@ -177,10 +179,14 @@ pub(crate) fn aggregate<const W: usize>(
         if let Some(t) = target
             && let Some(x) = t.eval(env, cx)
         {
-            acc = Some(match acc {
-                None => x,
-                Some(a) => fold(kind, ty, a, x),
-            });
+            if kind == AggKind::Mean {
+                values.add(f32::from_bits(x));
+            } else {
+                acc = Some(match acc {
+                    None => x,
+                    Some(a) => fold(kind, ty, a, x),
+                });
+            }
         }
         true
     });
@@ -188,6 +194,7 @@ pub(crate) fn aggregate<const W: usize>(
         AggKind::Count => Some(count),
         AggKind::Sum => Some(acc.unwrap_or(if ty == Type::Float { 0f32.to_bits() } else { 0 })),
         AggKind::Min | AggKind::Max => acc,
+        AggKind::Mean => values.value().map(f32::to_bits),
     }
 }
 
@@ -208,7 +215,7 @@ fn fold(kind: AggKind, ty: Type, a: u32, x: u32) -> u32 {
                 a
             }
         }
-        AggKind::Count => a,
+        AggKind::Count | AggKind::Mean => a,
     }
 }
 
