@@ -415,6 +415,13 @@ fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) ->
             f.write_str("!")?;
             write_atom(f, ir, rule, a)
         }
+        // Soufflé's `true` and `false` (the parser writes them as these comparisons).
+        IrLit::Cmp {
+            op: op @ (CmpOp::Eq | CmpOp::Ne),
+            lhs: IrExpr::Const(Value::Number(0)),
+            rhs: IrExpr::Const(Value::Number(0)),
+            ..
+        } => f.write_str(if *op == CmpOp::Eq { "true" } else { "false" }),
         IrLit::Cmp { op, lhs, rhs, .. } => {
             write_expr(f, rule, lhs)?;
             write!(f, " {} ", op.as_str())?;

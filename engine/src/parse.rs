@@ -28,7 +28,7 @@ const DIRECTIVES: &str =
 /// Soufflé directives outside the subset: named as unsupported rather than unknown.
 const UNSUPPORTED_DIRECTIVES: &str = "limitsize lattice once";
 /// Soufflé's storage and optimisation hints; they do not change results.
-const IGNORED_QUALIFIERS: &str = "btree brie inline no_inline magic no_magic";
+const IGNORED_QUALIFIERS: &str = "btree btree_delete brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
 const UNSUPPORTED_FUNCTORS: &str = "ord autoinc";
 /// The binary operator levels of [`Parser::binary_level`]: `lor` (0) to `* / %` (8).
@@ -256,9 +256,15 @@ impl<'s> Parser<'s> {
     }
 
     fn literal(&mut self) -> PResult<Literal> {
+        if let Some(lit) = self.boolean(None) {
+            return Ok(lit);
+        }
         match self.peek() {
             Tok::Bang => {
                 let bang = self.bump().span();
+                if let Some(lit) = self.boolean(Some(bang)) {
+                    return Ok(lit);
+                }
                 match self.peek() {
                     Tok::Ident(_) if self.qualified_len() > 1 && self.is_atom_start() => {
                         let atom = self.atom()?;
@@ -294,6 +300,36 @@ impl<'s> Parser<'s> {
             }
             _ => self.comparison(),
         }
+    }
+
+    /// Soufflé's constraints `true` and `false` (and `!true`, `!false`), as the comparisons
+    /// `0 = 0` and `0 != 0` spanning the word: a body with `false` never holds.
+    fn boolean(&mut self, bang: Option<Span>) -> Option<Literal> {
+        let Tok::Ident(word) = self.peek() else {
+            return None;
+        };
+        let holds = match word.as_str() {
+            "true" => true,
+            "false" => false,
+            _ => return None,
+        };
+        // `true(...)` is an atom of a relation of that name.
+        if *self.peek2() == Tok::LParen || self.qualified_len() > 1 {
+            return None;
+        }
+        let word_span = self.bump().span();
+        let span = bang.map_or(word_span, |b| b.to(word_span));
+        let op = if holds == bang.is_none() {
+            CmpOp::Eq
+        } else {
+            CmpOp::Ne
+        };
+        Some(Literal::Compare {
+            op,
+            lhs: Expr::Number(0, word_span),
+            rhs: Expr::Number(0, word_span),
+            span,
+        })
     }
 
     /// `( body )` is a bracketed disjunction, but `(x + 1) < y` is a comparison: try the first,

@@ -90,9 +90,11 @@ impl Includes for FileIncludes {
     }
 }
 
-/// Whether `text` has any line the preprocessor would act on (a `#` first on a line).
+/// Whether `text` has any line the preprocessor would act on (a `#` first on a line, or
+/// Soufflé's `.include` / `.once`).
 pub fn has_directives(text: &str) -> bool {
-    text.lines().any(|l| l.trim_start().starts_with('#'))
+    text.lines()
+        .any(|l| l.trim_start().starts_with('#') || souffle_include(l).is_some())
 }
 
 /// A preprocessed program: the text the parser reads, and the `#warning`s met on the way.
@@ -184,6 +186,29 @@ impl Pre<'_> {
             let keeping = conds.iter().all(|c| c.keeping);
             let line = lines[i];
             let start = offset;
+            // Soufflé's own `.include "file"` and `.once`, first on a line: read as `#include`
+            // and `#pragma once` (Soufflé's scanner reads them after the preprocessor ran).
+            if keeping
+                && !in_comment
+                && let Some(word) = souffle_include(line)
+            {
+                let span = Span::new(start, start + line.trim_end().len());
+                offset += line.len();
+                i += 1;
+                if line.ends_with('\n') {
+                    self.out.push('\n');
+                }
+                match word {
+                    Some(rest) => {
+                        let rest = strip_comments(rest);
+                        self.include(name, (".include", rest.trim()), span, &src, depth, i + 1);
+                    }
+                    None => {
+                        self.once.insert(name.to_string());
+                    }
+                }
+                continue;
+            }
             if in_comment || !line.trim_start().starts_with('#') {
                 if keeping {
                     match self.expand_line(line, in_comment) {
@@ -303,7 +328,7 @@ impl Pre<'_> {
                 "undef" => {
                     self.macros.remove(first_word(rest));
                 }
-                "include" => self.include(name, rest, span, &src, depth, next_line),
+                "include" => self.include(name, ("#include", rest), span, &src, depth, next_line),
                 "pragma" if first_word(rest) == "once" => {
                     self.once.insert(name.to_string());
                 }
@@ -335,19 +360,26 @@ impl Pre<'_> {
         }
     }
 
-    /// `#include "file"` or `<file>` in `from`, whose text goes on at line `next_line`.
+    /// `#include "file"` or `<file>` (or `.include "file"`) in `from`, whose text goes on at
+    /// line `next_line`.
     fn include(
         &mut self,
         from: &str,
-        rest: &str,
+        (directive, rest): (&str, &str),
         span: Span,
         src: &Source,
         depth: usize,
         next_line: usize,
     ) {
-        let Some((target, angled)) = include_target(rest) else {
-            let msg = format!("expected `\"file\"` or `<file>` after `#include`, found `{rest}`");
-            self.report(src, pp_error(msg, span, "write `#include \"other.dl\"`"));
+        let target = include_target(rest).filter(|(_, angled)| !angled || directive == "#include");
+        let Some((target, angled)) = target else {
+            let msg = if directive == "#include" {
+                format!("expected `\"file\"` or `<file>` after `#include`, found `{rest}`")
+            } else {
+                format!("expected `\"file\"` after `{directive}`, found `{rest}`")
+            };
+            let help = format!("write `{directive} \"other.dl\"`");
+            self.report(src, pp_error(msg, span, &help));
             return;
         };
         if depth >= MAX_INCLUDE_DEPTH || self.included >= MAX_INCLUDES {
@@ -484,3 +516,14 @@ impl Pre<'_> {
 
 #[cfg(test)]
 mod tests;
+
+/// `Some(Some(rest))` for a line `.include rest`, `Some(None)` for `.once`, else `None`.
+fn souffle_include(line: &str) -> Option<Option<&str>> {
+    let t = line.trim();
+    if let Some(rest) = t.strip_prefix(".include")
+        && (rest.starts_with([' ', '\t', '"']) || rest.is_empty())
+    {
+        return Some(Some(rest));
+    }
+    (strip_comments(t).trim() == ".once").then_some(None)
+}

@@ -54,6 +54,11 @@ impl Parser<'_> {
             "override" => prog
                 .overrides
                 .push(self.qualified("a relation name after `.override`")?),
+            "include" | "once" => {
+                let msg = format!("`.{name}` is read only in program files");
+                let help = "`tollgate rules eval`, `check` and `explain` read `.include` and `.once` in the files they are given; a rule pack or an envelope is one text, so put what it needs in it";
+                return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
+            }
             "plan" => {
                 let msg = "`.plan` must follow the rule it orders";
                 let help =
@@ -169,7 +174,7 @@ impl Parser<'_> {
             }
             if !listed(IGNORED_QUALIFIERS, q) {
                 let msg = format!("unknown relation qualifier `{q}`");
-                let help = "the qualifiers are `eqrel` and `overridable`; `btree`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
+                let help = "the qualifiers are `eqrel` and `overridable`; `btree`, `btree_delete`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
                 return err(Diagnostic::error("E-parse", msg, span).with_help(help));
             }
             self.bump();

@@ -257,6 +257,20 @@ fn atoms_comparisons_and_tests() {
 }
 
 #[test]
+fn true_and_false_are_constraints_unless_called() {
+    let text = "r(x) :- a(x), true, false, !true, !false, true(x).";
+    assert_eq!(
+        body(text),
+        "a(x), (= 0 0), (!= 0 0), (!= 0 0), (= 0 0), true(x)"
+    );
+    let p = parse(text);
+    assert_eq!(slice(text, p.clauses[0].body[0][3].span()), "!true");
+    // In Soufflé a `.plan` follows the rule it orders; it is read and dropped.
+    let p = parse("r(x) :- a(x), b(x).\n.plan 0:(2,1), 1:()\ns(1).");
+    assert_eq!(p.clauses.len(), 2);
+}
+
+#[test]
 fn glob_is_an_atom_when_a_relation_is_declared_glob() {
     let text = "r(x) :- glob(\"*\", x), !glob(x, \"y\").\n.decl glob(p: symbol, s: symbol)\n";
     assert_eq!(body(text), "glob(\"*\", x), !glob(x, \"y\")");
@@ -410,7 +424,7 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      "an `eqrel` relation has two attributes; this one has 3", (1, 43), (1, 48),
      "an equivalence relation pairs two values of one type, as in `.decl same(a: T, b: T) eqrel`"),
     (".decl r(x: number) fast\n", "E-parse", "unknown relation qualifier `fast`", (1, 20), (1, 24),
-     "the qualifiers are `eqrel` and `overridable`; `btree`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored"),
+     "the qualifiers are `eqrel` and `overridable`; `btree`, `btree_delete`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored"),
     (".decl r(x number)\n", "E-parse", "expected `:` after attribute `x`, found `number`", (1, 11), (1, 17),
      "give every attribute a type, as in `x: number`"),
     (".type T\n", "E-parse", "expected `<:` or `=` after type `T`, found end of file", (2, 1), (2, 1),

@@ -100,6 +100,40 @@ fn included_text_keeps_the_file_and_line_it_came_from() {
     assert!(src.is_joined());
 }
 
+/// Soufflé's own `.include "file"` and `.once` (its scanner's, read after the preprocessor)
+/// work as `#include` and `#pragma once`, with the same spans; `<file>` is `#include`'s alone.
+#[test]
+fn souffle_include_and_once_read_as_the_preprocessor_lines() {
+    let files = Files(HashMap::from([
+        ("lib/a.dl", ".once\n.decl a(x: number)\na(1).\n"),
+        ("lib/b.dl", "b(2).\n"),
+    ]));
+    let text = "first.\n.include \"lib/a.dl\"\n  .include \"lib/a.dl\" // again\n.include \"lib/b.dl\"\nlast.\n";
+    let src = preprocess(&Source::new("main.dl", text), &files)
+        .unwrap()
+        .source;
+    let at = |needle: &str| {
+        let offset = u32::try_from(src.text.find(needle).unwrap()).unwrap();
+        (src.name_at(offset).to_string(), src.line_col(offset))
+    };
+    assert_eq!(at(".decl a"), ("lib/a.dl".into(), (2, 1)));
+    assert_eq!(at("b(2)"), ("lib/b.dl".into(), (1, 1)));
+    assert_eq!(at("last."), ("main.dl".into(), (5, 1)));
+    assert_eq!(src.text.matches(".decl a").count(), 1, "`.once`");
+    assert!(!src.text.contains(".include"));
+    let (msg, file, at) = first_error(".include <lib/b.dl>\n", &files);
+    assert_eq!(
+        msg,
+        "expected `\"file\"` after `.include`, found `<lib/b.dl>`"
+    );
+    assert_eq!((file.as_str(), at), ("main.dl", (1, 1)));
+    // Only the words themselves: `.includes` and `.onces` are left for the parser to refuse.
+    assert_eq!(
+        run(".includes \"x\"\n.onces\n"),
+        ".includes \"x\"\n.onces\n"
+    );
+}
+
 #[test]
 fn mistakes_are_named_in_the_file_and_line_they_are_in() {
     let files = Files(HashMap::from([
