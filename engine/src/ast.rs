@@ -281,6 +281,19 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// The operator that holds exactly when this one does not (`<` and `>=`, `=` and `!=`):
+    /// how Soufflé negates a constraint under `!`.
+    pub fn negated(self) -> CmpOp {
+        match self {
+            CmpOp::Eq => CmpOp::Ne,
+            CmpOp::Ne => CmpOp::Eq,
+            CmpOp::Lt => CmpOp::Ge,
+            CmpOp::Le => CmpOp::Gt,
+            CmpOp::Gt => CmpOp::Le,
+            CmpOp::Ge => CmpOp::Lt,
+        }
+    }
+
     /// The operator as written.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -279,6 +279,18 @@ impl<'s> Parser<'s> {
                         let span = bang.to(atom.span);
                         Ok(Literal::Negated(atom, span))
                     }
+                    // `!(body)`, `!!term` and `!x < y`: Soufflé negates any term, pushing the
+                    // `!` onto its atoms and constraints.
+                    Tok::LParen | Tok::Bang => {
+                        self.deeper(1)?;
+                        let inner = self.literal()?;
+                        self.depth -= 1;
+                        Ok(negate(inner, bang))
+                    }
+                    Tok::Ident(_) | Tok::Int(_) | Tok::Str(_) | Tok::Minus => {
+                        let inner = self.comparison()?;
+                        Ok(negate(inner, bang))
+                    }
                     _ => Err(self.expected(
                         "a relation name after `!`",
                         "negate an atom, as in `!edge(x, y)`",
@@ -847,6 +859,77 @@ fn functor(name: &str) -> Option<Functor> {
             .into_iter()
             .find(|c| c.as_str() == other)
             .map(Functor::Convert),
+    }
+}
+
+/// `!lit`, as Soufflé reads it: an atom negated (or a negated one made positive), a
+/// constraint with the opposite operator, a test flipped, and a bracketed body by De Morgan:
+/// `!(a, b)` is `(!a ; !b)` and `!(a ; b)` is `!a, !b`. The result spans from the `!`.
+fn negate(lit: Literal, bang: Span) -> Literal {
+    match lit {
+        Literal::Atom(a) => {
+            let span = bang.to(a.span);
+            Literal::Negated(a, span)
+        }
+        Literal::Negated(a, _) => Literal::Atom(a),
+        Literal::Compare { op, lhs, rhs, span } => Literal::Compare {
+            op: op.negated(),
+            lhs,
+            rhs,
+            span: bang.to(span),
+        },
+        Literal::Test {
+            func,
+            args,
+            negated,
+            span,
+        } => Literal::Test {
+            func,
+            args,
+            negated: !negated,
+            span: bang.to(span),
+        },
+        Literal::Disjunction(alts, span) => {
+            let span = bang.to(span);
+            // Each alternative fails: for each, one of its literals fails.
+            let mut all_fail: Vec<Literal> = alts
+                .into_iter()
+                .map(|conj| {
+                    let mut negs: Vec<Literal> =
+                        conj.into_iter().map(|l| negate(l, bang)).collect();
+                    if negs.len() == 1 {
+                        negs.remove(0)
+                    } else {
+                        Literal::Disjunction(negs.into_iter().map(|l| vec![l]).collect(), span)
+                    }
+                })
+                .collect();
+            if all_fail.len() == 1
+                && let Some(one) = all_fail.pop()
+            {
+                // The one literal spans the whole `!( .. )`.
+                return match one {
+                    Literal::Negated(a, _) => Literal::Negated(a, span),
+                    Literal::Compare { op, lhs, rhs, .. } => {
+                        Literal::Compare { op, lhs, rhs, span }
+                    }
+                    Literal::Test {
+                        func,
+                        args,
+                        negated,
+                        ..
+                    } => Literal::Test {
+                        func,
+                        args,
+                        negated,
+                        span,
+                    },
+                    Literal::Disjunction(alts, _) => Literal::Disjunction(alts, span),
+                    atom @ Literal::Atom(_) => atom,
+                };
+            }
+            Literal::Disjunction(vec![all_fail], span)
+        }
     }
 }
 

@@ -271,6 +271,31 @@ fn true_and_false_are_constraints_unless_called() {
 }
 
 #[test]
+fn a_negated_term_pushes_its_bang_inward_as_soufflé_does() {
+    let cases = [
+        ("r(x) :- a(x), !(x < 2).", "a(x), (>= x 2)"),
+        ("r(x) :- a(x), !x = 2.", "a(x), (!= x 2)"),
+        ("r(x) :- a(x), !!b(x).", "a(x), b(x)"),
+        ("r(x) :- a(x), !(b(x) ; x >= 3).", "a(x), [!b(x), (< x 3)]"),
+        ("r(x) :- a(x), !(b(x), x > 3).", "a(x), [!b(x) | (<= x 3)]"),
+        (
+            "r(x) :- a(x), !(!match(\"a\", s)).",
+            "a(x), ?match(\"a\", s)",
+        ),
+        (
+            "r(x) :- a(x), !(b(x), !(c(x) ; x = 1)).",
+            "a(x), [!b(x) | [c(x) | (= x 1)]]",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(body(text), want, "{text}");
+    }
+    let text = "r(x) :- a(x), !(x < 2).";
+    let p = parse(text);
+    assert_eq!(slice(text, p.clauses[0].body[0][1].span()), "!(x < 2)");
+}
+
+#[test]
 fn glob_is_an_atom_when_a_relation_is_declared_glob() {
     let text = "r(x) :- glob(\"*\", x), !glob(x, \"y\").\n.decl glob(p: symbol, s: symbol)\n";
     assert_eq!(body(text), "glob(\"*\", x), !glob(x, \"y\")");
@@ -456,7 +481,9 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      "a variable alone is not a condition; write a relation with no columns as `b()`"),
     ("r(x) :- x + 1.", "E-parse", "expected a comparison operator, found `.`", (1, 14), (1, 15),
      "compare with `=`, `!=`, `<`, `<=`, `>` or `>=`"),
-    ("r(x) :- !x.", "E-parse", "expected a relation name after `!`, found `x`", (1, 10), (1, 11),
+    ("r(x) :- !x.", "E-parse", "expected a literal, found `x`", (1, 10), (1, 11),
+     "a variable alone is not a condition; write a relation with no columns as `x()`"),
+    ("r(x) :- !.", "E-parse", "expected a relation name after `!`, found `.`", (1, 10), (1, 11),
      "negate an atom, as in `!edge(x, y)`"),
     ("!r(x) :- a(x).", "E-parse", "expected a directive, a fact or a rule, found `!`", (1, 1), (1, 2),
      "start each item with a directive such as `.decl`, or with a relation name"),
