@@ -31,6 +31,14 @@ const UNSUPPORTED_DIRECTIVES: &str = "limitsize lattice once";
 const IGNORED_QUALIFIERS: &str = "btree btree_delete brie inline no_inline magic no_magic";
 /// Soufflé functors outside the subset.
 const UNSUPPORTED_FUNCTORS: &str = "ord autoinc";
+/// Why each of [`UNSUPPORTED_FUNCTORS`] is left out.
+fn unsupported_functor_help(name: &str) -> &'static str {
+    if name == "autoinc" {
+        "`autoinc()` numbers tuples in the order Soufflé derives them, which is not the order Tollgate does: the same program would give other numbers"
+    } else {
+        "`ord(x)` is a value's place in Soufflé's symbol table, which Tollgate does not share"
+    }
+}
 /// The binary operator levels of [`Parser::binary_level`]: `lor` (0) to `* / %` (8).
 const BINARY_LEVELS: usize = 9;
 /// How deep an expression or a bracketed body may nest (see `Parser::depth`).
@@ -40,8 +48,8 @@ fn listed(list: &str, name: &str) -> bool {
     list.split(' ').any(|item| item == name)
 }
 
-const FUNCTOR_HELP: &str =
-    "the functors are `cat`, `strlen`, `substr`, `to_number` and `to_string`";
+const FUNCTOR_HELP: &str = "the functors are `cat`, `strlen`, `substr`, `to_number`, `to_string`, `to_float`, \
+     `to_unsigned`, `max`, `min`, `range` and `as`";
 const ID_HELP: &str = "put `// @id NAME` on the line directly before a rule";
 const DOT_HELP: &str = "end every fact and rule with `.`";
 
@@ -141,6 +149,11 @@ impl<'s> Parser<'s> {
         let mut heads = vec![self.head()?];
         while self.eat(&Tok::Comma) {
             heads.push(self.head()?);
+        }
+        if *self.peek() == Tok::Le {
+            let msg = "subsumption (`r(..) <= r(..) :- body`) is not supported";
+            let help = "it removes tuples while the rules run, which Tollgate's evaluation does not do; keep the best tuple with an aggregate, as in `best(k, v) :- r(k, _), v = min w : { r(k, w) }`";
+            return err(Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help));
         }
         let is_rule = self.eat(&Tok::If);
         let body = if is_rule {
@@ -712,7 +725,7 @@ impl<'s> Parser<'s> {
                 (
                     "E-unsupported",
                     format!("functor `{name}` is not supported"),
-                    FUNCTOR_HELP.into(),
+                    unsupported_functor_help(name).into(),
                 )
             } else {
                 let msg = format!("`{name}` is not a functor: relations cannot be used as terms");

@@ -172,6 +172,11 @@ impl Parser<'_> {
                 self.bump();
                 continue;
             }
+            if q == "choice" && *self.peek2() == Tok::Minus {
+                let msg = "`choice-domain` is not supported";
+                let help = "keep one tuple per key with an aggregate instead, as in `r(k, v) :- s(k, _), v = min w : { s(k, w) }`";
+                return err(Diagnostic::error("E-unsupported", msg, span).with_help(help));
+            }
             if !listed(IGNORED_QUALIFIERS, q) {
                 let msg = format!("unknown relation qualifier `{q}`");
                 let help = "the qualifiers are `eqrel` and `overridable`; `btree`, `btree_delete`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
@@ -210,8 +215,10 @@ impl Parser<'_> {
                     );
                 }
                 bases.push(self.ident("a type name after `=`")?);
+                self.no_adt_branch()?;
                 while self.eat(&Tok::Pipe) {
                     bases.push(self.ident("a type name after `|`")?);
+                    self.no_adt_branch()?;
                 }
             }
             _ => {
@@ -224,6 +231,16 @@ impl Parser<'_> {
             bases,
             span: Span::new(start, self.prev_end()),
         })
+    }
+
+    /// After a name in `.type T = A | B`: `{` would make it a branch of an algebraic data type.
+    fn no_adt_branch(&mut self) -> PResult<()> {
+        if *self.peek() != Tok::LBrace {
+            return Ok(());
+        }
+        let msg = "algebraic data types (`.type T = A { .. } | B { .. }`) are not supported";
+        let help = "give each branch a relation of its own, or its fields as separate attributes";
+        err(Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help))
     }
 
     /// `.input a, b(key=value, ...)`: the parameters apply to every relation named.
