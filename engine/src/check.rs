@@ -647,16 +647,8 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                 (Functor::Max(_) | Functor::Min(_), [first, rest @ ..])
                     if rest.iter().all(|v| v.ty() == first.ty()) =>
                 {
-                    let max = matches!(func, Functor::Max(_));
-                    rest.iter()
-                        .fold(first, |best, x| {
-                            let ord = x.total_cmp(best);
-                            if (max && ord.is_gt()) || (!max && ord.is_lt()) {
-                                x
-                            } else {
-                                best
-                            }
-                        })
+                    Value::extreme(vals.as_slice(), matches!(func, Functor::Max(_)))
+                        .ok_or("no values")?
                         .clone()
                 }
                 (Functor::Strlen, [Value::Symbol(s)]) => Value::Number(s.chars().count() as i32),

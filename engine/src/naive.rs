@@ -404,24 +404,9 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
                 // A symbol stays itself (the checker allows `as` between symbols only).
                 (Functor::As(_), [v @ Value::Symbol(_)]) => v.clone(),
                 (Functor::As(t), [v]) => unslot(slot(v), *t),
-                (Functor::Max(_), [first, rest @ ..]) => rest
-                    .iter()
-                    .fold(
-                        first,
-                        |best, x| {
-                            if x.total_cmp(best).is_gt() { x } else { best }
-                        },
-                    )
-                    .clone(),
-                (Functor::Min(_), [first, rest @ ..]) => rest
-                    .iter()
-                    .fold(
-                        first,
-                        |best, x| {
-                            if x.total_cmp(best).is_lt() { x } else { best }
-                        },
-                    )
-                    .clone(),
+                (Functor::Max(_) | Functor::Min(_), vs) => {
+                    Value::extreme(vs, matches!(f, Functor::Max(_)))?.clone()
+                }
                 (Functor::Convert(c), [v]) if v.ty() == c.source() => {
                     unslot(functions::convert(*c, slot(v))?, c.target())
                 }

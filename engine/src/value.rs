@@ -87,6 +87,23 @@ impl Value {
         }
     }
 
+    /// The greatest (`max`) or least of `values` by [`Value::total_cmp`], the first of equals;
+    /// none for none.
+    pub(crate) fn extreme(values: &[Value], max: bool) -> Option<&Value> {
+        let wins = if max {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        };
+        let (first, rest) = values.split_first()?;
+        Some(rest.iter().fold(
+            first,
+            |best, x| {
+                if x.total_cmp(best) == wins { x } else { best }
+            },
+        ))
+    }
+
     /// Total order used for output rows: numbers numerically, symbols by bytes.
     /// Values of different types (never in one column) order by type.
     pub fn total_cmp(&self, other: &Value) -> Ordering {

@@ -3,27 +3,11 @@
 //! arguments and the value, alike in every evaluator and in checked proofs; told from the
 //! aggregates of the same names by the comma; `.plan` after a rule is read and changes nothing.
 
-use proptest::prelude::*;
-use tollgate_engine::proof_check::check_proof;
-use tollgate_engine::{Fact, FactSet, Limits, Program, Source, Value, naive};
+mod common;
 
-fn rows(program: &Program, facts: &FactSet, rel: &str) -> Vec<Vec<Value>> {
-    let model = program.materialise(facts, &Limits::default()).unwrap();
-    let staged = model.relation(rel).unwrap();
-    let evaluated = program
-        .evaluate(facts, &Limits::default())
-        .unwrap()
-        .relation(rel)
-        .unwrap();
-    let oracle = naive::evaluate(program.ir(), facts).rows(program.ir())[rel].clone();
-    assert_eq!(staged, evaluated);
-    assert_eq!(staged, oracle);
-    for row in &staged {
-        let proof = model.prove(&Fact::new(rel, row.clone())).unwrap();
-        check_proof(program, facts, &proof).unwrap();
-    }
-    staged
-}
+use common::agreeing_rows as rows;
+use proptest::prelude::*;
+use tollgate_engine::{FactSet, Program, Source, Value};
 
 #[test]
 fn max_and_min_agree_in_every_evaluator_for_each_type() {

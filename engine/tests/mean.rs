@@ -2,27 +2,11 @@
 //! The `mean` aggregate: floats only (as in Soufflé), no tuple over an empty set, alike in
 //! every evaluator and in checked proofs, and independent of the order the values come in.
 
-use proptest::prelude::*;
-use tollgate_engine::proof_check::check_proof;
-use tollgate_engine::{Fact, FactSet, Limits, Program, Source, Value, naive};
+mod common;
 
-fn rows(program: &Program, facts: &FactSet, rel: &str) -> Vec<Vec<Value>> {
-    let model = program.materialise(facts, &Limits::default()).unwrap();
-    let staged = model.relation(rel).unwrap();
-    let evaluated = program
-        .evaluate(facts, &Limits::default())
-        .unwrap()
-        .relation(rel)
-        .unwrap();
-    let oracle = naive::evaluate(program.ir(), facts).rows(program.ir())[rel].clone();
-    assert_eq!(staged, evaluated);
-    assert_eq!(staged, oracle);
-    for row in &staged {
-        let proof = model.prove(&Fact::new(rel, row.clone())).unwrap();
-        check_proof(program, facts, &proof).unwrap();
-    }
-    staged
-}
+use common::agreeing_rows as rows;
+use proptest::prelude::*;
+use tollgate_engine::{FactSet, Program, Source, Value};
 
 const PROGRAM: &str = r#"
 .decl reading(sensor: symbol, value: float)
