@@ -267,8 +267,9 @@ pub fn holds(
             target,
             ty,
             body,
+            outer,
             ..
-        } => match aggregate(rule, *kind, target.as_ref(), *ty, body, env, db, p) {
+        } => match aggregate(rule, (*kind, target.as_ref(), *ty), body, outer, env, db, p) {
             Some(v) => match &env[*var] {
                 Some(b) => *b == v,
                 None => {
@@ -285,18 +286,18 @@ pub fn holds(
 #[allow(clippy::too_many_arguments)]
 pub fn aggregate(
     rule: &IrRule,
-    kind: AggKind,
-    target: Option<&IrExpr>,
-    ty: Type,
+    (kind, target, ty): (AggKind, Option<&IrExpr>, Type),
     body: &[IrLit],
+    outer: &[crate::ir::VarId],
     env: &[Option<Value>],
     db: &NaiveDb,
     p: &mut PatternCache,
 ) -> Option<Value> {
     let mut inner = env.to_vec();
-    // Local variables start unbound even if a previous binding left a value.
+    // Local variables start unbound even if a previous binding left a value; those of an
+    // aggregate around this one that it reads (`outer`) keep theirs.
     for (i, v) in rule.vars.iter().enumerate() {
-        if v.local {
+        if v.local && !outer.contains(&i) {
             inner[i] = None;
         }
     }

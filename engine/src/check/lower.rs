@@ -219,19 +219,15 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 body,
                 span,
             } => {
-                if self.inner.is_some() {
-                    self.error(
-                        Diagnostic::error(
-                            "E-unsupported",
-                            "an aggregate inside an aggregate",
-                            *span,
-                        )
-                        .with_help("compute the inner aggregate in a separate rule"),
-                    );
-                    return IrExpr::Const(Value::Number(0));
-                }
-                let n = self.pending.len();
-                let var = self.fresh(format!("${}{n}", kind.as_str()), false, *span);
+                // Inside an aggregate's body, the result is that aggregate's own variable
+                // (named apart: the pending list starts again at each level).
+                let local = self.inner.is_some();
+                let name = if local {
+                    format!("${}_inner{}", kind.as_str(), self.vars.len())
+                } else {
+                    format!("${}{}", kind.as_str(), self.pending.len())
+                };
+                let var = self.fresh(name, local, *span);
                 self.pending.push(PendingAgg {
                     var,
                     kind: *kind,
@@ -353,6 +349,95 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         }
     }
 
+    /// Lowers an aggregate whose enclosing scope (the rule, or an aggregate around it) sees
+    /// the names `visible`, of which `grounded` are bound there. Soufflé: variables of the
+    /// aggregated expression are always local to the aggregate; other body variables bound
+    /// outside it are shared with the scope around it. Aggregates inside its body are lowered
+    /// the same way, seeing its names too.
+    fn aggregate(
+        &mut self,
+        p: PendingAgg,
+        visible: &HashMap<String, VarId>,
+        grounded: &BTreeSet<VarId>,
+    ) -> IrLit {
+        let mut target_names = Vec::new();
+        if let Some(t) = &p.target {
+            expr_var_names(t, &mut target_names);
+        }
+        let outer: HashMap<String, VarId> = visible
+            .iter()
+            .filter(|(n, v)| grounded.contains(v) && **v != p.var && !target_names.contains(n))
+            .map(|(n, v)| (n.clone(), *v))
+            .collect();
+        let around = self.inner.replace((outer.clone(), HashMap::new()));
+        let pending_around = std::mem::take(&mut self.pending);
+        let mut body = Vec::new();
+        for l in &p.body {
+            self.literal(l, &mut body);
+        }
+        let target = p.target.as_ref().map(|t| self.expr(t));
+        let nested = std::mem::replace(&mut self.pending, pending_around);
+        let locals = match std::mem::replace(&mut self.inner, around) {
+            Some((_, locals)) => locals,
+            None => HashMap::new(),
+        };
+        let mut inner_ground: BTreeSet<VarId> = outer.values().copied().collect();
+        for l in &body {
+            if let IrLit::Pos(a) = l {
+                inner_ground.extend(IrLit::Pos(a.clone()).outputs());
+            }
+        }
+        let results: BTreeSet<VarId> = nested.iter().map(|n| n.var).collect();
+        bind_equalities(&mut body, &mut inner_ground, &results);
+        if !nested.is_empty() {
+            let mut visible_inside = outer.clone();
+            visible_inside.extend(locals);
+            for n in nested {
+                let var = n.var;
+                let lit = self.aggregate(n, &visible_inside, &inner_ground);
+                body.push(lit);
+                inner_ground.insert(var);
+            }
+            bind_equalities(&mut body, &mut inner_ground, &BTreeSet::new());
+        }
+        // What the aggregate reads from the scope around it.
+        let from_outside: BTreeSet<VarId> = outer.values().copied().collect();
+        let mut used = Vec::new();
+        for l in &body {
+            used.extend(l.inputs());
+            used.extend(l.outputs());
+        }
+        if let Some(t) = &target {
+            t.vars(&mut used);
+        }
+        let mut outer_used: Vec<VarId> = used
+            .into_iter()
+            .filter(|v| from_outside.contains(v))
+            .collect();
+        outer_used.sort_unstable();
+        outer_used.dedup();
+        for l in &body {
+            if !matches!(l, IrLit::Agg { .. }) {
+                self.require_bound(&l.inputs(), &inner_ground, l.span());
+            }
+        }
+        if let Some(t) = &target {
+            let mut tv = Vec::new();
+            t.vars(&mut tv);
+            self.require_bound(&tv, &inner_ground, p.span);
+        }
+        let body = order_body(body, &from_outside);
+        IrLit::Agg {
+            var: p.var,
+            kind: p.kind,
+            target,
+            ty: Type::Number,
+            body,
+            outer: outer_used,
+            span: p.span,
+        }
+    }
+
     pub(super) fn lower(&mut self, head: &ast::Atom, conj: &[Literal]) -> Option<LoweredRule> {
         let errors_before = self.cx.diags.len();
         let mut lits = Vec::new();
@@ -390,64 +475,12 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         bind_equalities(&mut lits, &mut grounded, &results);
         // Aggregates: correlated names are those grounded outside.
         let pending = std::mem::take(&mut self.pending);
+        let visible = self.names.clone();
         for p in pending {
-            // Soufflé: variables of the aggregated expression are always local to the
-            // aggregate; other body variables bound outside it are shared with the rule.
-            let mut target_names = Vec::new();
-            if let Some(t) = &p.target {
-                expr_var_names(t, &mut target_names);
-            }
-            let outer: HashMap<String, VarId> = self
-                .names
-                .iter()
-                .filter(|(n, v)| grounded.contains(v) && **v != p.var && !target_names.contains(n))
-                .map(|(n, v)| (n.clone(), *v))
-                .collect();
-            self.inner = Some((outer.clone(), HashMap::new()));
-            let mut body = Vec::new();
-            for l in &p.body {
-                self.literal(l, &mut body);
-            }
-            let target = p.target.as_ref().map(|t| self.expr(t));
-            self.inner = None;
-            let mut inner_ground: BTreeSet<VarId> = outer.values().copied().collect();
-            for l in &body {
-                if let IrLit::Pos(a) = l {
-                    inner_ground.extend(IrLit::Pos(a.clone()).outputs());
-                }
-            }
-            bind_equalities(&mut body, &mut inner_ground, &BTreeSet::new());
-            let mut used = Vec::new();
-            for l in &body {
-                used.extend(l.inputs());
-                used.extend(l.outputs());
-            }
-            if let Some(t) = &target {
-                t.vars(&mut used);
-            }
-            let mut outer_used: Vec<VarId> =
-                used.into_iter().filter(|v| !self.vars[*v].local).collect();
-            outer_used.sort_unstable();
-            outer_used.dedup();
-            for l in &body {
-                self.require_bound(&l.inputs(), &inner_ground, l.span());
-            }
-            if let Some(t) = &target {
-                let mut tv = Vec::new();
-                t.vars(&mut tv);
-                self.require_bound(&tv, &inner_ground, p.span);
-            }
-            let body = order_body(body, &outer.values().copied().collect());
-            lits.push(IrLit::Agg {
-                var: p.var,
-                kind: p.kind,
-                target,
-                ty: Type::Number,
-                body,
-                outer: outer_used,
-                span: p.span,
-            });
-            grounded.insert(p.var);
+            let var = p.var;
+            let lit = self.aggregate(p, &visible, &grounded);
+            lits.push(lit);
+            grounded.insert(var);
         }
         bind_equalities(&mut lits, &mut grounded, &BTreeSet::new());
         // Range restriction.
