@@ -2,6 +2,7 @@
 //! span and help.
 
 use super::*;
+use crate::ast::UnaryOp;
 
 fn src(text: &str) -> Source {
     Source::new("t.dl", text)
