@@ -349,6 +349,24 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         }
     }
 
+    /// Lowers `pending` aggregates of one scope into `lits`, each result grounded for those
+    /// after it and for the equalities that read it.
+    fn aggregates(
+        &mut self,
+        pending: Vec<PendingAgg>,
+        visible: &HashMap<String, VarId>,
+        lits: &mut Vec<IrLit>,
+        grounded: &mut BTreeSet<VarId>,
+    ) {
+        for p in pending {
+            let var = p.var;
+            let lit = self.aggregate(p, visible, grounded);
+            lits.push(lit);
+            grounded.insert(var);
+        }
+        bind_equalities(lits, grounded, &BTreeSet::new());
+    }
+
     /// Lowers an aggregate whose enclosing scope (the rule, or an aggregate around it) sees
     /// the names `visible`, of which `grounded` are bound there. Soufflé: variables of the
     /// aggregated expression are always local to the aggregate; other body variables bound
@@ -392,13 +410,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         if !nested.is_empty() {
             let mut visible_inside = outer.clone();
             visible_inside.extend(locals);
-            for n in nested {
-                let var = n.var;
-                let lit = self.aggregate(n, &visible_inside, &inner_ground);
-                body.push(lit);
-                inner_ground.insert(var);
-            }
-            bind_equalities(&mut body, &mut inner_ground, &BTreeSet::new());
+            self.aggregates(nested, &visible_inside, &mut body, &mut inner_ground);
         }
         // What the aggregate reads from the scope around it.
         let from_outside: BTreeSet<VarId> = outer.values().copied().collect();
@@ -476,13 +488,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         // Aggregates: correlated names are those grounded outside.
         let pending = std::mem::take(&mut self.pending);
         let visible = self.names.clone();
-        for p in pending {
-            let var = p.var;
-            let lit = self.aggregate(p, &visible, &grounded);
-            lits.push(lit);
-            grounded.insert(var);
-        }
-        bind_equalities(&mut lits, &mut grounded, &BTreeSet::new());
+        self.aggregates(pending, &visible, &mut lits, &mut grounded);
         // Range restriction.
         for l in &lits {
             if !matches!(l, IrLit::Agg { .. }) {
