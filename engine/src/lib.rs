@@ -39,6 +39,7 @@ mod model;
 pub mod naive;
 pub mod parse;
 mod plan;
+mod prepared;
 pub mod preprocess;
 mod proof;
 pub mod proof_check;
@@ -49,7 +50,7 @@ pub mod value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use diag::{Diagnostic, Source};
 pub use explain::{Proof, ProofStep, WhyNot};
@@ -60,9 +61,19 @@ pub use model::QueryStats;
 use model::{ModelData, QueryState};
 
 /// A checked, stratified program, cheap to clone and share.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Program {
     ir: Arc<ir::Ir>,
+    /// Its rules compiled and planned, on first materialisation (shared by clones).
+    prepared: Arc<OnceLock<prepared::Prepared>>,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program")
+            .field("ir", &self.ir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Program {
@@ -81,7 +92,16 @@ impl Program {
     ) -> Result<Program, Vec<Diagnostic>> {
         let ast = parse::parse_program(source)?;
         let ir = check::check_with(&ast, source, functors)?;
-        Ok(Program { ir: Arc::new(ir) })
+        Ok(Program {
+            ir: Arc::new(ir),
+            prepared: Arc::default(),
+        })
+    }
+
+    /// What materialising needs of the program alone, prepared once.
+    pub(crate) fn prepared(&self) -> &prepared::Prepared {
+        self.prepared
+            .get_or_init(|| prepared::Prepared::new(&self.ir))
     }
 
     /// The checked program.
@@ -188,9 +208,20 @@ impl Fact {
 }
 
 impl std::fmt::Display for Fact {
+    /// `relation(literal, ...)`, written into one buffer (a retrieval's input hash writes
+    /// every memory fact so).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let args: Vec<String> = self.values.iter().map(Value::to_literal).collect();
-        write!(f, "{}({})", self.relation, args.join(", "))
+        let mut out = String::with_capacity(self.relation.len() + 2 + 12 * self.values.len());
+        out.push_str(&self.relation);
+        out.push('(');
+        for (i, v) in self.values.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            v.write_literal(&mut out);
+        }
+        out.push(')');
+        f.write_str(&out)
     }
 }
 
@@ -416,7 +447,7 @@ impl Model {
         limits: &Limits,
         ranks: bool,
     ) -> Result<Model, EvalError> {
-        let w = plan::row_width(program.ir());
+        let w = program.prepared().width;
         let inner = if w <= 2 {
             ModelInner::W2(ModelData::materialise(program, facts, limits, ranks)?)
         } else if w <= 4 {

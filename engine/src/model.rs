@@ -17,6 +17,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use crate::eval::{self, Db, Part, Row, StratumJob};
 use crate::ir::{Ir, RelId, RuleTexts};
 use crate::plan::{self, CLit, CRule, EvalCx, RulePlan, Which};
+use crate::prepared::ProofNames;
 use crate::value::{Interner, Value, decode, encode};
 use crate::{EvalError, Fact, FactSet, Limits, Outputs, Program};
 
@@ -29,7 +30,7 @@ pub(crate) type InputPart<const W: usize> = Vec<(Row<W>, u32)>;
 /// The width-specific body of a model.
 pub(crate) struct ModelData<const W: usize> {
     pub program: Program,
-    pub rules: Vec<CRule>,
+    pub rules: Arc<[CRule]>,
     pub symbols: Arc<Interner>,
     pub parts: Vec<Part<W>>,
     pub inputs: Vec<InputPart<W>>,
@@ -43,52 +44,16 @@ pub(crate) struct ModelData<const W: usize> {
     pub patterns: crate::functions::PatternCache,
     /// Per relation, its rules ordered by id (then head and alternative): the order in which
     /// proofs try them, independent of the order rules are written in.
-    pub rules_by_id: Vec<Vec<usize>>,
+    pub rules_by_id: Arc<[Vec<usize>]>,
     /// Per rule, its position in its head relation's `rules_by_id`.
-    pub rule_rank: Vec<u32>,
+    pub rule_rank: Arc<[u32]>,
     /// Per rule, its number of variables.
-    pub rule_vars: Vec<usize>,
+    pub rule_vars: Arc<[usize]>,
     /// The names proofs are written with, shared rather than copied into every proof.
-    pub names: ProofNames,
+    pub names: Arc<ProofNames>,
     /// The rules, literal texts and shown variables why-nots are written with, prepared by
     /// the first why-not (most models are never asked one).
     pub rule_texts: OnceLock<RuleTexts>,
-}
-
-/// Relation names, rule ids and variable names as shared strings: a proof node refers to
-/// them instead of copying them.
-pub(crate) struct ProofNames {
-    /// Per relation, its name.
-    pub relations: Vec<Arc<str>>,
-    /// Per rule, its id.
-    pub rules: Vec<Arc<str>>,
-    /// Per rule, the variables a proof binds (those outside aggregates): slot and name.
-    pub bindings: Vec<Vec<(usize, Arc<str>)>>,
-}
-
-impl ProofNames {
-    fn new(ir: &Ir) -> Self {
-        ProofNames {
-            relations: ir
-                .relations
-                .iter()
-                .map(|r| Arc::from(r.name.as_str()))
-                .collect(),
-            rules: ir.rules.iter().map(|r| Arc::from(r.id.as_str())).collect(),
-            bindings: ir
-                .rules
-                .iter()
-                .map(|r| {
-                    r.vars
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, v)| !v.local)
-                        .map(|(i, v)| (i, Arc::from(v.name.as_str())))
-                        .collect()
-                })
-                .collect(),
-        }
-    }
 }
 
 /// How a query with request facts in a given set of relations is evaluated.
@@ -246,8 +211,9 @@ impl<const W: usize> ModelData<W> {
         with_ranks: bool,
     ) -> Result<Self, EvalError> {
         let ir = program.ir();
-        let mut symbols = Interner::default();
-        let rules = plan::compile_rules(ir, &mut symbols);
+        let prepared = program.prepared();
+        let mut symbols = prepared.symbols.clone();
+        let rules = &prepared.rules;
         let mut origins = Vec::new();
         let mut origin_ids = HashMap::default();
         let mut all = FactSet::new();
@@ -274,22 +240,14 @@ impl<const W: usize> ModelData<W> {
         let mut facts_so_far = 0usize;
         let no_subtract = vec![false; n];
         let scans = std::cell::Cell::new(0);
-        for stratum in &ir.strata {
-            let live = |r: RelId| stratum.contains(&r);
-            let mut plans = Vec::new();
-            for (ri, rule) in rules.iter().enumerate() {
-                if stratum.contains(&rule.head_rel) {
-                    let which = vec![Which::Local; rule.lits.len()];
-                    plans.push(plan::plan_rule(ri, rule, &which, &live));
-                }
-            }
+        for (stratum, plans) in ir.strata.iter().zip(&prepared.strata) {
             let seeds: Vec<(RelId, Vec<Row<W>>)> = stratum
                 .iter()
                 .map(|&r| (r, inputs[r].iter().map(|(t, _)| *t).collect()))
                 .collect();
             let plan_refs: Vec<&RulePlan> = plans.iter().collect();
             let job = StratumJob {
-                rules: &rules,
+                rules,
                 plans: &plan_refs,
                 relations: stratum,
                 seeds,
@@ -313,28 +271,9 @@ impl<const W: usize> ModelData<W> {
             .map(|p| p.map_or_else(|| Part::new(Vec::new().into(), Vec::new()), |p| *p))
             .collect();
         let EvalCx { symbols, .. } = cx.into_inner();
-        let rules_by_id: Vec<Vec<usize>> = (0..ir.relations.len())
-            .map(|rel| {
-                let mut rs: Vec<usize> = (0..ir.rules.len())
-                    .filter(|&i| ir.rules[i].head.rel == rel)
-                    .collect();
-                rs.sort_by(|&a, &b| {
-                    let (ra, rb) = (&ir.rules[a], &ir.rules[b]);
-                    (&ra.id, ra.head_index, ra.disjunct).cmp(&(&rb.id, rb.head_index, rb.disjunct))
-                });
-                rs
-            })
-            .collect();
-        let mut rule_rank = vec![0u32; ir.rules.len()];
-        for rs in &rules_by_id {
-            for (k, &ri) in rs.iter().enumerate() {
-                rule_rank[ri] = k as u32;
-            }
-        }
-        let rule_vars = rules.iter().map(|r| r.nvars).collect();
         Ok(ModelData {
             program: program.clone(),
-            rules,
+            rules: rules.clone(),
             symbols: Arc::new(symbols),
             parts,
             inputs,
@@ -342,12 +281,12 @@ impl<const W: usize> ModelData<W> {
             with_ranks,
             query_plans: RwLock::new(HashMap::default()),
             proof_cache: RwLock::new(HashMap::default()),
-            names: ProofNames::new(ir),
+            names: prepared.names.clone(),
             rule_texts: OnceLock::new(),
             patterns,
-            rule_rank,
-            rule_vars,
-            rules_by_id,
+            rule_rank: prepared.rule_rank.clone(),
+            rule_vars: prepared.rule_vars.clone(),
+            rules_by_id: prepared.rules_by_id.clone(),
         })
     }
 

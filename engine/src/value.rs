@@ -141,6 +141,10 @@ impl Value {
                 out.push_str(&s[run..]);
                 out.push('"');
             }
+            Value::Number(n) => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{n}");
+            }
             other => out.push_str(&other.to_literal()),
         }
     }

@@ -23,14 +23,15 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::store::{Connection, IN_LIST, in_list, params_from_iter};
+mod read;
+
+use crate::store::Connection;
 use tollgate_rules::decide::{MemoryVerdict, PolicyEngine};
 use tollgate_rules::engine::{Proof, ProofStep};
 use tollgate_rules::envelope::{EnvelopeSet, Level};
 use tollgate_rules::request::{MemoryRecord, scope_parents, subject_facts};
 
 use super::MemoryError;
-use super::store::stored_level;
 use crate::recorder::events::RetrievalExclusion;
 use crate::recorder::format::RunHeader;
 use crate::run_policy::{attached_envelopes, run_facts};
@@ -168,7 +169,7 @@ impl Eligibility {
             .chain(scope_parents(&header.scope).into_iter().map(|(_, p)| p))
             .collect();
         let kept = super::columns::of(store);
-        let chains = store.derived::<Chains>();
+        let chains = store.derived::<read::Chains>();
         let chain = store.read(move |c| {
             // The columns' generation before the groups are read: a change committed between
             // makes what is read newer than the generation says, never older. (A read holds no
@@ -176,29 +177,7 @@ impl Eligibility {
             // every change the columns had applied when `current` returned, whichever
             // connection applied them.)
             let generation = super::columns::current(&kept, c)?.generation();
-            if let Some(hit) = chains.get(&chain, generation, now) {
-                return Ok(hit);
-            }
-            let groups: Vec<Arc<Group>> = groups(c, &chain)?.into_iter().map(Arc::new).collect();
-            let off_chain = first_group_off(c, &chain)?;
-            let total: i64 = c.query_row("SELECT members FROM memory_census", (), |r| r.get(0))?;
-            // Passed expiries are few (decay expires them), and indexed.
-            let expiring: Vec<i64> = groups.iter().filter(|g| g.expiring).map(|g| g.id).collect();
-            let passed = Arc::new(passed_expiries(c, &expiring, now)?);
-            let until = next_expiry(c, &expiring, now)?;
-            let digest = digest(&groups, off_chain.as_ref());
-            let read = Arc::new(Chain {
-                generation,
-                from: now,
-                until,
-                digest,
-                groups,
-                off_chain,
-                total: total.max(0) as u64,
-                passed,
-            });
-            chains.put(chain, read.clone());
-            Ok(read)
+            read::chain(c, &chains, &chain, generation, now)
         })?;
         let (groups, off_chain, total) = (&chain.groups, chain.off_chain.as_ref(), chain.total);
         let passed = Arc::clone(&chain.passed);
@@ -337,72 +316,6 @@ impl Eligibility {
         }
         Ok(out)
     }
-}
-
-/// What a scope chain's eligibility is decided from, as read from the store: its groups, the
-/// first group off it, how many memories there are and how many of each expiring group's have
-/// passed their expiry at `from`.
-#[derive(Debug)]
-struct Chain {
-    /// The kept columns' generation it was read at (`columns::Columns::generation`).
-    generation: u64,
-    /// The time its passed expiries were counted at.
-    from: i64,
-    /// The first expiry after `from` of a member of an expiring group (`i64::MAX` if none):
-    /// until then, the counts of passed expiries are those at `from`.
-    until: i64,
-    /// What the decision cache keys the groups by ([`digest`]), computed once per read.
-    digest: [u8; 32],
-    groups: Vec<Arc<Group>>,
-    off_chain: Option<Group>,
-    total: u64,
-    passed: Arc<BTreeMap<i64, u64>>,
-}
-
-/// The chains read, by chain, each as of a generation of the kept columns (one map per store).
-/// Every change to a memory's group or expiry, and every memory added or deleted, is in the
-/// memory change log the columns follow, so a chain read at the columns' current generation,
-/// asked at a time its expiry counts still hold, is what reading it again would give; the warm
-/// path of a search then sends no statement for eligibility at all (on PostgreSQL they were
-/// 1.5 ms of a search at a million memories: BENCHMARKS.md).
-#[derive(Debug, Default)]
-pub(crate) struct Chains(Mutex<BTreeMap<Vec<String>, Arc<Chain>>>);
-
-/// At most this many chains are kept (all dropped when full).
-const CHAINS_KEPT: usize = 256;
-
-impl Chains {
-    /// The chain as read at `generation`, if its counts hold at `now`.
-    fn get(&self, chain: &[String], generation: u64, now: i64) -> Option<Arc<Chain>> {
-        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        kept.get(chain)
-            .filter(|c| c.generation == generation && c.from <= now && now < c.until)
-            .cloned()
-    }
-
-    fn put(&self, chain: Vec<String>, read: Arc<Chain>) {
-        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= CHAINS_KEPT && !kept.contains_key(&chain) {
-            kept.clear();
-        }
-        kept.insert(chain, read);
-    }
-}
-
-/// A digest of `groups` and the group off the chain: each group's id and everything it stands
-/// for (ids alone repeat across stores), as the decision cache keys them.
-fn digest(groups: &[Arc<Group>], off_chain: Option<&Group>) -> [u8; 32] {
-    let mut k = blake3::Hasher::new();
-    for g in groups.iter().map(|g| &**g).chain(off_chain) {
-        k.update(&g.id.to_le_bytes());
-        for part in [&g.class, &g.scope, g.sensitivity.as_str(), &g.status] {
-            k.update(part.as_bytes());
-            k.update(b"\x1f");
-        }
-        k.update(&[u8::from(g.pinned), u8::from(g.expiring)]);
-    }
-    k.update(&[u8::from(off_chain.is_some())]);
-    *k.finalize().as_bytes()
 }
 
 /// The pack's verdicts on groups, by group id and window, with the rule of each kind; and
@@ -567,110 +480,5 @@ fn strongest(c: &Connection, part: &Part, now: i64, n: usize) -> Result<Vec<Stri
 }
 
 /// The first group (by id) with members in none of `scopes`. Asked of the store with its
-/// `LIMIT`, not by reading groups until one is off: PostgreSQL answers a query with all its
-/// rows, and a store holds tens of thousands of groups (a task scope each).
-fn first_group_off(c: &Connection, scopes: &[String]) -> Result<Option<Group>, StoreError> {
-    let off = if scopes.is_empty() {
-        String::new()
-    } else {
-        let marks: Vec<String> = (1..=scopes.len()).map(|i| format!("?{i}")).collect();
-        format!(" AND scope NOT IN ({})", marks.join(", "))
-    };
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE members > 0{off} ORDER BY id LIMIT 1"
-    ))?;
-    let mut rows = stmt.query(params_from_iter(scopes.iter().map(String::as_str)))?;
-    rows.next()?.map(|r| group_row(&r)).transpose()
-}
-
-/// The columns [`group_row`] reads.
-const GROUP_COLUMNS: &str = "id, class, scope, sensitivity, status, pinned, expiring, members";
-
-fn group_row(r: &crate::store::Row<'_>) -> Result<Group, StoreError> {
-    let id: i64 = r.get(0)?;
-    Ok(Group {
-        sensitivity: stored_level(&format!("group {id}"), r.get(3)?)?,
-        id,
-        class: r.get(1)?,
-        scope: r.get(2)?,
-        status: r.get(4)?,
-        pinned: r.get(5)?,
-        expiring: r.get(6)?,
-        members: r.get::<i64>(7)?.max(0) as u64,
-    })
-}
-
-/// Every group with members in one of `scopes`, by id: one statement for the whole chain
-/// (a round trip each on PostgreSQL).
-fn groups(c: &Connection, scopes: &[String]) -> Result<Vec<Group>, StoreError> {
-    let mut out = Vec::new();
-    for chunk in scopes.chunks(IN_LIST) {
-        let mut stmt = c.prepare_cached(&format!(
-            "SELECT {GROUP_COLUMNS} FROM memory_groups WHERE scope IN ({}) AND members > 0",
-            in_list(1)
-        ))?;
-        // Padded with the empty scope, which no memory has.
-        let values = (0..IN_LIST).map(|i| chunk.get(i).map_or("", String::as_str));
-        let mut rows = stmt.query(params_from_iter(values))?;
-        while let Some(r) = rows.next()? {
-            out.push(group_row(&r)?);
-        }
-    }
-    out.sort_by_key(|g| g.id);
-    Ok(out)
-}
-
-/// How many members of each of `groups` have an expiry at or before `now`: one statement per
-/// [`IN_LIST`] groups, not one per group (a scope chain has tens of expiring groups).
-fn passed_expiries(
-    c: &Connection,
-    groups: &[i64],
-    now: i64,
-) -> Result<BTreeMap<i64, u64>, StoreError> {
-    let mut passed: BTreeMap<i64, u64> = groups.iter().map(|&g| (g, 0)).collect();
-    for chunk in groups.chunks(IN_LIST) {
-        let mut stmt = c.prepare_cached(&format!(
-            "SELECT group_id, COUNT(*) FROM memories
-             WHERE group_id IN ({}) AND expires_at <= ?1 GROUP BY group_id",
-            in_list(2)
-        ))?;
-        // Padded with a group id no group has (ids start at 1).
-        let mut values = vec![crate::store::Value::Integer(now)];
-        values.extend(
-            (0..IN_LIST).map(|i| crate::store::Value::Integer(chunk.get(i).map_or(0, |g| *g))),
-        );
-        let mut rows = stmt.query(params_from_iter(values))?;
-        while let Some(r) = rows.next()? {
-            let n: i64 = r.get(1)?;
-            passed.insert(r.get(0)?, n.max(0) as u64);
-        }
-    }
-    Ok(passed)
-}
-
-/// The first expiry after `now` of a member of one of `groups` (`i64::MAX` when none has one):
-/// a lookup of the (group, expiry) index per group, one statement per [`IN_LIST`] groups.
-fn next_expiry(c: &Connection, groups: &[i64], now: i64) -> Result<i64, StoreError> {
-    let mut next = i64::MAX;
-    for chunk in groups.chunks(IN_LIST) {
-        let mut stmt = c.prepare_cached(&format!(
-            "SELECT MIN((SELECT m.expires_at FROM memories m
-                         WHERE m.group_id = g.id AND m.expires_at > ?1
-                         ORDER BY m.expires_at LIMIT 1))
-             FROM memory_groups g WHERE g.id IN ({})",
-            in_list(2)
-        ))?;
-        let mut values = vec![crate::store::Value::Integer(now)];
-        values.extend(
-            (0..IN_LIST).map(|i| crate::store::Value::Integer(chunk.get(i).map_or(0, |g| *g))),
-        );
-        let first: Option<i64> = stmt.query_row(params_from_iter(values), |r| r.get(0))?;
-        if let Some(first) = first {
-            next = next.min(first);
-        }
-    }
-    Ok(next)
-}
-
 #[cfg(test)]
 mod tests;

@@ -188,13 +188,16 @@ proptest! {
     /// gives: the same eligible memories, the same reasons for the rest — after inserts,
     /// later (when expiries have passed since), and after updates that move memories
     /// between groups. The same store decides all three, so a chain kept from a decision
-    /// before (`Chains`) must be read again when time or the memories moved.
+    /// before (`Chains`) must be read again when time or the memories moved. Two vantage
+    /// points decide each time, the second's chain assembled in part from scopes the first
+    /// read (`read::chain`).
     #[test]
     fn groups_agree_with_deciding_every_memory(
         first in prop::collection::vec(meta(), 0..24),
         changes in prop::collection::vec((any::<prop::sample::Index>(), meta()), 0..8),
         coder in any::<bool>(),
         scope in 0..SCOPES.len(),
+        other in 0..SCOPES.len(),
         clearance in 0..LEVELS.len(),
     ) {
         let dir = Dir::new("groups");
@@ -207,6 +210,7 @@ proptest! {
         let set = crate::policy::current_set(&store).unwrap();
         let agent = if coder { "coder" } else { "reviewer" };
         let h = header(agent, SCOPES[scope], LEVELS[clearance]);
+        let h2 = header(agent, SCOPES[other], LEVELS[clearance]);
         let inserted = first.clone();
         store
             .write(move |c| {
@@ -218,11 +222,13 @@ proptest! {
             .unwrap();
         // Before some expiries (`NOW - 5`, `NOW`) have passed, then after.
         for now in [NOW - 10, NOW] {
-            let (want, want_withheld) = each_decided(&set, &h, &first, now);
-            let (got, counted, withheld) = by_group(&store, &set, &h, now);
-            prop_assert_eq!(&got, &want, "at {}", now);
-            prop_assert_eq!(counted, want.len() as u64);
-            prop_assert_eq!(withheld, want_withheld);
+            for h in [&h, &h2] {
+                let (want, want_withheld) = each_decided(&set, h, &first, now);
+                let (got, counted, withheld) = by_group(&store, &set, h, now);
+                prop_assert_eq!(&got, &want, "at {} from {}", now, h.scope);
+                prop_assert_eq!(counted, want.len() as u64);
+                prop_assert_eq!(withheld, want_withheld);
+            }
         }
 
         // The updates, as indexes into `first` and the metadata each ends with.
@@ -249,10 +255,12 @@ proptest! {
                 Ok(())
             })
             .unwrap();
-        let (want, want_withheld) = each_decided(&set, &h, &metas, NOW);
-        let (got, counted, withheld) = by_group(&store, &set, &h, NOW);
-        prop_assert_eq!(&got, &want);
-        prop_assert_eq!(counted, want.len() as u64);
-        prop_assert_eq!(withheld, want_withheld);
+        for h in [&h2, &h] {
+            let (want, want_withheld) = each_decided(&set, h, &metas, NOW);
+            let (got, counted, withheld) = by_group(&store, &set, h, NOW);
+            prop_assert_eq!(&got, &want, "from {}", h.scope);
+            prop_assert_eq!(counted, want.len() as u64);
+            prop_assert_eq!(withheld, want_withheld);
+        }
     }
 }
