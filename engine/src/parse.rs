@@ -41,7 +41,8 @@ const DOT_HELP: &str = "end every fact and rule with `.`";
 /// Parses one source file. On error returns every diagnostic found, in source order: the parser
 /// resumes at the next `.` or directive after each error.
 pub fn parse_program(source: &Source) -> Result<Program, Vec<Diagnostic>> {
-    let lexed = lex::lex(&source.text);
+    let mut lexed = lex::lex(&source.text);
+    lex::position_macros(&mut lexed.tokens, source);
     let mut errors = lexed.errors;
     let mut parser = Parser::new(&source.text, lexed.tokens);
     let program = parser.program(&lexed.id_marks, &mut errors);
@@ -285,7 +286,7 @@ impl<'s> Parser<'s> {
                         self.depth -= 1;
                         Ok(negate(inner, bang))
                     }
-                    Tok::Ident(_) | Tok::Int(_) | Tok::Str(_) | Tok::Minus => {
+                    Tok::Ident(_) | Tok::Int(_) | Tok::Ip(_) | Tok::Str(_) | Tok::Minus => {
                         let inner = self.comparison()?;
                         Ok(negate(inner, bang))
                     }

@@ -105,6 +105,7 @@ impl Parser<'_> {
                 | Tok::Int(_)
                 | Tok::Unsigned(_)
                 | Tok::Float(_)
+                | Tok::Ip(_)
                 | Tok::Str(_)
                 | Tok::LParen
                 | Tok::Minus
@@ -154,7 +155,7 @@ impl Parser<'_> {
             return self.primary();
         }
         let minus = self.bump();
-        if matches!(self.peek(), Tok::Int(_) | Tok::Float(_)) {
+        if matches!(self.peek(), Tok::Int(_) | Tok::Float(_) | Tok::Ip(_)) {
             return self.number(Some(minus.start));
         }
         self.deeper(1)?;
@@ -172,7 +173,7 @@ impl Parser<'_> {
         let t = self.cur();
         let span = t.span();
         match &t.tok {
-            Tok::Int(_) | Tok::Unsigned(_) | Tok::Float(_) => self.number(None),
+            Tok::Int(_) | Tok::Unsigned(_) | Tok::Float(_) | Tok::Ip(_) => self.number(None),
             Tok::Str(s) => {
                 let e = Expr::String(s.clone(), span);
                 self.bump();

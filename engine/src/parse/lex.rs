@@ -21,6 +21,9 @@ pub(super) enum Tok {
     Unsigned(Option<u64>),
     /// A float literal.
     Float(f64),
+    /// An IPv4 address `a.b.c.d`, read as Soufflé reads it: the number
+    /// `(a << 24) + (b << 16) + (c << 8) + d` in 32 bits (negative from `128.0.0.0` on).
+    Ip(i32),
     /// A string literal, escapes resolved.
     Str(String),
     /// `.name` at the start of an item (a `.` not glued to the previous token).
@@ -106,6 +109,21 @@ pub(super) fn lex(text: &str) -> Lexed {
     };
     lexer.run();
     lexer.out
+}
+
+/// `__LINE__` and `__FILE__` as Soufflé's scanner reads them: the number of the line they are
+/// written on and the name of the file, within the file they are written in (an included
+/// file's own lines and name).
+pub(super) fn position_macros(tokens: &mut [Token], source: &crate::diag::Source) {
+    for t in tokens {
+        let Tok::Ident(name) = &t.tok else { continue };
+        let offset = u32::try_from(t.start).unwrap_or(u32::MAX);
+        t.tok = match name.as_str() {
+            "__LINE__" => Tok::Int(Some(source.line_col(offset).0 as u64)),
+            "__FILE__" => Tok::Str(source.name_at(offset).to_string()),
+            _ => continue,
+        };
+    }
 }
 
 pub(super) fn is_ident_start(b: u8) -> bool {
@@ -397,6 +415,13 @@ impl Lexer<'_> {
             (b'0', b'b' | b'B') => (2, start + 2),
             _ => (10, start),
         };
+        if radix == 10
+            && let Some((end, ip)) = self.ip_address(start)
+        {
+            self.pos = end;
+            self.push(Tok::Ip(ip), start);
+            return;
+        }
         self.pos = digits_start;
         while (self.at(self.pos) as char).is_digit(radix) {
             self.pos += 1;
@@ -455,6 +480,44 @@ impl Lexer<'_> {
             }
         };
         self.push(tok, start);
+    }
+
+    /// An IPv4 address at `start` (four decimal numbers joined by dots, each at most 255) and
+    /// where it ends; a part over 255 is an error, as in Soufflé.
+    fn ip_address(&mut self, start: usize) -> Option<(usize, i32)> {
+        let mut pos = start;
+        let mut parts = Vec::with_capacity(4);
+        for i in 0..4 {
+            if i > 0 {
+                if self.at(pos) != b'.' || !self.at(pos + 1).is_ascii_digit() {
+                    return None;
+                }
+                pos += 1;
+            }
+            let from = pos;
+            while self.at(pos).is_ascii_digit() {
+                pos += 1;
+            }
+            parts.push(self.text[from..pos].parse::<u64>().unwrap_or(u64::MAX));
+        }
+        if is_ident_continue(self.at(pos))
+            || self.at(pos) == b'.' && self.at(pos + 1).is_ascii_digit()
+        {
+            return None;
+        }
+        if parts.iter().any(|&p| p > 255) {
+            let text = &self.text[start..pos];
+            let msg = format!("invalid IP address `{text}`: a part is over 255");
+            self.error(
+                msg,
+                start,
+                pos,
+                "each of an address's four parts lies between 0 and 255",
+            );
+            return Some((pos, 0));
+        }
+        let ip = parts.iter().fold(0u32, |acc, &p| (acc << 8) | p as u32);
+        Some((pos, ip as i32))
     }
 }
 
@@ -611,6 +674,14 @@ impl Parser<'_> {
                 Ok(Expr::Number(value, span))
             }
             Tok::Float(f) => Ok(Expr::Float(if minus.is_some() { -f } else { f }, span)),
+            Tok::Ip(ip) => Ok(Expr::Number(
+                if minus.is_some() {
+                    -i64::from(ip)
+                } else {
+                    i64::from(ip)
+                },
+                span,
+            )),
             Tok::Unsigned(Some(u)) if minus.is_none() => Ok(Expr::Unsigned(u, span)),
             Tok::Unsigned(_) => err(out_of_range()),
             _ => err(Diagnostic::error("E-parse", "expected a number", t.span())),
@@ -619,8 +690,8 @@ impl Parser<'_> {
 
     pub(super) fn fact_value(&mut self) -> PResult<Expr> {
         match self.peek() {
-            Tok::Int(_) | Tok::Unsigned(_) | Tok::Float(_) => self.number(None),
-            Tok::Minus if matches!(self.peek2(), Tok::Int(_) | Tok::Float(_)) => {
+            Tok::Int(_) | Tok::Unsigned(_) | Tok::Float(_) | Tok::Ip(_) => self.number(None),
+            Tok::Minus if matches!(self.peek2(), Tok::Int(_) | Tok::Float(_) | Tok::Ip(_)) => {
                 let minus = self.bump().start;
                 self.number(Some(minus))
             }

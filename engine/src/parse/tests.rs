@@ -565,3 +565,37 @@ fn single_facts() {
     let d = fact_error("r(\"a)");
     assert_eq!(d.message, "unterminated string literal");
 }
+
+#[test]
+fn ip_addresses_read_as_soufflé_reads_them() {
+    let fact = |t: &str| parse_fact(&src(t)).map(|a| dump_atom(&a)).ok();
+    assert_eq!(
+        fact("r(127.0.0.1, 0.0.0.0, 10.1.2.3)").as_deref(),
+        Some("r(2130706433, 0, 167838211)")
+    );
+    // 32 bits: negative from 128.0.0.0 on, and a minus negates the number.
+    assert_eq!(
+        fact("r(192.168.0.1, 255.255.255.255, -128.0.0.0)").as_deref(),
+        Some("r(-1062731775, -1, 2147483648)")
+    );
+    // Three parts are a float and a stray `.3`, not an address.
+    assert_ne!(fact("r(1.2.3)").as_deref(), Some("r(66051)"));
+    let d = fact_error("r(10.0.256.1)");
+    assert_eq!(
+        d.message,
+        "invalid IP address `10.0.256.1`: a part is over 255"
+    );
+    assert_eq!(slice("r(10.0.256.1)", d.span), "10.0.256.1");
+}
+
+#[test]
+fn line_and_file_are_those_of_the_file_they_are_written_in() {
+    let a = Source::new(
+        "a.dl",
+        ".decl r(f: symbol, n: number)\nr(__FILE__, __LINE__).\n",
+    );
+    let b = Source::new("lib/b.dl", "// b\n\nr(__FILE__, __LINE__ * 10).\n");
+    let program = parse_program(&Source::join(&[a, b])).unwrap();
+    let facts = join(&program.clauses, " ", |c| join(&c.heads, "+", dump_atom));
+    assert_eq!(facts, "r(\"a.dl\", 2) r(\"lib/b.dl\", (* 3 10))");
+}
