@@ -12,6 +12,13 @@ use crate::ast::{
 };
 use crate::diag::Diagnostic;
 
+/// The words Soufflé's scanner reads as keywords, none of which can name a relation there
+/// (its `scanner.ll`): aggregates, functors, operators, qualifiers and literals.
+const RESERVED: &str = "autoinc band bor bxor bnot bshl bshr bshru land lor lxor lnot match \
+    mean cat ord fold range strlen substr stateful contains output input overridable printsize \
+    eqrel inline no_inline magic no_magic brie btree_delete btree min max as nil count sum true \
+    false to_float to_number to_string to_unsigned __ITERATION__ __FILE__ __LINE__ __INCL__";
+
 impl Parser<'_> {
     pub(super) fn directive(&mut self, name: &str, prog: &mut Program) -> PResult<()> {
         let kw = self.bump();
@@ -112,12 +119,28 @@ impl Parser<'_> {
         })
     }
 
+    /// A relation's name in a declaration: not one of the words Soufflé's scanner reads as
+    /// keywords ([`RESERVED`]), which a body would read as something else (`true` as a
+    /// constraint, `count(..)` as an aggregate, `match(..)` as a test).
+    fn relation_name(&mut self, what: &str) -> PResult<Ident> {
+        let name = self.qualified(what)?;
+        if RESERVED.split(' ').any(|w| w == name.name) {
+            let msg = format!("`{}` is a keyword and cannot name a relation", name.name);
+            let help = format!(
+                "rename the relation (`{}_rel`, say): Soufflé reserves the same words",
+                name.name
+            );
+            return err(Diagnostic::error("E-parse", msg, name.span).with_help(help));
+        }
+        Ok(name)
+    }
+
     /// `.decl a(x: number)`, or several relations of the same attributes at once, as Soufflé
     /// allows: `.decl a, b(x: number)`; with whether they are `eqrel`.
     fn decl(&mut self, start: usize) -> PResult<(Vec<RelDecl>, bool)> {
-        let mut names = vec![self.qualified("a relation name after `.decl`")?];
+        let mut names = vec![self.relation_name("a relation name after `.decl`")?];
         while self.eat(&Tok::Comma) {
-            names.push(self.qualified("a relation name after `,`")?);
+            names.push(self.relation_name("a relation name after `,`")?);
         }
         self.expect(
             &Tok::LParen,

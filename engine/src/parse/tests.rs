@@ -432,6 +432,11 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
     (".inptu edge\nedge(1).\n", "E-parse", "unknown directive `.inptu`", (1, 1), (1, 7),
      "did you mean `.input`? the directives are `.decl`, `.type`, `.input`, `.output`, \
       `.printsize`, `.number_type`, `.symbol_type`, `.pragma`, `.comp`, `.init`, `.override`, `.functor`"),
+    (".decl edge(x: number)\n.decl path, count(x: number)\n", "E-parse",
+     "`count` is a keyword and cannot name a relation", (2, 13), (2, 18),
+     "rename the relation (`count_rel`, say): Soufflé reserves the same words"),
+    (".decl true(x: number)\n", "E-parse", "`true` is a keyword and cannot name a relation",
+     (1, 7), (1, 11), "rename the relation (`true_rel`, say): Soufflé reserves the same words"),
     (".plan 0: (1, 2)\n", "E-parse", "`.plan` must follow the rule it orders", (1, 1), (1, 6),
      "move it right after the rule's `.`, as in `a(x) :- b(x), c(x). .plan 0:(2,1)`"),
     (".limitsize r(n=2)\n", "E-unsupported", "directive `.limitsize` is not supported", (1, 1), (1, 11),
