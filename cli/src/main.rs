@@ -16,6 +16,7 @@ mod cases_cmd;
 mod compile_cmd;
 mod cover_cmd;
 mod db_cmd;
+mod docs_cmd;
 mod envelope_arg;
 mod handoff_cmd;
 mod jobs_cmd;
@@ -37,7 +38,7 @@ mod tokens_cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -117,6 +118,13 @@ enum Command {
     /// Demo data: `tollgate demo seed` opens demo cases of the intake_review pack.
     #[command(subcommand)]
     Demo(DemoCommand),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    Completions(docs_cmd::CompletionsArgs),
+    /// Write the man pages: one for tollgate and one for each of its commands.
+    Man(docs_cmd::ManArgs),
+    /// References generated from the code: `cli`, every command and flag as Markdown.
+    #[command(subcommand)]
+    Reference(docs_cmd::ReferenceCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -154,6 +162,9 @@ fn main() -> ExitCode {
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Cover(cmd) => cover_cmd::run(cmd),
         Command::Demo(DemoCommand::Seed { json }) => cases_cmd::seed(json),
+        Command::Completions(args) => docs_cmd::completions(args, Cli::command()),
+        Command::Man(args) => docs_cmd::man(args, Cli::command()),
+        Command::Reference(cmd) => docs_cmd::reference(cmd, Cli::command()),
     };
     match result {
         Ok(code) => code,

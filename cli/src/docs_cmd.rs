@@ -1,0 +1,209 @@
+//! The command line describing itself: shell completions (`clap_complete`), man pages
+//! (`clap_mangen`) and the Markdown reference of every command and flag — all generated from
+//! the clap definitions the parser itself uses, so none can say what the binary does not do.
+//! `docs/reference/cli.md` is that reference as committed; a test fails when it is stale.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use clap_complete::Shell;
+
+/// `tollgate completions SHELL`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    tollgate completions bash > ~/.local/share/bash-completion/completions/tollgate\n  \
+    tollgate completions zsh > ~/.zfunc/_tollgate   # with fpath+=~/.zfunc before compinit\n  \
+    tollgate completions fish > ~/.config/fish/completions/tollgate.fish\n  \
+    tollgate completions powershell >> $PROFILE")]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    shell: Shell,
+}
+
+/// `tollgate man`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  \
+    tollgate man --out-dir ~/.local/share/man/man1 && man tollgate-rules-eval")]
+pub struct ManArgs {
+    /// Where to write the pages (created if missing): `tollgate.1`, and one page per command
+    /// (`tollgate-rules.1`, `tollgate-rules-eval.1`, ...).
+    #[arg(long, value_name = "DIR", default_value = "man")]
+    out_dir: PathBuf,
+}
+
+/// `tollgate reference ...`.
+#[derive(Subcommand, Debug)]
+pub enum ReferenceCommand {
+    /// Every command and flag as Markdown (what `docs/reference/cli.md` holds).
+    Cli,
+}
+
+/// Writes the completion script for `args.shell` to standard output.
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<ExitCode> {
+    let name = cmd.get_name().to_string();
+    // Into a buffer first: `generate` panics on a failed write (a closed pipe), where a
+    // returned error ends the command quietly (`main`).
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, name, &mut script);
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a man page per command into `args.out_dir`.
+pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(&args.out_dir)
+        .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    // As `clap_mangen::generate_to`, every page naming the program and its version as its
+    // source and the manual it belongs to (a subcommand's page would otherwise say neither).
+    fn generate(cmd: clap::Command, source: &str, dir: &std::path::Path) -> std::io::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            generate(sub, source, dir)?;
+        }
+        clap_mangen::Man::new(cmd)
+            .source(source)
+            .manual("Tollgate Manual")
+            .generate_to(dir)?;
+        Ok(())
+    }
+    let source = format!("tollgate {}", env!("CARGO_PKG_VERSION"));
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    generate(cmd, &source, &args.out_dir)
+        .with_context(|| format!("cannot write the man pages into {}", args.out_dir.display()))?;
+    let mut pages: Vec<String> = std::fs::read_dir(&args.out_dir)?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("tollgate") && name.ends_with(".1"))
+        .collect();
+    pages.sort();
+    println!(
+        "wrote {} man pages into {} (tollgate.1 first; `man -l {}/tollgate.1` reads one)",
+        pages.len(),
+        args.out_dir.display(),
+        args.out_dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a reference.
+pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Result<ExitCode> {
+    match command {
+        ReferenceCommand::Cli => print!("{}", cli_reference(cmd)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Markdown reference of every visible command, depth first in declaration order: its
+/// description, usage, arguments and options (with defaults and possible values).
+pub fn cli_reference(mut cmd: clap::Command) -> String {
+    cmd.build();
+    let mut out = String::from(
+        "# Command-line reference\n\n\
+         Generated from the code by `tollgate reference cli`; do not edit (a test fails when it\n\
+         is stale: regenerate with `cargo run -p tollgate -- reference cli > docs/reference/cli.md`).\n\
+         Every command also answers `--help`.\n",
+    );
+    let mut contents = String::new();
+    let mut body = String::new();
+    write_command(&mut cmd, 0, &mut contents, &mut body);
+    let _ = write!(out, "\n{contents}\n{body}");
+    out
+}
+
+fn write_command(cmd: &mut clap::Command, depth: usize, contents: &mut String, body: &mut String) {
+    let path = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_string();
+    let anchor = path.replace(' ', "-");
+    let _ = writeln!(contents, "{}- [`{path}`](#{anchor})", "  ".repeat(depth));
+    let _ = writeln!(body, "## `{path}`\n");
+    if let Some(about) = cmd.get_long_about().or(cmd.get_about()) {
+        let _ = writeln!(body, "{}\n", about.to_string().trim_end());
+    }
+    let usage = cmd.render_usage().to_string();
+    let usage = usage.trim_start_matches("Usage: ").trim_end();
+    let _ = writeln!(body, "```text\n{usage}\n```\n");
+    let args: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
+        .collect();
+    let (positionals, options): (Vec<&clap::Arg>, Vec<&clap::Arg>) =
+        args.into_iter().partition(|a| a.is_positional());
+    for (title, list) in [("Arguments", positionals), ("Options", options)] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(body, "{title}:\n");
+        for arg in list {
+            let _ = writeln!(body, "- {}", describe(arg));
+        }
+        body.push('\n');
+    }
+    if let Some(after) = cmd.get_after_help() {
+        let _ = writeln!(body, "```text\n{}\n```\n", after.to_string().trim_end());
+    }
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        if let Some(sub) = cmd.find_subcommand_mut(&name) {
+            write_command(sub, depth + 1, contents, body);
+        }
+    }
+}
+
+/// `` `--name <VALUE>` `` (or `` `<NAME>` ``), then its help, default and possible values.
+fn describe(arg: &clap::Arg) -> String {
+    let names = arg
+        .get_value_names()
+        .map(|v| {
+            v.iter()
+                .map(|n| format!("<{n}>"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| format!("<{}>", arg.get_id().as_str().to_uppercase()));
+    let takes_value = arg.get_action().takes_values();
+    let mut spelled = Vec::new();
+    if let Some(short) = arg.get_short() {
+        spelled.push(format!("-{short}"));
+    }
+    if let Some(long) = arg.get_long() {
+        spelled.push(format!("--{long}"));
+    }
+    let mut text = if arg.is_positional() {
+        format!("`{names}`")
+    } else if takes_value {
+        format!("`{} {names}`", spelled.join(", "))
+    } else {
+        format!("`{}`", spelled.join(", "))
+    };
+    if let Some(help) = arg.get_long_help().or(arg.get_help()) {
+        let help = help.to_string();
+        let _ = write!(text, ": {}", help.trim_end().replace('\n', " "));
+    }
+    let defaults: Vec<String> = arg
+        .get_default_values()
+        .iter()
+        .map(|v| v.to_string_lossy().into_owned())
+        .collect();
+    if takes_value && !defaults.is_empty() {
+        let _ = write!(text, " (default: `{}`)", defaults.join(","));
+    }
+    let possible: Vec<String> = arg
+        .get_possible_values()
+        .iter()
+        .filter(|v| !v.is_hide_set())
+        .map(|v| format!("`{}`", v.get_name()))
+        .collect();
+    if !possible.is_empty() && takes_value {
+        let _ = write!(text, " (one of {})", possible.join(", "));
+    }
+    if arg.is_required_set() && !arg.is_positional() {
+        text.push_str(" (required)");
+    }
+    text
+}
