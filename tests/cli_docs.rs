@@ -138,3 +138,85 @@ fn man_pages_are_written_for_every_command_and_render_cleanly() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The example lines of a command's `--help` (after `Examples:`), comments cut.
+fn examples(command: &[&str]) -> Vec<String> {
+    let mut args = command.to_vec();
+    args.push("--help");
+    let help = stdout(&tollgate(&args));
+    help.lines()
+        .skip_while(|l| !l.starts_with("Examples:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split("  #").next().unwrap().trim().to_string())
+        .collect()
+}
+
+/// The `--help` examples that need only the repository's fixtures run as written, and succeed.
+#[test]
+fn help_examples_on_the_fixtures_run() {
+    let mut ran = 0;
+    for command in [
+        &["rules", "eval"][..],
+        &["rules", "explain"],
+        &["policy", "decide"],
+        &["serve"],
+        &["memory", "search"],
+        &["approvals", "approve"],
+        &["regress", "run"],
+    ] {
+        let lines = examples(command);
+        assert!(!lines.is_empty(), "no examples in {command:?} --help");
+        for line in lines {
+            assert!(line.starts_with("tollgate "), "{line}");
+            if !line.contains("fixtures/") || command == ["serve"] {
+                continue;
+            }
+            let shell = line.replacen("tollgate", env!("CARGO_BIN_EXE_tollgate"), 1);
+            let o = Command::new("bash")
+                .args(["-c", &shell])
+                .current_dir(root())
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{line}: {}", stderr(&o));
+            assert!(!stdout(&o).is_empty(), "{line} printed nothing");
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 5, "the examples that run on fixtures");
+}
+
+/// Colour only on a terminal and without `NO_COLOR`: clap's errors (the only coloured output)
+/// are plain through a pipe, and plain on a terminal (util-linux `script`, where the machine
+/// has it) once `NO_COLOR` is set.
+#[test]
+fn colour_only_on_a_terminal_without_no_color() {
+    let piped = tollgate(&["rules", "evl"]);
+    assert_eq!(piped.status.code(), Some(2));
+    assert!(stderr(&piped).contains("unrecognized subcommand 'evl'"));
+    assert!(!stderr(&piped).contains('\u{1b}'), "{}", stderr(&piped));
+    if Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let on_terminal = |no_color: bool| {
+        let mut c = Command::new("script");
+        c.args([
+            "-qec",
+            &format!("{} rules evl", env!("CARGO_BIN_EXE_tollgate")),
+            "/dev/null",
+        ])
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
+        if no_color {
+            c.env("NO_COLOR", "1");
+        }
+        stdout(&c.output().unwrap())
+    };
+    let coloured = on_terminal(false);
+    assert!(coloured.contains("unrecognized subcommand"), "{coloured}");
+    assert!(coloured.contains('\u{1b}'), "{coloured}");
+    let plain = on_terminal(true);
+    assert!(plain.contains("unrecognized subcommand"), "{plain}");
+    assert!(!plain.contains('\u{1b}'), "{plain}");
+}

@@ -18,6 +18,9 @@ pub enum ApprovalsCommand {
     /// List approvals (pending ones by default).
     List(ListArgs),
     /// Approve a pending approval.
+    #[command(
+        after_help = "Examples:\n  tollgate approvals list\n  tollgate approvals approve apr-0001 --by alice --reason \"checked the command\""
+    )]
     Approve(DecideArgs),
     /// Reject a pending approval.
     Reject(DecideArgs),

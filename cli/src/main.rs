@@ -68,6 +68,9 @@ enum Command {
     /// Where a record came from (or, with --used-by, what used it).
     Provenance(provenance_cmd::ProvenanceArgs),
     /// Start the HTTP gateway (agents route compiles, model calls and tool calls through it).
+    #[command(
+        after_help = "Examples:\n  tollgate serve --envelopes fixtures/envelopes\n  tollgate serve --port 0 --no-worker        # a free port, printed; jobs left to `tollgate jobs run`"
+    )]
     Serve(serve_cmd::ServeArgs),
     /// Replay recorded runs: `exact` recompiles every step and reports drift; `scenario`,
     /// `run`, `batch`, `show` and `list` rerun a run with mutations and compare.

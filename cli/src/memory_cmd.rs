@@ -25,6 +25,9 @@ pub enum MemoryCommand {
     List(ListArgs),
     /// Search the memories a run working at a scope could retrieve, ranked by relevance to
     /// the text (the same search as `GET /v2/memory/search`).
+    #[command(
+        after_help = "Examples:\n  tollgate memory search \"flaky test retries\" --scope org:acme/repo:api/task:T-1\n  tollgate memory search --scope org:acme/repo:api --clearance confidential --class warning --json"
+    )]
     Search(SearchArgs),
     /// One memory: its score's parts, its sources and its review history.
     Show(ShowArgs),

@@ -17,6 +17,9 @@ pub enum PolicyCommand {
     /// Check envelope files (YAML or JSON) and print diagnostics; exit 2 if any has errors.
     Check(CheckArgs),
     /// Decide one request (a JSON file) under a set of envelopes; exit 0 whatever the effect.
+    #[command(
+        after_help = "Examples:\n  tollgate policy decide -e fixtures/envelopes -r fixtures/envelopes/requests/secret-context.json\n  tollgate policy decide -e fixtures/envelopes -r fixtures/envelopes/requests/upload.json --explain"
+    )]
     Decide(DecideArgs),
     /// Show the rules two versions of an envelope set add, remove or modify, and the
     /// decisions that change.

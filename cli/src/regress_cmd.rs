@@ -32,6 +32,9 @@ pub enum RegressCommand {
     FromReplay(FromReplayArgs),
     /// Run every case under PATH offline (no server, no network); exit 1 when a case fails or
     /// does not load. Flaky cases (mixed over `--repeat`) are reported apart and do not fail.
+    #[command(
+        after_help = "Examples:\n  tollgate regress run regressions\n  tollgate regress run regressions --format junit --report regress.xml --repeat 3"
+    )]
     Run(SuiteArgs),
     /// Accept what a case does now as its next version: passing assertions kept, failing ones
     /// rewritten to the current outcome; prints the diff.

@@ -18,10 +18,16 @@ use tollgate_gateway::rules::pack_test::PackTester;
 pub enum RulesCommand {
     /// Evaluate a program: `.input r` reads `FACT_DIR/r.facts`, `.output r` writes
     /// `OUT_DIR/r.csv` (tab-separated, rows sorted).
+    #[command(
+        after_help = "Examples:\n  tollgate rules eval fixtures/rules/tool_policy/policy.dl -F fixtures/rules/tool_policy -D -\n  tollgate rules eval program.dl -F facts -D out        # as `souffle -F facts -D out program.dl`"
+    )]
     Eval(EvalArgs),
     /// Check programs and print diagnostics; exit 2 if any has errors.
     Check(CheckArgs),
     /// Explain a fact: its proof if it holds, why not if it does not.
+    #[command(
+        after_help = "Examples:\n  tollgate rules explain fixtures/rules/tool_policy/policy.dl -F fixtures/rules/tool_policy --fact 'decision(\"r4\", \"require_approval\")'\n  tollgate rules explain fixtures/rules/tool_policy/policy.dl -F fixtures/rules/tool_policy --fact 'decision(\"r3\", \"allow\")' --json"
+    )]
     Explain(ExplainArgs),
     /// Run pack test files: given facts, expected facts, expected absences and decisions.
     /// Exit 1 if a case fails, 2 if a file cannot be read.
