@@ -22,6 +22,28 @@ fn commands() -> Vec<String> {
 }
 
 #[test]
+fn the_committed_http_reference_is_what_the_binary_generates() {
+    let o = tollgate(&["reference", "http"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let generated = stdout(&o);
+    let path = root().join("docs/reference/http.md");
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        generated == committed,
+        "{} is stale: regenerate it with `cargo run -p tollgate -- reference http > docs/reference/http.md`",
+        path.display()
+    );
+    for operation in [
+        "### `POST /v1/runs/{run_id}/tool-calls`",
+        "### `POST /v1/chat/completions`",
+        "### `GET /health`",
+    ] {
+        assert!(generated.contains(operation), "no {operation}");
+    }
+    assert!(generated.contains("Body: `ToolCallRequest` (`application/json`)."));
+}
+
+#[test]
 fn the_committed_cli_reference_is_what_the_binary_generates() {
     let o = tollgate(&["reference", "cli"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -40,6 +40,9 @@ pub struct ManArgs {
 pub enum ReferenceCommand {
     /// Every command and flag as Markdown (what `docs/reference/cli.md` holds).
     Cli,
+    /// Every HTTP operation of the gateway as Markdown, from its OpenAPI document
+    /// (what `docs/reference/http.md` holds).
+    Http,
 }
 
 /// Writes the completion script for `args.shell` to standard output.
@@ -92,6 +95,7 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
 pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Result<ExitCode> {
     match command {
         ReferenceCommand::Cli => print!("{}", cli_reference(cmd)),
+        ReferenceCommand::Http => print!("{}", http_reference(&tollgate_gateway::http::openapi())),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -206,4 +210,129 @@ fn describe(arg: &clap::Arg) -> String {
         text.push_str(" (required)");
     }
     text
+}
+
+/// The Markdown reference of the gateway's HTTP API, from its OpenAPI document: per tag, every
+/// operation with its description (which says the principals it admits), its parameters, body
+/// and responses.
+pub fn http_reference(doc: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let text = |v: &Value| v.as_str().unwrap_or("").trim().to_string();
+    let mut out = String::from(
+        "# HTTP API reference\n\n\
+         Generated from the gateway's OpenAPI document (`GET /openapi.json`) by `tollgate reference\n\
+         http`; do not edit (a test fails when it is stale: regenerate with\n\
+         `cargo run -p tollgate -- reference http > docs/reference/http.md`).\n",
+    );
+    if let Some(description) = doc.pointer("/info/description") {
+        let _ = write!(out, "\n{}\n", text(description));
+    }
+    // Operations by tag, in the document's tag order; untagged last.
+    let mut tags: Vec<(String, String)> = doc["tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| (text(&t["name"]), text(&t["description"])))
+        .collect();
+    let mut by_tag: std::collections::BTreeMap<String, Vec<(String, String, &Value)>> =
+        Default::default();
+    for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
+        for (method, op) in ops.as_object().into_iter().flatten() {
+            if !matches!(method.as_str(), "get" | "post" | "put" | "patch" | "delete") {
+                continue;
+            }
+            let tag = op["tags"][0].as_str().unwrap_or("other").to_string();
+            if !tags.iter().any(|(t, _)| *t == tag) {
+                tags.push((tag.clone(), String::new()));
+            }
+            by_tag
+                .entry(tag)
+                .or_default()
+                .push((method.to_uppercase(), path.clone(), op));
+        }
+    }
+    let mut contents = String::new();
+    let mut body = String::new();
+    for (tag, description) in &tags {
+        let Some(ops) = by_tag.get(tag) else { continue };
+        let _ = writeln!(
+            contents,
+            "- [{tag}](#{})",
+            tag.to_lowercase().replace(' ', "-")
+        );
+        let _ = writeln!(body, "## {tag}\n");
+        if !description.is_empty() {
+            let _ = writeln!(body, "{description}\n");
+        }
+        for (method, path, op) in ops {
+            let _ = writeln!(body, "### `{method} {path}`\n");
+            for key in ["summary", "description"] {
+                let t = text(&op[key]);
+                if !t.is_empty() {
+                    let _ = writeln!(body, "{t}\n");
+                }
+            }
+            let params: Vec<&Value> = op["parameters"].as_array().into_iter().flatten().collect();
+            if !params.is_empty() {
+                let _ = writeln!(body, "Parameters:\n");
+                for p in params {
+                    let required = if p["required"].as_bool() == Some(true) {
+                        ", required"
+                    } else {
+                        ""
+                    };
+                    let _ = write!(
+                        body,
+                        "- `{}` ({}{required})",
+                        text(&p["name"]),
+                        text(&p["in"])
+                    );
+                    let d = text(&p["description"]);
+                    if !d.is_empty() {
+                        let _ = write!(body, ": {}", d.replace('\n', " "));
+                    }
+                    body.push('\n');
+                }
+                body.push('\n');
+            }
+            if let Some(content) = op
+                .pointer("/requestBody/content")
+                .and_then(Value::as_object)
+            {
+                for (media, c) in content {
+                    let schema = schema_name(&c["schema"]);
+                    let _ = writeln!(body, "Body: {schema} (`{media}`).\n");
+                }
+            }
+            if let Some(responses) = op["responses"].as_object() {
+                let _ = writeln!(body, "Responses:\n");
+                for (status, r) in responses {
+                    let _ = write!(body, "- `{status}`");
+                    let d = text(&r["description"]);
+                    if !d.is_empty() {
+                        let _ = write!(body, ": {}", d.replace('\n', " "));
+                    }
+                    if let Some(c) = r.pointer("/content/application~1json/schema") {
+                        let _ = write!(body, " ({})", schema_name(c));
+                    }
+                    body.push('\n');
+                }
+                body.push('\n');
+            }
+        }
+    }
+    let _ = write!(out, "\n{contents}\n{body}");
+    out
+}
+
+/// A schema as a reader meets it: the name it refers to, an array of one, or its type.
+fn schema_name(schema: &serde_json::Value) -> String {
+    if let Some(r) = schema["$ref"].as_str() {
+        return format!("`{}`", r.rsplit('/').next().unwrap_or(r));
+    }
+    match schema["type"].as_str() {
+        Some("array") => format!("array of {}", schema_name(&schema["items"])),
+        Some(t) => format!("`{t}`"),
+        None => "a JSON value".to_string(),
+    }
 }
