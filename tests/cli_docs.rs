@@ -242,3 +242,152 @@ fn colour_only_on_a_terminal_without_no_color() {
     assert!(plain.contains("unrecognized subcommand"), "{plain}");
     assert!(!plain.contains('\u{1b}'), "{plain}");
 }
+
+/// The Markdown files of the front door and the guide: `README.md` and everything under `docs/`.
+fn markdown_files() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec![root().join("README.md")];
+    walk(&root().join("docs"), &mut files);
+    files.sort();
+    files
+}
+
+/// The link targets of a Markdown text, outside code blocks and code spans.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans cannot hold links.
+        let plain: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut rest = plain.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push(after[..end].to_string());
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// GitHub's (and mdBook's) anchor of a heading: lowercase, punctuation dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|l| {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            !fenced && l.starts_with('#')
+        })
+        .map(|l| slug(l.trim_start_matches('#')))
+        .collect()
+}
+
+/// Every relative link of the README and the guide names a file that exists, and every anchor a
+/// heading of its file; the book's summary lists every chapter, and the README links to each
+/// (a new user reaches every chapter in one click).
+#[test]
+fn every_link_in_the_readme_and_the_guide_resolves() {
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for target in links(&text) {
+            if target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with("mailto:")
+            {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let resolved = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            checked += 1;
+            if !resolved.exists() {
+                broken.push(format!("{}: {target} (no such file)", file.display()));
+                continue;
+            }
+            if !anchor.is_empty() {
+                let target_text = std::fs::read_to_string(&resolved).unwrap_or_default();
+                if !anchors(&target_text).iter().any(|a| a == anchor) {
+                    broken.push(format!("{}: {target} (no such heading)", file.display()));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    assert!(checked > 100, "only {checked} links checked");
+
+    let summary = std::fs::read_to_string(root().join("docs/SUMMARY.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for entry in std::fs::read_dir(root().join("docs/guide")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            summary.contains(&format!("(guide/{name})")),
+            "docs/SUMMARY.md does not list {name}"
+        );
+        if name != "introduction.md" {
+            assert!(
+                readme.contains(&format!("(docs/guide/{name})")),
+                "README.md does not link to {name}"
+            );
+        }
+    }
+    assert!(
+        readme.lines().count() < 150,
+        "the README is a front door: {} lines",
+        readme.lines().count()
+    );
+}
+
+#[test]
+fn headings_become_the_anchors_links_use() {
+    assert_eq!(slug(" `tollgate rules eval`"), "tollgate-rules-eval");
+    assert_eq!(
+        slug(" Counterfactual replay: what if?"),
+        "counterfactual-replay-what-if"
+    );
+    assert_eq!(
+        links("see [a](b.md#c) and `[x](y)`\n```\n[z](w)\n```\n"),
+        ["b.md#c"]
+    );
+}
