@@ -174,10 +174,8 @@ fn read_scopes(
         return Ok(Vec::new());
     }
     let all = groups(c, scopes)?;
-    // Passed expiries are few (decay expires them), and indexed.
     let expiring: Vec<i64> = all.iter().filter(|g| g.expiring).map(|g| g.id).collect();
-    let passed = passed_expiries(c, &expiring, now)?;
-    let next = next_expiries(c, &expiring, now)?;
+    let expiries = expiries(c, &expiring, now)?;
     let mut by_scope: BTreeMap<&str, Vec<Group>> =
         scopes.iter().map(|s| (s.as_str(), Vec::new())).collect();
     for g in all {
@@ -193,11 +191,11 @@ fn read_scopes(
                 generation,
                 from: now,
                 until: expiring()
-                    .filter_map(|g| next.get(&g).copied())
+                    .filter_map(|g| expiries.get(&g)?.1)
                     .min()
                     .unwrap_or(i64::MAX),
                 passed: expiring()
-                    .map(|g| (g, passed.get(&g).copied().unwrap_or(0)))
+                    .map(|g| (g, expiries.get(&g).map_or(0, |e| e.0)))
                     .collect(),
                 groups: groups.into_iter().map(Arc::new).collect(),
             };
@@ -275,18 +273,24 @@ fn groups(c: &Connection, scopes: &[String]) -> Result<Vec<Group>, StoreError> {
     Ok(out)
 }
 
-/// How many members of each of `groups` have an expiry at or before `now`: one statement per
-/// [`IN_LIST`] groups, not one per group (a scope chain has tens of expiring groups).
-fn passed_expiries(
+/// For each of `groups`, how many members have an expiry at or before `now`, and the first
+/// expiry after `now` of a member, if one has: lookups of the (group, expiry) index, one
+/// statement per [`IN_LIST`] groups, not one per group (a scope has tens of expiring groups).
+fn expiries(
     c: &Connection,
     groups: &[i64],
     now: i64,
-) -> Result<BTreeMap<i64, u64>, StoreError> {
-    let mut passed: BTreeMap<i64, u64> = groups.iter().map(|&g| (g, 0)).collect();
+) -> Result<BTreeMap<i64, (u64, Option<i64>)>, StoreError> {
+    let mut out = BTreeMap::new();
     for chunk in groups.chunks(IN_LIST) {
         let mut stmt = c.prepare_cached(&format!(
-            "SELECT group_id, COUNT(*) FROM memories
-             WHERE group_id IN ({}) AND expires_at <= ?1 GROUP BY group_id",
+            "SELECT g.id,
+                    (SELECT COUNT(*) FROM memories m
+                     WHERE m.group_id = g.id AND m.expires_at <= ?1),
+                    (SELECT m.expires_at FROM memories m
+                     WHERE m.group_id = g.id AND m.expires_at > ?1
+                     ORDER BY m.expires_at LIMIT 1)
+             FROM memory_groups g WHERE g.id IN ({})",
             in_list(2)
         ))?;
         // Padded with a group id no group has (ids start at 1).
@@ -294,37 +298,9 @@ fn passed_expiries(
         values.extend((0..IN_LIST).map(|i| Value::Integer(chunk.get(i).map_or(0, |g| *g))));
         let mut rows = stmt.query(params_from_iter(values))?;
         while let Some(r) = rows.next()? {
-            let n: i64 = r.get(1)?;
-            passed.insert(r.get(0)?, n.max(0) as u64);
+            let passed: i64 = r.get(1)?;
+            out.insert(r.get(0)?, (passed.max(0) as u64, r.get::<Option<i64>>(2)?));
         }
     }
-    Ok(passed)
-}
-
-/// The first expiry after `now` of a member of each of `groups` that has one: a lookup of the
-/// (group, expiry) index per group, one statement per [`IN_LIST`] groups.
-fn next_expiries(
-    c: &Connection,
-    groups: &[i64],
-    now: i64,
-) -> Result<BTreeMap<i64, i64>, StoreError> {
-    let mut next = BTreeMap::new();
-    for chunk in groups.chunks(IN_LIST) {
-        let mut stmt = c.prepare_cached(&format!(
-            "SELECT g.id, (SELECT m.expires_at FROM memories m
-                           WHERE m.group_id = g.id AND m.expires_at > ?1
-                           ORDER BY m.expires_at LIMIT 1)
-             FROM memory_groups g WHERE g.id IN ({})",
-            in_list(2)
-        ))?;
-        let mut values = vec![Value::Integer(now)];
-        values.extend((0..IN_LIST).map(|i| Value::Integer(chunk.get(i).map_or(0, |g| *g))));
-        let mut rows = stmt.query(params_from_iter(values))?;
-        while let Some(r) = rows.next()? {
-            if let Some(first) = r.get::<Option<i64>>(1)? {
-                next.insert(r.get(0)?, first);
-            }
-        }
-    }
-    Ok(next)
+    Ok(out)
 }
