@@ -44,6 +44,39 @@ fn the_committed_http_reference_is_what_the_binary_generates() {
 }
 
 #[test]
+fn the_committed_vocabulary_reference_is_what_the_binary_generates() {
+    let o = tollgate(&["reference", "vocabulary"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let generated = stdout(&o);
+    let path = root().join("docs/reference/vocabulary.md");
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        generated == committed,
+        "{} is stale: regenerate it with `cargo run -p tollgate -- reference vocabulary > docs/reference/vocabulary.md`",
+        path.display()
+    );
+    // Every declared relation of every built-in file is listed, inputs and requests marked.
+    for (file, text) in [
+        ("vocabulary", include_str!("../rules/packs/vocabulary.dl")),
+        ("envelopes", include_str!("../rules/packs/envelopes.dl")),
+        ("memory", include_str!("../rules/packs/memory.dl")),
+        ("handoff", include_str!("../rules/packs/handoff.dl")),
+    ] {
+        for decl in text.lines().filter_map(|l| l.strip_prefix(".decl ")) {
+            assert!(
+                generated.contains(&format!("- `{}`", decl.trim())),
+                "{file}: {decl} is not listed"
+            );
+        }
+    }
+    assert!(
+        generated.contains("- `run(run: Id, agent: Id, task: Id, scope: Scope)` (input): A run of")
+    );
+    assert!(generated.contains("- `tool_request("), "{generated}");
+    assert!(generated.contains("(input, request)") || generated.contains("(request)"));
+}
+
+#[test]
 fn the_committed_cli_reference_is_what_the_binary_generates() {
     let o = tollgate(&["reference", "cli"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -43,6 +43,9 @@ pub enum ReferenceCommand {
     /// Every HTTP operation of the gateway as Markdown, from its OpenAPI document
     /// (what `docs/reference/http.md` holds).
     Http,
+    /// The policy vocabulary and the built-in packs' relations as Markdown, from the packs'
+    /// declarations and comments (what `docs/reference/vocabulary.md` holds).
+    Vocabulary,
 }
 
 /// Writes the completion script for `args.shell` to standard output.
@@ -96,6 +99,7 @@ pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Resul
     match command {
         ReferenceCommand::Cli => print!("{}", cli_reference(cmd)),
         ReferenceCommand::Http => print!("{}", http_reference(&tollgate_gateway::http::openapi())),
+        ReferenceCommand::Vocabulary => print!("{}", vocabulary_reference()),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -335,4 +339,87 @@ fn schema_name(schema: &serde_json::Value) -> String {
         Some(t) => format!("`{t}`"),
         None => "a JSON value".to_string(),
     }
+}
+
+/// The Markdown reference of the built-in program: per file (the vocabulary first), its opening
+/// comment, then its sections (`// ---- title ----`) and every relation it declares, with the
+/// comment written above the declaration and whether it is an input or a request relation.
+pub fn vocabulary_reference() -> String {
+    use tollgate_rules::packs::{REQUEST_RELATIONS, builtin_files};
+    let mut out = String::from(
+        "# Policy vocabulary and built-in packs\n\n\
+         Generated from `rules/packs/*.dl` by `tollgate reference vocabulary`; do not edit (a test\n\
+         fails when it is stale: regenerate with\n\
+         `cargo run -p tollgate -- reference vocabulary > docs/reference/vocabulary.md`).\n\
+         A rule pack of your own reads these relations (`tollgate rules check` checks it against\n\
+         them); *input* relations are facts the encoders write from envelopes and runs, *request*\n\
+         relations the facts of one decision, the rest are derived by the packs.\n",
+    );
+    for (file, text) in builtin_files() {
+        let inputs: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".input "))
+            .map(str::trim)
+            .collect();
+        let _ = write!(out, "\n## `{file}`\n\n");
+        let mut lines = text.lines().peekable();
+        // The opening comment: what the file is.
+        let mut opening = Vec::new();
+        while let Some(l) = lines.peek().and_then(|l| l.strip_prefix("//")) {
+            opening.push(l.strip_prefix(' ').unwrap_or(l).to_string());
+            lines.next();
+        }
+        let _ = writeln!(out, "{}\n", opening.join("\n").trim_end());
+        let mut comment: Vec<String> = Vec::new();
+        for line in lines {
+            let line = line.trim_end();
+            if let Some(c) = line.strip_prefix("//") {
+                let c = c.strip_prefix(' ').unwrap_or(c);
+                if let Some(title) = c.strip_prefix("---- ") {
+                    let title = title.trim_end_matches('-').trim();
+                    if !out.ends_with("\n\n") {
+                        out.push('\n');
+                    }
+                    let _ = writeln!(out, "### {title}\n");
+                    comment.clear();
+                } else {
+                    comment.push(c.to_string());
+                }
+                continue;
+            }
+            if let Some(decl) = line.strip_prefix(".decl ") {
+                let name = decl.split('(').next().unwrap_or(decl).trim();
+                let mut kinds = Vec::new();
+                if inputs.contains(&name) {
+                    kinds.push("input");
+                }
+                if REQUEST_RELATIONS.contains(&name) {
+                    kinds.push("request");
+                }
+                let kinds = if kinds.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", kinds.join(", "))
+                };
+                let _ = write!(out, "- `{}`{kinds}", decl.trim());
+                if !comment.is_empty() {
+                    let _ = write!(out, ": {}", comment.join(" "));
+                }
+                out.push('\n');
+                comment.clear();
+                continue;
+            }
+            if let Some(ty) = line.strip_prefix(".type ") {
+                let _ = write!(out, "- type `{}`", ty.trim());
+                if !comment.is_empty() {
+                    let _ = write!(out, ": {}", comment.join(" "));
+                }
+                out.push('\n');
+            }
+            if line.trim().is_empty() || !line.starts_with('.') || line.starts_with(".type ") {
+                comment.clear();
+            }
+        }
+    }
+    out
 }
