@@ -424,3 +424,49 @@ fn headings_become_the_anchors_links_use() {
         ["b.md#c"]
     );
 }
+
+/// The operations chapter's store commands do what it says, on a fresh store of their own.
+#[test]
+fn the_operations_chapter_s_store_commands_do_what_it_says() {
+    let chapter = std::fs::read_to_string(root().join("docs/guide/operations.md")).unwrap();
+    for command in [
+        "tollgate db check",
+        "tollgate db upgrade",
+        "tollgate db downgrade --to 28",
+        "tollgate db repair",
+    ] {
+        assert!(
+            chapter.contains(command),
+            "the chapter no longer shows {command}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("tollgate-ops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .args(args)
+            .current_dir(&dir)
+            .env_remove("TOLLGATE_DATABASE_URL")
+            .output()
+            .unwrap()
+    };
+    // `db check` changes nothing: a fresh store stays behind, and says how to upgrade.
+    for _ in 0..2 {
+        let o = run(&["db", "check"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        assert!(stdout(&o).contains("help: run `tollgate db upgrade`"));
+    }
+    assert!(run(&["db", "upgrade"]).status.success());
+    let o = run(&["db", "check"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("schema    complete") && stdout(&o).contains("integrity ok"));
+    let o = run(&["db", "downgrade", "--to", "28"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("now at version 28"), "{}", stdout(&o));
+    assert_eq!(run(&["db", "check"]).status.code(), Some(1));
+    // Any other command migrates the store when it opens it.
+    assert!(run(&["runs", "list"]).status.success());
+    assert!(run(&["db", "check"]).status.success());
+    assert!(run(&["db", "repair"]).status.success());
+    std::fs::remove_dir_all(&dir).ok();
+}
