@@ -405,6 +405,25 @@ fn every_link_in_the_readme_and_the_guide_resolves() {
             );
         }
     }
+    // The front door opens with the two set-up commands, in one block, under "Set up".
+    let setup = readme
+        .split("## Set up")
+        .nth(1)
+        .and_then(|rest| rest.split("```sh\n").nth(1))
+        .and_then(|block| block.split("\n```\n").next())
+        .expect("a ```sh block under ## Set up");
+    let commands: Vec<&str> = setup
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    assert_eq!(
+        commands,
+        ["bash examples/demo.sh", "cargo test --workspace"]
+    );
+    assert!(
+        readme.find("## Set up") < readme.find("## A 30-second look"),
+        "set-up comes first"
+    );
     assert!(
         readme.lines().count() < 150,
         "the README is a front door: {} lines",
