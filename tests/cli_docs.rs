@@ -21,18 +21,24 @@ fn commands() -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_committed_http_reference_is_what_the_binary_generates() {
-    let o = tollgate(&["reference", "http"]);
+/// `tollgate reference KIND`, checked against the committed `docs/reference/KIND.md`.
+fn current_reference(kind: &str) -> String {
+    let o = tollgate(&["reference", kind]);
     assert!(o.status.success(), "{}", stderr(&o));
     let generated = stdout(&o);
-    let path = root().join("docs/reference/http.md");
+    let path = root().join(format!("docs/reference/{kind}.md"));
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         generated == committed,
-        "{} is stale: regenerate it with `cargo run -p tollgate -- reference http > docs/reference/http.md`",
+        "{} is stale: regenerate it with `cargo run -p tollgate -- reference {kind} > docs/reference/{kind}.md`",
         path.display()
     );
+    generated
+}
+
+#[test]
+fn the_committed_http_reference_is_what_the_binary_generates() {
+    let generated = current_reference("http");
     for operation in [
         "### `POST /v1/runs/{run_id}/tool-calls`",
         "### `POST /v1/chat/completions`",
@@ -45,16 +51,7 @@ fn the_committed_http_reference_is_what_the_binary_generates() {
 
 #[test]
 fn the_committed_vocabulary_reference_is_what_the_binary_generates() {
-    let o = tollgate(&["reference", "vocabulary"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let generated = stdout(&o);
-    let path = root().join("docs/reference/vocabulary.md");
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        generated == committed,
-        "{} is stale: regenerate it with `cargo run -p tollgate -- reference vocabulary > docs/reference/vocabulary.md`",
-        path.display()
-    );
+    let generated = current_reference("vocabulary");
     // Every declared relation of every built-in file is listed, inputs and requests marked.
     for (file, text) in [
         ("vocabulary", include_str!("../rules/packs/vocabulary.dl")),
@@ -78,16 +75,7 @@ fn the_committed_vocabulary_reference_is_what_the_binary_generates() {
 
 #[test]
 fn the_committed_cli_reference_is_what_the_binary_generates() {
-    let o = tollgate(&["reference", "cli"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let generated = stdout(&o);
-    let path = root().join("docs/reference/cli.md");
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        generated == committed,
-        "{} is stale: regenerate it with `cargo run -p tollgate -- reference cli > docs/reference/cli.md`",
-        path.display()
-    );
+    let generated = current_reference("cli");
     // Every command and subcommand has its section, and options their flags.
     for command in commands() {
         assert!(

@@ -134,16 +134,10 @@ impl Program {
     /// A dump of the plans of every rule as evaluated by [`Program::materialise`] (the plan
     /// stage's snapshot).
     pub fn plan_dump(&self) -> String {
-        let mut symbols = value::Interner::default();
-        let rules = plan::compile_rules(&self.ir, &mut symbols);
         let mut out = String::new();
-        for stratum in &self.ir.strata {
-            for (ri, rule) in rules.iter().enumerate() {
-                if stratum.contains(&rule.head_rel) {
-                    let which = vec![plan::Which::Local; rule.lits.len()];
-                    let p = plan::plan_rule(ri, rule, &which, &|r| stratum.contains(&r));
-                    let _ = writeln!(out, "{}", plan::DisplayPlan(&self.ir, &p));
-                }
+        for plans in &self.prepared().strata {
+            for p in plans {
+                let _ = writeln!(out, "{}", plan::DisplayPlan(&self.ir, p));
             }
         }
         out
