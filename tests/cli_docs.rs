@@ -477,3 +477,28 @@ fn the_operations_chapter_s_store_commands_do_what_it_says() {
     assert!(run(&["db", "repair"]).status.success());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_committed_error_reference_lists_every_code_of_every_table() {
+    let generated = current_reference("errors");
+    let gateway = tollgate_gateway::codes::http::ALL
+        .iter()
+        .chain(tollgate_gateway::codes::case_refusals::ALL);
+    for c in gateway {
+        assert!(
+            generated.contains(&format!(
+                "\n### {}\n\n**{}** {}",
+                c.code, c.status, c.summary
+            )),
+            "{} is not listed with its status and summary",
+            c.code
+        );
+    }
+    for c in tollgate_engine::diag::codes::ALL {
+        assert!(
+            generated.contains(&format!("\n### {}\n\n{}", c.id, c.summary)),
+            "{} is not listed",
+            c.id
+        );
+    }
+}

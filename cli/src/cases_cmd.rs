@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tollgate_gateway::codes::http as codes;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -258,12 +259,15 @@ fn finish(
         }
         Err(e) => {
             let (code, exit) = match &e {
-                CaseError::Refused { code, .. } | CaseError::Conflict { code, .. } => (*code, 1),
-                CaseError::VersionConflict { .. } => ("version_conflict", 1),
-                CaseError::NotFound(_) => ("not_found", 2),
-                CaseError::ReadOnly(_) => ("case_read_only", 2),
-                CaseError::Invalid(_) => ("invalid", 2),
-                _ => ("failed", 2),
+                CaseError::Refused { code, .. } | CaseError::Conflict { code, .. } => {
+                    (code.code, 1)
+                }
+                CaseError::VersionConflict { .. } => (codes::VERSION_CONFLICT.code, 1),
+                CaseError::NotFound(_) => (codes::NOT_FOUND.code, 2),
+                CaseError::ReadOnly(_) => (codes::CASE_READ_ONLY.code, 2),
+                CaseError::Invalid(_) => (codes::INVALID_CASE_REQUEST.code, 2),
+                CaseError::Adapter(_) => (codes::ADAPTER_FAILED.code, 2),
+                _ => (codes::INTERNAL.code, 2),
             };
             if json {
                 print_json(&serde_json::json!({"error": {"code": code, "message": e.to_string()}}));

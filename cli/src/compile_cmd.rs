@@ -65,7 +65,7 @@ pub fn run(args: CompileArgs) -> Result<ExitCode> {
             eprint!(
                 "{}",
                 Diagnostic::error(
-                    "E-items",
+                    tollgate_engine::diag::codes::ITEMS,
                     format!("invalid items file: {e}"),
                     Span::new(at, at + 1)
                 )

@@ -46,6 +46,10 @@ pub enum ReferenceCommand {
     /// The policy vocabulary and the built-in packs' relations as Markdown, from the packs'
     /// declarations and comments (what `docs/reference/vocabulary.md` holds).
     Vocabulary,
+    /// Every error code as Markdown, from the one table of each (the HTTP API's codes, the
+    /// case commit refusals, the rule and envelope diagnostics): what each means and what to
+    /// do (what `docs/reference/errors.md` holds).
+    Errors,
 }
 
 /// Writes the completion script for `args.shell` to standard output.
@@ -100,6 +104,7 @@ pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Resul
         ReferenceCommand::Cli => print!("{}", cli_reference(cmd)),
         ReferenceCommand::Http => print!("{}", http_reference(&tollgate_gateway::http::openapi())),
         ReferenceCommand::Vocabulary => print!("{}", vocabulary_reference()),
+        ReferenceCommand::Errors => print!("{}", errors_reference()),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -420,6 +425,61 @@ pub fn vocabulary_reference() -> String {
                 comment.clear();
             }
         }
+    }
+    out
+}
+
+/// The Markdown reference of every error code: the HTTP API's (`tollgate_gateway::codes`) and
+/// the rule and envelope diagnostics' (`tollgate_engine::diag::codes`), each code a heading so
+/// the guide and messages can link to it.
+pub fn errors_reference() -> String {
+    use tollgate_gateway::codes::{ErrorCode, case_refusals, http};
+    let mut out = String::from(
+        "# Error codes\n\n\
+         Generated from the gateway's and the engine's tables of codes by `tollgate reference\n\
+         errors`; do not edit (a test fails when it is stale: regenerate with\n\
+         `cargo run -p tollgate -- reference errors > docs/reference/errors.md`). Every code a\n\
+         client or a policy author can meet is here, because the code at each place that reports\n\
+         one is a constant of those tables.\n",
+    );
+    let section = |out: &mut String, codes: &[ErrorCode]| {
+        for c in codes {
+            let _ = write!(
+                out,
+                "\n### {}\n\n**{}** {}\n\n**What to do:** {}\n",
+                c.code, c.status, c.summary, c.remedy
+            );
+        }
+    };
+    out.push_str(
+        "\n## HTTP API errors\n\n\
+         Every error answer has the body `{\"error\": {\"code\": ..., \"message\": ..., \"details\": ...}}`\n\
+         with the status below; `message` says what was wrong with this request and how to fix it,\n\
+         `details` carries what a program needs (a decision with its receipt, diagnostics with\n\
+         their lines). A 500 says only that something failed: the detail is in the gateway's log.\n",
+    );
+    section(&mut out, http::ALL);
+    out.push_str(
+        "\n## Case commit refusals\n\n\
+         A commit of a case's proposal that a guardrail refuses is recorded on the case as a\n\
+         `commit_refused` event with one of these codes, and answered as a 409 whose\n\
+         `details.recorded` is `true` (`tollgate cases commit` prints the same).\n",
+    );
+    section(&mut out, case_refusals::ALL);
+    out.push_str(
+        "\n## Rule and envelope diagnostics\n\n\
+         `tollgate rules check`, `tollgate policy check` and the routes that take rule packs or\n\
+         envelopes report these with the file, line and column they concern, the offending text\n\
+         underlined, and a `help:` line for the case at hand; so do the commands that read a\n\
+         request or items file (`E-request`, `E-items`). `E-` codes are errors (nothing is\n\
+         stored or evaluated); `W-` codes are warnings.\n",
+    );
+    for c in tollgate_engine::diag::codes::ALL {
+        let _ = write!(
+            out,
+            "\n### {}\n\n{}\n\n**What to do:** {}\n",
+            c.id, c.summary, c.remedy
+        );
     }
     out
 }

@@ -179,7 +179,7 @@ fn read_request(
     let request: DecisionRequest = serde_json::from_str(text).map_err(|e| {
         let at = start + offset_of(text, e.line(), e.column());
         Diagnostic::error(
-            "E-request",
+            tollgate_engine::diag::codes::REQUEST,
             format!("invalid request: {e}"),
             Span::new(at, at + 1),
         )
@@ -192,7 +192,7 @@ fn read_request(
             k => k,
         };
         return Err(Diagnostic::error(
-            "E-request",
+            tollgate_engine::diag::codes::REQUEST,
             format!("invalid request: {e}"),
             Span::new(start, start + 1),
         )

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::ast::{self, Expr, Functor, Literal, Program, Span};
-use crate::diag::{Diagnostic, Source};
+use crate::diag::{Diagnostic, Source, codes};
 use crate::functions;
 use crate::functors::{Functors, UserFunctor};
 use crate::ir::{Ir, IrFact, IrRule, RelId, RelInfo};
@@ -56,7 +56,7 @@ pub fn check_with(
             }
             if let Some(id) = &clause.id {
                 cx.diags.push(
-                    Diagnostic::error("E-rule-id", "a rule id on a fact", id.span)
+                    Diagnostic::error(codes::RULE_ID, "a rule id on a fact", id.span)
                         .with_help("rule ids name rules; facts are named by their origin"),
                 );
             }
@@ -134,7 +134,7 @@ fn pragmas(program: &Program, warnings: &mut Vec<Diagnostic>) -> Vec<(String, St
         };
         warnings.push(
             Diagnostic::warning(
-                "W-pragma",
+                codes::PRAGMA,
                 format!("`.pragma \"{}\"` is ignored", p.key),
                 p.span,
             )
@@ -206,7 +206,7 @@ impl Checker<'_> {
             if builtin_type(&t.name.name).is_some() {
                 self.diags.push(
                     Diagnostic::error(
-                        "E-type",
+                        codes::TYPE,
                         format!("`{}` is a built-in type", t.name),
                         t.name.span,
                     )
@@ -237,7 +237,7 @@ impl Checker<'_> {
         if visiting.iter().any(|v| v == name) {
             self.diags.push(
                 Diagnostic::error(
-                    "E-type",
+                    codes::TYPE,
                     format!("type `{name}` is defined in terms of itself"),
                     decl.span,
                 )
@@ -252,7 +252,7 @@ impl Checker<'_> {
                 if builtin_type(&base.name).is_none() && !decls.contains_key(base.name.as_str()) {
                     self.diags.push(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             format!("unknown type `{}`", base.name),
                             base.span,
                         )
@@ -267,7 +267,7 @@ impl Checker<'_> {
                 Some(r) if r != t => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             format!("union `{name}` mixes `{r}` and `{t}`"),
                             base.span,
                         )
@@ -287,7 +287,7 @@ impl Checker<'_> {
             return t;
         }
         self.diags.push(
-            Diagnostic::error("E-type", format!("unknown type `{}`", ty.name), ty.span)
+            Diagnostic::error(codes::TYPE, format!("unknown type `{}`", ty.name), ty.span)
                 .with_help("use symbol, number, unsigned, float or declare it with `.type`"),
         );
         Type::Symbol
@@ -298,7 +298,7 @@ impl Checker<'_> {
             if self.functors.contains_key(&d.name.name) {
                 let msg = format!("functor `{}` is declared twice", d.name);
                 self.diags.push(
-                    Diagnostic::error("E-functor", msg, d.name.span)
+                    Diagnostic::error(codes::FUNCTOR, msg, d.name.span)
                         .with_help("declare each functor once"),
                 );
                 continue;
@@ -323,7 +323,7 @@ impl Checker<'_> {
                 let prev_line = self.source.line_col(self.relations[prev].span.start).0;
                 self.diags.push(
                     Diagnostic::error(
-                        "E-duplicate-decl",
+                        codes::DUPLICATE_DECL,
                         format!("relation `{}` is declared twice", d.name),
                         d.name.span,
                     )
@@ -336,7 +336,7 @@ impl Checker<'_> {
             if d.attrs.len() > MAX_ARITY {
                 self.diags.push(
                     Diagnostic::error(
-                        "E-arity",
+                        codes::ARITY,
                         format!(
                             "relation `{}` has {} columns; at most {MAX_ARITY} are supported",
                             d.name,
@@ -401,7 +401,7 @@ impl Checker<'_> {
         };
         self.diags.push(
             Diagnostic::error(
-                "E-unknown-relation",
+                codes::UNKNOWN_RELATION,
                 format!("unknown relation `{name}`"),
                 span,
             )
@@ -425,7 +425,7 @@ impl Checker<'_> {
             .collect();
         self.diags.push(
             Diagnostic::error(
-                "E-arity",
+                codes::ARITY,
                 format!(
                     "`{}` has {want} column{}, but {got} argument{} given",
                     r.name,
@@ -449,7 +449,7 @@ impl Checker<'_> {
                 let line = self.source.line_col(prev.start).0;
                 self.diags.push(
                     Diagnostic::error(
-                        "E-rule-id",
+                        codes::RULE_ID,
                         format!("rule id `{}` is used twice", id.name),
                         id.span,
                     )
@@ -494,7 +494,7 @@ impl Checker<'_> {
                 Err(msg) => {
                     self.diags
                         .push(
-                            Diagnostic::error("E-fact", msg, arg.span()).with_help(format!(
+                            Diagnostic::error(codes::FACT, msg, arg.span()).with_help(format!(
                                 "a fact holds constants; column `{}` of `{}` is `{}`",
                                 self.relations[rel].attrs[i],
                                 self.relations[rel].name,

@@ -20,7 +20,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ast::{Atom, CompRef, Component, Expr, Ident, Literal, Program};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 
 /// How deeply instantiations and inheritance may nest: deeper means a component reaches
 /// itself, which Soufflé also rejects.
@@ -42,7 +42,7 @@ pub fn expand(mut prog: Program) -> std::result::Result<Program, Vec<Diagnostic>
         .into_iter()
         .map(|o| {
             let msg = format!("`.override {}` outside a component", o.name);
-            Diagnostic::error("E-component", msg, o.span).with_help(
+            Diagnostic::error(codes::COMPONENT, msg, o.span).with_help(
                 "`.override` belongs in the body of a component that inherits the relation",
             )
         })
@@ -71,7 +71,7 @@ fn duplicates(components: &[Component], inits: &[crate::ast::Init], errors: &mut
         if let Some(first) = seen.insert(&c.name.name, &c.name) {
             let msg = format!("component `{}` is declared twice", c.name.name);
             errors.push(
-                Diagnostic::error("E-component", msg, c.name.span)
+                Diagnostic::error(codes::COMPONENT, msg, c.name.span)
                     .with_secondary(first.span, "first declared here")
                     .with_help("give each component its own name"),
             );
@@ -83,7 +83,7 @@ fn duplicates(components: &[Component], inits: &[crate::ast::Init], errors: &mut
         if let Some(first) = seen.insert(&i.name.name, &i.name) {
             let msg = format!("instance `{}` is declared twice", i.name.name);
             errors.push(
-                Diagnostic::error("E-component", msg, i.name.span)
+                Diagnostic::error(codes::COMPONENT, msg, i.name.span)
                     .with_secondary(first.span, "first declared here")
                     .with_help("give each `.init` its own instance name"),
             );
@@ -104,7 +104,7 @@ fn instantiate(
     if *budget == 0 {
         let msg = format!("the program makes more than {MAX_INSTANCES} component instances");
         let help = "instances nested in instances multiply; instantiate fewer";
-        return Err(Diagnostic::error("E-component", msg, cref.span)
+        return Err(Diagnostic::error(codes::COMPONENT, msg, cref.span)
             .with_help(help)
             .into());
     }
@@ -116,7 +116,7 @@ fn instantiate(
         );
         let help =
             "a component must not instantiate or inherit from itself, directly or through others";
-        return Err(Diagnostic::error("E-component", msg, cref.span)
+        return Err(Diagnostic::error(codes::COMPONENT, msg, cref.span)
             .with_help(help)
             .into());
     }
@@ -144,7 +144,7 @@ fn instantiate(
                 params.join(", ")
             )
         };
-        return Err(Diagnostic::error("E-component", msg, cref.span)
+        return Err(Diagnostic::error(codes::COMPONENT, msg, cref.span)
             .with_secondary(comp.name.span, "declared here")
             .with_help(help)
             .into());
@@ -227,7 +227,7 @@ fn find<'a>(stack: &[&'a [Component]], name: &Ident) -> Result<(usize, &'a Compo
                 .join(", ")
         ),
     };
-    Err(Diagnostic::error("E-component", msg, name.span)
+    Err(Diagnostic::error(codes::COMPONENT, msg, name.span)
         .with_help(help)
         .into())
 }
@@ -241,7 +241,7 @@ fn apply_override(content: &mut Program, o: &Ident, comp: &Component) -> Result<
             o.name, comp.name.name, o.name
         );
         let help = "override a relation the component inherits, declared in a base component";
-        return Err(Diagnostic::error("E-component", msg, o.span)
+        return Err(Diagnostic::error(codes::COMPONENT, msg, o.span)
             .with_help(help)
             .into());
     };
@@ -251,7 +251,7 @@ fn apply_override(content: &mut Program, o: &Ident, comp: &Component) -> Result<
             "add `overridable` after the attributes of `.decl {}` in the base component",
             o.name
         );
-        return Err(Diagnostic::error("E-component", msg, o.span)
+        return Err(Diagnostic::error(codes::COMPONENT, msg, o.span)
             .with_secondary(decl.name.span, "declared here")
             .with_help(help)
             .into());

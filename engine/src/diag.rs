@@ -1,9 +1,12 @@
 //! Diagnostics for user-authored programs: a code, a message, a primary span, extra labelled
 //! spans, and a help line; rendered with the source line underlined.
 
+pub mod codes;
+
 use std::fmt::{self, Write as _};
 
 use crate::ast::Span;
+pub use codes::Code;
 
 /// One source file: its display name and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +147,8 @@ pub struct Label {
 pub struct Diagnostic {
     /// Severity.
     pub severity: Severity,
-    /// A stable code such as `E-parse`, `E-unknown-relation`, `E-unstratifiable`.
+    /// A stable code such as `E-parse`, `E-unknown-relation`, `E-unstratifiable`: the `id`
+    /// of one of the [`codes`].
     pub code: &'static str,
     /// Lowercase message; user input in backticks.
     pub message: String,
@@ -159,11 +163,11 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// An error with a code, message and primary span.
-    pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+    /// An error with a code (one of the [`codes`]), message and primary span.
+    pub fn error(code: Code, message: impl Into<String>, span: Span) -> Self {
         Diagnostic {
             severity: Severity::Error,
-            code,
+            code: code.id,
             message: message.into(),
             span,
             label: String::new(),
@@ -172,8 +176,8 @@ impl Diagnostic {
         }
     }
 
-    /// A warning with a code, message and primary span.
-    pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+    /// A warning with a code (one of the [`codes`]), message and primary span.
+    pub fn warning(code: Code, message: impl Into<String>, span: Span) -> Self {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(code, message, span)
@@ -417,12 +421,12 @@ mod tests {
     fn miette_sees_code_help_and_every_labelled_span() {
         use miette::Diagnostic as _;
         let src = Source::new("t.dl", "a(x) :- b(x).\n");
-        let d = Diagnostic::error("E-x", "msg", Span::new(8, 12))
+        let d = Diagnostic::error(codes::PARSE, "msg", Span::new(8, 12))
             .with_label("here")
             .with_secondary(Span::new(0, 4), "and here")
             .with_help("fix it")
             .with_source(&src);
-        assert_eq!(d.code().map(|c| c.to_string()).as_deref(), Some("E-x"));
+        assert_eq!(d.code().map(|c| c.to_string()).as_deref(), Some("E-parse"));
         assert_eq!(d.help().map(|c| c.to_string()).as_deref(), Some("fix it"));
         let labels: Vec<_> = d
             .labels()
@@ -445,7 +449,7 @@ mod tests {
         assert_eq!(joined.line_col(at as u32), (3, 9));
         assert_eq!(joined.line_at(at as u32), "p(x) :- q(x).");
         let d = Diagnostic::error(
-            "E-unknown-relation",
+            codes::UNKNOWN_RELATION,
             "unknown relation `q`",
             Span::new(at, at + 4),
         );
@@ -461,7 +465,7 @@ mod tests {
         );
         let start = src.text.find("edg(").map_or(0, |i| i);
         let d = Diagnostic::error(
-            "E-unknown-relation",
+            codes::UNKNOWN_RELATION,
             "unknown relation `edg`",
             Span::new(start, start + 9),
         )

@@ -56,6 +56,7 @@ pub use diag::{Diagnostic, Source};
 pub use explain::{Proof, ProofStep, WhyNot};
 pub use value::{Type, Value};
 
+use diag::codes;
 use eval::Db;
 pub use model::QueryStats;
 use model::{ModelData, QueryState};
@@ -171,14 +172,14 @@ impl Fact {
             let v = match a {
                 ast::Expr::Number(n, s) => Value::Number(i32::try_from(*n).map_err(|_| {
                     Diagnostic::error(
-                        "E-literal",
+                        codes::LITERAL,
                         format!("`{n}` does not fit a 32-bit number"),
                         *s,
                     )
                 })?),
                 ast::Expr::Unsigned(n, s) => Value::Unsigned(u32::try_from(*n).map_err(|_| {
                     Box::new(Diagnostic::error(
-                        "E-literal",
+                        codes::LITERAL,
                         format!("`{n}` does not fit an unsigned"),
                         *s,
                     ))
@@ -187,7 +188,7 @@ impl Fact {
                 ast::Expr::String(s, _) => Value::sym(s),
                 other => {
                     return Err(Box::new(
-                        Diagnostic::error("E-fact", "a fact holds constants only", other.span())
+                        Diagnostic::error(codes::FACT, "a fact holds constants only", other.span())
                             .with_help("write strings in double quotes and numbers as digits"),
                     ));
                 }

@@ -11,7 +11,7 @@ mod lex;
 mod structure;
 
 use crate::ast::{Atom, Clause, CmpOp, Expr, Ident, Literal, Program, Span, TestFn};
-use crate::diag::{Diagnostic, Source};
+use crate::diag::{Diagnostic, Source, codes};
 use expr::{agg_kind, functor};
 use lex::{IdMark, Tok, Token};
 
@@ -139,7 +139,9 @@ impl<'s> Parser<'s> {
         if *self.peek() == Tok::Le {
             let msg = "subsumption (`r(..) <= r(..) :- body`) is not supported";
             let help = "it removes tuples while the rules run, which Tollgate's evaluation does not do; keep the best tuple with an aggregate, as in `best(k, v) :- r(k, _), v = min w : { r(k, w) }`";
-            return err(Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help));
+            return err(
+                Diagnostic::error(codes::UNSUPPORTED, msg, self.cur().span()).with_help(help),
+            );
         }
         let is_rule = self.eat(&Tok::If);
         let body = if is_rule {
@@ -216,7 +218,7 @@ impl<'s> Parser<'s> {
         let end = self.prev_end();
         let kind = if is_rule { "rule" } else { "fact" };
         Diagnostic::error(
-            "E-parse",
+            codes::PARSE,
             format!("missing `.` at the end of the {kind}"),
             Span::new(end, end),
         )
@@ -381,7 +383,7 @@ impl<'s> Parser<'s> {
                 args.len()
             );
             let help = format!("write `{}(pattern, text)`", func.as_str());
-            return err(Diagnostic::error("E-parse", msg, span).with_help(help));
+            return err(Diagnostic::error(codes::PARSE, msg, span).with_help(help));
         }
         Ok(Literal::Test {
             func,
@@ -421,7 +423,7 @@ impl<'s> Parser<'s> {
                     "a variable alone is not a condition; write a relation with no columns as `{}()`",
                     v.name
                 );
-                Box::new(Diagnostic::error("E-parse", msg, v.span).with_help(help))
+                Box::new(Diagnostic::error(codes::PARSE, msg, v.span).with_help(help))
             }
             _ => self.expected(
                 "a comparison operator",
@@ -491,7 +493,7 @@ impl<'s> Parser<'s> {
 
 fn misplaced_id(m: &IdMark) -> Diagnostic {
     let msg = format!("rule id `{}` is not followed by a rule", m.name.name);
-    Diagnostic::error("E-parse", msg, m.comment)
+    Diagnostic::error(codes::PARSE, msg, m.comment)
         .with_label("this comment names no rule")
         .with_help(ID_HELP)
 }

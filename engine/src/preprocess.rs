@@ -18,7 +18,7 @@ mod cond;
 mod scan;
 
 use crate::ast::Span;
-use crate::diag::{Diagnostic, Source, SourcedDiagnostic};
+use crate::diag::{Diagnostic, Source, SourcedDiagnostic, codes};
 use scan::{
     Piece, Scanner, comment_state, first_word, include_target, parse_define, resolve_defined,
     split_word, strip_comments, substitute,
@@ -164,7 +164,7 @@ struct Pre<'i> {
 }
 
 fn pp_error(message: String, span: Span, help: &str) -> Diagnostic {
-    Diagnostic::error("E-preprocessor", message, span).with_help(help)
+    Diagnostic::error(codes::PREPROCESSOR, message, span).with_help(help)
 }
 
 const CONDITION_HELP: &str = "open a condition with `#if`, `#ifdef` or `#ifndef` before it";
@@ -342,7 +342,11 @@ impl Pre<'_> {
                     self.report(&src, pp_error(msg, span, help));
                 }
                 "warning" => {
-                    let d = Diagnostic::warning("W-preprocessor", format!("#warning {rest}"), span);
+                    let d = Diagnostic::warning(
+                        codes::PREPROCESSOR_WARNING,
+                        format!("#warning {rest}"),
+                        span,
+                    );
                     self.report(&src, d);
                 }
                 other => {

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
-use crate::diag::{Diagnostic, Source};
+use crate::diag::{Diagnostic, Source, codes};
 use crate::ir::{IrRule, RelId, RelInfo};
 
 /// The strata of a program.
@@ -42,7 +42,7 @@ pub(crate) fn stratify(
             let head = &relations[r.head.rel].name;
             let via = &relations[dep].name;
             let mut d = Diagnostic::error(
-                "E-unstratifiable",
+                codes::UNSTRATIFIABLE,
                 format!("`{head}` depends on `{via}` through negation or aggregation inside a recursive cycle"),
                 span,
             )

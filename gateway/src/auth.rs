@@ -167,15 +167,16 @@ pub enum Refusal {
 
 impl Refusal {
     /// The machine-readable code of the refusal.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::codes::ErrorCode {
+        use crate::codes::http as codes;
         match self {
-            Refusal::OtherAgent { .. } => "other_agent",
-            Refusal::OutsideScope { .. } => "outside_scope",
-            Refusal::AboveClearance { .. } => "above_clearance",
-            Refusal::AttachesEnvelopes { .. } => "attaches_envelopes",
-            Refusal::NotOwnRun { .. } => "not_own_run",
-            Refusal::RunOutsideScope { .. } => "run_outside_scope",
-            Refusal::OwnCall { .. } => "self_approval",
+            Refusal::OtherAgent { .. } => codes::OTHER_AGENT,
+            Refusal::OutsideScope { .. } => codes::OUTSIDE_SCOPE,
+            Refusal::AboveClearance { .. } => codes::ABOVE_CLEARANCE,
+            Refusal::AttachesEnvelopes { .. } => codes::ATTACHES_ENVELOPES,
+            Refusal::NotOwnRun { .. } => codes::NOT_OWN_RUN,
+            Refusal::RunOutsideScope { .. } => codes::RUN_OUTSIDE_SCOPE,
+            Refusal::OwnCall { .. } => codes::SELF_APPROVAL,
         }
     }
 }

@@ -44,7 +44,7 @@ pub enum CaseError {
     #[error("{message}")]
     Conflict {
         /// Machine-readable (`stale_preview`, `approval_required`, `event_id_reused`...).
-        code: &'static str,
+        code: crate::codes::ErrorCode,
         /// What and how to fix it.
         message: String,
     },
@@ -52,7 +52,7 @@ pub enum CaseError {
     #[error("{message}")]
     Refused {
         /// Machine-readable.
-        code: &'static str,
+        code: crate::codes::ErrorCode,
         /// What and how to fix it.
         message: String,
         /// The case's version after the refusal was recorded.
@@ -74,7 +74,7 @@ pub enum CaseError {
 
 impl CaseError {
     /// A conflict with a code.
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> CaseError {
+    pub fn conflict(code: crate::codes::ErrorCode, message: impl Into<String>) -> CaseError {
         CaseError::Conflict {
             code,
             message: message.into(),

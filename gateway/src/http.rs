@@ -25,6 +25,7 @@ mod security;
 mod tokens;
 mod tools;
 
+use crate::codes::http as codes;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -297,8 +298,8 @@ pub(crate) fn query_enum<T: serde::de::DeserializeOwned>(
     value
         .map(|v| {
             serde_json::from_value(serde_json::Value::String(v.clone())).map_err(|_| {
-                ApiError::invalid(
-                    "invalid_query",
+                ApiError::new(
+                    codes::INVALID_QUERY,
                     format!("`{v}` is not {what}: use {choices}"),
                 )
             })
@@ -323,8 +324,8 @@ pub(crate) fn named_limit(
     match value {
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid(
-            "invalid_query",
+        Some(n) => Err(ApiError::new(
+            codes::INVALID_QUERY,
             format!("`{name}` is {n}; it runs from 1 to {max}"),
         )),
     }
@@ -355,9 +356,8 @@ async fn health() -> axum::Json<serde_json::Value> {
 pub const MCP_PATH: &str = "/v1/mcp";
 
 async fn mcp_not_configured() -> ApiError {
-    ApiError::Status {
-        status: axum::http::StatusCode::NOT_FOUND,
-        code: "mcp_not_configured",
+    ApiError::Coded {
+        code: codes::MCP_NOT_CONFIGURED,
         message: "this gateway serves no MCP servers\n  help: start it with `tollgate serve --mcp-config FILE` (the file `tollgate mcp proxy` takes)".into(),
         details: serde_json::Value::Null,
     }

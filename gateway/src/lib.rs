@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod auth;
 pub mod cases;
 pub mod clock;
+pub mod codes;
 pub mod compiler;
 pub mod cover;
 pub mod evaluators;

@@ -378,6 +378,14 @@ fn every_operation_answers_every_kind_as_the_document_says() {
         ("approver", &t.lead),
         ("admin", &t.admin),
     ];
+    // Every error answered below carries a code of the one table, as the document lists it.
+    let codes: Vec<&str> = doc
+        .pointer("/components/schemas/ErrorDetail/properties/code/enum")
+        .and_then(Value::as_array)
+        .expect("the document enumerates the error codes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     let mut checked = 0;
     for (template, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
@@ -393,6 +401,12 @@ fn every_operation_answers_every_kind_as_the_document_says() {
             for (kind, token) in kinds {
                 let (status, answer) =
                     gw.call_as(token, &method.to_uppercase(), &path, body.as_ref());
+                if status >= 400 {
+                    assert!(
+                        codes.contains(&code(&answer)),
+                        "{method} {template} as {kind}: {status} {answer}: its code is not in the table"
+                    );
+                }
                 let refused = status == 403 && code(&answer) == "kind_not_admitted";
                 let admitted = admits.iter().any(|k| k == kind);
                 assert_eq!(

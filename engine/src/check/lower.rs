@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::{Checker, const_eval_any};
 use crate::ast::{self, AggKind, Expr, Functor, Literal, Span};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 use crate::ir::{IrAtom, IrExpr, IrLit, Var, VarId};
 use crate::value::{Type, Value};
 
@@ -109,7 +109,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                             f.params.len(),
                             args.len()
                         );
-                        self.error(Diagnostic::error("E-arity", msg, *span).with_help(
+                        self.error(Diagnostic::error(codes::ARITY, msg, *span).with_help(
                             "give one argument per parameter of its `.functor` declaration",
                         ));
                         IrExpr::Const(Value::Number(0))
@@ -117,7 +117,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                     Some(None) => {
                         let msg = format!("functor `@{}` has no implementation", name.name);
                         let help = "Tollgate runs user-defined functors written in Rust and registered with `Functors::register` by the program's host (`Program::compile_with`); `tollgate rules` registers none";
-                        self.error(Diagnostic::error("E-functor", msg, *span).with_help(help));
+                        self.error(Diagnostic::error(codes::FUNCTOR, msg, *span).with_help(help));
                         IrExpr::Const(Value::Number(0))
                     }
                     None => {
@@ -126,7 +126,9 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                             "declare it with `.functor {}(x: number): number`, its parameter and value types",
                             name.name
                         );
-                        self.error(Diagnostic::error("E-functor", msg, name.span).with_help(help));
+                        self.error(
+                            Diagnostic::error(codes::FUNCTOR, msg, name.span).with_help(help),
+                        );
                         IrExpr::Const(Value::Number(0))
                     }
                 }
@@ -138,7 +140,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                     Ok(v) => IrExpr::Const(v),
                     Err(m) => {
                         self.error(
-                            Diagnostic::error("E-literal", m, e.span())
+                            Diagnostic::error(codes::LITERAL, m, e.span())
                                 .with_help("numbers are 32-bit: -2147483648 to 2147483647"),
                         );
                         IrExpr::Const(Value::Number(0))
@@ -163,7 +165,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                     let help = "write the type by name, as in `as(x, number)`";
                     self.error(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             "`as` needs a type name as its second argument",
                             *span,
                         )
@@ -195,7 +197,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 if !ok {
                     self.error(
                         Diagnostic::error(
-                            "E-arity",
+                            codes::ARITY,
                             format!(
                                 "`{}` takes {} argument(s), {} given",
                                 func.as_str(),
@@ -318,7 +320,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 if args.len() != 2 {
                     self.error(
                         Diagnostic::error(
-                            "E-arity",
+                            codes::ARITY,
                             format!(
                                 "`{}` takes 2 arguments, {} given",
                                 func.as_str(),
@@ -342,8 +344,12 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             }
             Literal::Disjunction(_, span) => {
                 self.error(
-                    Diagnostic::error("E-unsupported", "a disjunction inside an aggregate", *span)
-                        .with_help("write the alternatives as separate rules of a helper relation"),
+                    Diagnostic::error(
+                        codes::UNSUPPORTED,
+                        "a disjunction inside an aggregate",
+                        *span,
+                    )
+                    .with_help("write the alternatives as separate rules of a helper relation"),
                 );
             }
         }
@@ -464,7 +470,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         let mut head_args = Vec::new();
         for arg in &head.args {
             if let Expr::Wildcard(s) = arg {
-                self.error(Diagnostic::error("E-unbound", "`_` in a rule head", *s).with_help("a head needs a value in every column: use a variable bound in the body or a constant"));
+                self.error(Diagnostic::error(codes::UNBOUND, "`_` in a rule head", *s).with_help("a head needs a value in every column: use a variable bound in the body or a constant"));
                 continue;
             }
             head_args.push(self.expr(arg));
@@ -523,7 +529,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         for (name, (_, span)) in singles {
             warnings.push(
                 Diagnostic::warning(
-                    "W-singleton",
+                    codes::SINGLETON,
                     format!("variable `{name}` occurs only once"),
                     *span,
                 )
@@ -552,12 +558,12 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                     .cx
                     .diags
                     .iter()
-                    .any(|d| d.code == "E-unbound" && d.span == span)
+                    .any(|d| d.code == codes::UNBOUND.id && d.span == span)
                 {
                     continue;
                 }
                 self.error(
-                    Diagnostic::error("E-unbound", format!("variable `{name}` is not bound by a positive atom"), span)
+                    Diagnostic::error(codes::UNBOUND, format!("variable `{name}` is not bound by a positive atom"), span)
                         .with_label("used here")
                         .with_help(format!("add a body atom that binds `{name}`, or give it a value with `{name} = ...`")),
                 );

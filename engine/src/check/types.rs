@@ -3,7 +3,7 @@
 
 use super::lower::{RuleBuilder, functor_help};
 use crate::ast::{self, AggKind, Conversion, Functor, Span};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 use crate::functions;
 use crate::ir::{IrAtom, IrExpr, IrLit, VarId};
 use crate::value::{Type, Value};
@@ -16,7 +16,7 @@ impl RuleBuilder<'_, '_> {
                 let name = self.vars[v].name.clone();
                 let line = self.cx.source.line_col(prev_span.start).0;
                 self.error(
-                    Diagnostic::error("E-type", format!("variable `{name}` is used as `{t}` here and as `{prev}` elsewhere"), span)
+                    Diagnostic::error(codes::TYPE, format!("variable `{name}` is used as `{t}` here and as `{prev}` elsewhere"), span)
                         .with_secondary(prev_span, format!("used as `{prev}` here (line {line})"))
                         .with_help("a variable has one type; use a second variable or convert with `to_string`/`to_number`"),
                 );
@@ -98,7 +98,7 @@ impl RuleBuilder<'_, '_> {
                         let first = e.lines().last().unwrap_or(&e).trim().to_string();
                         self.error(
                             Diagnostic::error(
-                                "E-pattern",
+                                codes::PATTERN,
                                 format!("invalid {what} `{p}`: {first}"),
                                 *span,
                             )
@@ -126,7 +126,7 @@ impl RuleBuilder<'_, '_> {
                     .unwrap_or(Type::Number);
                 if t == Type::Symbol {
                     self.error(
-                        Diagnostic::error("E-type", "`range` over symbols", *span)
+                        Diagnostic::error(codes::TYPE, "`range` over symbols", *span)
                             .with_help("`range` counts numbers, unsigneds or floats"),
                     );
                 }
@@ -155,7 +155,7 @@ impl RuleBuilder<'_, '_> {
                         match self.peek_type(e) {
                             Some(t) if t != Type::Float => self.error(
                                 Diagnostic::error(
-                                    "E-type",
+                                    codes::TYPE,
                                     format!("`mean` over `{t}` values"),
                                     *span,
                                 )
@@ -172,7 +172,7 @@ impl RuleBuilder<'_, '_> {
                         if t == Type::Symbol {
                             self.error(
                                 Diagnostic::error(
-                                    "E-type",
+                                    codes::TYPE,
                                     format!("`{}` over symbols", kind.as_str()),
                                     *span,
                                 )
@@ -271,7 +271,7 @@ impl RuleBuilder<'_, '_> {
                             format!("variable `{name}`")
                         };
                         self.error(
-                            Diagnostic::error("E-type", format!("{shown} is `{t}` but `{want}` is expected here"), span)
+                            Diagnostic::error(codes::TYPE, format!("{shown} is `{t}` but `{want}` is expected here"), span)
                                 .with_help("convert with `to_string(...)` or `to_number(...)`, or use a variable of the right type"),
                         );
                     }
@@ -294,7 +294,7 @@ impl RuleBuilder<'_, '_> {
                     let have = c.ty();
                     self.error(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             format!("`{lit}` is a `{have}` but `{want}` is expected here"),
                             span,
                         )
@@ -311,7 +311,7 @@ impl RuleBuilder<'_, '_> {
                 if *op != crate::ast::UnaryOp::Neg && want == Type::Float {
                     self.error(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             format!("`{}` where a `float` is expected", op.as_prefix().trim()),
                             span,
                         )
@@ -321,7 +321,7 @@ impl RuleBuilder<'_, '_> {
                 if want == Type::Symbol {
                     self.error(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             "arithmetic where a `symbol` is expected",
                             span,
                         )
@@ -335,7 +335,7 @@ impl RuleBuilder<'_, '_> {
                 if op.integral() && want == Type::Float {
                     self.error(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             format!("`{}` where a `float` is expected", op.as_str()),
                             span,
                         )
@@ -343,7 +343,7 @@ impl RuleBuilder<'_, '_> {
                     );
                 }
                 if want == Type::Symbol {
-                    self.error(Diagnostic::error("E-type", "arithmetic where a `symbol` is expected", span).with_help("use `cat(...)` to build symbols, `to_string(...)` to turn numbers into symbols"));
+                    self.error(Diagnostic::error(codes::TYPE, "arithmetic where a `symbol` is expected", span).with_help("use `cat(...)` to build symbols, `to_string(...)` to turn numbers into symbols"));
                 }
                 *t = want;
                 self.check_expr(a, want, span);
@@ -356,7 +356,7 @@ impl RuleBuilder<'_, '_> {
                         u.name, u.ret
                     );
                     self.error(
-                        Diagnostic::error("E-type", msg, span)
+                        Diagnostic::error(codes::TYPE, msg, span)
                             .with_help("its `.functor` declaration gives the type of its value"),
                     );
                 }
@@ -369,7 +369,7 @@ impl RuleBuilder<'_, '_> {
                 if *f == Functor::Range {
                     self.error(
                         Diagnostic::error(
-                            "E-range",
+                            codes::RANGE,
                             "`range` gives several values and can only be bound to a variable",
                             span,
                         )
@@ -396,14 +396,14 @@ impl RuleBuilder<'_, '_> {
                     if (from == Type::Symbol) != (target == Type::Symbol) {
                         let msg = format!("`as` cannot read a `{from}` as a `{target}`");
                         let help = "a symbol's number is its place in Soufflé's symbol table, which Tollgate does not share; convert with `to_number` or `to_string`";
-                        self.error(Diagnostic::error("E-type", msg, span).with_help(help));
+                        self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
                     }
                     if target != want {
                         let msg = format!(
                             "`as(.., {target})` gives a `{target}` but `{want}` is expected here"
                         );
                         self.error(
-                            Diagnostic::error("E-type", msg, span).with_help(functor_help(*f)),
+                            Diagnostic::error(codes::TYPE, msg, span).with_help(functor_help(*f)),
                         );
                     }
                     if let Some(a) = args.first_mut() {
@@ -431,7 +431,7 @@ impl RuleBuilder<'_, '_> {
                 if ret != want {
                     self.error(
                         Diagnostic::error(
-                            "E-type",
+                            codes::TYPE,
                             format!(
                                 "`{}` gives a `{ret}` but `{want}` is expected here",
                                 f.as_str()

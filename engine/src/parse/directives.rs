@@ -10,7 +10,7 @@ use crate::ast::{
     Atom, Attr, Clause, Directive, DirectiveKind, Expr, Ident, Literal, Pragma, Program, RelDecl,
     Span, TypeDecl,
 };
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 
 /// The words Soufflé's scanner reads as keywords, none of which can name a relation there
 /// (its `scanner.ll`): aggregates, functors, operators, qualifiers and literals.
@@ -64,18 +64,18 @@ impl Parser<'_> {
             "include" | "once" => {
                 let msg = format!("`.{name}` is read only in program files");
                 let help = "`tollgate rules eval`, `check` and `explain` read `.include` and `.once` in the files they are given; a rule pack or an envelope is one text, so put what it needs in it";
-                return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
+                return err(Diagnostic::error(codes::UNSUPPORTED, msg, kw.span()).with_help(help));
             }
             "plan" => {
                 let msg = "`.plan` must follow the rule it orders";
                 let help =
                     "move it right after the rule's `.`, as in `a(x) :- b(x), c(x). .plan 0:(2,1)`";
-                return err(Diagnostic::error("E-parse", msg, kw.span()).with_help(help));
+                return err(Diagnostic::error(codes::PARSE, msg, kw.span()).with_help(help));
             }
             _ if listed(UNSUPPORTED_DIRECTIVES, name) => {
                 let msg = format!("directive `.{name}` is not supported");
                 let help = "Tollgate reads `.decl`, `.type`, `.input`, `.output`, `.printsize`, `.pragma`, `.comp`, `.init`, `.override` and `.functor`";
-                return err(Diagnostic::error("E-unsupported", msg, kw.span()).with_help(help));
+                return err(Diagnostic::error(codes::UNSUPPORTED, msg, kw.span()).with_help(help));
             }
             _ => {
                 let known = DIRECTIVES
@@ -91,7 +91,7 @@ impl Parser<'_> {
                     help = format!("did you mean `.{best}`? {help}");
                 }
                 let msg = format!("unknown directive `.{name}`");
-                return err(Diagnostic::error("E-parse", msg, kw.span()).with_help(help));
+                return err(Diagnostic::error(codes::PARSE, msg, kw.span()).with_help(help));
             }
         }
         Ok(())
@@ -130,7 +130,7 @@ impl Parser<'_> {
                 "rename the relation (`{}_rel`, say): Soufflé reserves the same words",
                 name.name
             );
-            return err(Diagnostic::error("E-parse", msg, name.span).with_help(help));
+            return err(Diagnostic::error(codes::PARSE, msg, name.span).with_help(help));
         }
         Ok(name)
     }
@@ -184,7 +184,7 @@ impl Parser<'_> {
                         attrs.len()
                     );
                     let help = "an equivalence relation pairs two values of one type, as in `.decl same(a: T, b: T) eqrel`";
-                    return err(Diagnostic::error("E-eqrel", msg, span).with_help(help));
+                    return err(Diagnostic::error(codes::EQREL, msg, span).with_help(help));
                 }
                 eqrel = true;
                 self.bump();
@@ -198,12 +198,12 @@ impl Parser<'_> {
             if q == "choice" && *self.peek2() == Tok::Minus {
                 let msg = "`choice-domain` is not supported";
                 let help = "keep one tuple per key with an aggregate instead, as in `r(k, v) :- s(k, _), v = min w : { s(k, w) }`";
-                return err(Diagnostic::error("E-unsupported", msg, span).with_help(help));
+                return err(Diagnostic::error(codes::UNSUPPORTED, msg, span).with_help(help));
             }
             if !listed(IGNORED_QUALIFIERS, q) {
                 let msg = format!("unknown relation qualifier `{q}`");
                 let help = "the qualifiers are `eqrel` and `overridable`; `btree`, `btree_delete`, `brie`, `inline`, `no_inline`, `magic` and `no_magic` are accepted and ignored";
-                return err(Diagnostic::error("E-parse", msg, span).with_help(help));
+                return err(Diagnostic::error(codes::PARSE, msg, span).with_help(help));
             }
             self.bump();
         }
@@ -234,7 +234,8 @@ impl Parser<'_> {
                     let msg = "record types are not supported";
                     let help = "use separate attributes instead of a record";
                     return err(
-                        Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help)
+                        Diagnostic::error(codes::UNSUPPORTED, msg, self.cur().span())
+                            .with_help(help),
                     );
                 }
                 bases.push(self.ident("a type name after `=`")?);
@@ -263,7 +264,7 @@ impl Parser<'_> {
         }
         let msg = "algebraic data types (`.type T = A { .. } | B { .. }`) are not supported";
         let help = "give each branch a relation of its own, or its fields as separate attributes";
-        err(Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help))
+        err(Diagnostic::error(codes::UNSUPPORTED, msg, self.cur().span()).with_help(help))
     }
 
     /// `.input a, b(key=value, ...)`: the parameters apply to every relation named.

@@ -4,7 +4,7 @@
 use super::lex::Tok;
 use super::{MAX_NESTING, PResult, Parser, err, listed};
 use crate::ast::{AggKind, ArithOp, Conversion, Expr, Functor, Ident, Literal, Span, UnaryOp};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 
 /// Soufflé functors outside the subset.
 const UNSUPPORTED_FUNCTORS: &str = "ord autoinc";
@@ -45,7 +45,7 @@ impl Parser<'_> {
         }
         let msg = format!("the expression nests more than {MAX_NESTING} levels deep");
         let help = "split it with variables bound in the body, as in `y = a + b, z = y + c`";
-        err(Diagnostic::error("E-parse", msg, self.cur().span()).with_help(help))
+        err(Diagnostic::error(codes::PARSE, msg, self.cur().span()).with_help(help))
     }
 
     fn binary_level(&mut self, level: usize) -> PResult<Expr> {
@@ -223,7 +223,7 @@ impl Parser<'_> {
             }
             Tok::LBracket => {
                 let msg = "record terms `[...]` are not supported";
-                err(Diagnostic::error("E-unsupported", msg, span)
+                err(Diagnostic::error(codes::UNSUPPORTED, msg, span)
                     .with_help("use separate columns instead of a record"))
             }
             _ => Err(self.expected(
@@ -263,10 +263,10 @@ impl Parser<'_> {
                 let msg = format!("`{name}` is a test, not a value");
                 let help =
                     format!("use it as a body literal on its own, as in `{name}(\"a*\", x)`");
-                ("E-parse", msg, help)
+                (codes::PARSE, msg, help)
             } else if listed(UNSUPPORTED_FUNCTORS, name) {
                 (
-                    "E-unsupported",
+                    codes::UNSUPPORTED,
                     format!("functor `{name}` is not supported"),
                     unsupported_functor_help(name).into(),
                 )
@@ -275,7 +275,7 @@ impl Parser<'_> {
                 let help = format!(
                     "add `{name}(..., v)` as a separate body literal and use the variable `v`; {FUNCTOR_HELP}"
                 );
-                ("E-parse", msg, help)
+                (codes::PARSE, msg, help)
             };
             return err(Diagnostic::error(code, msg, name_span).with_help(help));
         };
@@ -311,7 +311,7 @@ impl Parser<'_> {
             };
             let msg = format!("`{name}` takes {takes} {plural}, found {}", args.len());
             return err(
-                Diagnostic::error("E-parse", msg, span).with_help(format!("write `{usage}`"))
+                Diagnostic::error(codes::PARSE, msg, span).with_help(format!("write `{usage}`"))
             );
         }
         Ok(Expr::Call { func, args, span })

@@ -6,7 +6,7 @@
 
 use super::{PResult, Parser, err};
 use crate::ast::{Expr, Ident, Span};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 
 /// What a token is.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,7 +162,7 @@ impl Lexer<'_> {
     }
 
     fn error(&mut self, message: String, start: usize, end: usize, help: &str) {
-        let d = Diagnostic::error("E-parse", message, Span::new(start, end)).with_help(help);
+        let d = Diagnostic::error(codes::PARSE, message, Span::new(start, end)).with_help(help);
         self.out.errors.push(d);
     }
 
@@ -621,7 +621,7 @@ impl Parser<'_> {
     pub(super) fn expected(&self, what: &str, help: &str) -> Box<Diagnostic> {
         let t = self.cur();
         let message = format!("expected {what}, found {}", self.describe(t));
-        Box::new(Diagnostic::error("E-parse", message, t.span()).with_help(help))
+        Box::new(Diagnostic::error(codes::PARSE, message, t.span()).with_help(help))
     }
 
     pub(super) fn expect(&mut self, tok: &Tok, what: &str, help: &str) -> PResult<Token> {
@@ -661,7 +661,7 @@ impl Parser<'_> {
             );
             let help = "integers must lie between -9223372036854775808 and 9223372036854775807, \
                         unsigned integers between 0u and 18446744073709551615u";
-            Diagnostic::error("E-parse", msg, span).with_help(help)
+            Diagnostic::error(codes::PARSE, msg, span).with_help(help)
         };
         match t.tok {
             Tok::Int(magnitude) => {
@@ -684,7 +684,11 @@ impl Parser<'_> {
             )),
             Tok::Unsigned(Some(u)) if minus.is_none() => Ok(Expr::Unsigned(u, span)),
             Tok::Unsigned(_) => err(out_of_range()),
-            _ => err(Diagnostic::error("E-parse", "expected a number", t.span())),
+            _ => err(Diagnostic::error(
+                codes::PARSE,
+                "expected a number",
+                t.span(),
+            )),
         }
     }
 

@@ -5,7 +5,7 @@
 use super::lex::{IdMark, Tok};
 use super::{PResult, Parser, misplaced_id};
 use crate::ast::{CompRef, Component, FunctorDecl, Ident, Init, Program, Span};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, codes};
 
 const COMP_HELP: &str = "write a component as `.comp Name<T> : Base<T> { ... }`";
 const INIT_HELP: &str =
@@ -163,7 +163,7 @@ impl Parser<'_> {
             let msg = "stateful functors are not supported";
             let help = "a stateful functor reaches Soufflé's record and symbol tables from C++; write a pure functor";
             return Err(Box::new(
-                Diagnostic::error("E-unsupported", msg, self.cur().span()).with_help(help),
+                Diagnostic::error(codes::UNSUPPORTED, msg, self.cur().span()).with_help(help),
             ));
         }
         Ok(FunctorDecl {

@@ -363,8 +363,7 @@ impl<'a> EngineHost<'a> {
         for (k, v) in &cap.input {
             let filled = match v.as_str().and_then(|s| s.strip_prefix('{')?.strip_suffix('}')) {
                 Some(ph) => fill(ph).ok_or_else(|| {
-                    CaseError::conflict(
-                        "evidence_missing",
+                    CaseError::conflict(crate::codes::http::EVIDENCE_MISSING,
                         format!("capability `{capability}` needs `{{{ph}}}`, which the case does not have yet\n  help: run the workers first (`tollgate cases collect {case_id}` or POST /cases/{case_id}/runtime/collect)"),
                     )
                 })?,
@@ -468,7 +467,7 @@ impl<'a> EngineHost<'a> {
         let proposal = proposal_of(&p, proposal_id)?;
         if matches!(proposal.state.as_str(), "committing" | "committed") {
             return Err(CaseError::conflict(
-                "proposal_settled",
+                crate::codes::http::PROPOSAL_SETTLED,
                 format!(
                     "proposal `{proposal_id}` is {}: it cannot be previewed again",
                     proposal.state
@@ -600,13 +599,13 @@ pub(super) fn approval_error(e: approvals::ApprovalError) -> CaseError {
         approvals::ApprovalError::NotFound(m) => CaseError::NotFound(format!("no approval `{m}`")),
         approvals::ApprovalError::Invalid(m) => CaseError::Invalid(m),
         approvals::ApprovalError::Final { id, state, .. } => CaseError::conflict(
-            "approval_refused",
+            crate::codes::http::APPROVAL_REFUSED,
             format!(
                 "approval `{id}` is {}\n  help: preview the proposal again and decide it anew: a new decision asks for a new approval",
                 state.as_str()
             ),
         ),
-        other => CaseError::conflict("approval_refused", other.to_string()),
+        other => CaseError::conflict(crate::codes::http::APPROVAL_REFUSED, other.to_string()),
     }
 }
 

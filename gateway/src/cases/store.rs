@@ -59,7 +59,7 @@ pub fn append_in(
                 && actor == e.actor;
             if !same {
                 return Err(CaseError::conflict(
-                    "event_id_reused",
+                    crate::codes::http::EVENT_ID_REUSED,
                     format!(
                         "event id `{id}` is stored already with other content (case `{case}`, version {version})\n  help: give a new event a new id"
                     ),
@@ -71,7 +71,7 @@ pub fn append_in(
     if !repeats.is_empty() {
         if repeats.len() != events.len() {
             return Err(CaseError::conflict(
-                "event_id_reused",
+                crate::codes::http::EVENT_ID_REUSED,
                 "some of the event ids are stored already and some are not: an append is repeated whole or not at all",
             ));
         }
@@ -130,8 +130,7 @@ pub fn append_in(
         )
         .map_err(|err| match err.violation() {
             Some(v) if v.kind == ConstraintKind::Unique => {
-                CaseError::conflict(
-                    "event_id_reused",
+                CaseError::conflict(crate::codes::http::EVENT_ID_REUSED,
                     format!("event id `{event_id}` is stored already\n  help: give a new event a new id"),
                 )
             }

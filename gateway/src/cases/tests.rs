@@ -84,7 +84,7 @@ fn an_event_id_appended_twice_is_stored_once() {
         matches!(
             reused,
             CaseError::Conflict {
-                code: "event_id_reused",
+                code: crate::codes::http::EVENT_ID_REUSED,
                 ..
             }
         ),

@@ -10,6 +10,7 @@
 //! review, regression versions. Every admin and approver action that changes something is
 //! logged with who did it ([`audit`]).
 
+use crate::codes::http as codes;
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::Method;
 use axum::http::request::Parts;
@@ -194,9 +195,8 @@ pub(crate) async fn authorize(State(state): State<AppState>, req: Request, next:
     if !allowed.contains(&looked_up.as_str()) {
         // No operation of that method on this path: what axum would answer, without
         // reaching a handler.
-        let mut response = ApiError::Status {
-            status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
-            code: "method_not_allowed",
+        let mut response = ApiError::Coded {
+            code: codes::METHOD_NOT_ALLOWED,
             message: format!("`{template}` answers {}", allowed.join(", ")),
             details: serde_json::Value::Null,
         }
@@ -211,8 +211,8 @@ pub(crate) async fn authorize(State(state): State<AppState>, req: Request, next:
     let admitted = kinds(looked_up.as_str(), &template);
     if !admitted.contains(&principal.kind) {
         let names: Vec<&str> = admitted.iter().map(|k| k.as_str()).collect();
-        return ApiError::Forbidden {
-            code: "kind_not_admitted",
+        return ApiError::Coded {
+            code: codes::KIND_NOT_ADMITTED,
             message: format!(
                 "`{method} {template}` admits {}; this credential is {} `{}`\n  help: use a credential of a kind it admits (`tollgate tokens create --kind ...`)",
                 if names.is_empty() {

@@ -3,6 +3,7 @@
 //! evidence, proposals, previews, policy, approvals and commits go through the engine host, and
 //! a case of another pack answers 403 `case_read_only` with how to register it.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -47,12 +48,6 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 impl From<CaseError> for ApiError {
     fn from(e: CaseError) -> Self {
-        let status = |status, code, message: String, details| ApiError::Status {
-            status,
-            code,
-            message,
-            details,
-        };
         match e {
             CaseError::Store(s) => s.into(),
             CaseError::NotFound(m) => ApiError::NotFound(m),
@@ -67,38 +62,27 @@ impl From<CaseError> for ApiError {
                     actual,
                 }
                 .to_string();
-                status(
-                    StatusCode::CONFLICT,
-                    "version_conflict",
+                ApiError::with_details(
+                    codes::VERSION_CONFLICT,
                     message,
                     json!({"case_id": case, "expected_version": expected, "version": actual}),
                 )
             }
-            CaseError::Conflict { code, message } => {
-                status(StatusCode::CONFLICT, code, message, Value::Null)
-            }
+            CaseError::Conflict { code, message } => ApiError::new(code, message),
             CaseError::Refused {
                 code,
                 message,
                 version,
-            } => status(
-                StatusCode::CONFLICT,
-                code,
-                message,
-                json!({"recorded": true, "version": version}),
-            ),
-            CaseError::Invalid(m) => ApiError::invalid("invalid_case_request", m),
-            CaseError::ReadOnly(m) => ApiError::Forbidden {
-                code: "case_read_only",
+            } => {
+                ApiError::with_details(code, message, json!({"recorded": true, "version": version}))
+            }
+            CaseError::Invalid(m) => ApiError::new(codes::INVALID_CASE_REQUEST, m),
+            CaseError::ReadOnly(m) => ApiError::Coded {
+                code: codes::CASE_READ_ONLY,
                 message: m,
                 details: Value::Null,
             },
-            CaseError::Adapter(a) => status(
-                StatusCode::BAD_GATEWAY,
-                "adapter_failed",
-                a.to_string(),
-                Value::Null,
-            ),
+            CaseError::Adapter(a) => ApiError::new(codes::ADAPTER_FAILED, a.to_string()),
             CaseError::Evaluation(m) => ApiError::Internal(m),
         }
     }

@@ -10,33 +10,29 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::codes::{ErrorCode, http as codes};
 use crate::recorder::RecorderError;
 use crate::runtime::RuntimeError;
 use crate::store::StoreError;
 
-/// An error answered to an HTTP client.
+/// An error answered to an HTTP client. Its code comes from the one table of codes
+/// ([`crate::codes::http`], [`crate::codes::case_refusals`]), and with it its status.
 #[derive(Debug)]
 pub enum ApiError {
-    /// 400: the request cannot be read.
-    BadRequest {
-        /// Machine-readable code (`malformed_json`).
-        code: &'static str,
-        /// What is wrong and how to fix it.
+    /// An error with a code of the table, answered with the code's status.
+    Coded {
+        /// The code (its status, summary and remedy are the table's).
+        code: ErrorCode,
+        /// What is wrong and how to fix it, for this request.
         message: String,
+        /// Structured detail (the denying decision with its receipt, diagnostics with line and
+        /// column...).
+        details: Value,
     },
     /// 401: no bearer token.
     Unauthorized,
     /// 401: a bearer token that is no credential here (unknown, revoked or expired).
     WrongToken,
-    /// 403: a foreign Host or Origin, or an action not permitted.
-    Forbidden {
-        /// Machine-readable code.
-        code: &'static str,
-        /// Why.
-        message: String,
-        /// Structured detail (the denying decision with its receipt).
-        details: Value,
-    },
     /// 404.
     NotFound(String),
     /// 409: conflicts with stored state.
@@ -48,15 +44,6 @@ pub enum ApiError {
     },
     /// 415: not JSON.
     UnsupportedMediaType(String),
-    /// 422: well-formed but invalid.
-    Unprocessable {
-        /// Machine-readable code.
-        code: &'static str,
-        /// What is wrong.
-        message: String,
-        /// Structured detail (diagnostics with line and column...).
-        details: Value,
-    },
     /// 429: rate limited.
     TooManyRequests {
         /// Why.
@@ -68,34 +55,24 @@ pub enum ApiError {
     Upstream(String),
     /// 500: logged, never shown.
     Internal(String),
-    /// Any other status with its own code and details (a version conflict, a failed adapter).
-    Status {
-        /// The status.
-        status: StatusCode,
-        /// Machine-readable code.
-        code: &'static str,
-        /// What is wrong and how to fix it.
-        message: String,
-        /// Structured detail.
-        details: Value,
-    },
 }
 
 impl ApiError {
-    /// 400 with a code.
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError::BadRequest {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// 422 without details.
-    pub fn invalid(code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError::Unprocessable {
+    /// An error with a code of the table and no details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError::Coded {
             code,
             message: message.into(),
             details: Value::Null,
+        }
+    }
+
+    /// An error with a code of the table and structured details.
+    pub fn with_details(code: ErrorCode, message: impl Into<String>, details: Value) -> ApiError {
+        ApiError::Coded {
+            code,
+            message: message.into(),
+            details,
         }
     }
 }
@@ -129,13 +106,14 @@ impl ApiError {
 
     /// The status, the body and the `Retry-After` seconds (if any).
     fn into_parts(self) -> (StatusCode, Value, Option<u64>) {
-        let (status, code, message, details, retry_after) = match self {
-            ApiError::BadRequest { code, message } => {
-                (StatusCode::BAD_REQUEST, code, message, Value::Null, None)
-            }
+        let (code, message, details, retry_after) = match self {
+            ApiError::Coded {
+                code,
+                message,
+                details,
+            } => (code, message, details, None),
             ApiError::Unauthorized => (
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                codes::UNAUTHORIZED,
                 "a bearer token is required: send `Authorization: Bearer TOKEN` (the token is in .tollgate/token, or TOLLGATE_TOKEN)".to_string(),
                 Value::Null,
                 None,
@@ -143,76 +121,45 @@ impl ApiError {
             // The same code as without a token: a client handles both alike. The message does
             // not say whether the token was unknown, revoked or expired.
             ApiError::WrongToken => (
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                codes::UNAUTHORIZED,
                 "the bearer token sent is not a credential of this gateway (unknown, revoked or expired)\n  help: send the owner's token (.tollgate/token, or TOLLGATE_TOKEN) or one made by `tollgate tokens create`; `tollgate tokens list` shows which are revoked or expired".to_string(),
                 Value::Null,
                 None,
             ),
-            ApiError::Forbidden {
-                code,
-                message,
-                details,
-            } => (StatusCode::FORBIDDEN, code, message, details, None),
-            ApiError::NotFound(message) => {
-                (StatusCode::NOT_FOUND, "not_found", message, Value::Null, None)
-            }
-            ApiError::Conflict(message) => {
-                (StatusCode::CONFLICT, "conflict", message, Value::Null, None)
-            }
+            ApiError::NotFound(message) => (codes::NOT_FOUND, message, Value::Null, None),
+            ApiError::Conflict(message) => (codes::CONFLICT, message, Value::Null, None),
             ApiError::PayloadTooLarge { limit } => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
+                codes::PAYLOAD_TOO_LARGE,
                 format!("the request body is larger than {limit} bytes"),
                 json!({ "limit": limit }),
                 None,
             ),
-            ApiError::UnsupportedMediaType(message) => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                message,
-                Value::Null,
-                None,
-            ),
-            ApiError::Unprocessable {
-                code,
-                message,
-                details,
-            } => (StatusCode::UNPROCESSABLE_ENTITY, code, message, details, None),
+            ApiError::UnsupportedMediaType(message) => {
+                (codes::UNSUPPORTED_MEDIA_TYPE, message, Value::Null, None)
+            }
             ApiError::TooManyRequests {
                 message,
                 retry_after,
             } => (
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
+                codes::RATE_LIMITED,
                 message,
                 json!({ "retry_after": retry_after }),
                 Some(retry_after),
             ),
-            ApiError::Upstream(message) => (
-                StatusCode::BAD_GATEWAY,
-                "upstream_error",
-                message,
-                Value::Null,
-                None,
-            ),
-            ApiError::Status {
-                status,
-                code,
-                message,
-                details,
-            } => (status, code, message, details, None),
+            ApiError::Upstream(message) => (codes::UPSTREAM_ERROR, message, Value::Null, None),
             ApiError::Internal(detail) => {
                 eprintln!("tollgate: internal error: {detail}");
                 (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
+                    codes::INTERNAL,
                     "the gateway failed to handle the request; see its log".to_string(),
                     Value::Null,
                     None,
                 )
             }
         };
+        // Every code of the table has a valid status (`codes::tests`).
+        let status = StatusCode::from_u16(code.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let code = code.code;
         let body = json!({ "error": { "code": code, "message": message, "details": details } });
         (status, body, retry_after)
     }
@@ -222,7 +169,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(m) => ApiError::NotFound(m),
-            StoreError::Invalid(m) => ApiError::invalid("invalid", m),
+            StoreError::Invalid(m) => ApiError::new(codes::INVALID, m),
             StoreError::Duplicate(m) => ApiError::Conflict(m),
             other => ApiError::Internal(other.to_string()),
         }
@@ -233,7 +180,7 @@ impl From<RecorderError> for ApiError {
     fn from(e: RecorderError) -> Self {
         match e {
             RecorderError::Store(s) => s.into(),
-            RecorderError::Invalid(m) => ApiError::invalid("invalid_record", m),
+            RecorderError::Invalid(m) => ApiError::new(codes::INVALID_RECORD, m),
             RecorderError::UnknownRun(run) => ApiError::NotFound(format!("no run `{run}`")),
         }
     }
@@ -245,8 +192,8 @@ impl From<crate::replay::ReplayError> for ApiError {
         match e {
             R::Recorder(r) => r.into(),
             R::Store(s) => s.into(),
-            R::Scenario(s) => ApiError::Unprocessable {
-                code: "invalid_scenario",
+            R::Scenario(s) => ApiError::Coded {
+                code: codes::INVALID_SCENARIO,
                 message: s.message,
                 details: json!({ "mutation": s.mutation }),
             },
@@ -268,14 +215,14 @@ impl From<crate::regress::RegressError> for ApiError {
                 line,
                 detail,
                 help,
-            } => ApiError::Unprocessable {
-                code: "invalid_case",
+            } => ApiError::Coded {
+                code: codes::INVALID_CASE,
                 message: format!("{detail}\n  help: {help}"),
                 details: json!({ "path": path, "line": line }),
             },
-            e @ R::Bundle { .. } => ApiError::invalid("invalid_bundle", e.to_string()),
-            R::Unsafe(m) => ApiError::invalid("unsafe_fixture", m),
-            R::Invalid(m) => ApiError::invalid("invalid", m),
+            e @ R::Bundle { .. } => ApiError::new(codes::INVALID_BUNDLE, e.to_string()),
+            R::Unsafe(m) => ApiError::new(codes::UNSAFE_FIXTURE, m),
+            R::Invalid(m) => ApiError::new(codes::INVALID, m),
             R::Replay(r) => r.into(),
             R::Store(s) => s.into(),
             R::Conflict(m) => ApiError::Conflict(m),
@@ -291,8 +238,8 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Store(s) => s.into(),
             RuntimeError::Recorder(r) => r.into(),
             RuntimeError::Policy(p) => match p {
-                crate::policy::PolicyStoreError::Envelopes(errors) => ApiError::Unprocessable {
-                    code: "invalid_envelope",
+                crate::policy::PolicyStoreError::Envelopes(errors) => ApiError::Coded {
+                    code: codes::INVALID_ENVELOPE,
                     message: errors.render(),
                     details: serde_json::to_value(errors.located()).unwrap_or(Value::Null),
                 },
@@ -300,12 +247,12 @@ impl From<RuntimeError> for ApiError {
                 crate::policy::PolicyStoreError::NotFound(m) => ApiError::NotFound(m),
                 crate::policy::PolicyStoreError::Store(s) => s.into(),
             },
-            RuntimeError::Envelopes(errors) => ApiError::Unprocessable {
-                code: "invalid_envelope",
+            RuntimeError::Envelopes(errors) => ApiError::Coded {
+                code: codes::INVALID_ENVELOPE,
                 message: errors.render(),
                 details: serde_json::to_value(errors.located()).unwrap_or(Value::Null),
             },
-            RuntimeError::Invalid(m) => ApiError::invalid("invalid", m),
+            RuntimeError::Invalid(m) => ApiError::new(codes::INVALID, m),
             RuntimeError::NotFound(m) => ApiError::NotFound(m),
             RuntimeError::Conflict(m) => ApiError::Conflict(m),
             RuntimeError::Denied {
@@ -317,18 +264,18 @@ impl From<RuntimeError> for ApiError {
                 if let (Some(obj), Some(receipt)) = (details.as_object_mut(), receipt) {
                     obj.insert("receipt".to_owned(), receipt);
                 }
-                ApiError::Forbidden {
-                    code: "policy_denied",
+                ApiError::Coded {
+                    code: codes::POLICY_DENIED,
                     message,
                     details,
                 }
             }
-            RuntimeError::Forbidden(message) => ApiError::Forbidden {
-                code: "forbidden",
+            RuntimeError::Forbidden(message) => ApiError::Coded {
+                code: codes::FORBIDDEN,
                 message,
                 details: Value::Null,
             },
-            RuntimeError::Refused(refusal) => ApiError::Forbidden {
+            RuntimeError::Refused(refusal) => ApiError::Coded {
                 code: refusal.code(),
                 message: refusal.to_string(),
                 details: Value::Null,
@@ -381,14 +328,14 @@ where
         // too, field by field in order (`[null, null]` was a case request), so arrays are
         // refused before they reach it.
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return Err(ApiError::invalid(
-                "invalid_body",
+            return Err(ApiError::new(
+                codes::INVALID_BODY,
                 "the body is a JSON array: send an object with the documented fields",
             ));
         }
         if let Some(at) = super::duplicate_keys::first_duplicate(&bytes) {
-            return Err(ApiError::invalid(
-                "duplicate_key",
+            return Err(ApiError::new(
+                codes::DUPLICATE_KEY,
                 format!(
                     "the body gives the key at `{at}` twice: send each key once (JSON parsers \
                      disagree on which of the two counts)"
@@ -484,11 +431,11 @@ pub struct BodyLimit(pub usize);
 
 fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
     match rejection {
-        JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(
-            "malformed_json",
+        JsonRejection::JsonSyntaxError(e) => ApiError::new(
+            codes::MALFORMED_JSON,
             format!("the body is not valid JSON: {}", e.body_text()),
         ),
-        JsonRejection::JsonDataError(e) => ApiError::invalid("invalid_body", e.body_text()),
+        JsonRejection::JsonDataError(e) => ApiError::new(codes::INVALID_BODY, e.body_text()),
         JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
             "send the body as JSON with `Content-Type: application/json`".into(),
         ),
@@ -496,10 +443,10 @@ fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge { limit }
             } else {
-                ApiError::bad_request("unreadable_body", e.body_text())
+                ApiError::new(codes::UNREADABLE_BODY, e.body_text())
             }
         }
-        other => ApiError::bad_request("unreadable_body", other.body_text()),
+        other => ApiError::new(codes::UNREADABLE_BODY, other.body_text()),
     }
 }
 
@@ -518,8 +465,8 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
-            Err(rejection) => Err(ApiError::invalid(
-                "invalid_query",
+            Err(rejection) => Err(ApiError::new(
+                codes::INVALID_QUERY,
                 format!(
                     "the query string cannot be read: {}",
                     rejection
@@ -547,8 +494,8 @@ where
         use axum::extract::rejection::PathRejection;
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(value)) => Ok(ApiPath(value)),
-            Err(PathRejection::FailedToDeserializePathParams(e)) => Err(ApiError::invalid(
-                "invalid_path",
+            Err(PathRejection::FailedToDeserializePathParams(e)) => Err(ApiError::new(
+                codes::INVALID_PATH,
                 format!("the path cannot be read: {}", e.body_text()),
             )),
             // The route and its handler disagree: the gateway's fault, not the client's.

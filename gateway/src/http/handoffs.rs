@@ -3,6 +3,7 @@
 //! is kept with its receipt), answered by the consumer, their deliveries checked, exported to
 //! and imported from A2A messages, and the handoff graph of a run as JSON, DOT or SVG.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -41,13 +42,13 @@ impl From<HandoffError> for ApiError {
         match e {
             HandoffError::Store(s) => s.into(),
             HandoffError::Recorder(r) => r.into(),
-            HandoffError::Faults(f) => ApiError::Unprocessable {
-                code: "invalid_contract",
+            HandoffError::Faults(f) => ApiError::Coded {
+                code: codes::INVALID_CONTRACT,
                 message: f.to_string(),
                 details: json!({ "faults": f.0 }),
             },
             HandoffError::NotFound(m) => ApiError::NotFound(m),
-            HandoffError::Invalid(m) => ApiError::invalid("invalid_handoff", m),
+            HandoffError::Invalid(m) => ApiError::new(codes::INVALID_HANDOFF, m),
             HandoffError::Conflict(m) => ApiError::Conflict(m),
             HandoffError::Evaluation(m) => ApiError::Internal(m),
         }
@@ -87,8 +88,8 @@ fn party(
     if ok {
         return Ok(());
     }
-    Err(ApiError::Forbidden {
-        code: "not_a_party",
+    Err(ApiError::Coded {
+        code: codes::NOT_A_PARTY,
         message: format!(
             "agent `{}` is not the {} of this handoff (producer run `{run}`, consumer `{consumer}`)\n  help: an agent posts contracts from its own runs and answers the ones handed to it",
             who.0.name,
@@ -198,8 +199,8 @@ fn posted(s: Submitted) -> Result<(StatusCode, Json<Posted>), ApiError> {
             .iter()
             .map(|p| format!("{} `{}` ({})", p.code, p.detail, p.rule))
             .collect();
-        return Err(ApiError::Forbidden {
-            code: "contract_rejected",
+        return Err(ApiError::Coded {
+            code: codes::CONTRACT_REJECTED,
             message: format!(
                 "contract `{}` version {} is refused before the consumer starts: {}",
                 s.contract.id,
@@ -463,8 +464,8 @@ async fn graph_of(
 ) -> Result<Response, ApiError> {
     let format = q.format.unwrap_or_else(|| "json".into());
     if !matches!(format.as_str(), "json" | "dot" | "svg") {
-        return Err(ApiError::invalid(
-            "invalid_format",
+        return Err(ApiError::new(
+            codes::INVALID_FORMAT,
             format!("format `{format}` is not one of json, dot, svg"),
         ));
     }

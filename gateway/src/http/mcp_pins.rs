@@ -3,6 +3,7 @@
 //! definition they read (its hash), never by an agent: accepting a definition lets its calls
 //! through again.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
@@ -80,8 +81,8 @@ async fn accept_pin(
         )));
     };
     if body.hash.len() < 12 {
-        return Err(ApiError::invalid(
-            "invalid_hash",
+        return Err(ApiError::new(
+            codes::INVALID_HASH,
             "`hash` must give at least its first 12 characters, as `GET /v1/mcp/pins?changed=true` shows it",
         ));
     }

@@ -2,6 +2,7 @@
 //! search the memories a run could retrieve, read a memory with its sources, review history
 //! and usage, promote (or pin) and expire one, and take feedback from those who used one.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -125,8 +126,8 @@ async fn search_memories(
     let clearance: Level = match p.clearance.as_deref() {
         None => Level::Internal,
         Some(c) => serde_json::from_value(Value::String(c.into())).map_err(|_| {
-            ApiError::invalid(
-                "invalid",
+            ApiError::new(
+                codes::INVALID,
                 format!("`{c}` is not a clearance: use public, internal, confidential or secret"),
             )
         })?,
@@ -134,8 +135,8 @@ async fn search_memories(
     let class = match p.class.as_deref() {
         None => None,
         Some(c) => Some(MemoryClass::parse(c).ok_or_else(|| {
-            ApiError::invalid(
-                "invalid",
+            ApiError::new(
+                codes::INVALID,
                 format!(
                     "`{c}` is not a class: use fact, procedure, preference, warning or summary"
                 ),
@@ -327,8 +328,8 @@ async fn feedback(
     ApiJson(body): ApiJson<FeedbackBody>,
 ) -> Result<Json<Value>, ApiError> {
     let verdict = FeedbackVerdict::parse(&body.verdict).ok_or_else(|| {
-        ApiError::invalid(
-            "invalid",
+        ApiError::new(
+            codes::INVALID,
             format!(
                 "`{}` is not a feedback verdict: use helpful, unhelpful or wrong",
                 body.verdict

@@ -62,7 +62,8 @@ pub struct ErrorBody {
 /// What went wrong.
 #[derive(Debug, serde::Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Machine-readable (`unauthorized`, `malformed_json`, `policy_denied`, ...).
+    /// Machine-readable (`unauthorized`, `malformed_json`, `policy_denied`, ...): the enum of
+    /// every code is added by `finish`, from `crate::codes`.
     code: String,
     /// What is wrong and how to fix it.
     message: String,
@@ -82,7 +83,28 @@ pub(super) fn finish(mut doc: OpenApi) -> serde_json::Value {
     links::add(&mut value);
     examples::add(&mut value);
     state_kinds(&mut value);
+    enumerate_codes(&mut value);
     value
+}
+
+/// Lists every code an error can carry, from the one table (`crate::codes`), as the enum of
+/// `ErrorDetail.code`: a client can switch on it, and a contract test (Schemathesis's response
+/// schema check) fails on an answer whose code is not in the table.
+fn enumerate_codes(value: &mut serde_json::Value) {
+    use crate::codes::{case_refusals, http};
+    let mut all: Vec<&str> = http::ALL
+        .iter()
+        .chain(case_refusals::ALL)
+        .map(|c| c.code)
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    if let Some(code) = value.pointer_mut("/components/schemas/ErrorDetail/properties/code") {
+        code["enum"] = serde_json::json!(all);
+        code["description"] = serde_json::json!(
+            "Machine-readable: one of the codes of `docs/reference/errors.md`, each with its meaning and remedy."
+        );
+    }
 }
 
 /// States on every operation the kinds of principal it admits (`x-tollgate-kinds`, from

@@ -2,6 +2,7 @@
 //! read them and their diffs, dry-run one on a recorded run, list a run's decisions with
 //! their receipts, and approve or reject a gated action.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -48,7 +49,7 @@ async fn store(
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let text = String::from_utf8(body.to_vec())
-        .map_err(|_| ApiError::bad_request("unreadable_body", "the body is not UTF-8 text"))?;
+        .map_err(|_| ApiError::new(codes::UNREADABLE_BODY, "the body is not UTF-8 text"))?;
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -56,7 +57,10 @@ async fn store(
     // JSON is YAML; an array of envelopes becomes one document per envelope.
     let text = if is_json {
         let value: Value = serde_json::from_str(&text).map_err(|e| {
-            ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {e}"))
+            ApiError::new(
+                codes::MALFORMED_JSON,
+                format!("the body is not valid JSON: {e}"),
+            )
         })?;
         match value {
             Value::Array(items) => items
@@ -361,8 +365,8 @@ async fn decide_approval(
         "approve" | "approved" => true,
         "reject" | "rejected" => false,
         other => {
-            return Err(ApiError::invalid(
-                "invalid_decision",
+            return Err(ApiError::new(
+                codes::INVALID_DECISION,
                 format!("`{other}` is not a decision: use `approve` or `reject`"),
             ));
         }

@@ -2,6 +2,7 @@
 //! results (a scrubbed fixture bundle and assertions), kept by version, executed one at a time
 //! or as a suite (a `regress.suite` job), with each case's history.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -267,8 +268,8 @@ async fn execute_regression(
     let req = body.map(|ApiJson(b)| b).unwrap_or_default();
     let repeat = q.repeat.unwrap_or(1);
     if !(1..=MAX_REPEAT).contains(&repeat) {
-        return Err(ApiError::invalid(
-            "invalid",
+        return Err(ApiError::new(
+            codes::INVALID,
             format!("`repeat` is {repeat}; it runs from 1 to {MAX_REPEAT}"),
         ));
     }

@@ -1,6 +1,7 @@
 //! `/v1/runs`: open a run, add steps, append events, compile context, finish, read it back,
 //! list them.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
@@ -89,8 +90,8 @@ async fn list_runs(
         && !RUN_STATUSES.contains(&status)
     {
         // Unchecked, a status no run has lists nothing, which reads as "no such runs".
-        return Err(ApiError::Unprocessable {
-            code: "invalid_query",
+        return Err(ApiError::Coded {
+            code: codes::INVALID_QUERY,
             message: format!(
                 "`status` is one of {}, not `{status}`",
                 RUN_STATUSES.join(", ")
@@ -102,8 +103,8 @@ async fn list_runs(
         (Some(id), Some(started_at)) => Some(RunKey { started_at, id }),
         (None, None) => None,
         _ => {
-            return Err(ApiError::Unprocessable {
-                code: "invalid_query",
+            return Err(ApiError::Coded {
+                code: codes::INVALID_QUERY,
                 message: "`after` and `after_started_at` go together: both from the previous page's `next`".into(),
                 details: Value::Null,
             });

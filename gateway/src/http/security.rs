@@ -4,6 +4,7 @@
 //! extractor's limit), then the bearer token (401) — every route except `GET /health` and the
 //! dashboard under `/ui`, which has its own session (`dashboard::sessions`).
 
+use crate::codes::http as codes;
 use std::path::Path;
 
 use axum::extract::{Request, State};
@@ -36,8 +37,8 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
     if let Some(host) = req.headers().get(header::HOST) {
         let host = host.to_str().unwrap_or("");
         if !allowed_host(host) {
-            let error = ApiError::Forbidden {
-                code: "foreign_host",
+            let error = ApiError::Coded {
+                code: codes::FOREIGN_HOST,
                 message: format!(
                     "host `{host}` is not this gateway: it answers on 127.0.0.1:{port} and localhost:{port}, and on the names `serve --allow-host` gives it"
                 ),
@@ -52,8 +53,8 @@ pub async fn check_origin(State(state): State<AppState>, req: Request, next: Nex
             .strip_prefix("http://")
             .or_else(|| origin.strip_prefix("https://"));
         if !host.is_some_and(allowed_host) {
-            let error = ApiError::Forbidden {
-                code: "foreign_origin",
+            let error = ApiError::Coded {
+                code: codes::FOREIGN_ORIGIN,
                 message: format!("requests from origin `{origin}` are refused"),
                 details: serde_json::Value::Null,
             };

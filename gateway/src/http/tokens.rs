@@ -1,6 +1,7 @@
 //! `/v1/tokens` and `/v1/audit`: an admin creates, lists and revokes credentials, and reads
 //! what approvers and admins did. The same as `tollgate tokens` and `tollgate audit`.
 
+use crate::codes::http as codes;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -76,7 +77,7 @@ where
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> ApiError {
         match e {
-            TokenError::Invalid(m) => ApiError::invalid("invalid_token_request", m),
+            TokenError::Invalid(m) => ApiError::new(codes::INVALID_TOKEN_REQUEST, m),
             TokenError::NotFound(id) => ApiError::NotFound(format!("no token `{id}`")),
             TokenError::Store(s) => s.into(),
         }
@@ -101,8 +102,8 @@ async fn create_token(
         ));
     };
     let kind = PrincipalKind::parse(&body.kind).ok_or_else(|| {
-        ApiError::invalid(
-            "invalid_token_request",
+        ApiError::new(
+            codes::INVALID_TOKEN_REQUEST,
             format!(
                 "`{}` is not a kind: use `agent`, `approver` or `admin`",
                 body.kind
@@ -116,8 +117,8 @@ async fn create_token(
             tokens::parse_duration_ms(text)
                 .and_then(|d| now_ms.checked_add(d))
                 .ok_or_else(|| {
-                    ApiError::invalid(
-                        "invalid_token_request",
+                    ApiError::new(
+                        codes::INVALID_TOKEN_REQUEST,
                         format!("`{text}` is not a duration: write `30d`, `12h`, `45m` or `90s`"),
                     )
                 })?,
@@ -194,8 +195,8 @@ async fn audit_log(
 ) -> Result<Json<Value>, ApiError> {
     let limit = super::page_limit(p.limit, 100, 1000)?;
     if let Some(before) = p.before.filter(|b| *b < 1) {
-        return Err(ApiError::invalid(
-            "invalid_query",
+        return Err(ApiError::new(
+            codes::INVALID_QUERY,
             format!("`before` is {before}; it is a `seq` of the log, from 1"),
         ));
     }

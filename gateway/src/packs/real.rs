@@ -78,13 +78,14 @@ pub enum RealRefusal {
 
 impl RealRefusal {
     /// The machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::codes::ErrorCode {
+        use crate::codes::case_refusals as codes;
         match self {
-            RealRefusal::NotAllowed => "real_adapters_off",
-            RealRefusal::NoPolicy => "adapter_policy_missing",
-            RealRefusal::BadPolicy { .. } => "adapter_policy_invalid",
-            RealRefusal::NotInPolicy { .. } => "adapter_policy_refuses",
-            RealRefusal::NotWired { .. } => "real_adapter_not_wired",
+            RealRefusal::NotAllowed => codes::REAL_ADAPTERS_OFF,
+            RealRefusal::NoPolicy => codes::ADAPTER_POLICY_MISSING,
+            RealRefusal::BadPolicy { .. } => codes::ADAPTER_POLICY_INVALID,
+            RealRefusal::NotInPolicy { .. } => codes::ADAPTER_POLICY_REFUSES,
+            RealRefusal::NotWired { .. } => codes::REAL_ADAPTER_NOT_WIRED,
         }
     }
 }

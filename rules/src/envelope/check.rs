@@ -7,6 +7,7 @@
 use serde_json::{Map, Value as Json};
 use tollgate_engine::Diagnostic;
 use tollgate_engine::ast::Span;
+use tollgate_engine::diag::codes;
 
 use super::format::{DataEffect, Level, PolicyEnvelope, RuleEffect, Section, ToolEffect};
 use super::yaml::Node;
@@ -153,7 +154,7 @@ pub(crate) fn check_document(doc: &Node, diags: &mut Vec<Diagnostic>) -> Option<
             // The checks above accept exactly what the serde types read; this is a bug.
             cx.diags.push(
                 Diagnostic::error(
-                    "E-envelope-invalid",
+                    codes::ENVELOPE_INVALID,
                     format!("the envelope does not fit its format: {e}"),
                     doc.span,
                 )
@@ -246,7 +247,7 @@ impl Checker<'_> {
                     if k.name.is_empty() {
                         self.diags.push(
                             Diagnostic::error(
-                                "E-envelope-type",
+                                codes::ENVELOPE_TYPE,
                                 "extension keys must not be empty",
                                 k.span,
                             )
@@ -343,7 +344,7 @@ impl Checker<'_> {
             if let (true, Some(e @ ("deny" | "rate_limit"))) = (closed, effect) {
                 self.diags.push(
                     Diagnostic::error(
-                        "E-envelope-closed-denial",
+                        codes::ENVELOPE_CLOSED_DENIAL,
                         format!(
                             "`only_named_args` narrows `allow` and `require_approval` rules, not `{e}`"
                         ),
@@ -365,7 +366,7 @@ impl Checker<'_> {
         match (effect, limit, fields.get("effect")) {
             (Some("rate_limit"), None, Some(effect_node)) => self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-missing-limit",
+                    codes::ENVELOPE_MISSING_LIMIT,
                     "a `rate_limit` tool rule needs a `limit`",
                     effect_node.span,
                 )
@@ -376,7 +377,7 @@ impl Checker<'_> {
                 let span = fields.key("limit").map_or(fields.node.span, |k| k.span);
                 self.diags.push(
                     Diagnostic::error(
-                        "E-envelope-unused-limit",
+                        codes::ENVELOPE_UNUSED_LIMIT,
                         format!("`limit` only applies to `effect: rate_limit`, not `{e}`"),
                         span,
                     )
@@ -403,7 +404,7 @@ impl Checker<'_> {
             if !is_json_pointer(&k.name) {
                 self.diags.push(
                     Diagnostic::error(
-                        "E-envelope-bad-pointer",
+                        codes::ENVELOPE_BAD_POINTER,
                         format!("`{}` is not a JSON pointer", k.name),
                         k.span,
                     )
@@ -425,7 +426,7 @@ impl Checker<'_> {
                 if let Some(Err(why)) = super::UrlPattern::parse(&g) {
                     self.diags.push(
                         Diagnostic::error(
-                            "E-envelope-url-pattern",
+                            codes::ENVELOPE_URL_PATTERN,
                             format!("`{g}` is not a URL pattern Tollgate can match by its parts: {why}"),
                             v.span,
                         )
@@ -452,7 +453,7 @@ impl Checker<'_> {
         let [(kind_key, pattern_node)] = entries else {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-arg-kind",
+                    codes::ENVELOPE_ARG_KIND,
                     format!("the pattern of `{pointer}` names one kind"),
                     node.span,
                 )
@@ -467,7 +468,7 @@ impl Checker<'_> {
         else {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-arg-kind",
+                    codes::ENVELOPE_ARG_KIND,
                     format!("`{}` is not a kind of argument", kind_key.name),
                     kind_key.span,
                 )
@@ -486,7 +487,7 @@ impl Checker<'_> {
             if let Some(why) = why {
                 self.diags.push(
                     Diagnostic::error(
-                        "E-envelope-url-pattern",
+                        codes::ENVELOPE_URL_PATTERN,
                         format!("`{pattern}` is not a URL pattern Tollgate can match by its parts: {why}"),
                         pattern_node.span,
                     )
@@ -501,7 +502,7 @@ impl Checker<'_> {
         {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-glob",
+                    codes::ENVELOPE_GLOB,
                     format!("`{pattern}` does not read as a text pattern: {e}"),
                     pattern_node.span,
                 )
@@ -541,7 +542,7 @@ impl Checker<'_> {
         if let Some(n) = fields.get("per")
             && let Some(p) = self.choice(
                 n,
-                "E-envelope-unknown-value",
+                codes::ENVELOPE_UNKNOWN_VALUE,
                 "rate limit scope",
                 &["run", "agent", "task"],
             )
@@ -684,7 +685,7 @@ impl Checker<'_> {
         let levels: Vec<&str> = Level::ALL.iter().map(|l| l.as_str()).collect();
         self.choice(
             node,
-            "E-envelope-unknown-value",
+            codes::ENVELOPE_UNKNOWN_VALUE,
             "sensitivity level",
             &levels,
         )
@@ -706,7 +707,7 @@ impl Checker<'_> {
             if t.is_empty() || t.contains(',') {
                 self.diags.push(
                     Diagnostic::error(
-                        "E-envelope-bad-id",
+                        codes::ENVELOPE_BAD_ID,
                         format!("`{t}` is not an approver id"),
                         item.span,
                     )

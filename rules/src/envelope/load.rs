@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use tollgate_engine::ast::Span;
-use tollgate_engine::diag::LocatedDiagnostic;
+use tollgate_engine::diag::{LocatedDiagnostic, codes};
 use tollgate_engine::{Diagnostic, Source};
 
 use super::EnvelopeSet;
@@ -84,7 +84,7 @@ pub fn load_envelopes<N: AsRef<str>, T: AsRef<str>>(
         if docs.is_empty() && !had_error {
             diags.push(
                 Diagnostic::error(
-                    "E-envelope-empty",
+                    codes::ENVELOPE_EMPTY,
                     format!("`{}` holds no envelope", file.name),
                     Span::new(base, base),
                 )
@@ -141,7 +141,7 @@ fn check_rule_ids(loaded: &[Loaded], diags: &mut Vec<Diagnostic>) {
             if let Some(first) = seen.get(id.as_str()) {
                 diags.push(
                     Diagnostic::error(
-                        "E-envelope-duplicate-rule",
+                        codes::ENVELOPE_DUPLICATE_RULE,
                         format!(
                             "rule id `{id}` is used twice in envelope `{}`",
                             l.checked.envelope.id
@@ -170,7 +170,7 @@ fn check_duplicate_ids(
         if let Some(first) = unique.get(&id) {
             diags.push(
                 Diagnostic::error(
-                    "E-envelope-duplicate-id",
+                    codes::ENVELOPE_DUPLICATE_ID,
                     format!("envelope id `{id}` is defined twice"),
                     l.checked.spans.id,
                 )
@@ -207,7 +207,7 @@ fn check_parents(
             };
             diags.push(
                 Diagnostic::error(
-                    "E-envelope-unknown-parent",
+                    codes::ENVELOPE_UNKNOWN_PARENT,
                     format!("envelope `{}` extends unknown envelope `{parent}`", env.id),
                     *span,
                 )
@@ -269,7 +269,7 @@ fn check_cycles(unique: &BTreeMap<String, Loaded>, diags: &mut Vec<Diagnostic>) 
         } else {
             format!("envelopes {names} extend each other in a cycle")
         };
-        let mut d = Diagnostic::error("E-envelope-cycle", message, primary)
+        let mut d = Diagnostic::error(codes::ENVELOPE_CYCLE, message, primary)
             .with_label(format!("`{}` extends `{}`", cycle[0], next(0)))
             .with_help(format!(
                 "an envelope cannot inherit from itself: remove one `extends` entry of the cycle {path}"

@@ -7,6 +7,7 @@
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, ScalarStyle, YamlData};
 use tollgate_engine::Diagnostic;
 use tollgate_engine::ast::Span;
+use tollgate_engine::diag::codes;
 
 /// A YAML node with its span.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,7 +134,7 @@ pub(crate) fn parse_documents(text: &str, base: usize) -> Result<Vec<Node>, Box<
         let end = (at + 1).min(offsets.base + text.len()).max(at);
         Box::new(
             Diagnostic::error(
-                "E-envelope-syntax",
+                codes::ENVELOPE_SYNTAX,
                 format!("invalid YAML: {}", e.info()),
                 Span::new(at, end),
             )
@@ -159,7 +160,7 @@ fn convert(node: &MarkedYaml<'_>, offsets: &Offsets, text: &str) -> Result<Node,
     let unsupported = |what: &str, help: &str| {
         Box::new(
             Diagnostic::error(
-                "E-envelope-type",
+                codes::ENVELOPE_TYPE,
                 format!("{what} are not supported in envelopes"),
                 span,
             )
@@ -196,7 +197,7 @@ fn convert(node: &MarkedYaml<'_>, offsets: &Offsets, text: &str) -> Result<Node,
                     Value::Seq(_) | Value::Map(_) => {
                         return Err(Box::new(
                             Diagnostic::error(
-                                "E-envelope-type",
+                                codes::ENVELOPE_TYPE,
                                 "mapping keys must be plain text",
                                 key_span,
                             )

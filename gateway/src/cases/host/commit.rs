@@ -20,10 +20,15 @@ use crate::packs::real;
 impl EngineHost<'_> {
     /// Records a refused commit (at the case's latest version: a refusal does not depend on
     /// what came before it) and answers the refusal.
-    fn refuse(&self, attempt: &Attempt<'_>, code: &'static str, message: String) -> CaseError {
+    fn refuse(
+        &self,
+        attempt: &Attempt<'_>,
+        code: crate::codes::ErrorCode,
+        message: String,
+    ) -> CaseError {
         let body = EventBody::CommitRefused(CommitRefused {
             proposal_id: attempt.proposal_id.into(),
-            code: code.into(),
+            code: code.code.into(),
             message: message.clone(),
             mode: attempt.mode,
         });
@@ -55,7 +60,7 @@ impl EngineHost<'_> {
             "committing" | "committed" | "failed"
         ) {
             return Err(CaseError::conflict(
-                "proposal_settled",
+                crate::codes::http::PROPOSAL_SETTLED,
                 format!(
                     "proposal `{proposal_id}` is {}: a proposal is committed once",
                     proposal.state
@@ -69,10 +74,11 @@ impl EngineHost<'_> {
             mode,
             actor,
         };
-        let refuse = |code: &'static str, message: String| self.refuse(&attempt, code, message);
+        let refuse =
+            |code: crate::codes::ErrorCode, message: String| self.refuse(&attempt, code, message);
         let Some(row) = p.policy.get(proposal_id).cloned() else {
             return Err(refuse(
-                "policy_required",
+                crate::codes::case_refusals::POLICY_REQUIRED,
                 format!(
                     "proposal `{proposal_id}` has not been decided by policy\n  help: preview it, then decide it (`tollgate cases decide {case_id} {proposal_id}`)"
                 ),
@@ -80,7 +86,7 @@ impl EngineHost<'_> {
         };
         if row.effect != "allow" {
             return Err(refuse(
-                "policy_denied",
+                crate::codes::case_refusals::POLICY_DENIED,
                 format!(
                     "policy denied `{proposal_id}` ({}): it cannot be committed",
                     row.rules.join(", ")
@@ -89,7 +95,7 @@ impl EngineHost<'_> {
         }
         let Some(approval_id) = row.approval_id.clone() else {
             return Err(refuse(
-                "approval_required",
+                crate::codes::case_refusals::APPROVAL_REQUIRED,
                 format!(
                     "`{proposal_id}` has no approval\n  help: decide it (`tollgate cases decide {case_id} {proposal_id}`): an allowed proposal asks for one"
                 ),
@@ -115,7 +121,7 @@ impl EngineHost<'_> {
         }
         if approval.state != ApprovalState::Approved {
             return Err(refuse(
-                "approval_required",
+                crate::codes::case_refusals::APPROVAL_REQUIRED,
                 format!(
                     "`{proposal_id}` is not approved (its approval `{approval_id}` is {})\n  help: a person approves it first (`tollgate cases approve {case_id} {proposal_id} --by NAME`, or the Cases screen)",
                     approval.state.as_str()
@@ -142,7 +148,7 @@ impl EngineHost<'_> {
         )?;
         if now.preview_hash != row.preview_hash {
             return Err(refuse(
-                "stale_preview",
+                crate::codes::case_refusals::STALE_PREVIEW,
                 format!(
                     "the approved preview of `{proposal_id}` is stale: the change would now be `{}`\n  help: preview it again, decide it and have it approved anew",
                     now.summary
@@ -151,7 +157,7 @@ impl EngineHost<'_> {
         }
         let Some(preview) = p.previews.get(proposal_id).cloned() else {
             return Err(refuse(
-                "preview_required",
+                crate::codes::case_refusals::PREVIEW_REQUIRED,
                 format!(
                     "`{proposal_id}` has no preview\n  help: preview it (`tollgate cases preview {case_id} {proposal_id}`), decide it and have it approved"
                 ),
@@ -160,7 +166,7 @@ impl EngineHost<'_> {
         let (decided, versions) = self.judge(&pack, case_id, &p, &proposal, &preview)?;
         if decided.effect != "allow" {
             return Err(refuse(
-                "policy_changed",
+                crate::codes::case_refusals::POLICY_CHANGED,
                 format!(
                     "policy now denies `{proposal_id}` ({}): the rules or envelopes changed since it was approved",
                     decided.rules.join(", ")
@@ -194,8 +200,9 @@ impl EngineHost<'_> {
         // Claimed: the approval is used and the commit started at the version read, in one write,
         // so a second commit of the same proposal gets a conflict.
         self.runtime.store().transact(move |c| {
-            approvals::use_in(c, &aid, &id, &hash, &envelopes, now_ms)
-                .map_err(|e| CaseError::conflict("approval_not_usable", e.to_string()))?;
+            approvals::use_in(c, &aid, &id, &hash, &envelopes, now_ms).map_err(|e| {
+                CaseError::conflict(crate::codes::http::APPROVAL_NOT_USABLE, e.to_string())
+            })?;
             case_store::append_in(c, &id, version, &[NewEvent::new(started, &actor_s)], &at)
         })?;
 

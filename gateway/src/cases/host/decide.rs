@@ -124,11 +124,11 @@ impl EngineHost<'_> {
         let (p, case, pack) = self.runnable(case_id)?;
         let proposal = proposal_of(&p, proposal_id)?;
         let preview = p.previews.get(proposal_id).ok_or_else(|| {
-            CaseError::conflict("preview_required", format!("proposal `{proposal_id}` has no preview yet\n  help: preview it first (`tollgate cases preview {case_id} {proposal_id}`)"))
+            CaseError::conflict(crate::codes::http::PREVIEW_REQUIRED, format!("proposal `{proposal_id}` has no preview yet\n  help: preview it first (`tollgate cases preview {case_id} {proposal_id}`)"))
         })?;
         if proposal.state != "previewed" {
             return Err(CaseError::conflict(
-                "out_of_order",
+                crate::codes::http::OUT_OF_ORDER,
                 format!(
                     "proposal `{proposal_id}` is {}; policy decides a freshly previewed proposal (preview it again to decide anew)",
                     proposal.state
@@ -193,7 +193,7 @@ impl EngineHost<'_> {
             row.and_then(|r| Some((r.approval_id.clone()?, r.approval_state.as_deref()?)))
         else {
             return Err(CaseError::conflict(
-                "no_pending_approval",
+                crate::codes::http::NO_PENDING_APPROVAL,
                 format!(
                     "proposal `{proposal_id}` is {}: it has no approval waiting\n  help: an approval is asked for when policy allows a previewed proposal (`tollgate cases decide {case_id} {proposal_id}`)",
                     proposal.state
@@ -205,7 +205,7 @@ impl EngineHost<'_> {
             let approved_hash = row.map(|r| r.preview_hash.as_str()).unwrap_or_default();
             if now.preview_hash != approved_hash {
                 return Err(CaseError::conflict(
-                    "stale_preview",
+                    crate::codes::http::STALE_PREVIEW,
                     format!(
                         "the preview of `{proposal_id}` is stale: the change would now be `{}`, not what was previewed\n  help: preview it again and decide it anew before approving",
                         now.summary

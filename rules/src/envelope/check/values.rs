@@ -3,6 +3,7 @@
 
 use serde_json::Value as Json;
 use tollgate_engine::Diagnostic;
+use tollgate_engine::diag::{Code, codes};
 use tollgate_engine::functions::compile_glob;
 
 use super::super::yaml::{Key, Node, Value};
@@ -70,7 +71,7 @@ impl Checker<'_> {
                 };
                 self.diags.push(
                     Diagnostic::error(
-                        "E-envelope-unknown-key",
+                        codes::ENVELOPE_UNKNOWN_KEY,
                         format!("unknown key `{}` in {}", k.name, shape.what),
                         k.span,
                     )
@@ -98,7 +99,7 @@ impl Checker<'_> {
             let span = fields.key(key).map_or(fields.node.span, |k| k.span);
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-missing-key",
+                    codes::ENVELOPE_MISSING_KEY,
                     format!("{} needs `{key}`", shape.what),
                     span,
                 )
@@ -112,7 +113,7 @@ impl Checker<'_> {
     pub(super) fn wrong_type(&mut self, node: &Node, what: &str, expected: &str, help: &str) {
         self.diags.push(
             Diagnostic::error(
-                "E-envelope-type",
+                codes::ENVELOPE_TYPE,
                 format!("{what} must be {expected}, found {}", node.kind_name()),
                 node.span,
             )
@@ -124,7 +125,7 @@ impl Checker<'_> {
     pub(super) fn empty(&mut self, node: &Node, what: &str, help: &str) {
         self.diags.push(
             Diagnostic::error(
-                "E-envelope-empty",
+                codes::ENVELOPE_EMPTY,
                 format!("{what} must not be empty"),
                 node.span,
             )
@@ -156,7 +157,7 @@ impl Checker<'_> {
         if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-bad-id",
+                    codes::ENVELOPE_BAD_ID,
                     format!("{what} `{id}` is not a valid id"),
                     node.span,
                 )
@@ -203,7 +204,7 @@ impl Checker<'_> {
         if n < min || n > i64::from(i32::MAX) {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-range",
+                    codes::ENVELOPE_RANGE,
                     format!("{what} must be between {min} and {}, found `{n}`", i32::MAX),
                     node.span,
                 )
@@ -294,7 +295,7 @@ impl Checker<'_> {
         if let Some(problem) = too_complex(&pattern) {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-glob-complex",
+                    codes::ENVELOPE_GLOB_COMPLEX,
                     format!("glob pattern is too complex: {problem}"),
                     node.span,
                 )
@@ -308,7 +309,7 @@ impl Checker<'_> {
         if let Err(e) = compile_glob(&pattern) {
             self.diags.push(
                 Diagnostic::error(
-                    "E-envelope-glob",
+                    codes::ENVELOPE_GLOB,
                     format!("invalid glob pattern `{pattern}`: {}", glob_reason(&e)),
                     node.span,
                 )
@@ -328,7 +329,7 @@ impl Checker<'_> {
     ) -> Option<&'static str> {
         self.choice(
             node,
-            "E-envelope-unknown-effect",
+            codes::ENVELOPE_UNKNOWN_EFFECT,
             &format!("{rule_kind} rule effect"),
             options,
         )
@@ -337,7 +338,7 @@ impl Checker<'_> {
     pub(super) fn choice(
         &mut self,
         node: &Node,
-        code: &'static str,
+        code: Code,
         what: &str,
         options: &[&'static str],
     ) -> Option<&'static str> {
