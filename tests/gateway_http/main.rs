@@ -6,6 +6,7 @@
 mod support;
 
 mod enforcement;
+mod guide;
 mod jwt;
 mod limits;
 mod links;
