@@ -18,6 +18,8 @@ mod cover_cmd;
 mod db_cmd;
 mod docs_cmd;
 mod envelope_arg;
+#[cfg(test)]
+mod guide_commands;
 mod handoff_cmd;
 mod jobs_cmd;
 mod mcp_cmd;
