@@ -502,3 +502,36 @@ fn the_committed_error_reference_lists_every_code_of_every_table() {
         );
     }
 }
+
+#[test]
+fn the_committed_schema_references_list_every_field_of_their_schemas() {
+    for (kind, schema) in [
+        (
+            "handoff-contract",
+            tollgate_gateway::handoff::contract::JSON_SCHEMA,
+        ),
+        ("pack", tollgate_gateway::packs::JSON_SCHEMA),
+    ] {
+        let generated = current_reference(kind);
+        let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
+        let mut objects = vec![&schema];
+        if let Some(defs) = schema["$defs"].as_object() {
+            for (name, def) in defs {
+                assert!(
+                    generated.contains(&format!("\n## `{name}`\n")),
+                    "{kind}: no section for {name}"
+                );
+                objects.push(def);
+            }
+        }
+        for object in objects {
+            for field in object["properties"].as_object().into_iter().flatten() {
+                assert!(
+                    generated.contains(&format!("- `{}` (", field.0)),
+                    "{kind}: {} is not listed",
+                    field.0
+                );
+            }
+        }
+    }
+}

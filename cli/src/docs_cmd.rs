@@ -50,6 +50,12 @@ pub enum ReferenceCommand {
     /// case commit refusals, the rule and envelope diagnostics): what each means and what to
     /// do (what `docs/reference/errors.md` holds).
     Errors,
+    /// The handoff contract's fields as Markdown, from the JSON Schema posted contracts are
+    /// read against (what `docs/reference/handoff-contract.md` holds).
+    HandoffContract,
+    /// A case pack's files' fields as Markdown, from the JSON Schema packs are read against
+    /// (what `docs/reference/pack.md` holds).
+    Pack,
 }
 
 /// Writes the completion script for `args.shell` to standard output.
@@ -105,6 +111,22 @@ pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Resul
         ReferenceCommand::Http => print!("{}", http_reference(&tollgate_gateway::http::openapi())),
         ReferenceCommand::Vocabulary => print!("{}", vocabulary_reference()),
         ReferenceCommand::Errors => print!("{}", errors_reference()),
+        ReferenceCommand::HandoffContract => print!(
+            "{}",
+            crate::schema_reference::render(
+                "Handoff contracts",
+                &serde_json::from_str(tollgate_gateway::handoff::contract::JSON_SCHEMA)?,
+                "tollgate reference handoff-contract > docs/reference/handoff-contract.md",
+            )
+        ),
+        ReferenceCommand::Pack => print!(
+            "{}",
+            crate::schema_reference::render(
+                "Pack files",
+                &serde_json::from_str(tollgate_gateway::packs::JSON_SCHEMA)?,
+                "tollgate reference pack > docs/reference/pack.md",
+            )
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

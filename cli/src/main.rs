@@ -33,6 +33,7 @@ mod regress_cmd;
 mod replay_cmd;
 mod rules_cmd;
 mod runs_cmd;
+mod schema_reference;
 mod serve_cmd;
 mod simulate_cmd;
 mod store_arg;
