@@ -41,6 +41,23 @@ pub fn render(title: &str, schema: &Value, regenerate: &str) -> String {
 
 /// An object's properties as a list: name, whether required, type with its limits, description.
 fn object(out: &mut String, schema: &Value) {
+    fields(out, schema, 0);
+    match &schema["additionalProperties"] {
+        Value::Bool(false) => out.push_str("\nNo other keys are read: another key is an error.\n"),
+        Value::Object(_) => {
+            let _ = writeln!(
+                out,
+                "\nOther keys: each a {}.",
+                kind(&schema["additionalProperties"])
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The fields of `schema`, indented `depth` levels; a field holding an object of its own (or a
+/// list of them) has that object's fields listed under it.
+fn fields(out: &mut String, schema: &Value, depth: usize) {
     let required: Vec<&str> = schema["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -52,25 +69,19 @@ fn object(out: &mut String, schema: &Value) {
             } else {
                 "optional"
             };
-            let _ = write!(out, "- `{name}` ({need}): {}", kind(p));
+            let indent = "  ".repeat(depth);
+            let _ = write!(out, "{indent}- `{name}` ({need}): {}", kind(p));
             if let Some(d) = p["description"].as_str() {
                 let _ = write!(out, ". {}", sentence(d));
             } else {
                 out.push('.');
             }
             out.push('\n');
+            let inner = if p["type"] == "array" { &p["items"] } else { p };
+            if inner.get("properties").is_some() {
+                fields(out, inner, depth + 1);
+            }
         }
-    }
-    match &schema["additionalProperties"] {
-        Value::Bool(false) => out.push_str("\nNo other keys are read: another key is an error.\n"),
-        Value::Object(_) => {
-            let _ = writeln!(
-                out,
-                "\nOther keys: each a {}.",
-                kind(&schema["additionalProperties"])
-            );
-        }
-        _ => {}
     }
 }
 
