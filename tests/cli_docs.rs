@@ -503,17 +503,29 @@ fn the_committed_error_reference_lists_every_code_of_every_table() {
     }
 }
 
+/// The envelope's schema as `tollgate policy schema` prints it is the one the reference is
+/// generated from, and reads as JSON.
+#[test]
+fn policy_schema_prints_the_envelope_schema() {
+    let o = tollgate(&["policy", "schema"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(printed, tollgate_rules::envelope::envelope_json_schema());
+    assert_eq!(printed["$id"], tollgate_rules::envelope::SCHEMA_ID);
+}
+
 #[test]
 fn the_committed_schema_references_list_every_field_of_their_schemas() {
+    let text = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
     for (kind, schema) in [
+        ("envelope", tollgate_rules::envelope::envelope_json_schema()),
         (
             "handoff-contract",
-            tollgate_gateway::handoff::contract::JSON_SCHEMA,
+            text(tollgate_gateway::handoff::contract::JSON_SCHEMA),
         ),
-        ("pack", tollgate_gateway::packs::JSON_SCHEMA),
+        ("pack", text(tollgate_gateway::packs::JSON_SCHEMA)),
     ] {
         let generated = current_reference(kind);
-        let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
         let mut objects = vec![&schema];
         if let Some(defs) = schema["$defs"].as_object() {
             for (name, def) in defs {

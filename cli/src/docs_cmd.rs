@@ -50,6 +50,9 @@ pub enum ReferenceCommand {
     /// case commit refusals, the rule and envelope diagnostics): what each means and what to
     /// do (what `docs/reference/errors.md` holds).
     Errors,
+    /// The envelope format's fields as Markdown, from its JSON Schema (`tollgate policy
+    /// schema`; what `docs/reference/envelope.md` holds).
+    Envelope,
     /// The handoff contract's fields as Markdown, from the JSON Schema posted contracts are
     /// read against (what `docs/reference/handoff-contract.md` holds).
     HandoffContract,
@@ -111,11 +114,21 @@ pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Resul
         ReferenceCommand::Http => print!("{}", http_reference(&tollgate_gateway::http::openapi())),
         ReferenceCommand::Vocabulary => print!("{}", vocabulary_reference()),
         ReferenceCommand::Errors => print!("{}", errors_reference()),
+        ReferenceCommand::Envelope => print!(
+            "{}",
+            crate::schema_reference::render(
+                "Policy envelopes",
+                &tollgate_rules::envelope::envelope_json_schema(),
+                "the JSON Schema of the types envelopes are read into, which `tollgate policy schema` prints",
+                "tollgate reference envelope > docs/reference/envelope.md",
+            )
+        ),
         ReferenceCommand::HandoffContract => print!(
             "{}",
             crate::schema_reference::render(
                 "Handoff contracts",
                 &serde_json::from_str(tollgate_gateway::handoff::contract::JSON_SCHEMA)?,
+                "the JSON Schema posted contracts are read against, which `GET /v2/handoffs/schema` answers",
                 "tollgate reference handoff-contract > docs/reference/handoff-contract.md",
             )
         ),
@@ -124,6 +137,7 @@ pub fn reference(command: ReferenceCommand, cmd: clap::Command) -> anyhow::Resul
             crate::schema_reference::render(
                 "Pack files",
                 &serde_json::from_str(tollgate_gateway::packs::JSON_SCHEMA)?,
+                "the JSON Schema pack files are read against, which `tollgate packs schema` prints",
                 "tollgate reference pack > docs/reference/pack.md",
             )
         ),

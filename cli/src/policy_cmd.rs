@@ -34,6 +34,14 @@ pub enum PolicyCommand {
     /// Dry-run envelopes on a recorded run: what they would allow, deny or redact at each
     /// compile, tool call and model call, compared with what was recorded.
     Simulate(crate::simulate_cmd::SimulateArgs),
+    /// Print the envelope format's JSON Schema (draft 2020-12), for editors that validate and
+    /// complete YAML with one; `policy check` remains the authority.
+    #[command(
+        after_help = "Example (VS Code's YAML extension, or any yaml-language-server):\n  \
+        tollgate policy schema > envelope.schema.json\n  \
+        # then, first line of an envelope: # yaml-language-server: $schema=./envelope.schema.json"
+    )]
+    Schema,
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +100,11 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
         PolicyCommand::Versions(a) => crate::policy_versions_cmd::versions(a),
         PolicyCommand::Show(a) => crate::policy_versions_cmd::show(a),
         PolicyCommand::Simulate(a) => crate::simulate_cmd::run(a),
+        PolicyCommand::Schema => {
+            let schema = tollgate_rules::envelope::envelope_json_schema();
+            println!("{}", serde_json::to_string_pretty(&schema)?);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -36,6 +36,7 @@ mod diff;
 mod facts;
 mod format;
 mod load;
+mod schema;
 #[cfg(test)]
 mod tests;
 mod url_pattern;
@@ -50,6 +51,7 @@ pub use format::{
     RateLimit, RateScope, RuleEffect, Section, ToolEffect, ToolLevelRule, ToolRule, local_rule_id,
 };
 pub use load::{EnvelopeErrors, load_envelopes};
+pub use schema::{SCHEMA_ID, envelope_json_schema};
 pub use url_pattern::UrlPattern;
 
 /// A checked set of envelopes, sorted by id: every parent present, no cycles, ids unique.

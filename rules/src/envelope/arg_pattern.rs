@@ -114,6 +114,33 @@ impl Serialize for ArgPattern {
     }
 }
 
+/// As written: a bare glob, or a mapping of one kind to its glob.
+impl schemars::JsonSchema for ArgPattern {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ArgPattern".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let kinded = |kind: &str, reads: &str| {
+            serde_json::json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": [kind],
+                "properties": {kind: {"type": "string", "description": reads}},
+            })
+        };
+        schemars::json_schema!({
+            "description": "A pattern over an argument's value: a bare glob (read as a URL pattern when it starts with a scheme and `://`, else as a path glob), or `{path: ...}`, `{url: ...}` or `{text: ...}` saying how to read it.",
+            "oneOf": [
+                {"type": "string", "description": "A path glob (`*` within a `/` segment, `**` across), or a URL pattern (`https://*.example.com/**`)."},
+                kinded("path", "`*` within a `/` segment, `**` across."),
+                kinded("url", "Matched by the parsed scheme, host, port and path."),
+                kinded("text", "`*` and `?` match any character, `/` and line breaks included."),
+            ]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for ArgPattern {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ArgPattern, D::Error> {
         #[derive(Deserialize)]

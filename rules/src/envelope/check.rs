@@ -44,7 +44,7 @@ pub(super) struct Shape {
     pub(super) example: &'static str,
 }
 
-const ENVELOPE: Shape = Shape {
+pub(super) const ENVELOPE: Shape = Shape {
     what: "an envelope",
     keys: &[
         "id",
@@ -64,13 +64,13 @@ const ENVELOPE: Shape = Shape {
     example: "{id: coding-agent, version: 1, tools: [...]}",
 };
 
-const ATTACH: Shape = Shape {
+pub(super) const ATTACH: Shape = Shape {
     what: "`attach`",
     keys: &["runs", "agents", "tasks"],
     example: "attach: {agents: [coder], tasks: [T-12]}",
 };
 
-const TOOL_RULE: Shape = Shape {
+pub(super) const TOOL_RULE: Shape = Shape {
     what: "a tool rule",
     keys: &[
         "id",
@@ -84,13 +84,13 @@ const TOOL_RULE: Shape = Shape {
     example: "- {id: read-only, effect: allow, tools: [\"fs.read*\"]}",
 };
 
-const LIMIT: Shape = Shape {
+pub(super) const LIMIT: Shape = Shape {
     what: "a rate limit",
     keys: &["count", "window_seconds", "per"],
     example: "limit: {count: 10, window_seconds: 60, per: run}",
 };
 
-const DATA_RULE: Shape = Shape {
+pub(super) const DATA_RULE: Shape = Shape {
     what: "a data rule",
     keys: &[
         "id",
@@ -104,7 +104,7 @@ const DATA_RULE: Shape = Shape {
     example: "- {id: secrets, effect: redact, labels: [secret]}",
 };
 
-const MODEL_RULE: Shape = Shape {
+pub(super) const MODEL_RULE: Shape = Shape {
     what: "a model rule",
     keys: &[
         "id",
@@ -117,19 +117,19 @@ const MODEL_RULE: Shape = Shape {
     example: "- {effect: allow, provider: openai, model: gpt-4.1-mini}",
 };
 
-const MEMORY_RULE: Shape = Shape {
+pub(super) const MEMORY_RULE: Shape = Shape {
     what: "a memory rule",
     keys: &["id", "effect", "classes", "description"],
     example: "- {effect: allow, classes: [fact, procedure]}",
 };
 
-const APPROVAL_RULE: Shape = Shape {
+pub(super) const APPROVAL_RULE: Shape = Shape {
     what: "an approval rule",
     keys: &["id", "tools", "approvers", "ttl_seconds", "description"],
     example: "- {tools: [\"shell.*\"], approvers: [lead], ttl_seconds: 3600}",
 };
 
-const TOOL_LEVEL_RULE: Shape = Shape {
+pub(super) const TOOL_LEVEL_RULE: Shape = Shape {
     what: "a tool level rule",
     keys: &["id", "tools", "level", "description"],
     example: "- {id: secret-store, tools: [\"secrets.*\"], level: secret}",

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// A policy envelope: rules for the tools, data, models and memories a run may use and the
 /// sensitivity levels of tools, attached to runs, agents or tasks, inheriting from parent
 /// envelopes, versioned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEnvelope {
     /// Unique id (no `/`, no spaces).
@@ -57,7 +57,7 @@ pub struct PolicyEnvelope {
 }
 
 /// Where an envelope applies.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Attachments {
     /// Run ids.
@@ -79,7 +79,19 @@ impl Attachments {
 }
 
 /// What a tool rule does to matching calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolEffect {
     /// The call may run.
@@ -113,7 +125,7 @@ impl ToolEffect {
 }
 
 /// A rule about tool calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRule {
     /// Rule id, unique within the envelope; `tools.N` when absent.
@@ -140,7 +152,7 @@ pub struct ToolRule {
 }
 
 /// At most `count` calls per `window_seconds`, counted per run, agent or task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
     /// Calls allowed per window (at least 1).
@@ -153,7 +165,9 @@ pub struct RateLimit {
 }
 
 /// What a rate limit counts calls per.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RateScope {
     /// Each run has its own budget.
@@ -177,7 +191,19 @@ impl RateScope {
 }
 
 /// What a data rule does to matching context items.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum DataEffect {
     /// The item may be seen as it is.
@@ -203,7 +229,19 @@ impl DataEffect {
 }
 
 /// A sensitivity level: `public < internal < confidential < secret`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// Anyone may see it.
@@ -237,7 +275,7 @@ impl Level {
 }
 
 /// A rule about which context items a run may see.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DataRule {
     /// Rule id; `data.N` when absent.
@@ -271,7 +309,19 @@ fn highest_level() -> Level {
 }
 
 /// Allow or deny, for model and memory rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleEffect {
     /// Permitted.
@@ -294,7 +344,7 @@ impl RuleEffect {
 }
 
 /// A rule about model calls: providers, models and reasoning modes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelRule {
     /// Rule id; `models.N` when absent.
@@ -321,7 +371,7 @@ fn any() -> String {
 }
 
 /// A rule about which memory classes a run may retrieve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryRule {
     /// Rule id; `memory.N` when absent.
@@ -337,7 +387,7 @@ pub struct MemoryRule {
 }
 
 /// Who must approve calls of matching tools, and for how long an approval holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalRule {
     /// Rule id; `approvals.N` when absent.
@@ -361,7 +411,7 @@ fn one_hour() -> i32 {
 
 /// The sensitivity level of calls of matching tools. A run whose clearance does not reach the
 /// level is denied them whatever the tool rules say; a level never permits a call by itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolLevelRule {
     /// Rule id; `tool_levels.N` when absent.
