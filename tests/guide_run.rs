@@ -127,7 +127,7 @@ fn shown(text: &str) -> Vec<Shown> {
         let starts = command.starts_with("tollgate ")
             || command
                 .split_whitespace()
-                .find(|w| !(w.contains('=') && !w.starts_with('-')))
+                .find(|w| !w.contains('=') || w.starts_with('-'))
                 == Some("tollgate");
         if starts && (is_prompt || !prompted) {
             prompted = is_prompt;
