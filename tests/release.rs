@@ -292,3 +292,68 @@ fn the_release_workflow_passes_actionlint() {
         support::stdout(&out)
     );
 }
+
+/// The binary archive (`--only dist`): the CLI, a man page per command and the completions,
+/// checked by using them; a binary that is not this version's is named.
+#[test]
+fn the_binary_archive_holds_the_cli_its_man_pages_and_completions() {
+    let repo = copy_of_repo();
+    let out = repo.path().join("dist");
+    let binary = env!("CARGO_BIN_EXE_tollgate");
+    let (ok, text) = check(
+        repo.path(),
+        &[
+            "--only",
+            "dist",
+            "--binary",
+            binary,
+            "--dist-dir",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{text}");
+    let archive = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .expect("an archive");
+    let listed = Command::new("tar")
+        .arg("tzf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    for part in [
+        "/bin/tollgate",
+        "/share/man/man1/tollgate.1",
+        "/share/man/man1/tollgate-rules-eval.1",
+        "/share/bash-completion/completions/tollgate",
+        "/share/zsh/site-functions/_tollgate",
+        "/share/fish/vendor_completions.d/tollgate.fish",
+        "/README.md",
+        "/LICENSE",
+    ] {
+        assert!(listed.contains(part), "no {part} in\n{listed}");
+    }
+
+    // Another program in the binary's place is refused, by what it says its version is.
+    let fake = repo.path().join("fake-tollgate");
+    std::fs::write(&fake, "#!/bin/sh\necho tollgate 9.9.9\n").unwrap();
+    let mut perms = std::fs::metadata(&fake).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&fake, perms).unwrap();
+    let (ok, text) = check(
+        repo.path(),
+        &[
+            "--only",
+            "dist",
+            "--binary",
+            fake.to_str().unwrap(),
+            "--dist-dir",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok, "{text}");
+    assert!(text.contains("FAIL"), "{text}");
+}
