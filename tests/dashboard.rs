@@ -288,6 +288,58 @@ fn the_runs_screen_shows_imported_fixture_runs_their_timelines_and_receipts() {
     // A filter that matches nothing says so and offers the way back.
     let (_, none) = get_page(&gw, &cookie, "/ui/runs?agent=nobody");
     assert!(none.contains("No run matches"), "{none}");
+    // By task: the runs of that task alone, the field keeping what was asked.
+    let tasks: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            (
+                v["run"]["id"].as_str().unwrap().to_string(),
+                v["run"]["task"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let (first, task) = &tasks[0];
+    let (_, by_task) = get_page(&gw, &cookie, &format!("/ui/runs?task={task}"));
+    assert!(
+        by_task.contains(&format!("/ui/runs/{first}\"")),
+        "{by_task}"
+    );
+    for (id, other) in &tasks {
+        if other != task {
+            assert!(
+                !by_task.contains(&format!("/ui/runs/{id}\"")),
+                "{id} is of {other}"
+            );
+        }
+    }
+    assert!(
+        by_task.contains(&format!("name=\"task\" value=\"{task}\"")),
+        "{by_task}"
+    );
+    // By start time: the fixture runs started days before this test, so the last hour has none
+    // of them and a run opened now is there.
+    let (_, last_hour) = get_page(&gw, &cookie, "/ui/runs?range=hour");
+    assert!(last_hour.contains("No run matches"), "{last_hour}");
+    let (status, _) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(&serde_json::json!({"id": "run-now", "agent": "coder", "task": "T-now", "scope": "org:acme/repo:api"})),
+    );
+    assert_eq!(status, 201);
+    let (_, last_hour) = get_page(&gw, &cookie, "/ui/runs?range=hour");
+    assert!(last_hour.contains("/ui/runs/run-now\""), "{last_hour}");
+    assert!(
+        !last_hour.contains(&format!("/ui/runs/{first}\"")),
+        "{last_hour}"
+    );
+    assert!(
+        last_hour.contains("<option value=\"hour\" selected>"),
+        "{last_hour}"
+    );
+    let (_, any_time) = get_page(&gw, &cookie, "/ui/runs?range=week&task=T-now");
+    assert!(any_time.contains("/ui/runs/run-now\""), "{any_time}");
 
     // A run's timeline: its steps, its compiles' items, its decisions with receipt links.
     let run = &ids[0];

@@ -118,8 +118,8 @@ async fn list_runs(
     let filter = RunFilter {
         agent,
         status: p.status,
-        without_cases: false,
         after,
+        ..RunFilter::default()
     };
     let page = blocking(&state, move |rt| {
         let mut page = rt.recorder().page(&filter, limit)?;

@@ -15,6 +15,12 @@ pub struct RunFilter {
     /// Only runs with this status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Only runs of this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// Only runs started at or after this time (RFC 3339, UTC, as runs record it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// Leave out the runs cases open (agent `pack:…`): a case's run lives as long as the case,
     /// and the Cases screen shows them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -60,6 +66,14 @@ impl Recorder {
             if let Some(status) = &filter.status {
                 values.push(status.clone());
                 conditions.push(format!("r.status = ?{}", values.len()));
+            }
+            if let Some(task) = &filter.task {
+                values.push(task.clone());
+                conditions.push(format!("r.task = ?{}", values.len()));
+            }
+            if let Some(since) = &filter.since {
+                values.push(since.clone());
+                conditions.push(format!("r.started_at >= ?{}", values.len()));
             }
             if filter.without_cases {
                 conditions.push("r.agent NOT LIKE 'pack:%'".to_string());

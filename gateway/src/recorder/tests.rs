@@ -548,6 +548,9 @@ fn runs_page_by_key_newest_first_with_filters() {
             h.agent = "reviewer".into();
             h.status = "failed".into();
         }
+        if i >= 5 {
+            h.task = "T-2".into();
+        }
         rec.open_run(&h).unwrap();
     }
     let mut seen = Vec::new();
@@ -571,8 +574,7 @@ fn runs_page_by_key_newest_first_with_filters() {
         let filter = RunFilter {
             agent: agent.map(str::to_string),
             status: status.map(str::to_string),
-            without_cases: false,
-            after: None,
+            ..RunFilter::default()
         };
         let ids: Vec<String> = rec
             .page(&filter, 10)
@@ -586,6 +588,27 @@ fn runs_page_by_key_newest_first_with_filters() {
     assert_eq!(only(Some("reviewer"), None), ["run-5", "run-3", "run-1"]);
     assert_eq!(only(None, Some("failed")), ["run-5", "run-3", "run-1"]);
     assert_eq!(only(Some("coder"), Some("failed")), Vec::<String>::new());
+    // By task, and by start time (at or after; the times compare as the runs record them).
+    let ids = |filter: RunFilter| -> Vec<String> {
+        let page = rec.page(&filter, 10).unwrap();
+        page.runs.into_iter().map(|r| r.id).collect()
+    };
+    let task = |t: &str| RunFilter {
+        task: Some(t.into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(ids(task("T-2")), ["run-6", "run-5"]);
+    assert_eq!(ids(task("T-9")), Vec::<String>::new());
+    let since = RunFilter {
+        since: Some("2026-11-02T09:02:00Z".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(ids(since.clone()), ["run-6", "run-5", "run-4"]);
+    let both = RunFilter {
+        agent: Some("coder".into()),
+        ..since
+    };
+    assert_eq!(ids(both), ["run-6", "run-4"]);
     let last = rec.page(&RunFilter::default(), 7).unwrap();
     assert_eq!((last.runs.len(), last.next), (7, None));
 }

@@ -1,4 +1,5 @@
-//! The Runs screen: the runs, newest first, filtered by agent and status and paged by key;
+//! The Runs screen: the runs, newest first, filtered by agent, status, task and start time
+//! (the last hour, day or week) and paged by key;
 //! and one run's timeline — its steps, and in each the compiles (every item with what became
 //! of it and why), model calls, tool calls and results, with each decision inline and a link
 //! to its receipt.
@@ -35,6 +36,12 @@ pub struct ListQuery {
     /// Only runs with this status.
     #[serde(default)]
     status: Option<String>,
+    /// Only runs of this task.
+    #[serde(default)]
+    task: Option<String>,
+    /// Only runs started in the last `hour`, `day` or `week` (any time otherwise).
+    #[serde(default)]
+    range: Option<String>,
     /// The start time of the last run of the previous page.
     #[serde(default)]
     after_at: Option<String>,
@@ -47,15 +54,37 @@ pub struct ListQuery {
     cases: Option<String>,
 }
 
+/// The time ranges the list offers, with their length in seconds.
+const RANGES: [(&str, &str, u64); 3] = [
+    ("hour", "last hour", 3_600),
+    ("day", "last day", 86_400),
+    ("week", "last week", 7 * 86_400),
+];
+
 impl ListQuery {
-    fn filter(&self) -> RunFilter {
+    /// The range asked for, if it is one the list offers.
+    fn range(&self) -> Option<(&'static str, u64)> {
+        let asked = self.range.as_deref()?;
+        RANGES
+            .iter()
+            .find(|(name, _, _)| *name == asked)
+            .map(|(name, _, secs)| (*name, *secs))
+    }
+
+    /// The filter, with a range counted back from `now_ms` (the runtime's clock).
+    fn filter(&self, now_ms: i64) -> RunFilter {
         let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
         let agent = given(&self.agent);
+        let now = u64::try_from(now_ms / 1000).unwrap_or(0);
         RunFilter {
             // An agent asked for by name is shown, cases' included.
             without_cases: agent.is_none() && self.cases.as_deref() != Some("shown"),
             agent,
             status: given(&self.status),
+            task: given(&self.task),
+            since: self
+                .range()
+                .map(|(_, secs)| crate::clock::rfc3339(now.saturating_sub(secs))),
             after: match (given(&self.after_at), given(&self.after_id)) {
                 (Some(started_at), Some(id)) => Some(RunKey { started_at, id }),
                 _ => None,
@@ -70,19 +99,23 @@ pub async fn list(
     viewer: Viewer,
     Query(query): Query<ListQuery>,
 ) -> Response {
-    let filter = query.filter();
-    let shown = filter.clone();
+    let range = query.range().map(|(name, _)| name);
     blocking_page(&state, &viewer, "Runs", "/ui/runs", move |rt| {
+        let shown = query.filter(rt.now_ms());
         let page = rt.recorder().page(&shown, PAGE_SIZE)?;
-        Ok(list_content(&shown, &page))
+        Ok(list_content(&shown, range, &page))
     })
     .await
 }
 
-fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
+fn list_content(filter: &RunFilter, range: Option<&str>, page: &RunPage) -> Markup {
     let agent = filter.agent.clone().unwrap_or_default();
     let status = filter.status.clone().unwrap_or_default();
-    let filtered = filter.agent.is_some() || filter.status.is_some();
+    let task = filter.task.clone().unwrap_or_default();
+    let filtered = filter.agent.is_some()
+        || filter.status.is_some()
+        || filter.task.is_some()
+        || range.is_some();
     html! {
         h1 { "Runs" }
         form.filters method="get" action="/ui/runs" role="search" {
@@ -93,6 +126,16 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
                     option value="" selected[status.is_empty()] { "any" }
                     @for s in crate::recorder::write::RUN_STATUSES {
                         option value=(s) selected[status == s] { (s) }
+                    }
+                }
+            }
+            label { "Task " input type="text" name="task" value=(task); }
+            label {
+                "Started "
+                select name="range" {
+                    option value="" selected[range.is_none()] { "any time" }
+                    @for (name, label, _) in RANGES {
+                        option value=(name) selected[range == Some(name)] { (label) }
                     }
                 }
             }
@@ -141,7 +184,7 @@ fn list_content(filter: &RunFilter, page: &RunPage) -> Markup {
             }
             @if let Some(next) = &page.next {
                 nav.pager aria-label="Pages" {
-                    a rel="next" href=(next_href(filter, next)) { "Older runs →" }
+                    a rel="next" href=(next_href(filter, range, next)) { "Older runs →" }
                 }
             }
         }
@@ -165,7 +208,7 @@ fn decision_counts(counts: &DecisionCounts) -> Markup {
     }
 }
 
-fn next_href(filter: &RunFilter, next: &RunKey) -> String {
+fn next_href(filter: &RunFilter, range: Option<&str>, next: &RunKey) -> String {
     let mut query = vec![
         ("after_at", next.started_at.as_str()),
         ("after_id", next.id.as_str()),
@@ -175,6 +218,12 @@ fn next_href(filter: &RunFilter, next: &RunKey) -> String {
     }
     if let Some(s) = &filter.status {
         query.push(("status", s));
+    }
+    if let Some(t) = &filter.task {
+        query.push(("task", t));
+    }
+    if let Some(r) = range {
+        query.push(("range", r));
     }
     if !filter.without_cases {
         query.push(("cases", "shown"));

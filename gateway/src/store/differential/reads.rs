@@ -51,6 +51,11 @@ fn runs_read(e: &Engine, out: &mut Vec<(String, String)>) {
             status: Some("running".into()),
             ..RunFilter::default()
         },
+        RunFilter {
+            task: Some("T-1".into()),
+            since: Some("2026-11-02T09:30:00Z".into()),
+            ..RunFilter::default()
+        },
     ];
     for filter in filters {
         // Pages of two, each from the key of the last run of the one before.
