@@ -499,7 +499,10 @@ pub fn errors_reference() -> String {
         "\n## Case commit refusals\n\n\
          A commit of a case's proposal that a guardrail refuses is recorded on the case as a\n\
          `commit_refused` event with one of these codes, and answered as a 409 whose\n\
-         `details.recorded` is `true` (`tollgate cases commit` prints the same).\n",
+         `details.recorded` is `true` (`tollgate cases commit` prints the same). Three of them\n\
+         (`policy_denied`, `preview_required`, `stale_preview`) are also HTTP errors above, with\n\
+         another status or meaning there: a commit refusal is told apart by its 409 and\n\
+         `details.recorded`.\n",
     );
     section(&mut out, case_refusals::ALL);
     out.push_str(
