@@ -42,7 +42,7 @@ fn the_login_url_opens_a_session_once_and_every_page_needs_one() {
     // The URL serve printed logs in once, to a URL without the token, with a strict cookie.
     let (status, headers, _) = send(&gw, "GET", &gw.dashboard_url, None, &[]);
     assert_eq!(status, 303);
-    assert_eq!(header(&headers, "location"), Some("/ui/runs"));
+    assert_eq!(header(&headers, "location"), Some("/ui"));
     let set = header(&headers, "set-cookie").unwrap();
     for part in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
         assert!(set.contains(part), "{set}");

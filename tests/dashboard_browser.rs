@@ -175,7 +175,7 @@ async fn open(gw: &Gateway, client: &Client, path: &str) {
 async fn log_in(gw: &Gateway, client: &Client) {
     client.goto(&gw.dashboard_url).await.unwrap();
     let url = client.current_url().await.unwrap();
-    assert_eq!(url.path(), "/ui/runs", "the login URL lands on the runs");
+    assert_eq!(url.path(), "/ui", "the login URL lands on the overview");
     assert!(
         url.query().is_none(),
         "the token does not stay in the address bar"
@@ -191,12 +191,7 @@ async fn log_in_with(gw: &Gateway, client: &Client, token: &str) {
         .await
         .unwrap();
     field.send_keys(token).await.unwrap();
-    click_to(
-        client,
-        Locator::Css("main form button[type=submit]"),
-        "/ui/runs",
-    )
-    .await;
+    click_to(client, Locator::Css("main form button[type=submit]"), "/ui").await;
 }
 
 /// The visible text of the page.
@@ -432,12 +427,8 @@ fn logging_in_in_the_browser_with_the_token_opens_the_runs_list_with_an_imported
             .await
             .unwrap();
         field.send_keys(&gw.token).await.unwrap();
-        click_to(
-            client,
-            Locator::Css("main form button[type=submit]"),
-            "/ui/runs",
-        )
-        .await;
+        click_to(client, Locator::Css("main form button[type=submit]"), "/ui").await;
+        open(gw, client, "/ui/runs").await;
         // The session cookie is out of the page's reach.
         let cookies: Value = client
             .execute("return document.cookie;", vec![])
@@ -482,6 +473,7 @@ fn a_receipt_opened_from_a_runs_timeline_shows_its_collapsible_proof() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
         log_in(gw, client).await;
+        click_to(client, Locator::LinkText("Runs"), "/ui/runs").await;
         click_to(
             client,
             Locator::LinkText("run-bugfix-users-404"),
@@ -1198,6 +1190,9 @@ fn every_screen_fits_a_narrow_window() {
         log_in(gw, client).await;
         client.set_window_size(390, 844).await.unwrap();
         for path in [
+            "/ui",
+            "/ui?range=custom&from=2026-11-01T00:00&to=2026-12-01T00:00",
+            "/ui/decisions?since=1793000000&until=1796000000&effect=deny",
             "/ui/runs",
             "/ui/runs/run-bugfix-users-404",
             "/ui/runs/run-bugfix-users-404/receipts/4",
@@ -1219,5 +1214,116 @@ fn every_screen_fits_a_narrow_window() {
         }
         open(gw, client, "/ui/runs/run-bugfix-users-404").await;
         screen(client, "timeline-narrow").await;
+    });
+}
+
+#[test]
+fn the_overview_plots_the_days_decisions_and_a_denial_bar_opens_its_receipts() {
+    with_browser(async |gw, client| {
+        gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
+        let (status, made) = gw.call(
+            "POST",
+            "/v2/regressions/from-run/run-bugfix-users-404",
+            Some(&json!({"id": "users-404", "step": 7, "task_type": "bugfix"})),
+        );
+        assert_eq!(status, 201, "{made}");
+        let (status, started) = gw.call("POST", "/v2/regressions/suites/execute", Some(&json!({})));
+        assert_eq!(status, 202, "{started}");
+        let suite = started["suite"]["id"].as_str().unwrap().to_string();
+        // Today's run: a call allowed, one denied, one held for approval.
+        let (status, body) = gw.call(
+            "POST",
+            "/v1/runs",
+            Some(&json!({"id": "today", "agent": "coder", "task": "T-12",
+                          "scope": "org:acme/repo:api/task:T-12", "clearance": "confidential"})),
+        );
+        assert_eq!(status, 201, "{body}");
+        let mut denied = 0;
+        for call in [
+            json!({"tool": "fs.read_file", "arguments": {"path": "src/main.rs"}}),
+            json!({"tool": "net.http_get", "arguments": {"url": "https://example.com"}}),
+            json!({"tool": "shell.exec", "arguments": {"cmd": "make test"}}),
+        ] {
+            let (status, answer) = gw.call("POST", "/v1/runs/today/tool-calls", Some(&call));
+            assert_eq!(status, 200, "{answer}");
+            denied += u32::from(answer["effect"] == "deny");
+        }
+        assert!(denied > 0);
+        wait_for(client, "the suite to finish", async || {
+            let (_, view) = gw.call("GET", &format!("/v2/regressions/suites/{suite}"), None);
+            view["suite"]["finished_at"].is_string()
+        })
+        .await;
+
+        // Without a click: how many were denied today and why, what waits, the suite.
+        log_in(gw, client).await;
+        let page = text(client).await;
+        for part in [
+            "3\ndecisions".to_string(),
+            format!("{denied}\ndenied"),
+            "waiting for approval".to_string(),
+            "regression suite green".to_string(),
+            "Why decisions were not allowed".to_string(),
+        ] {
+            assert!(page.contains(&part), "the overview shows `{part}`: {page}");
+        }
+        // Every plot is an image with a name, and has its numbers and its downloads.
+        let plots: Value = client
+            .execute(
+                "return [...document.querySelectorAll('figure.plot')].map(f => {
+                   const svg = f.querySelector('svg');
+                   const panel = f.closest('.panel');
+                   const named = svg.getAttribute('aria-labelledby').split(' ')
+                     .map(id => document.getElementById(id).textContent).join(' | ');
+                   return {role: svg.getAttribute('role'), named,
+                           table: !!panel.querySelector('details.numbers table'),
+                           downloads: [...panel.querySelectorAll('p.downloads a')].map(a => a.textContent)};
+                 });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let plots = plots.as_array().unwrap();
+        assert!(plots.len() >= 5, "{plots:?}");
+        for p in plots {
+            assert_eq!(p["role"], "img", "{p}");
+            assert!(p["named"].as_str().unwrap().len() > 10, "{p}");
+            assert_eq!(p["table"], true, "{p}");
+            assert_eq!(p["downloads"], json!(["CSV", "JSON"]), "{p}");
+        }
+        // A plot's numbers open under it.
+        let summary = client
+            .find(Locator::Css("#panel-decisions details.numbers summary"))
+            .await
+            .unwrap();
+        summary.click().await.unwrap();
+        let table = client
+            .find(Locator::Css("#panel-decisions details.numbers table"))
+            .await
+            .unwrap();
+        assert!(table.text().await.unwrap().contains("deny"));
+        screen(client, "overview").await;
+
+        // A click on a denial bar opens the receipts it counts.
+        let bar = client
+            .find(Locator::Css("#plot-decisions a[href*='effect=deny']"))
+            .await
+            .unwrap();
+        click_element_to(client, bar, "/ui/decisions").await;
+        let receipts = client
+            .find_all(Locator::Css("a[href^='/ui/runs/today/receipts/']"))
+            .await
+            .unwrap();
+        assert_eq!(receipts.len(), denied as usize);
+        let first = receipts.into_iter().next().unwrap();
+        let href = first.attr("href").await.unwrap().unwrap();
+        click_element_to(client, first, href.split('?').next().unwrap()).await;
+        assert!(text(client).await.contains("deny"));
+
+        // The page holds at 390 px.
+        client.set_window_size(390, 844).await.unwrap();
+        open(gw, client, "/ui").await;
+        assert_fits(client, "overview at 390 px").await;
+        screen(client, "overview-narrow").await;
     });
 }

@@ -1,4 +1,4 @@
-//! `tollgate db check | upgrade | downgrade`: the store's schema version and migrations.
+//! `tollgate db check | upgrade | downgrade | recount`: the store's schema version and migrations, and the overview's counters counted again.
 
 use std::process::ExitCode;
 
@@ -21,6 +21,10 @@ pub enum DbCommand {
     Repair(JsonArg),
     /// Revert migrations, newest first.
     Downgrade(DowngradeArgs),
+    /// Count every recorded decision again into the counters the dashboard's overview plots
+    /// (per five minutes, by agent, task, effect, tool and rule): for decisions recorded
+    /// before the counters were kept (schema version 30). One write; safe while a gateway runs.
+    Recount(JsonArg),
 }
 
 #[derive(Args, Debug)]
@@ -113,6 +117,23 @@ pub fn run(cmd: DbCommand) -> Result<ExitCode> {
                     ExitCode::from(1)
                 },
             )
+        }
+        DbCommand::Recount(a) => {
+            let status = store.migration_status()?;
+            if !status.is_current() {
+                anyhow::bail!(
+                    "the database is at version {}, not {}\n  help: run `tollgate db upgrade` first",
+                    status.current,
+                    status.latest
+                );
+            }
+            let counted = tollgate_gateway::recorder::Recorder::new(store).recount_buckets()?;
+            if a.json {
+                println!("{}", serde_json::json!({"decisions": counted}));
+            } else {
+                println!("counted {counted} decisions");
+            }
+            Ok(ExitCode::SUCCESS)
         }
         DbCommand::Upgrade(a) => {
             let applied = store.upgrade()?;

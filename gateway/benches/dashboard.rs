@@ -1,14 +1,15 @@
-//! The dashboard's list pages over a large store, for BENCHMARKS.md (issue 12, done-when 4):
-//! 10,000 runs holding 1,000,000 decisions and 10,000 approvals, each page fetched whole
-//! (session check, the store's query, the HTML) from `tollgate serve`'s router on loopback.
-//! Every list is paged by key, so the thousandth page costs what the first does; the figure
-//! to hold is under 100 ms a page.
+//! The dashboard's list pages and its overview over a large store, for BENCHMARKS.md (issue 12,
+//! done-when 4; issue 42): 10,000 runs holding 1,000,000 decisions and 10,000 approvals, each
+//! page fetched whole (session check, the store's query, the HTML) from `tollgate serve`'s
+//! router on loopback. Every list is paged by key, so the thousandth page costs what the first
+//! does, and the overview reads the counters kept per five minutes; the figure to hold is under
+//! 100 ms a page.
 //!
 //! `cargo bench -p tollgate-gateway --bench dashboard`
 //!
 //! The store is built once (about a minute) and kept under the target directory
-//! (`bench-stores/dashboard-v1.db`, about 0.5 GB); delete it to rebuild. With
-//! `TOLLGATE_BENCH_POSTGRES_URL=postgres://…` the store is the schema `bench_dashboard_v1` of
+//! (`bench-stores/dashboard-v2.db`, about 0.5 GB); delete it to rebuild. With
+//! `TOLLGATE_BENCH_POSTGRES_URL=postgres://…` the store is the schema `bench_dashboard_v2` of
 //! that database instead (benches/support).
 
 use std::sync::Arc;
@@ -106,7 +107,7 @@ fn run_file(i: usize) -> RunFile {
 fn store() -> Store {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-stores");
     let _ = std::fs::create_dir_all(&dir);
-    let (store, built) = support::open("dashboard-v1", &dir.join("dashboard-v1.db"));
+    let (store, built) = support::open("dashboard-v2", &dir.join("dashboard-v2.db"));
     if !built {
         let recorder = Recorder::new(store.clone());
         eprintln!("building the bench store: {RUNS} runs × {DECISIONS_PER_RUN} decisions");
@@ -243,6 +244,19 @@ fn pages(c: &mut Criterion) {
             "one run's timeline (100 decisions)",
             "/ui/runs/run-05000".to_string(),
         ),
+        (
+            "overview, the whole week (1,000,000 decisions)",
+            "/ui?range=custom&from=2026-11-01T00%3A00&to=2026-11-08T00%3A00".to_string(),
+        ),
+        (
+            "overview, one day",
+            "/ui?range=custom&from=2026-11-03T00%3A00&to=2026-11-04T00%3A00".to_string(),
+        ),
+        (
+            "overview, the week, one agent",
+            "/ui?range=custom&from=2026-11-01T00%3A00&to=2026-11-08T00%3A00&agent=planner"
+                .to_string(),
+        ),
     ];
     for (_, path) in &cases {
         let page = fetch(path);
@@ -251,7 +265,8 @@ fn pages(c: &mut Criterion) {
                 "</table>",
                 "<article",
                 "class=\"events\"",
-                "class=\"empty\""
+                "class=\"empty\"",
+                "id=\"plot-decisions\""
             ]
             .iter()
             .any(|m| page.contains(m)),
@@ -262,6 +277,13 @@ fn pages(c: &mut Criterion) {
     assert!(
         first.contains("25 allow") || first.contains("allow"),
         "the runs list shows counts"
+    );
+    // The week's overview counts every decision the store holds.
+    let week = fetch(&cases[9].1);
+    let all = (RUNS * DECISIONS_PER_RUN).to_string();
+    assert!(
+        week.contains(&format!("<span class=\"figure\">{all}</span>")),
+        "the week's overview counts {all} decisions"
     );
     let mut group = c.benchmark_group(format!("dashboard_page ({})", support::engine()));
     group.sample_size(30);

@@ -20,6 +20,7 @@ pub mod job_kinds;
 pub mod jobs;
 pub mod mcp;
 pub mod memory;
+pub mod overview;
 pub mod packs;
 pub mod policy;
 pub mod provenance;

@@ -8,6 +8,7 @@
 //! the first). The run row keeps the count and the last hash, so an edited event, a deleted
 //! one, a reordered one and a truncated tail are all detected by [`Recorder::verify`].
 
+pub mod buckets;
 mod counts;
 pub mod events;
 pub mod format;
@@ -275,6 +276,34 @@ impl Recorder {
                 kinds.is_none_or(|ks| EventKind::parse(&e.kind).is_some_and(|k| ks.contains(&k)))
             })
             .collect())
+    }
+
+    /// Rebuilds the overview's decision buckets (migration 30) from every run's events, in one
+    /// write: `tollgate db recount` runs it for decisions recorded before the buckets were
+    /// kept, and the buckets kept as decisions are recorded must equal what it counts. Returns
+    /// the decisions counted.
+    pub fn recount_buckets(&self) -> Result<u64, RecorderError> {
+        Ok(self.store.write(|c| {
+            c.execute("DELETE FROM decision_buckets", ())?;
+            let runs: Vec<(String, String, String)> = {
+                let mut stmt = c.prepare("SELECT id, agent, task FROM runs ORDER BY id")?;
+                let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            let mut total = 0;
+            for (run, agent, task) in runs {
+                let mut counted = buckets::Buckets::default();
+                for e in load_events(c, &run)? {
+                    if let Some(kind) = EventKind::parse(&e.record.kind) {
+                        let tally = buckets::tally_json(kind, &e.record.payload);
+                        total += tally.counts.total();
+                        counted.add(&e.record.at, &tally);
+                    }
+                }
+                counted.write(c, &agent, &task)?;
+            }
+            Ok(total)
+        })?)
     }
 
     /// Recomputes a run's chain from what is stored and lists every place it does not hold.

@@ -9,6 +9,9 @@
 //! Every form that changes something carries the session's CSRF token; the gateway's Host and
 //! Origin checks apply here as everywhere.
 //!
+//! The landing page is the [`overview`]: plots of what was decided and why, approvals
+//! waiting, the regression suite, drawn as SVG by [`charts`].
+//!
 //! The pattern every screen follows: one page module per resource (`runs`, `receipts`,
 //! `approvals`, `envelopes`, `memories`, `provenance`, `mcp_pins`...),
 //! rendering with the shared [`layout`] and its components, reading through the runtime in
@@ -17,11 +20,13 @@
 
 mod approvals;
 mod cases;
+mod charts;
 mod envelopes;
 mod handoffs;
 pub mod layout;
 mod mcp_pins;
 mod memories;
+mod overview;
 mod provenance;
 mod receipts;
 mod regressions;
@@ -50,8 +55,10 @@ pub const COOKIE: &str = "tollgate_session";
 /// The dashboard's routes, all under `/ui`.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/ui", get(|| async { Redirect::to("/ui/runs") }))
-        .route("/ui/", get(|| async { Redirect::to("/ui/runs") }))
+        .route("/ui", get(overview::page))
+        .route("/ui/", get(|| async { Redirect::to("/ui") }))
+        .route("/ui/overview/data", get(overview::data))
+        .route("/ui/decisions", get(overview::decisions))
         .route("/ui/login", get(login_page).post(login_form))
         .route("/ui/logout", post(logout))
         .route("/ui/assets/dashboard.css", get(stylesheet))
@@ -275,7 +282,7 @@ fn login_blocking(state: &AppState, token: &str) -> Response {
                 session.id,
                 SESSION_TTL_MS / 1000
             );
-            let mut response = Redirect::to("/ui/runs").into_response();
+            let mut response = Redirect::to("/ui").into_response();
             if let Ok(value) = HeaderValue::from_str(&cookie) {
                 response.headers_mut().insert(header::SET_COOKIE, value);
             }

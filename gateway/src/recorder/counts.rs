@@ -1,14 +1,12 @@
 //! A run's decisions counted by effect: each `decision` event by what the gateway answered
 //! (the recorded `outcome`, else the policy's effect) and each policy decision on a
-//! `compile`'s items, as `Runtime::decisions` lists them. The counts live on the run's row
+//! `compile`'s items, as `Runtime::decisions` lists them (counted with the overview's
+//! buckets, [`super::buckets::Tally`]). The counts live on the run's row
 //! (migration 6) and every append and import adds to them in the same write as the events,
 //! so a list of runs reads five integers per run instead of parsing each run's decisions.
 
 use serde::Serialize;
-use serde_json::Value;
 use tollgate_rules::decide::DecisionEffect;
-
-use super::format::EventKind;
 
 /// How many of a run's decisions ended in each effect.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -29,6 +27,11 @@ impl DecisionCounts {
     /// Counts one more decision with this effect.
     pub fn add(&mut self, effect: DecisionEffect) {
         *self.slot(effect) += 1;
+    }
+
+    /// Counts `n` more decisions with this effect.
+    pub fn add_n(&mut self, effect: DecisionEffect, n: u64) {
+        *self.slot(effect) += n;
     }
 
     /// The count for one effect.
@@ -104,44 +107,16 @@ impl std::ops::AddAssign for DecisionCounts {
     }
 }
 
-/// The decisions a payload held as JSON records (an agent's event, an imported run): a
-/// `decision`'s `outcome`, else its decision's `effect`; a `compile`'s
-/// `outcomes[].policy.effect`. What is not a known effect is not counted.
-pub(crate) fn decided_in(kind: EventKind, payload: &Value) -> DecisionCounts {
-    let effect = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .and_then(|s| serde_json::from_value::<DecisionEffect>(Value::from(s)).ok())
-    };
-    let mut counts = DecisionCounts::default();
-    match kind {
-        EventKind::Decision => {
-            let answered = effect(payload.get("outcome"))
-                .or_else(|| effect(payload.pointer("/decision/effect")));
-            if let Some(e) = answered {
-                counts.add(e);
-            }
-        }
-        EventKind::Compile => {
-            for outcome in payload
-                .get("outcomes")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(e) = effect(outcome.pointer("/policy/effect")) {
-                    counts.add(e);
-                }
-            }
-        }
-        _ => {}
-    }
-    counts
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::buckets::tally_json;
+    use super::super::format::EventKind;
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn decided_in(kind: EventKind, payload: &Value) -> DecisionCounts {
+        tally_json(kind, payload).counts
+    }
 
     fn one(effect: DecisionEffect) -> DecisionCounts {
         let mut counts = DecisionCounts::default();

@@ -27,7 +27,7 @@ use tollgate_rules::canonical::{CanonicalError, to_canonical_json};
 use tollgate_rules::decide::{DecisionEffect, EnvelopeDecision};
 use tollgate_rules::request::ModelCall;
 
-use super::counts::DecisionCounts;
+use super::buckets::Tally;
 use super::format::{EventKind, EventRecord};
 use crate::compiler::{CandidateItem, CompileSettings, ItemOutcome};
 use crate::providers::{ChatRequest, ChatResponse};
@@ -37,27 +37,28 @@ pub trait EventPayload: Serialize {
     /// The kind it records.
     const KIND: EventKind;
 
-    /// Counts the decisions it records by effect (kept on the run's row): a `decision`'s
-    /// answer, a `compile`'s item decisions; nothing for other kinds.
-    fn count_decisions(&self, _counts: &mut DecisionCounts) {}
+    /// Counts the decisions it records (by effect on the run's row, by bucket for the
+    /// overview): a `decision`'s answer, a `compile`'s item decisions; and the tool of a
+    /// `tool_call`. Nothing for other kinds.
+    fn tally(&self, _tally: &mut Tally) {}
 }
 
 /// A decision a `decision` event carries: the record itself, or a form of it that the hot
 /// path has already written out.
 pub trait Decided {
-    /// Its effect.
-    fn effect(&self) -> DecisionEffect;
+    /// The decision.
+    fn decision(&self) -> &EnvelopeDecision;
 }
 
 impl Decided for EnvelopeDecision {
-    fn effect(&self) -> DecisionEffect {
-        self.effect
+    fn decision(&self) -> &EnvelopeDecision {
+        self
     }
 }
 
 impl<T: Decided + ?Sized> Decided for &T {
-    fn effect(&self) -> DecisionEffect {
-        (**self).effect()
+    fn decision(&self) -> &EnvelopeDecision {
+        (**self).decision()
     }
 }
 
@@ -449,9 +450,9 @@ pub struct ErrorEvent {
 impl EventPayload for CompileEvent {
     const KIND: EventKind = EventKind::Compile;
 
-    fn count_decisions(&self, counts: &mut DecisionCounts) {
+    fn tally(&self, tally: &mut Tally) {
         for decision in self.outcomes.iter().filter_map(|o| o.policy.as_ref()) {
-            counts.add(decision.effect);
+            tally.decided(Some(decision.kind), decision.effect, &decision.rules, None);
         }
     }
 }
@@ -459,8 +460,22 @@ impl EventPayload for CompileEvent {
 impl<D: Serialize + Decided> EventPayload for DecisionEvent<D> {
     const KIND: EventKind = EventKind::Decision;
 
-    fn count_decisions(&self, counts: &mut DecisionCounts) {
-        counts.add(self.outcome.unwrap_or_else(|| self.decision.effect()));
+    fn tally(&self, tally: &mut Tally) {
+        let decision = self.decision.decision();
+        tally.decided(
+            Some(decision.kind),
+            self.outcome.unwrap_or(decision.effect),
+            &decision.rules,
+            self.call_id.as_deref(),
+        );
+    }
+}
+
+impl EventPayload for ToolCallEvent {
+    const KIND: EventKind = EventKind::ToolCall;
+
+    fn tally(&self, tally: &mut Tally) {
+        tally.call(&self.call_id, &self.tool);
     }
 }
 
@@ -507,6 +522,7 @@ macro_rules! payload_kinds {
     };
     (@impl DecisionEvent => $kind:ident) => {};
     (@impl CompileEvent => $kind:ident) => {};
+    (@impl ToolCallEvent => $kind:ident) => {};
     (@impl $ty:ident => $kind:ident) => {
         impl EventPayload for $ty {
             const KIND: EventKind = EventKind::$kind;

@@ -9,7 +9,8 @@ use serde_json::Value;
 use tollgate_rules::canonical::{canonical_json, to_canonical_json};
 use tollgate_rules::envelope::{Level, PolicyEnvelope};
 
-use super::counts::{self, DecisionCounts, decided_in};
+use super::buckets::{Buckets, Tally, tally_json};
+use super::counts::{self, DecisionCounts};
 use super::events::EventPayload;
 use super::format::{EnvelopeSource, EventKind, RUN_FORMAT, RunFile, RunHeader, StepRecord};
 use super::{Recorder, RecorderError, event_hash, genesis_hash, load_header, short};
@@ -72,8 +73,8 @@ pub(crate) struct NewEvent {
     /// RFC 3339.
     at: String,
     payload: Payload,
-    /// The decisions it records, by effect.
-    decided: DecisionCounts,
+    /// The decisions it records.
+    decided: Tally,
 }
 
 impl NewEvent {
@@ -88,7 +89,7 @@ impl NewEvent {
             step,
             kind,
             at,
-            decided: decided_in(kind, &payload),
+            decided: tally_json(kind, &payload),
             payload: Payload::Json(payload),
         }
     }
@@ -106,8 +107,8 @@ pub(crate) fn new_event<P: EventPayload>(
             P::KIND.as_str()
         ))
     })?;
-    let mut decided = DecisionCounts::default();
-    payload.count_decisions(&mut decided);
+    let mut decided = Tally::default();
+    payload.tally(&mut decided);
     Ok(NewEvent {
         step,
         kind: P::KIND,
@@ -317,10 +318,13 @@ impl Recorder {
                 }
                 let mut prev = genesis_hash(&plan.header);
                 let mut counts = DecisionCounts::default();
+                let mut buckets = Buckets::default();
                 let mut rows = Vec::with_capacity(rows::ROWS_PER_INSERT);
                 for e in &plan.events {
                     if let Some(kind) = EventKind::parse(&e.kind) {
-                        counts += decided_in(kind, &e.payload);
+                        let tally = tally_json(kind, &e.payload);
+                        counts += tally.counts;
+                        buckets.add(&e.at, &tally);
                     }
                     let row = EventRow::new(
                         c,
@@ -341,6 +345,7 @@ impl Recorder {
                     }
                 }
                 rows::insert(c, &plan.header.id, &rows)?;
+                buckets.write(c, &plan.header.agent, &plan.header.task)?;
                 let [a, r, g, l, d] = counts.values();
                 c.execute(
                     counts::UPDATE_HEAD,
@@ -384,14 +389,20 @@ pub(crate) fn append_in(
     // The chain's head, and whether the first event's step exists, in one statement (a round
     // trip on PostgreSQL).
     let first_step = events.first().map_or(0, |e| e.step);
-    let (mut seq, mut prev, first_found): (u64, String, bool) = c
+    let (mut seq, mut prev, first_found, agent, task): (u64, String, bool, String, String) = c
         .prepare_cached(
             "SELECT event_count, head_hash,
-                    EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND idx = ?2)
+                    EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND idx = ?2), agent, task
              FROM runs WHERE id = ?1",
         )?
         .query_row(params![run, first_step], |r| {
-            Ok((r.get::<i64>(0)? as u64, r.get(1)?, r.get(2)?))
+            Ok((
+                r.get::<i64>(0)? as u64,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+            ))
         })
         .optional()?
         .ok_or_else(|| StoreError::NotFound(run.to_string()))?;
@@ -402,6 +413,7 @@ pub(crate) fn append_in(
     let mut out = Vec::with_capacity(events.len());
     let mut rows = Vec::with_capacity(events.len());
     let mut counts = DecisionCounts::default();
+    let mut buckets = Buckets::default();
     // The steps found so far: the events of one append are nearly always of one step.
     let mut found: Vec<u32> = Vec::new();
     if first_found {
@@ -440,9 +452,11 @@ pub(crate) fn append_in(
         prev.clone_from(&row.hash);
         rows.push(row);
         seq += 1;
-        counts += decided;
+        counts += decided.counts;
+        buckets.add(&at, &decided);
     }
     rows::insert(c, run, &rows)?;
+    buckets.write(c, &agent, &task)?;
     let [a, r, g, l, d] = counts.values();
     c.prepare_cached(counts::UPDATE_HEAD)?
         .execute(params![run, seq as i64, prev, a, r, g, l, d])?;

@@ -38,7 +38,7 @@ pub(crate) fn fixture_sources() -> Vec<(String, String)> {
 }
 
 /// A store with the fixture envelopes, and a runtime over it.
-pub(super) fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
+pub(crate) fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
     let store = crate::store::tests::open_in(dir.path());
     crate::policy::store_envelopes(&store, &fixture_sources()).unwrap();
     Runtime::with_clock(
@@ -49,7 +49,7 @@ pub(super) fn runtime(dir: &Dir, clock: &ManualClock) -> Runtime {
     .unwrap()
 }
 
-pub(super) fn open(rt: &Runtime, id: &str) {
+pub(crate) fn open(rt: &Runtime, id: &str) {
     rt.open_run(OpenRun {
         id: Some(id.into()),
         agent: "coder".into(),

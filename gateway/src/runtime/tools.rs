@@ -182,8 +182,8 @@ impl Rendered {
 }
 
 impl Decided for Rendered {
-    fn effect(&self) -> DecisionEffect {
-        self.decision.effect
+    fn decision(&self) -> &EnvelopeDecision {
+        &self.decision
     }
 }
 

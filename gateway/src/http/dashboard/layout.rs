@@ -10,7 +10,8 @@ use tollgate_rules::decide::DecisionEffect;
 use super::sessions::Session;
 
 /// The screens in the navigation, by path and name.
-const SCREENS: [(&str, &str); 10] = [
+const SCREENS: [(&str, &str); 11] = [
+    ("/ui", "Overview"),
     ("/ui/runs", "Runs"),
     ("/ui/approvals", "Approvals"),
     ("/ui/envelopes", "Envelopes"),
@@ -32,7 +33,7 @@ pub fn page(title: &str, screen: &str, session: &Session, content: Markup) -> Re
             body {
                 a.skip href="#main" { "Skip to content" }
                 header.top {
-                    a.brand href="/ui/runs" { "Tollgate" }
+                    a.brand href="/ui" { "Tollgate" }
                     nav aria-label="Screens" {
                         ul {
                             @for (path, name) in SCREENS {

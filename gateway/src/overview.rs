@@ -1,0 +1,255 @@
+//! The overview: what the agents did and what policy did to them over a time window, read for
+//! the dashboard's landing page and its downloads. Decisions come from the counters the
+//! recorder keeps per five minutes (`decision_buckets`, [`crate::recorder::buckets`]), never
+//! from the events, so the page costs the same at a million decisions as at ten; approvals,
+//! regression suites, memories, cases and handoffs are counted from their own tables, which
+//! hold one row per approval, suite, memory, case or contract.
+
+mod drill;
+mod panels;
+
+use serde::Serialize;
+use tollgate_rules::decide::DecisionEffect;
+
+use crate::clock::rfc3339;
+use crate::recorder::DecisionCounts;
+use crate::recorder::buckets::BUCKET_SECS;
+use crate::store::{Store, StoreError, params};
+
+pub use drill::{Drill, DrillRow, drill};
+pub use panels::{Approvals, Count, Handoffs, Regressions, SuitePoint, Waiting};
+
+/// The window and the runs an overview counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// Its start, in seconds since the epoch (inclusive).
+    pub since: i64,
+    /// Its end (exclusive).
+    pub until: i64,
+    /// Only this agent's runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Only runs of this task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+}
+
+/// The widths a plot's bars may have, in seconds: the narrowest that gives at most
+/// [`MAX_BARS`] bars is used.
+const STEPS: [i64; 8] = [
+    300,
+    900,
+    1_800,
+    3_600,
+    3 * 3_600,
+    6 * 3_600,
+    86_400,
+    7 * 86_400,
+];
+
+/// Most bars a plot of decisions over time has.
+pub const MAX_BARS: i64 = 48;
+
+impl Window {
+    /// The window's bars' width.
+    pub fn step(&self) -> i64 {
+        let span = (self.until - self.since).max(1);
+        STEPS
+            .into_iter()
+            .find(|s| (span + s - 1) / s <= MAX_BARS)
+            .unwrap_or(STEPS[STEPS.len() - 1])
+    }
+
+    /// The first bar's start: the window's start rounded down to a bucket.
+    fn first(&self) -> i64 {
+        self.since - self.since.rem_euclid(BUCKET_SECS)
+    }
+}
+
+/// Decisions in one bar of time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bar {
+    /// Its start (RFC 3339).
+    pub start: String,
+    /// Its start in seconds since the epoch.
+    pub start_secs: i64,
+    /// Decisions by the effect answered.
+    pub counts: DecisionCounts,
+}
+
+/// A rule or a tool, and how many decisions of one effect it stands behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reason {
+    /// `deny`, `redact`, `require_approval`, `rate_limited`.
+    pub effect: DecisionEffect,
+    /// The rule's id, or the tool's name.
+    pub name: String,
+    /// Decisions.
+    pub n: u64,
+}
+
+/// Everything the overview shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overview {
+    /// The window.
+    pub window: Window,
+    /// The bars' width, in seconds.
+    pub step_secs: i64,
+    /// Decisions over time, one bar per step, oldest first.
+    pub decisions: Vec<Bar>,
+    /// All decisions of the window, by effect.
+    pub totals: DecisionCounts,
+    /// The rules behind most decisions that were not plain allows, most first (a decision
+    /// counts once for each of its deciding rules).
+    pub rules: Vec<Reason>,
+    /// The tools behind most tool calls that were not plain allows, most first.
+    pub tools: Vec<Reason>,
+    /// Approvals.
+    pub approvals: Approvals,
+    /// Regression suites.
+    pub regressions: Regressions,
+    /// Memories by status and class (all of them, not only the window's).
+    pub memories: Vec<Count>,
+    /// Cases by state (all of them).
+    pub cases: Vec<Count>,
+    /// Case commits by state, and refused ones by code (all of them).
+    pub commits: Vec<Count>,
+    /// Handoffs in the window.
+    pub handoffs: Handoffs,
+}
+
+/// Most rules and tools listed.
+pub const TOP: usize = 10;
+
+/// Reads the overview of `window`; `now_ms` is the runtime's clock (approvals waiting now).
+pub fn read(store: &Store, window: &Window, now_ms: i64) -> Result<Overview, StoreError> {
+    let (decisions, totals) = decisions(store, window)?;
+    let (rules, tools) = reasons(store, window)?;
+    Ok(Overview {
+        window: window.clone(),
+        step_secs: window.step(),
+        decisions,
+        totals,
+        rules,
+        tools,
+        approvals: panels::approvals(store, window, now_ms)?,
+        regressions: panels::regressions(store)?,
+        memories: panels::memories(store)?,
+        cases: panels::cases(store)?,
+        commits: panels::commits(store)?,
+        handoffs: panels::handoffs(store, window)?,
+    })
+}
+
+/// The filter on a bucket's run every decision query ends with (parameters 3 and 4).
+const RUN_FILTER: &str = "AND (CAST(?3 AS TEXT) IS NULL OR agent = ?3)
+     AND (CAST(?4 AS TEXT) IS NULL OR task = ?4)";
+
+fn decisions(store: &Store, w: &Window) -> Result<(Vec<Bar>, DecisionCounts), StoreError> {
+    let step = w.step();
+    let first = w.first();
+    let bars = usize::try_from(((w.until - first).max(0) + step - 1) / step).unwrap_or(0);
+    let mut counts = vec![DecisionCounts::default(); bars];
+    let mut totals = DecisionCounts::default();
+    let w2 = w.clone();
+    let rows: Vec<(i64, String, i64)> = store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT bucket, effect, SUM(n) FROM decision_buckets
+             WHERE bucket >= ?1 AND bucket < ?2 {RUN_FILTER}
+             GROUP BY bucket, effect"
+        ))?;
+        let rows = stmt.query_map(params![first, w2.until, w2.agent, w2.task], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        rows.collect()
+    })?;
+    for (bucket, effect, n) in rows {
+        let Some(effect) = effect_of(&effect) else {
+            continue;
+        };
+        let Ok(i) = usize::try_from((bucket - first) / step) else {
+            continue;
+        };
+        let n = u64::try_from(n).unwrap_or(0);
+        if let Some(bar) = counts.get_mut(i) {
+            bar.add_n(effect, n);
+            totals.add_n(effect, n);
+        }
+    }
+    let decisions = counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, counts)| {
+            let start_secs = first + step * i as i64;
+            Bar {
+                start: rfc3339(u64::try_from(start_secs).unwrap_or(0)),
+                start_secs,
+                counts,
+            }
+        })
+        .collect();
+    Ok((decisions, totals))
+}
+
+type Reasons = (Vec<Reason>, Vec<Reason>);
+
+fn reasons(store: &Store, w: &Window) -> Result<Reasons, StoreError> {
+    let w2 = w.clone();
+    let first = w.first();
+    let rows: Vec<(String, String, String, i64)> = store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT effect, tool, rules, SUM(n) FROM decision_buckets
+             WHERE bucket >= ?1 AND bucket < ?2 AND effect <> 'allow' {RUN_FILTER}
+             GROUP BY effect, tool, rules"
+        ))?;
+        let rows = stmt.query_map(params![first, w2.until, w2.agent, w2.task], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        rows.collect()
+    })?;
+    let mut by_rule: std::collections::BTreeMap<(DecisionEffect, String), u64> = Default::default();
+    let mut by_tool: std::collections::BTreeMap<(DecisionEffect, String), u64> = Default::default();
+    for (effect, tool, rules, n) in rows {
+        let Some(effect) = effect_of(&effect) else {
+            continue;
+        };
+        let n = u64::try_from(n).unwrap_or(0);
+        let rules: Vec<String> = serde_json::from_str(&rules).unwrap_or_default();
+        if rules.is_empty() {
+            *by_rule.entry((effect, NO_RULE.to_string())).or_default() += n;
+        }
+        for rule in rules {
+            *by_rule.entry((effect, rule)).or_default() += n;
+        }
+        if !tool.is_empty() {
+            *by_tool.entry((effect, tool)).or_default() += n;
+        }
+    }
+    Ok((top(by_rule), top(by_tool)))
+}
+
+/// What a decision with no deciding rule is listed under.
+pub const NO_RULE: &str = "(no rule)";
+
+/// The [`TOP`] largest counts, most first (ties by effect, then name).
+fn top(counts: std::collections::BTreeMap<(DecisionEffect, String), u64>) -> Vec<Reason> {
+    let mut all: Vec<Reason> = counts
+        .into_iter()
+        .map(|((effect, name), n)| Reason { effect, name, n })
+        .collect();
+    all.sort_by(|a, b| {
+        b.n.cmp(&a.n)
+            .then(a.effect.cmp(&b.effect))
+            .then(a.name.cmp(&b.name))
+    });
+    all.truncate(TOP);
+    all
+}
+
+/// An effect as stored.
+pub fn effect_of(s: &str) -> Option<DecisionEffect> {
+    serde_json::from_value(serde_json::Value::from(s)).ok()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,171 @@
+//! The overview over a real store: the counters kept as decisions are recorded equal what a
+//! recount of the events finds, the plots' sums equal the runs' counts, and a bar's receipts
+//! are the decisions it counts.
+
+use serde_json::json;
+use tollgate_rules::decide::DecisionEffect;
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::recorder::format::RunFile;
+use crate::runtime::tests::{START_MS, call, open, runtime};
+use crate::store::tests::tempdir::Dir;
+
+/// A counter's row: bucket, agent, task, kind, effect, tool, rules, count.
+type Row = (i64, String, String, String, String, String, String, i64);
+
+/// Every counter row, in key order.
+fn counters(store: &Store) -> Vec<Row> {
+    store
+        .read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT bucket, agent, task, kind, effect, tool, rules, n FROM decision_buckets
+                 ORDER BY bucket, agent, task, kind, effect, tool, rules",
+            )?;
+            let rows = stmt.query_map((), |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ))
+            })?;
+            rows.collect()
+        })
+        .unwrap()
+}
+
+fn window(since: i64, until: i64) -> Window {
+    Window {
+        since,
+        until,
+        agent: None,
+        task: None,
+    }
+}
+
+#[test]
+fn the_counters_kept_while_recording_equal_a_recount_and_the_runs_counts() {
+    let dir = Dir::new("overview");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let mut answered = crate::recorder::DecisionCounts::default();
+    for (tool, args) in [
+        ("fs.read_file", json!({"path": "a"})),
+        ("net.http_get", json!({"url": "https://example.com"})),
+        ("shell.exec", json!({"cmd": "rm -rf /"})),
+        (
+            "fs.read_file",
+            json!({"path": "AWS_KEY=AKIAPYDATUTGFKRXITKP"}),
+        ),
+    ] {
+        answered.add(rt.tool_call("r1", call(tool, args)).unwrap().effect);
+        clock.advance(std::time::Duration::from_secs(400));
+    }
+    // A run imported from a file counts from its JSON, at its own times.
+    let file: RunFile = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/../fixtures/runs/04-forbidden-tool-pool-exhaustion.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    rt.recorder().import(&file).unwrap();
+
+    let kept = counters(rt.store());
+    assert!(!kept.is_empty());
+    let counted = rt.recorder().recount_buckets().unwrap();
+    assert_eq!(
+        counters(rt.store()),
+        kept,
+        "the typed hot path and the events agree"
+    );
+    let runs = rt.recorder().list().unwrap();
+    let mut all = crate::recorder::DecisionCounts::default();
+    for r in &runs {
+        all += r.decisions;
+    }
+    assert_eq!(counted, all.total());
+    // Every tool decision of r1 is counted under its tool.
+    let r1: i64 = kept
+        .iter()
+        .filter(|row| row.1 == "coder" && row.2 == "T-12")
+        .map(|row| row.7)
+        .sum();
+    assert_eq!(u64::try_from(r1).unwrap(), answered.total());
+    assert!(
+        kept.iter().all(|row| row.3 != "tool" || !row.5.is_empty()),
+        "{kept:?}"
+    );
+
+    // The overview of the window around r1 sums to r1's decisions, in bars of five minutes.
+    let now = START_MS / 1000;
+    let ov = read(rt.store(), &window(now - 60, now + 1_800), START_MS).unwrap();
+    assert_eq!(ov.totals, answered);
+    assert_eq!(ov.step_secs, 300);
+    let summed = ov
+        .decisions
+        .iter()
+        .fold(Default::default(), |mut sum: DecisionCounts, b| {
+            sum += b.counts;
+            sum
+        });
+    assert_eq!(summed, answered);
+    let not_allowed = answered.total() - answered.allow;
+    assert!(not_allowed > 0 && answered.deny > 0, "{answered:?}");
+    let by_tool: u64 = ov.tools.iter().map(|r| r.n).sum();
+    assert_eq!(by_tool, not_allowed, "{:?}", ov.tools);
+    // Filtered to another agent, nothing.
+    let mut other = window(now - 60, now + 1_800);
+    other.agent = Some("nobody".into());
+    assert_eq!(
+        read(rt.store(), &other, START_MS).unwrap().totals.total(),
+        0
+    );
+
+    // The imported run's decisions are in its own day.
+    let since = crate::clock::parse_rfc3339(&file.run.started_at).unwrap() as i64;
+    let ov = read(rt.store(), &window(since - 60, since + 3_600), START_MS).unwrap();
+    let imported = runs.iter().find(|r| r.id == file.run.id).unwrap();
+    assert_eq!(ov.totals, imported.decisions);
+
+    // The receipts behind the denials of r1's window are r1's denials, each with its tool.
+    let deny = Drill {
+        effect: Some(DecisionEffect::Deny),
+        ..Drill::default()
+    };
+    let (rows, more) = drill(&rt, &window(now - 60, now + 1_800), &deny, 50).unwrap();
+    assert!(!more);
+    assert_eq!(rows.len() as u64, answered.deny);
+    assert!(
+        rows.iter().all(|r| r.run == "r1" && r.tool.is_some()),
+        "{rows:?}"
+    );
+    if let Some(first) = rows.first() {
+        let by_tool = Drill {
+            tool: first.tool.clone(),
+            ..deny.clone()
+        };
+        let (same, _) = drill(&rt, &window(now - 60, now + 1_800), &by_tool, 50).unwrap();
+        assert!(same.iter().all(|r| r.tool == first.tool) && !same.is_empty());
+    }
+}
+
+#[test]
+fn a_window_is_cut_in_at_most_48_bars_of_a_round_width() {
+    for (span, step) in [
+        (3_600, 300),
+        (86_400, 1_800),
+        (7 * 86_400, 6 * 3_600),
+        (30 * 86_400, 86_400),
+        (366 * 86_400, 7 * 86_400),
+    ] {
+        assert_eq!(window(0, span).step(), step, "span {span}");
+    }
+}

@@ -1,0 +1,260 @@
+//! Decisions counted per five minutes (migration 30), for the dashboard's overview: by the
+//! run's agent and task, what was decided, the effect answered, the tool of a tool call and
+//! the deciding rules. An event's [`Tally`] holds both these and the run's own counts
+//! ([`super::counts`]), and the write that records the event adds both, so the overview reads
+//! counters instead of scanning events and its sums are the runs' sums.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+use tollgate_rules::decide::{DecisionEffect, RequestKind};
+
+use super::counts::DecisionCounts;
+use crate::store::{Connection, StoreError, params};
+
+/// The width of a bucket, in seconds.
+pub const BUCKET_SECS: i64 = 300;
+
+/// What one event decided: its decisions by effect (the run's counts), each decision as the
+/// overview counts it, and the tool of each call it asks for (a `tool_call` event), which a
+/// `decision` event names only by the call's id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// By effect, for the run's row.
+    pub(crate) counts: DecisionCounts,
+    decisions: Vec<Counted>,
+    calls: Vec<(String, String)>,
+}
+
+/// One decision as the overview counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Counted {
+    /// `tool`, `context`, `model`, `memory`, `handoff` ('' when the record does not say).
+    kind: &'static str,
+    effect: DecisionEffect,
+    /// The deciding rules, as a JSON array.
+    rules: String,
+    /// The tool call decided, when it is one.
+    call_id: Option<String>,
+}
+
+impl Tally {
+    /// One decision.
+    pub(crate) fn decided(
+        &mut self,
+        kind: Option<RequestKind>,
+        effect: DecisionEffect,
+        rules: &[String],
+        call_id: Option<&str>,
+    ) {
+        self.counts.add(effect);
+        self.decisions.push(Counted {
+            kind: kind.map_or("", RequestKind::as_str),
+            effect,
+            rules: serde_json::to_string(rules).unwrap_or_else(|_| "[]".to_string()),
+            call_id: call_id.map(str::to_string),
+        });
+    }
+
+    /// A call of `tool` with this id.
+    pub(crate) fn call(&mut self, call_id: &str, tool: &str) {
+        self.calls.push((call_id.to_string(), tool.to_string()));
+    }
+}
+
+/// The decisions of events as JSON records (an agent's event, an imported run): a
+/// `decision`'s answer (its `outcome`, else its decision's `effect`) with the decision's
+/// `kind` and `rules`; each policy decision of a `compile`'s `outcomes`. What is not a known
+/// effect is not counted; a `tool_call` gives its call's tool.
+pub(crate) fn tally_json(kind: super::format::EventKind, payload: &Value) -> Tally {
+    use super::format::EventKind;
+    let effect = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .and_then(|s| serde_json::from_value::<DecisionEffect>(Value::from(s)).ok())
+    };
+    let kind_of = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .and_then(|s| serde_json::from_value::<RequestKind>(Value::from(s)).ok())
+    };
+    let rules_of = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str().map(str::to_string))
+            .collect()
+    };
+    let mut tally = Tally::default();
+    match kind {
+        EventKind::Decision => {
+            let answered = effect(payload.get("outcome"))
+                .or_else(|| effect(payload.pointer("/decision/effect")));
+            if let Some(e) = answered {
+                tally.decided(
+                    kind_of(payload.pointer("/decision/kind")),
+                    e,
+                    &rules_of(payload.pointer("/decision/rules")),
+                    payload.get("call_id").and_then(Value::as_str),
+                );
+            }
+        }
+        EventKind::Compile => {
+            for outcome in payload
+                .get("outcomes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(e) = effect(outcome.pointer("/policy/effect")) {
+                    tally.decided(
+                        kind_of(outcome.pointer("/policy/kind")),
+                        e,
+                        &rules_of(outcome.pointer("/policy/rules")),
+                        None,
+                    );
+                }
+            }
+        }
+        EventKind::ToolCall => {
+            if let (Some(id), Some(tool)) = (
+                payload.get("call_id").and_then(Value::as_str),
+                payload.get("tool").and_then(Value::as_str),
+            ) {
+                tally.call(id, tool);
+            }
+        }
+        _ => {}
+    }
+    tally
+}
+
+/// The counts of one write, by bucket and what they count, before they are added to the table.
+#[derive(Debug, Default)]
+pub(crate) struct Buckets {
+    counts: BTreeMap<Key, i64>,
+    /// The tool of every call seen so far in the write (a decision and its call are recorded
+    /// together; one recorded apart from its call counts under no tool).
+    tools: HashMap<String, String>,
+    /// Decisions whose call was not seen yet: resolved when the write is added.
+    pending: Vec<(i64, Counted)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    bucket: i64,
+    kind: &'static str,
+    effect: &'static str,
+    tool: String,
+    rules: String,
+}
+
+impl Buckets {
+    /// Counts an event's tally at its time `at` (RFC 3339; a time that is not is counted on the
+    /// run only).
+    pub(crate) fn add(&mut self, at: &str, tally: &Tally) {
+        for (id, tool) in &tally.calls {
+            self.tools.insert(id.clone(), tool.clone());
+        }
+        if tally.decisions.is_empty() {
+            return;
+        }
+        let Some(secs) = crate::clock::parse_rfc3339(at).and_then(|s| i64::try_from(s).ok()) else {
+            return;
+        };
+        let bucket = secs - secs.rem_euclid(BUCKET_SECS);
+        for counted in &tally.decisions {
+            self.pending.push((bucket, counted.clone()));
+        }
+    }
+
+    /// Adds the write's counts to the table for a run of `agent` and `task`, inside the write.
+    pub(crate) fn write(
+        mut self,
+        c: &Connection,
+        agent: &str,
+        task: &str,
+    ) -> Result<(), StoreError> {
+        for (bucket, counted) in std::mem::take(&mut self.pending) {
+            let tool = counted
+                .call_id
+                .as_ref()
+                .and_then(|id| self.tools.get(id))
+                .cloned()
+                .unwrap_or_default();
+            let key = Key {
+                bucket,
+                kind: counted.kind,
+                effect: counted.effect.as_str(),
+                tool,
+                rules: counted.rules,
+            };
+            *self.counts.entry(key).or_default() += 1;
+        }
+        for (key, n) in &self.counts {
+            c.prepare_cached(
+                "INSERT INTO decision_buckets (bucket, agent, task, kind, effect, tool, rules, n)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (bucket, agent, task, kind, effect, tool, rules)
+                 DO UPDATE SET n = decision_buckets.n + excluded.n",
+            )?
+            .execute(params![
+                key.bucket, agent, task, key.kind, key.effect, key.tool, key.rules, n
+            ])?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::format::EventKind;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_json_decision_counts_its_answer_kind_rules_and_call() {
+        let t = tally_json(
+            EventKind::Decision,
+            &json!({"call_id": "c1", "outcome": "allow",
+                    "decision": {"kind": "tool", "effect": "require_approval", "rules": ["a/b"]}}),
+        );
+        assert_eq!(t.counts.allow, 1);
+        assert_eq!(
+            t.decisions,
+            vec![Counted {
+                kind: "tool",
+                effect: DecisionEffect::Allow,
+                rules: r#"["a/b"]"#.into(),
+                call_id: Some("c1".into()),
+            }]
+        );
+        let call = tally_json(EventKind::ToolCall, &json!({"call_id": "c1", "tool": "sh"}));
+        assert!(call.decisions.is_empty());
+        assert_eq!(call.calls, vec![("c1".into(), "sh".into())]);
+        let unknown = tally_json(
+            EventKind::Decision,
+            &json!({"decision": {"effect": "maybe"}}),
+        );
+        assert_eq!(unknown, Tally::default());
+    }
+
+    #[test]
+    fn decisions_fall_in_five_minute_buckets_and_find_their_calls_tool() {
+        let mut b = Buckets::default();
+        let call = tally_json(EventKind::ToolCall, &json!({"call_id": "c1", "tool": "sh"}));
+        let decision = tally_json(
+            EventKind::Decision,
+            &json!({"call_id": "c1", "decision": {"kind": "tool", "effect": "deny", "rules": []}}),
+        );
+        b.add("2026-12-05T10:04:59Z", &call);
+        b.add("2026-12-05T10:04:59Z", &decision);
+        b.add("2026-12-05T10:05:00Z", &decision);
+        b.add("not a time", &decision);
+        let mut keys: Vec<(i64, String, i64)> = Vec::new();
+        let tools = b.tools.clone();
+        for (bucket, counted) in b.pending {
+            let tool = tools[counted.call_id.as_deref().unwrap()].clone();
+            keys.push((bucket % 3600, tool, 1));
+        }
+        assert_eq!(keys, vec![(0, "sh".into(), 1), (300, "sh".into(), 1)]);
+    }
+}

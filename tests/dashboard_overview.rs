@@ -1,0 +1,277 @@
+//! The dashboard's overview over loopback HTTP (issue 42): `tollgate serve` as a user starts
+//! it, decisions recorded through the JSON API and imported from the fixture runs, the
+//! landing page read with a session: the figures at a glance, the plots with their tables and
+//! downloads, a bar's receipts, the custom range.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use support::dashboard::{get_page, header, login, send};
+use support::{Gateway, root};
+
+/// The `href`s of the page that start with `prefix`, unescaped.
+fn links(page: &str, prefix: &str) -> Vec<String> {
+    page.split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|h| h.starts_with(prefix))
+        .map(|h| h.replace("&amp;", "&"))
+        .collect()
+}
+
+#[test]
+fn the_overview_shows_the_days_decisions_denials_approvals_and_suite_at_a_glance() {
+    let gw = Gateway::with_fixture_envelopes();
+    let cookie = login(&gw);
+
+    // Nothing recorded: the landing page says so, and what to do.
+    let (status, page) = get_page(&gw, &cookie, "/ui");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("No decision in this window"), "{page}");
+    assert!(page.contains("no regression suite run yet"), "{page}");
+    assert!(page.contains("aria-current=\"page\">Overview"), "{page}");
+
+    // A run now: calls allowed, denied, redacted and held for approval.
+    let (status, body) = gw.call(
+        "POST",
+        "/v1/runs",
+        Some(
+            &serde_json::json!({"id": "ov-now", "agent": "coder", "task": "T-12",
+                                  "scope": "org:acme/repo:api/task:T-12",
+                                  "clearance": "confidential"}),
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+    let mut effects = std::collections::BTreeMap::<String, u64>::new();
+    for call in [
+        serde_json::json!({"tool": "fs.read_file", "arguments": {"path": "src/main.rs"}}),
+        serde_json::json!({"tool": "net.http_get", "arguments": {"url": "https://example.com"}}),
+        serde_json::json!({"tool": "shell.exec", "arguments": {"cmd": "rm -rf /"}}),
+        serde_json::json!({"tool": "shell.exec",
+                            "arguments": {"cmd": "make test", "env": {"AWS_KEY": "AKIAPYDATUTGFKRXITKP"}}}),
+    ] {
+        let (status, answer) = gw.call("POST", "/v1/runs/ov-now/tool-calls", Some(&call));
+        assert_eq!(status, 200, "{answer}");
+        *effects
+            .entry(answer["effect"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let total: u64 = effects.values().sum();
+    let denied = effects.get("deny").copied().unwrap_or(0);
+    assert!(denied > 0, "{effects:?}");
+    assert!(effects.contains_key("require_approval"), "{effects:?}");
+
+    let (status, page) = get_page(&gw, &cookie, "/ui");
+    assert_eq!(status, 200);
+    // At a glance: decisions, denials, what waits, the suite.
+    assert!(
+        page.contains(&format!(
+            "<span class=\"figure\">{total}</span><span class=\"what\">decisions"
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "<span class=\"figure\">{denied}</span><span class=\"what\">denied"
+        )),
+        "{page}"
+    );
+    assert!(page.contains("waiting for approval</a>, oldest"), "{page}");
+    // Every plot is an image with a title and a description, and has its table and downloads.
+    for id in ["decisions", "rules", "tools", "approvals", "time_to_decide"] {
+        assert!(
+            page.contains(&format!(
+                "aria-labelledby=\"plot-{id}-title plot-{id}-desc\""
+            )),
+            "plot {id}: {page}"
+        );
+        assert!(page.contains(&format!("id=\"panel-{id}\"")), "{id}");
+        let csv = format!("/ui/overview/data?panel={id}&amp;format=csv");
+        assert!(page.contains(&csv), "{id}: {page}");
+    }
+    assert!(page.contains("role=\"img\""));
+
+    // A denial segment opens the receipts it counts.
+    let drills = links(&page, "/ui/decisions?");
+    let deny = drills
+        .iter()
+        .find(|h| h.contains("effect=deny") && !h.contains("rule=") && !h.contains("tool="))
+        .expect("a denial bar links to its receipts");
+    let (status, receipts) = get_page(&gw, &cookie, deny);
+    assert_eq!(status, 200, "{receipts}");
+    let found = links(&receipts, "/ui/runs/ov-now/receipts/");
+    assert_eq!(found.len() as u64, denied, "{receipts}");
+    let (status, receipt) = get_page(&gw, &cookie, &found[0]);
+    assert_eq!(status, 200);
+    assert!(receipt.contains("deny"), "{receipt}");
+    // A tool's bar opens that tool's receipts only.
+    let by_tool = drills
+        .iter()
+        .find(|h| h.contains("tool=shell.exec"))
+        .expect("a bar per tool");
+    let (_, receipts) = get_page(&gw, &cookie, by_tool);
+    assert!(receipts.contains("<code>shell.exec</code>"), "{receipts}");
+    assert!(
+        !receipts.contains("<code>net.http_get</code>"),
+        "{receipts}"
+    );
+
+    // The downloads carry the same numbers.
+    let (status, headers, csv) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?panel=decisions&format=csv",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        header(&headers, "content-type"),
+        Some("text/csv; charset=utf-8")
+    );
+    assert!(
+        header(&headers, "content-disposition")
+            .unwrap()
+            .contains("tollgate-decisions.csv")
+    );
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("start,allow,redact,require_approval,rate_limited,deny")
+    );
+    let summed: u64 = lines
+        .flat_map(|l| {
+            l.split(',')
+                .skip(1)
+                .map(|n| n.parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .sum();
+    assert_eq!(summed, total);
+    let (status, _, json) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?format=json",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 200);
+    let whole: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(whole["totals"]["deny"], denied);
+    assert_eq!(
+        whole["approvals"]["waiting_total"], effects["require_approval"],
+        "every call held waits"
+    );
+    let (status, _, json) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?panel=tools&format=json",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 200);
+    let tools: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["tool"] == "shell.exec"),
+        "{tools}"
+    );
+    let (status, _, body) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?panel=nope&format=csv",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 404);
+    assert!(
+        body.contains("decisions"),
+        "the answer names the panels: {body}"
+    );
+    // Without a session, neither the page nor its data.
+    let (status, _, _) = send(&gw, "GET", "/ui/overview/data?format=json", None, &[]);
+    assert_eq!(status, 303);
+
+    // Filtered to another agent: nothing.
+    let (_, other) = get_page(&gw, &cookie, "/ui?agent=planner");
+    assert!(other.contains("No decision in this window"), "{other}");
+}
+
+#[test]
+fn a_custom_range_counts_imported_runs_at_their_own_times() {
+    let gw = Gateway::with_fixture_envelopes();
+    let runs = root().join("fixtures/runs");
+    let mut files: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.display().to_string())
+        .collect();
+    files.sort();
+    let mut args = vec!["runs", "import"];
+    args.extend(files.iter().map(String::as_str));
+    let out = gw.tollgate(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, runs) = gw.call("GET", "/v1/runs", None);
+    let listed: u64 = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            [
+                "allow",
+                "redact",
+                "require_approval",
+                "rate_limited",
+                "deny",
+            ]
+            .iter()
+            .map(|e| r["decisions"][e].as_u64().unwrap_or(0))
+            .sum::<u64>()
+        })
+        .sum();
+    assert!(listed > 0, "{runs}");
+
+    let cookie = login(&gw);
+    // The fixture runs are of November 2026: not in the last day, all in the month.
+    let (_, today) = get_page(&gw, &cookie, "/ui");
+    assert!(today.contains("No decision in this window"), "{today}");
+    let month = "/ui?range=custom&from=2026-11-01T00:00&to=2026-12-01T00:00";
+    let (status, page) = get_page(&gw, &cookie, month);
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(&format!(
+            "<span class=\"figure\">{listed}</span><span class=\"what\">decisions"
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains("<option value=\"custom\" selected>"),
+        "{page}"
+    );
+    // A range that is not one says why, and the data route refuses it.
+    let (status, page) = get_page(
+        &gw,
+        &cookie,
+        "/ui?range=custom&from=2026-11-02T00:00&to=2026-11-01T00:00",
+    );
+    assert_eq!(status, 200);
+    assert!(page.contains("`to` must be after `from`"), "{page}");
+    let (status, _, body) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?format=json&range=custom&from=yesterday&to=2026-11-01T00:00",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    assert_eq!(status, 400);
+    assert!(body.contains("not a time"), "{body}");
+}
