@@ -79,7 +79,14 @@ fn the_overview_shows_the_days_decisions_denials_approvals_and_suite_at_a_glance
     );
     assert!(page.contains("waiting for approval</a>, oldest"), "{page}");
     // Every plot is an image with a title and a description, and has its table and downloads.
-    for id in ["decisions", "rules", "tools", "approvals", "time_to_decide"] {
+    for id in [
+        "decisions",
+        "latency_tool_call",
+        "rules",
+        "tools",
+        "approvals",
+        "time_to_decide",
+    ] {
         assert!(
             page.contains(&format!(
                 "aria-labelledby=\"plot-{id}-title plot-{id}-desc\""
@@ -91,6 +98,26 @@ fn the_overview_shows_the_days_decisions_denials_approvals_and_suite_at_a_glance
         assert!(page.contains(&csv), "{id}: {page}");
     }
     assert!(page.contains("role=\"img\""));
+    // Every call was timed; no chat call was made.
+    let (_, _, json) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?panel=latency_tool_call&format=json",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    let timed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let calls: u64 = timed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(calls, total, "{timed}");
+    assert!(
+        page.contains("None timed in this window"),
+        "no chat call: {page}"
+    );
 
     // A denial segment opens the receipts it counts.
     let drills = links(&page, "/ui/decisions?");

@@ -88,6 +88,28 @@ pub struct Reason {
     pub n: u64,
 }
 
+/// How long the gateway took, in microseconds, over the calls of one bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Percentiles {
+    /// Calls timed.
+    pub count: u64,
+    /// The median.
+    pub p50_us: u64,
+    /// The 99th percentile.
+    pub p99_us: u64,
+}
+
+/// Latency in one bar of time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LatencyBar {
+    /// Its start (RFC 3339).
+    pub start: String,
+    /// Tool calls, from arrival to decision (`None`: none in the bar).
+    pub tool_call: Option<Percentiles>,
+    /// Chat calls' round trips to the model.
+    pub chat: Option<Percentiles>,
+}
+
 /// Everything the overview shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Overview {
@@ -99,6 +121,8 @@ pub struct Overview {
     pub decisions: Vec<Bar>,
     /// All decisions of the window, by effect.
     pub totals: DecisionCounts,
+    /// Latency over time, one bar per step (the decisions' bars).
+    pub latency: Vec<LatencyBar>,
     /// The rules behind most decisions that were not plain allows, most first (a decision
     /// counts once for each of its deciding rules).
     pub rules: Vec<Reason>,
@@ -130,6 +154,7 @@ pub fn read(store: &Store, window: &Window, now_ms: i64) -> Result<Overview, Sto
         step_secs: window.step(),
         decisions,
         totals,
+        latency: latency(store, window)?,
         rules,
         tools,
         approvals: panels::approvals(store, window, now_ms)?,
@@ -154,7 +179,7 @@ fn decisions(store: &Store, w: &Window) -> Result<(Vec<Bar>, DecisionCounts), St
     let w2 = w.clone();
     let rows: Vec<(i64, String, i64)> = store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
-            "SELECT bucket, effect, SUM(n) FROM decision_buckets
+            "SELECT bucket, effect, CAST(SUM(n) AS BIGINT) FROM decision_buckets
              WHERE bucket >= ?1 AND bucket < ?2 {RUN_FILTER}
              GROUP BY bucket, effect"
         ))?;
@@ -191,6 +216,74 @@ fn decisions(store: &Store, w: &Window) -> Result<(Vec<Bar>, DecisionCounts), St
     Ok((decisions, totals))
 }
 
+fn latency(store: &Store, w: &Window) -> Result<Vec<LatencyBar>, StoreError> {
+    use std::collections::BTreeMap;
+    let step = w.step();
+    let first = w.first();
+    let bars = usize::try_from(((w.until - first).max(0) + step - 1) / step).unwrap_or(0);
+    let w2 = w.clone();
+    let rows: Vec<(i64, String, i64, i64)> = store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT bucket, kind, slot, CAST(SUM(n) AS BIGINT) FROM latency_buckets
+             WHERE bucket >= ?1 AND bucket < ?2 {RUN_FILTER}
+             GROUP BY bucket, kind, slot"
+        ))?;
+        let rows = stmt.query_map(params![first, w2.until, w2.agent, w2.task], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        rows.collect()
+    })?;
+    // Per bar, per kind (0: tool calls, 1: chat): the histogram.
+    let mut hist: Vec<[BTreeMap<i64, u64>; 2]> = vec![Default::default(); bars];
+    for (bucket, kind, slot, n) in rows {
+        let k = match kind.as_str() {
+            "tool_call" => 0,
+            "chat" => 1,
+            _ => continue,
+        };
+        let Ok(i) = usize::try_from((bucket - first) / step) else {
+            continue;
+        };
+        if let Some(bar) = hist.get_mut(i) {
+            *bar[k].entry(slot).or_default() += u64::try_from(n).unwrap_or(0);
+        }
+    }
+    Ok(hist
+        .into_iter()
+        .enumerate()
+        .map(|(i, [tools, chat])| LatencyBar {
+            start: rfc3339(u64::try_from(first + step * i as i64).unwrap_or(0)),
+            tool_call: percentiles(&tools),
+            chat: percentiles(&chat),
+        })
+        .collect())
+}
+
+/// The median and 99th percentile of a histogram of slots (each read as its middle).
+pub fn percentiles(hist: &std::collections::BTreeMap<i64, u64>) -> Option<Percentiles> {
+    let count: u64 = hist.values().sum();
+    if count == 0 {
+        return None;
+    }
+    let at = |q_per_mille: u64| {
+        let rank = (count * q_per_mille).div_ceil(1000).max(1);
+        let mut seen = 0;
+        for (slot, n) in hist {
+            seen += n;
+            if seen >= rank {
+                let (low, high) = crate::recorder::buckets::slot_bounds(*slot);
+                return low + (high - low) / 2;
+            }
+        }
+        0
+    };
+    Some(Percentiles {
+        count,
+        p50_us: at(500),
+        p99_us: at(990),
+    })
+}
+
 type Reasons = (Vec<Reason>, Vec<Reason>);
 
 fn reasons(store: &Store, w: &Window) -> Result<Reasons, StoreError> {
@@ -198,7 +291,7 @@ fn reasons(store: &Store, w: &Window) -> Result<Reasons, StoreError> {
     let first = w.first();
     let rows: Vec<(String, String, String, i64)> = store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
-            "SELECT effect, tool, rules, SUM(n) FROM decision_buckets
+            "SELECT effect, tool, rules, CAST(SUM(n) AS BIGINT) FROM decision_buckets
              WHERE bucket >= ?1 AND bucket < ?2 AND effect <> 'allow' {RUN_FILTER}
              GROUP BY effect, tool, rules"
         ))?;

@@ -67,6 +67,19 @@ fn the_counters_kept_while_recording_equal_a_recount_and_the_runs_counts() {
         answered.add(rt.tool_call("r1", call(tool, args)).unwrap().effect);
         clock.advance(std::time::Duration::from_secs(400));
     }
+    // A chat call: its decisions are counted, and the model's round trip timed.
+    rt.chat(
+        "r1",
+        crate::providers::ChatRequest {
+            model: "gpt-4.1-mini".into(),
+            messages: vec![crate::providers::ChatMessage::new("user", "hello")],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let tools_answered = answered;
+    let answered = rt.recorder().summary("r1").unwrap().decisions;
+    assert!(answered.total() > tools_answered.total());
     // A run imported from a file counts from its JSON, at its own times.
     let file: RunFile = serde_json::from_str(
         &std::fs::read_to_string(format!(
@@ -99,6 +112,22 @@ fn the_counters_kept_while_recording_equal_a_recount_and_the_runs_counts() {
         .map(|row| row.7)
         .sum();
     assert_eq!(u64::try_from(r1).unwrap(), answered.total());
+    // The timings are not in the record: a recount leaves them.
+    let timings = |store: &Store| -> i64 {
+        store
+            .read(|c| {
+                c.query_row(
+                    "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM latency_buckets",
+                    (),
+                    |r| r.get(0),
+                )
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        timings(rt.store()),
+        i64::try_from(tools_answered.total()).unwrap() + 1
+    );
     assert!(
         kept.iter().all(|row| row.3 != "tool" || !row.5.is_empty()),
         "{kept:?}"
@@ -117,10 +146,25 @@ fn the_counters_kept_while_recording_equal_a_recount_and_the_runs_counts() {
             sum
         });
     assert_eq!(summed, answered);
-    let not_allowed = answered.total() - answered.allow;
-    assert!(not_allowed > 0 && answered.deny > 0, "{answered:?}");
+    let not_allowed = tools_answered.total() - tools_answered.allow;
+    assert!(
+        not_allowed > 0 && tools_answered.deny > 0,
+        "{tools_answered:?}"
+    );
     let by_tool: u64 = ov.tools.iter().map(|r| r.n).sum();
     assert_eq!(by_tool, not_allowed, "{:?}", ov.tools);
+    // Every tool call and the chat call were timed, in the bars they were made in.
+    let timed = |pick: fn(&LatencyBar) -> Option<Percentiles>| -> u64 {
+        ov.latency.iter().filter_map(pick).map(|p| p.count).sum()
+    };
+    assert_eq!(timed(|b| b.tool_call), tools_answered.total());
+    assert_eq!(timed(|b| b.chat), 1);
+    assert!(
+        ov.latency
+            .iter()
+            .filter_map(|b| b.tool_call)
+            .all(|p| p.p50_us <= p.p99_us)
+    );
     // Filtered to another agent, nothing.
     let mut other = window(now - 60, now + 1_800);
     other.agent = Some("nobody".into());
@@ -142,7 +186,7 @@ fn the_counters_kept_while_recording_equal_a_recount_and_the_runs_counts() {
     };
     let (rows, more) = drill(&rt, &window(now - 60, now + 1_800), &deny, 50).unwrap();
     assert!(!more);
-    assert_eq!(rows.len() as u64, answered.deny);
+    assert_eq!(rows.len() as u64, tools_answered.deny);
     assert!(
         rows.iter().all(|r| r.run == "r1" && r.tool.is_some()),
         "{rows:?}"

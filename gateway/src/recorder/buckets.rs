@@ -24,6 +24,50 @@ pub struct Tally {
     pub(crate) counts: DecisionCounts,
     decisions: Vec<Counted>,
     calls: Vec<(String, String)>,
+    /// How long the gateway took over the event (not part of the record).
+    timings: Vec<(Timed, u64)>,
+}
+
+/// What a timing measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Timed {
+    /// A tool call, from its arrival in the runtime to its decision (the write excluded).
+    ToolCall,
+    /// A chat call's round trip to the model.
+    Chat,
+}
+
+impl Timed {
+    /// `tool_call`, `chat`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timed::ToolCall => "tool_call",
+            Timed::Chat => "chat",
+        }
+    }
+}
+
+/// The histogram slot of `micros`: values under 16 one slot each, then eight slots per
+/// power of two (a slot's width is at most 1/8 of its start: 6.25 % from its middle).
+pub fn slot(micros: u64) -> i64 {
+    if micros < 16 {
+        return micros as i64;
+    }
+    let e = i64::from(63 - micros.leading_zeros());
+    let sub = ((micros >> (e - 3)) & 7) as i64;
+    16 + (e - 4) * 8 + sub
+}
+
+/// The microseconds a slot holds: `[low, high)`.
+pub fn slot_bounds(slot: i64) -> (u64, u64) {
+    if slot < 16 {
+        let v = slot.max(0) as u64;
+        return (v, v + 1);
+    }
+    let (e, sub) = ((slot - 16) / 8 + 4, ((slot - 16) % 8) as u128);
+    let shift = u32::try_from(e - 3).unwrap_or(0).min(64);
+    let at = |m: u128| u64::try_from(m << shift).unwrap_or(u64::MAX);
+    (at(8 + sub), at(9 + sub))
 }
 
 /// One decision as the overview counts it.
@@ -54,6 +98,12 @@ impl Tally {
             rules: serde_json::to_string(rules).unwrap_or_else(|_| "[]".to_string()),
             call_id: call_id.map(str::to_string),
         });
+    }
+
+    /// A timing of the event.
+    pub(crate) fn time(&mut self, what: Timed, took: std::time::Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.timings.push((what, micros));
     }
 
     /// A call of `tool` with this id.
@@ -136,6 +186,8 @@ pub(crate) struct Buckets {
     tools: HashMap<String, String>,
     /// Decisions whose call was not seen yet: resolved when the write is added.
     pending: Vec<(i64, Counted)>,
+    /// Timings by bucket, what they measured and slot.
+    timings: BTreeMap<(i64, &'static str, i64), i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -154,13 +206,19 @@ impl Buckets {
         for (id, tool) in &tally.calls {
             self.tools.insert(id.clone(), tool.clone());
         }
-        if tally.decisions.is_empty() {
+        if tally.decisions.is_empty() && tally.timings.is_empty() {
             return;
         }
         let Some(secs) = crate::clock::parse_rfc3339(at).and_then(|s| i64::try_from(s).ok()) else {
             return;
         };
         let bucket = secs - secs.rem_euclid(BUCKET_SECS);
+        for (what, micros) in &tally.timings {
+            *self
+                .timings
+                .entry((bucket, what.as_str(), slot(*micros)))
+                .or_default() += 1;
+        }
         for counted in &tally.decisions {
             self.pending.push((bucket, counted.clone()));
         }
@@ -200,12 +258,42 @@ impl Buckets {
                 key.bucket, agent, task, key.kind, key.effect, key.tool, key.rules, n
             ])?;
         }
+        for ((bucket, kind, slot), n) in &self.timings {
+            c.prepare_cached(
+                "INSERT INTO latency_buckets (bucket, agent, task, kind, slot, n)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (bucket, agent, task, kind, slot)
+                 DO UPDATE SET n = latency_buckets.n + excluded.n",
+            )?
+            .execute(params![bucket, agent, task, kind, slot, n])?;
+        }
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_value_falls_in_its_slots_bounds_and_slots_are_at_most_an_eighth_wide() {
+        let mut last = -1;
+        for micros in (0..5_000_u64).chain([65_535, 65_536, 1 << 40, u64::MAX / 2]) {
+            let s = super::slot(micros);
+            let (low, high) = super::slot_bounds(s);
+            assert!(
+                low <= micros && micros < high,
+                "{micros} in slot {s} [{low}, {high})"
+            );
+            assert!(
+                micros < 16 || (high - low) * 8 <= low,
+                "{micros}: [{low}, {high})"
+            );
+            if micros < 5_000 {
+                assert!(s >= last, "slots grow with the value");
+                last = s;
+            }
+        }
+    }
+
     use super::super::format::EventKind;
     use super::*;
     use serde_json::json;

@@ -78,6 +78,17 @@ pub(crate) struct NewEvent {
 }
 
 impl NewEvent {
+    /// With how long the gateway took over what it records (the overview's latency; not part
+    /// of the record).
+    pub(crate) fn timed(
+        mut self,
+        what: super::buckets::Timed,
+        took: std::time::Duration,
+    ) -> NewEvent {
+        self.decided.time(what, took);
+        self
+    }
+
     /// Records the event at `step` (known only inside the write, `running_step_in`).
     pub(crate) fn set_step(&mut self, step: u32) {
         self.step = step;
@@ -191,6 +202,17 @@ impl Recorder {
         payload: &P,
     ) -> Result<Appended, RecorderError> {
         let event = new_event(step, at.to_string(), payload).map_err(into_recorder)?;
+        let run = run.to_string();
+        let mut done = self
+            .store
+            .write(move |c| append_in(c, &run, vec![event]))
+            .map_err(into_recorder)?;
+        done.pop()
+            .ok_or_else(|| RecorderError::Invalid("nothing appended".into()))
+    }
+
+    /// Appends one event made with [`new_event`] (and maybe [`NewEvent::timed`]).
+    pub(crate) fn append_new(&self, run: &str, event: NewEvent) -> Result<Appended, RecorderError> {
         let run = run.to_string();
         let mut done = self
             .store

@@ -352,8 +352,9 @@ impl Runtime {
     /// Forwards an allowed call to the provider and records its answer (`model_output`) or
     /// its failure (`error`).
     pub fn complete_chat(&self, allowed: AllowedChat) -> Result<ChatOutcome, RuntimeError> {
+        let started = std::time::Instant::now();
         let answer = self.provider().complete(&allowed.request);
-        self.record_answer(allowed, answer)
+        self.record_answer(allowed, answer, started.elapsed())
     }
 
     /// Like [`Runtime::complete_chat`], reporting each piece of the answer's text to
@@ -365,14 +366,18 @@ impl Runtime {
         allowed: AllowedChat,
         on_delta: &mut dyn FnMut(&ChatDelta<'_>),
     ) -> Result<ChatOutcome, RuntimeError> {
+        let started = std::time::Instant::now();
         let answer = self.provider().stream(&allowed.request, on_delta);
-        self.record_answer(allowed, answer)
+        self.record_answer(allowed, answer, started.elapsed())
     }
 
+    /// Records a model's answer, with how long the model took (`took`, counted for the
+    /// overview), or its failure.
     fn record_answer(
         &self,
         allowed: AllowedChat,
         answer: Result<ChatResponse, ProviderError>,
+        took: std::time::Duration,
     ) -> Result<ChatOutcome, RuntimeError> {
         let AllowedChat {
             run,
@@ -398,9 +403,10 @@ impl Runtime {
             request_hash,
             response,
         };
-        let appended = self
-            .recorder()
-            .append_event(&run, step, &self.now_rfc3339(), &output)?;
+        let event = new_event(step, self.now_rfc3339(), &output)
+            .map_err(RuntimeError::Store)?
+            .timed(crate::recorder::buckets::Timed::Chat, took);
+        let appended = self.recorder().append_new(&run, event)?;
         let ModelOutputEvent {
             request_hash,
             response,

@@ -26,6 +26,7 @@ use crate::approvals::{
     self, Approval, ApprovalError, ApprovalRequest, ApprovalState, approval_id, call_hash,
 };
 use crate::ratelimit;
+use crate::recorder::buckets::Timed;
 use crate::recorder::events::{Decided, DecisionEvent, ToolCallEvent};
 use crate::recorder::format::RunHeader;
 use crate::recorder::write::{append_in, link_envelope_versions, new_event, running_step_in};
@@ -288,6 +289,8 @@ pub(crate) struct ToolCallOutcome {
     /// The governing envelope versions an approval is bound to.
     governing: Vec<String>,
     now_ms: i64,
+    /// When deciding began: the time to the decision is counted for the overview.
+    started: std::time::Instant,
 }
 
 impl ToolCallOutcome {
@@ -388,6 +391,7 @@ impl Runtime {
         run: &str,
         req: ToolCallRequest,
     ) -> Result<ToolCallOutcome, RuntimeError> {
+        let started = std::time::Instant::now();
         if req.tool.trim().is_empty() {
             return Err(RuntimeError::Invalid("`tool` must not be empty".into()));
         }
@@ -580,6 +584,7 @@ impl Runtime {
             counted: Vec::new(),
             governing,
             now_ms: now,
+            started,
         };
         if outcome.executes() {
             outcome.counted = limited;
@@ -649,6 +654,7 @@ impl Runtime {
             counted,
             governing,
             now_ms: now,
+            started,
         } = outcome;
         let at = self.now_rfc3339();
         // The decision's canonical JSON is written once, for the event and for the answer.
@@ -665,7 +671,7 @@ impl Runtime {
         // The step is set by the write, which also checks that the run still runs.
         let mut events = vec![
             new_event(0, at.clone(), &event)?,
-            new_event(0, at, &decision_event)?,
+            new_event(0, at, &decision_event)?.timed(Timed::ToolCall, started.elapsed()),
         ];
         let links = engine.unlinked();
         let hash = event.call_hash.unwrap_or_default();

@@ -216,6 +216,111 @@ pub fn stacked(id: &str, title: &str, desc: &str, series: &[Series], columns: &[
     }
 }
 
+/// A line per series over `labels`, a point per value (none where a value is missing, and the
+/// line broken there); values are microseconds, the axis in words (`850 µs`, `1.2 ms`).
+pub fn lines(
+    id: &str,
+    title: &str,
+    desc: &str,
+    series: &[Series],
+    labels: &[String],
+    values: &[Vec<Option<u64>>],
+) -> Markup {
+    let max = values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let top = nice(max);
+    let plot_h = f64::from(HEIGHT - BOTTOM - TOP);
+    let plot_w = f64::from(WIDTH - LEFT - 8);
+    let slot = plot_w / labels.len().max(1) as f64;
+    let x = |i: usize| f64::from(LEFT) + slot * i as f64 + slot / 2.0;
+    let y = |v: u64| f64::from(TOP) + plot_h - plot_h * (v as f64) / (top as f64);
+    // Each series' runs of consecutive points, as polyline coordinates, and its points.
+    let mut paths: Vec<(&'static str, String)> = Vec::new();
+    let mut points: Vec<(&'static str, f64, f64, String)> = Vec::new();
+    for (s, vals) in series.iter().zip(values) {
+        let mut run: Vec<String> = Vec::new();
+        for (i, v) in vals.iter().enumerate() {
+            match v {
+                Some(v) => {
+                    run.push(format!("{},{}", fmt(x(i)), fmt(y(*v))));
+                    let label = labels.get(i).map_or("", String::as_str);
+                    points.push((
+                        s.class,
+                        x(i),
+                        y(*v),
+                        format!("{label}: {} {}", s.name, duration(*v)),
+                    ));
+                }
+                None if !run.is_empty() => {
+                    paths.push((s.class, std::mem::take(&mut run).join(" ")))
+                }
+                None => {}
+            }
+        }
+        if !run.is_empty() {
+            paths.push((s.class, run.join(" ")));
+        }
+    }
+    let n = labels.len();
+    let ticks: Vec<(f64, &str, &String)> = labels
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || *i + 1 == n || *i == n / 2)
+        .map(|(i, l)| {
+            let anchor = if i == 0 {
+                "start"
+            } else if i + 1 == n {
+                "end"
+            } else {
+                "middle"
+            };
+            (x(i), anchor, l)
+        })
+        .collect();
+    html! {
+        figure.plot {
+            svg id=(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
+                aria-labelledby=(format!("{id}-title {id}-desc")) preserveAspectRatio="xMinYMin meet" {
+                title id=(format!("{id}-title")) { (title) }
+                desc id=(format!("{id}-desc")) { (desc) }
+                @for tick in [0, top / 2, top] {
+                    line.grid x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y(tick))) y2=(fmt(y(tick))) {}
+                    text.tick x=(LEFT - 6) y=(fmt(y(tick) + 4.0)) text-anchor="end" { (duration(tick)) }
+                }
+                @for (class, coords) in &paths {
+                    polyline class=(format!("line {class}")) points=(coords) {}
+                }
+                @for (class, px, py, tip) in &points {
+                    circle class=(format!("point {class}")) cx=(fmt(*px)) cy=(fmt(*py)) r="3" { title { (tip) } }
+                }
+                @for (tx, anchor, label) in &ticks {
+                    text.tick x=(fmt(*tx)) y=(HEIGHT - 8) text-anchor=(anchor) { (label) }
+                }
+                line.axis x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y(0))) y2=(fmt(y(0))) {}
+            }
+            figcaption.legend {
+                @for s in series {
+                    span class=(format!("key {}", s.class)) { span.swatch aria-hidden="true" {} (s.name) }
+                }
+            }
+        }
+    }
+}
+
+/// Microseconds in words: `850 µs`, `1.2 ms`, `3.4 s`.
+pub fn duration(micros: u64) -> String {
+    match micros {
+        m if m < 1_000 => format!("{m} µs"),
+        m if m < 1_000_000 => format!("{:.1} ms", m as f64 / 1_000.0),
+        m => format!("{:.1} s", m as f64 / 1_000_000.0),
+    }
+}
+
 /// A horizontal bar per row (a rule, a tool), each a link when it has one.
 pub fn horizontal(
     id: &str,
@@ -305,6 +410,29 @@ mod tests {
         ] {
             assert_eq!(nice(max), top, "max {max}");
         }
+    }
+
+    #[test]
+    fn a_line_breaks_where_a_value_is_missing() {
+        let series = [Series {
+            name: "p50",
+            class: "lat-p50",
+        }];
+        let labels: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let svg = lines(
+            "l",
+            "Latency",
+            "p50",
+            &series,
+            &labels,
+            &[vec![Some(10), None, Some(1_500), Some(2_000)]],
+        )
+        .into_string();
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains("<title>c: p50 1.5 ms</title>"), "{svg}");
+        assert_eq!(duration(999), "999 µs");
+        assert_eq!(duration(2_500_000), "2.5 s");
     }
 
     #[test]

@@ -366,8 +366,35 @@ fn tables(ov: &Overview) -> Vec<(&'static str, &'static str, Table)> {
     }
     let a = &ov.approvals;
     let r = &ov.regressions;
+    let latency = |pick: fn(&overview::LatencyBar) -> Option<overview::Percentiles>| Table {
+        columns: vec!["start", "calls", "p50_us", "p99_us"],
+        rows: ov
+            .latency
+            .iter()
+            .filter_map(|bar| {
+                pick(bar).map(|p| {
+                    vec![
+                        bar.start.clone(),
+                        p.count.to_string(),
+                        p.p50_us.to_string(),
+                        p.p99_us.to_string(),
+                    ]
+                })
+            })
+            .collect(),
+    };
     vec![
         ("decisions", "Decisions over time, by effect", decisions),
+        (
+            "latency_tool_call",
+            "Tool-call decisions: time from arrival to decision, in microseconds",
+            latency(|b| b.tool_call),
+        ),
+        (
+            "latency_chat",
+            "Chat calls: the model's round trip, in microseconds",
+            latency(|b| b.chat),
+        ),
         (
             "rules",
             "Rules behind decisions not allowed",
@@ -622,6 +649,29 @@ fn content(q: &OverviewQuery, ov: &Overview) -> Markup {
             (panel("decisions", charts::stacked("plot-decisions", "Decisions over time, by effect",
                 &format!("{total} decisions {window_words}, {denied} denied; one bar per {}; a segment opens its receipts.", age(step)),
                 &series, &columns), caption, t, &params))
+        }
+
+        h2 { "Latency" }
+        div.side-by-side {
+            @for (id, title, desc, pick) in [
+                ("latency_tool_call", "Tool-call decisions", "The median and 99th percentile of the time from a tool call's arrival to its decision (the write that records it excluded), per bar.", (|b: &overview::LatencyBar| b.tool_call) as fn(&overview::LatencyBar) -> Option<overview::Percentiles>),
+                ("latency_chat", "Chat calls", "The median and 99th percentile of a chat call's round trip to the model, per bar.", |b: &overview::LatencyBar| b.chat),
+            ] {
+                div {
+                    h3 { (title) }
+                    @if ov.latency.iter().all(|b| pick(b).is_none()) {
+                        p.muted { "None timed in this window." }
+                    } @else {
+                        @let (caption, t) = table(id);
+                        @let labels: Vec<String> = ov.latency.iter().map(|b| bar_label(&b.start, step)).collect();
+                        @let p50: Vec<Option<u64>> = ov.latency.iter().map(|b| pick(b).map(|p| p.p50_us)).collect();
+                        @let p99: Vec<Option<u64>> = ov.latency.iter().map(|b| pick(b).map(|p| p.p99_us)).collect();
+                        (panel(id, charts::lines(&format!("plot-{id}"), title, desc,
+                            &[Series { name: "p50", class: "lat-p50" }, Series { name: "p99", class: "lat-p99" }],
+                            &labels, &[p50, p99]), caption, t, &params))
+                    }
+                }
+            }
         }
 
         h2 { "Why decisions were not allowed" }
