@@ -8,8 +8,8 @@
 //! `cargo bench -p tollgate-gateway --bench dashboard`
 //!
 //! The store is built once (about a minute) and kept under the target directory
-//! (`bench-stores/dashboard-v2.db`, about 0.5 GB); delete it to rebuild. With
-//! `TOLLGATE_BENCH_POSTGRES_URL=postgres://…` the store is the schema `bench_dashboard_v2` of
+//! (`bench-stores/dashboard-v3.db`, about 0.5 GB); delete it to rebuild. With
+//! `TOLLGATE_BENCH_POSTGRES_URL=postgres://…` the store is the schema `bench_dashboard_v3` of
 //! that database instead (benches/support).
 
 use std::sync::Arc;
@@ -107,7 +107,7 @@ fn run_file(i: usize) -> RunFile {
 fn store() -> Store {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-stores");
     let _ = std::fs::create_dir_all(&dir);
-    let (store, built) = support::open("dashboard-v2", &dir.join("dashboard-v2.db"));
+    let (store, built) = support::open("dashboard-v3", &dir.join("dashboard-v3.db"));
     if !built {
         let recorder = Recorder::new(store.clone());
         eprintln!("building the bench store: {RUNS} runs × {DECISIONS_PER_RUN} decisions");
@@ -256,6 +256,10 @@ fn pages(c: &mut Criterion) {
             "overview, the week, one agent",
             "/ui?range=custom&from=2026-11-01T00%3A00&to=2026-11-08T00%3A00&agent=planner"
                 .to_string(),
+        ),
+        (
+            "overview, the week, one task",
+            "/ui?range=custom&from=2026-11-01T00%3A00&to=2026-11-08T00%3A00&task=T-42".to_string(),
         ),
     ];
     for (_, path) in &cases {

@@ -1,7 +1,7 @@
 //! The overview: what the agents did and what policy did to them over a time window, read for
 //! the dashboard's landing page and its downloads. Decisions come from the counters the
-//! recorder keeps per five minutes (`decision_buckets`, [`crate::recorder::buckets`]), never
-//! from the events, so the page costs the same at a million decisions as at ten; approvals,
+//! recorder keeps as it records them (by effect per five minutes, the decisions not allowed by
+//! tool and rules per hour; [`crate::recorder::buckets`]), never from the events, so the page costs the same at a million decisions as at ten; approvals,
 //! regression suites, memories, cases and handoffs are counted from their own tables, which
 //! hold one row per approval, suite, memory, case or contract.
 
@@ -13,7 +13,7 @@ use tollgate_rules::decide::DecisionEffect;
 
 use crate::clock::rfc3339;
 use crate::recorder::DecisionCounts;
-use crate::recorder::buckets::BUCKET_SECS;
+use crate::recorder::buckets::{BUCKET_SECS, REASON_SECS};
 use crate::store::{Store, StoreError, params};
 
 pub use drill::{Drill, DrillRow, drill};
@@ -121,10 +121,12 @@ pub struct Overview {
     pub decisions: Vec<Bar>,
     /// All decisions of the window, by effect.
     pub totals: DecisionCounts,
-    /// Latency over time, one bar per step (the decisions' bars).
+    /// Latency over time, one bar per step (the decisions' bars); kept by agent, not by task,
+    /// so empty when a task is asked for.
     pub latency: Vec<LatencyBar>,
     /// The rules behind most decisions that were not plain allows, most first (a decision
-    /// counts once for each of its deciding rules).
+    /// counts once for each of its deciding rules), counted by the hour: over the hours the
+    /// window touches.
     pub rules: Vec<Reason>,
     /// The tools behind most tool calls that were not plain allows, most first.
     pub tools: Vec<Reason>,
@@ -166,9 +168,17 @@ pub fn read(store: &Store, window: &Window, now_ms: i64) -> Result<Overview, Sto
     })
 }
 
-/// The filter on a bucket's run every decision query ends with (parameters 3 and 4).
-const RUN_FILTER: &str = "AND (CAST(?3 AS TEXT) IS NULL OR agent = ?3)
-     AND (CAST(?4 AS TEXT) IS NULL OR task = ?4)";
+/// The filter on a counter's agent (parameter 3).
+const AGENT: &str = "AND (CAST(?3 AS TEXT) IS NULL OR agent = ?3)";
+
+/// The table of counts by effect to read, and the task's condition (parameter 4): a task asked
+/// for reads the table kept by task, which its key seeks.
+fn by_effect_table(w: &Window) -> (&'static str, &'static str) {
+    match w.task {
+        Some(_) => ("decision_task_buckets", "AND task = ?4"),
+        None => ("decision_buckets", "AND CAST(?4 AS TEXT) IS NULL"),
+    }
+}
 
 fn decisions(store: &Store, w: &Window) -> Result<(Vec<Bar>, DecisionCounts), StoreError> {
     let step = w.step();
@@ -177,10 +187,11 @@ fn decisions(store: &Store, w: &Window) -> Result<(Vec<Bar>, DecisionCounts), St
     let mut counts = vec![DecisionCounts::default(); bars];
     let mut totals = DecisionCounts::default();
     let w2 = w.clone();
+    let (table, task) = by_effect_table(w);
     let rows: Vec<(i64, String, i64)> = store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
-            "SELECT bucket, effect, CAST(SUM(n) AS BIGINT) FROM decision_buckets
-             WHERE bucket >= ?1 AND bucket < ?2 {RUN_FILTER}
+            "SELECT bucket, effect, CAST(SUM(n) AS BIGINT) FROM {table}
+             WHERE bucket >= ?1 AND bucket < ?2 {AGENT} {task}
              GROUP BY bucket, effect"
         ))?;
         let rows = stmt.query_map(params![first, w2.until, w2.agent, w2.task], |r| {
@@ -222,10 +233,11 @@ fn latency(store: &Store, w: &Window) -> Result<Vec<LatencyBar>, StoreError> {
     let first = w.first();
     let bars = usize::try_from(((w.until - first).max(0) + step - 1) / step).unwrap_or(0);
     let w2 = w.clone();
+    // Latency is kept by agent, not by task: with a task asked for, none is shown.
     let rows: Vec<(i64, String, i64, i64)> = store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
             "SELECT bucket, kind, slot, CAST(SUM(n) AS BIGINT) FROM latency_buckets
-             WHERE bucket >= ?1 AND bucket < ?2 {RUN_FILTER}
+             WHERE bucket >= ?1 AND bucket < ?2 {AGENT} AND CAST(?4 AS TEXT) IS NULL
              GROUP BY bucket, kind, slot"
         ))?;
         let rows = stmt.query_map(params![first, w2.until, w2.agent, w2.task], |r| {
@@ -288,11 +300,15 @@ type Reasons = (Vec<Reason>, Vec<Reason>);
 
 fn reasons(store: &Store, w: &Window) -> Result<Reasons, StoreError> {
     let w2 = w.clone();
-    let first = w.first();
+    let first = w.since - w.since.rem_euclid(REASON_SECS);
+    let (table, task) = match w.task {
+        Some(_) => ("decision_task_reasons", "AND task = ?4"),
+        None => ("decision_reasons", "AND CAST(?4 AS TEXT) IS NULL"),
+    };
     let rows: Vec<(String, String, String, i64)> = store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
-            "SELECT effect, tool, rules, CAST(SUM(n) AS BIGINT) FROM decision_buckets
-             WHERE bucket >= ?1 AND bucket < ?2 AND effect <> 'allow' {RUN_FILTER}
+            "SELECT effect, tool, rules, CAST(SUM(n) AS BIGINT) FROM {table}
+             WHERE hour >= ?1 AND hour < ?2 {AGENT} {task}
              GROUP BY effect, tool, rules"
         ))?;
         let rows = stmt.query_map(params![first, w2.until, w2.agent, w2.task], |r| {

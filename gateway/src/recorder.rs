@@ -284,7 +284,9 @@ impl Recorder {
     /// the decisions counted.
     pub fn recount_buckets(&self) -> Result<u64, RecorderError> {
         Ok(self.store.write(|c| {
-            c.execute("DELETE FROM decision_buckets", ())?;
+            for table in buckets::DECISION_TABLES {
+                c.execute(&format!("DELETE FROM {table}"), ())?;
+            }
             let runs: Vec<(String, String, String)> = {
                 let mut stmt = c.prepare("SELECT id, agent, task FROM runs ORDER BY id")?;
                 let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;

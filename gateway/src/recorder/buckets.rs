@@ -1,13 +1,14 @@
-//! Decisions counted per five minutes (migration 30), for the dashboard's overview: by the
-//! run's agent and task, what was decided, the effect answered, the tool of a tool call and
-//! the deciding rules. An event's [`Tally`] holds both these and the run's own counts
+//! Decisions counted as they are recorded (migration 30), for the dashboard's overview: by
+//! effect per five minutes, and the decisions not allowed by tool and deciding rules per hour,
+//! each by the run's agent and, in tables of their own, its task; and how long the gateway
+//! took (migration 31). An event's [`Tally`] holds both these and the run's own counts
 //! ([`super::counts`]), and the write that records the event adds both, so the overview reads
 //! counters instead of scanning events and its sums are the runs' sums.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
-use tollgate_rules::decide::{DecisionEffect, RequestKind};
+use tollgate_rules::decide::DecisionEffect;
 
 use super::counts::DecisionCounts;
 use crate::store::{Connection, StoreError, params};
@@ -73,8 +74,6 @@ pub fn slot_bounds(slot: i64) -> (u64, u64) {
 /// One decision as the overview counts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Counted {
-    /// `tool`, `context`, `model`, `memory`, `handoff` ('' when the record does not say).
-    kind: &'static str,
     effect: DecisionEffect,
     /// The deciding rules, as a JSON array.
     rules: String,
@@ -86,14 +85,12 @@ impl Tally {
     /// One decision.
     pub(crate) fn decided(
         &mut self,
-        kind: Option<RequestKind>,
         effect: DecisionEffect,
         rules: &[String],
         call_id: Option<&str>,
     ) {
         self.counts.add(effect);
         self.decisions.push(Counted {
-            kind: kind.map_or("", RequestKind::as_str),
             effect,
             rules: serde_json::to_string(rules).unwrap_or_else(|_| "[]".to_string()),
             call_id: call_id.map(str::to_string),
@@ -122,10 +119,6 @@ pub(crate) fn tally_json(kind: super::format::EventKind, payload: &Value) -> Tal
         v.and_then(Value::as_str)
             .and_then(|s| serde_json::from_value::<DecisionEffect>(Value::from(s)).ok())
     };
-    let kind_of = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .and_then(|s| serde_json::from_value::<RequestKind>(Value::from(s)).ok())
-    };
     let rules_of = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
             .into_iter()
@@ -140,7 +133,6 @@ pub(crate) fn tally_json(kind: super::format::EventKind, payload: &Value) -> Tal
                 .or_else(|| effect(payload.pointer("/decision/effect")));
             if let Some(e) = answered {
                 tally.decided(
-                    kind_of(payload.pointer("/decision/kind")),
                     e,
                     &rules_of(payload.pointer("/decision/rules")),
                     payload.get("call_id").and_then(Value::as_str),
@@ -155,12 +147,7 @@ pub(crate) fn tally_json(kind: super::format::EventKind, payload: &Value) -> Tal
                 .flatten()
             {
                 if let Some(e) = effect(outcome.pointer("/policy/effect")) {
-                    tally.decided(
-                        kind_of(outcome.pointer("/policy/kind")),
-                        e,
-                        &rules_of(outcome.pointer("/policy/rules")),
-                        None,
-                    );
+                    tally.decided(e, &rules_of(outcome.pointer("/policy/rules")), None);
                 }
             }
         }
@@ -177,26 +164,27 @@ pub(crate) fn tally_json(kind: super::format::EventKind, payload: &Value) -> Tal
     tally
 }
 
-/// The counts of one write, by bucket and what they count, before they are added to the table.
+/// The counts of one write, by bucket and what they count, before they are added to the tables.
 #[derive(Debug, Default)]
 pub(crate) struct Buckets {
-    counts: BTreeMap<Key, i64>,
     /// The tool of every call seen so far in the write (a decision and its call are recorded
     /// together; one recorded apart from its call counts under no tool).
     tools: HashMap<String, String>,
-    /// Decisions whose call was not seen yet: resolved when the write is added.
+    /// Decisions by five minutes, resolved to their tool when the write is added.
     pending: Vec<(i64, Counted)>,
     /// Timings by bucket, what they measured and slot.
     timings: BTreeMap<(i64, &'static str, i64), i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    bucket: i64,
-    kind: &'static str,
-    effect: &'static str,
-    tool: String,
-    rules: String,
+/// The width of a reasons row, in seconds.
+pub const REASON_SECS: i64 = 3_600;
+
+/// A write's counts: by effect per five minutes, and the decisions not allowed by tool and
+/// rules per hour.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub(crate) by_effect: BTreeMap<(i64, &'static str), i64>,
+    pub(crate) reasons: BTreeMap<(i64, &'static str, String, String), i64>,
 }
 
 impl Buckets {
@@ -224,52 +212,88 @@ impl Buckets {
         }
     }
 
-    /// Adds the write's counts to the table for a run of `agent` and `task`, inside the write.
-    pub(crate) fn write(
-        mut self,
-        c: &Connection,
-        agent: &str,
-        task: &str,
-    ) -> Result<(), StoreError> {
+    /// The decisions counted, each resolved to its call's tool.
+    pub(crate) fn counts(&mut self) -> Counts {
+        let mut counts = Counts::default();
         for (bucket, counted) in std::mem::take(&mut self.pending) {
+            let effect = counted.effect.as_str();
+            *counts.by_effect.entry((bucket, effect)).or_default() += 1;
+            if counted.effect == DecisionEffect::Allow {
+                continue;
+            }
             let tool = counted
                 .call_id
                 .as_ref()
                 .and_then(|id| self.tools.get(id))
                 .cloned()
                 .unwrap_or_default();
-            let key = Key {
-                bucket,
-                kind: counted.kind,
-                effect: counted.effect.as_str(),
-                tool,
-                rules: counted.rules,
-            };
-            *self.counts.entry(key).or_default() += 1;
+            let hour = bucket - bucket.rem_euclid(REASON_SECS);
+            *counts
+                .reasons
+                .entry((hour, effect, tool, counted.rules))
+                .or_default() += 1;
         }
-        for (key, n) in &self.counts {
+        counts
+    }
+
+    /// Adds the write's counts to the tables for a run of `agent` and `task`, inside the write.
+    pub(crate) fn write(
+        mut self,
+        c: &Connection,
+        agent: &str,
+        task: &str,
+    ) -> Result<(), StoreError> {
+        let counts = self.counts();
+        for ((bucket, effect), n) in &counts.by_effect {
             c.prepare_cached(
-                "INSERT INTO decision_buckets (bucket, agent, task, kind, effect, tool, rules, n)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT (bucket, agent, task, kind, effect, tool, rules)
-                 DO UPDATE SET n = decision_buckets.n + excluded.n",
+                "INSERT INTO decision_buckets (bucket, agent, effect, n) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (bucket, agent, effect) DO UPDATE SET n = decision_buckets.n + excluded.n",
             )?
-            .execute(params![
-                key.bucket, agent, task, key.kind, key.effect, key.tool, key.rules, n
-            ])?;
+            .execute(params![bucket, agent, effect, n])?;
+            c.prepare_cached(
+                "INSERT INTO decision_task_buckets (task, bucket, agent, effect, n)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (task, bucket, agent, effect)
+                 DO UPDATE SET n = decision_task_buckets.n + excluded.n",
+            )?
+            .execute(params![task, bucket, agent, effect, n])?;
+        }
+        for ((hour, effect, tool, rules), n) in &counts.reasons {
+            c.prepare_cached(
+                "INSERT INTO decision_reasons (hour, agent, effect, tool, rules, n)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (hour, agent, effect, tool, rules)
+                 DO UPDATE SET n = decision_reasons.n + excluded.n",
+            )?
+            .execute(params![hour, agent, effect, tool, rules, n])?;
+            c.prepare_cached(
+                "INSERT INTO decision_task_reasons (task, hour, agent, effect, tool, rules, n)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (task, hour, agent, effect, tool, rules)
+                 DO UPDATE SET n = decision_task_reasons.n + excluded.n",
+            )?
+            .execute(params![task, hour, agent, effect, tool, rules, n])?;
         }
         for ((bucket, kind, slot), n) in &self.timings {
             c.prepare_cached(
-                "INSERT INTO latency_buckets (bucket, agent, task, kind, slot, n)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (bucket, agent, task, kind, slot)
+                "INSERT INTO latency_buckets (bucket, agent, kind, slot, n)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (bucket, agent, kind, slot)
                  DO UPDATE SET n = latency_buckets.n + excluded.n",
             )?
-            .execute(params![bucket, agent, task, kind, slot, n])?;
+            .execute(params![bucket, agent, kind, slot, n])?;
         }
         Ok(())
     }
 }
+
+/// The tables [`Buckets::write`] adds decisions to (a recount empties them first).
+pub(crate) const DECISION_TABLES: [&str; 4] = [
+    "decision_buckets",
+    "decision_task_buckets",
+    "decision_reasons",
+    "decision_task_reasons",
+];
 
 #[cfg(test)]
 mod tests {
@@ -309,7 +333,6 @@ mod tests {
         assert_eq!(
             t.decisions,
             vec![Counted {
-                kind: "tool",
                 effect: DecisionEffect::Allow,
                 rules: r#"["a/b"]"#.into(),
                 call_id: Some("c1".into()),
@@ -326,23 +349,41 @@ mod tests {
     }
 
     #[test]
-    fn decisions_fall_in_five_minute_buckets_and_find_their_calls_tool() {
+    fn decisions_fall_in_five_minute_buckets_and_reasons_in_hours_with_their_calls_tool() {
         let mut b = Buckets::default();
         let call = tally_json(EventKind::ToolCall, &json!({"call_id": "c1", "tool": "sh"}));
-        let decision = tally_json(
+        let deny = tally_json(
             EventKind::Decision,
-            &json!({"call_id": "c1", "decision": {"kind": "tool", "effect": "deny", "rules": []}}),
+            &json!({"call_id": "c1", "decision": {"kind": "tool", "effect": "deny", "rules": ["r"]}}),
+        );
+        let allow = tally_json(
+            EventKind::Decision,
+            &json!({"call_id": "c1", "decision": {"kind": "tool", "effect": "allow", "rules": []}}),
         );
         b.add("2026-12-05T10:04:59Z", &call);
-        b.add("2026-12-05T10:04:59Z", &decision);
-        b.add("2026-12-05T10:05:00Z", &decision);
-        b.add("not a time", &decision);
-        let mut keys: Vec<(i64, String, i64)> = Vec::new();
-        let tools = b.tools.clone();
-        for (bucket, counted) in b.pending {
-            let tool = tools[counted.call_id.as_deref().unwrap()].clone();
-            keys.push((bucket % 3600, tool, 1));
-        }
-        assert_eq!(keys, vec![(0, "sh".into(), 1), (300, "sh".into(), 1)]);
+        b.add("2026-12-05T10:04:59Z", &deny);
+        b.add("2026-12-05T10:05:00Z", &deny);
+        b.add("2026-12-05T10:05:00Z", &allow);
+        b.add("not a time", &deny);
+        let counts = b.counts();
+        let by_effect: Vec<(i64, &str, i64)> = counts
+            .by_effect
+            .iter()
+            .map(|((bucket, e), n)| (bucket % 3600, *e, *n))
+            .collect();
+        assert_eq!(
+            by_effect,
+            vec![(0, "deny", 1), (300, "allow", 1), (300, "deny", 1)]
+        );
+        let reasons: Vec<(i64, &str, &str, &str, i64)> = counts
+            .reasons
+            .iter()
+            .map(|((hour, e, tool, rules), n)| (hour % 3600, *e, tool.as_str(), rules.as_str(), *n))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![(0, "deny", "sh", r#"["r"]"#, 2)],
+            "allows are not reasons"
+        );
     }
 }

@@ -452,7 +452,7 @@ impl EventPayload for CompileEvent {
 
     fn tally(&self, tally: &mut Tally) {
         for decision in self.outcomes.iter().filter_map(|o| o.policy.as_ref()) {
-            tally.decided(Some(decision.kind), decision.effect, &decision.rules, None);
+            tally.decided(decision.effect, &decision.rules, None);
         }
     }
 }
@@ -463,7 +463,6 @@ impl<D: Serialize + Decided> EventPayload for DecisionEvent<D> {
     fn tally(&self, tally: &mut Tally) {
         let decision = self.decision.decision();
         tally.decided(
-            Some(decision.kind),
             self.outcome.unwrap_or(decision.effect),
             &decision.rules,
             self.call_id.as_deref(),

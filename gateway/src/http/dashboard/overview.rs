@@ -659,7 +659,9 @@ fn content(q: &OverviewQuery, ov: &Overview) -> Markup {
             ] {
                 div {
                     h3 { (title) }
-                    @if ov.latency.iter().all(|b| pick(b).is_none()) {
+                    @if w.task.is_some() {
+                        p.muted { "Latency is kept by agent, not by task: clear the task to see it." }
+                    } @else if ov.latency.iter().all(|b| pick(b).is_none()) {
                         p.muted { "None timed in this window." }
                     } @else {
                         @let (caption, t) = table(id);
@@ -675,6 +677,7 @@ fn content(q: &OverviewQuery, ov: &Overview) -> Markup {
         }
 
         h2 { "Why decisions were not allowed" }
+        p.muted { "Counted by the hour, over the hours this window touches." }
         @if ov.rules.is_empty() {
             p.muted { "Every decision in this window was allowed." }
         } @else {
