@@ -284,6 +284,16 @@ fn a_custom_range_counts_imported_runs_at_their_own_times() {
         page.contains("<option value=\"custom\" selected>"),
         "{page}"
     );
+    // Dates typed in while the list still says "Last day" are a custom range all the same.
+    let (_, typed) = get_page(
+        &gw,
+        &cookie,
+        "/ui?range=day&from=2026-11-01T00%3A00&to=2026-12-01T00%3A00",
+    );
+    assert!(
+        typed.contains(&format!("<span class=\"figure\">{listed}</span>")),
+        "{typed}"
+    );
     // A range that is not one says why, and the data route refuses it.
     let (status, page) = get_page(
         &gw,

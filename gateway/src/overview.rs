@@ -136,6 +136,8 @@ pub struct Overview {
     pub regressions: Regressions,
     /// Memories by status and class (all of them, not only the window's).
     pub memories: Vec<Count>,
+    /// The memories compiles used in the window, by class.
+    pub memories_used: Vec<Count>,
     /// Cases by state (all of them).
     pub cases: Vec<Count>,
     /// Case commits by state, and refused ones by code (all of them).
@@ -162,6 +164,7 @@ pub fn read(store: &Store, window: &Window, now_ms: i64) -> Result<Overview, Sto
         approvals: panels::approvals(store, window, now_ms)?,
         regressions: panels::regressions(store)?,
         memories: panels::memories(store)?,
+        memories_used: panels::memories_used(store, window)?,
         cases: panels::cases(store)?,
         commits: panels::commits(store)?,
         handoffs: panels::handoffs(store, window)?,

@@ -16,3 +16,6 @@ CREATE TABLE latency_buckets (
     n BIGINT NOT NULL,
     PRIMARY KEY (bucket, agent, kind, slot)
 );
+
+-- The overview counts the memories compiles used in its window, by class: memory links by time.
+CREATE INDEX memory_links_by_time ON memory_links (at, memory_id);

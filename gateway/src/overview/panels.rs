@@ -268,6 +268,28 @@ pub(super) fn memories(store: &Store) -> Result<Vec<Count>, StoreError> {
     )
 }
 
+/// The memories compiles used in the window, by class (a memory used by two compiles counts
+/// twice).
+pub(super) fn memories_used(store: &Store, w: &Window) -> Result<Vec<Count>, StoreError> {
+    let since = rfc3339(u64::try_from(w.since).unwrap_or(0));
+    let until = rfc3339(u64::try_from(w.until).unwrap_or(0));
+    let mut counts: Vec<Count> = store.read(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT m.class, COUNT(*) FROM memory_links l JOIN memories m ON m.id = l.memory_id
+             WHERE l.at >= ?1 AND l.at < ?2 GROUP BY m.class",
+        )?;
+        let rows = stmt.query_map(params![since, until], |r| {
+            Ok(count(
+                &r.get::<String>(0)?,
+                u64::try_from(r.get::<i64>(1)?).unwrap_or(0),
+            ))
+        })?;
+        rows.collect()
+    })?;
+    counts.sort_by(|a, b| b.n.cmp(&a.n).then(a.name.cmp(&b.name)));
+    Ok(counts)
+}
+
 pub(super) fn cases(store: &Store) -> Result<Vec<Count>, StoreError> {
     grouped(store, "SELECT state, COUNT(*) FROM cases GROUP BY state")
 }

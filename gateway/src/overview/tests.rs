@@ -225,3 +225,46 @@ fn a_window_is_cut_in_at_most_48_bars_of_a_round_width() {
         assert_eq!(window(0, span).step(), step, "span {span}");
     }
 }
+
+#[test]
+fn the_memories_compiles_used_are_counted_by_class_in_their_window() {
+    let dir = Dir::new("overview-memory");
+    let clock = ManualClock::new(START_MS);
+    let rt = runtime(&dir, &clock);
+    open(&rt, "r1");
+    let file: RunFile = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/../fixtures/runs/01-bugfix-users-404.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    rt.recorder().import(&file).unwrap();
+    crate::memory::distill_run(rt.recorder(), &file.run.id, START_MS, &mut |_, _, _| {}).unwrap();
+    let memories: Vec<(String, String)> = rt
+        .store()
+        .read(|c| {
+            let mut stmt = c.prepare("SELECT id, class FROM memories ORDER BY id")?;
+            let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+        .unwrap();
+    assert!(!memories.is_empty());
+    let (id, class) = memories[0].clone();
+    // Used by two compiles of r1 now, and by one of the imported run long before.
+    let now = START_MS / 1000;
+    let at = crate::clock::rfc3339(u64::try_from(now).unwrap());
+    let (id2, at2) = (id.clone(), at.clone());
+    rt.store()
+        .write(move |c| {
+            crate::memory::link_in(c, &id2, "r1", 0, "test", &at2)?;
+            crate::memory::link_in(c, &id2, "r1", 1, "test", &at2)?;
+            crate::memory::link_in(c, &id2, &file.run.id, 0, "test", &file.run.started_at)
+        })
+        .unwrap();
+    let ov = read(rt.store(), &window(now - 60, now + 60), START_MS).unwrap();
+    assert_eq!(ov.memories_used, vec![Count { name: class, n: 2 }]);
+    let listed: u64 = ov.memories.iter().map(|c| c.n).sum();
+    assert_eq!(listed, memories.len() as u64);
+}

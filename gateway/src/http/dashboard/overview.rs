@@ -55,7 +55,7 @@ impl OverviewQuery {
     fn window(&self, now_ms: i64) -> Result<Window, String> {
         let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
         let now = now_ms.div_euclid(1000);
-        let range = self.range.as_deref().unwrap_or("day");
+        let range = self.range_asked();
         let (since, until) = if range == "custom" {
             let at = |v: &Option<String>, name: &str| -> Result<i64, String> {
                 let text = given(v).ok_or(format!("A custom range needs `{name}`."))?;
@@ -91,6 +91,16 @@ impl OverviewQuery {
             agent: given(&self.agent),
             task: given(&self.task),
         })
+    }
+
+    /// The range asked for: `custom` when both ends are given (whatever the list says: a
+    /// person who typed dates means them), else the list's choice, `day` by default.
+    fn range_asked(&self) -> &str {
+        let given = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+        if given(&self.from) && given(&self.to) {
+            return "custom";
+        }
+        self.range.as_deref().unwrap_or("day")
     }
 
     /// The query as URL parameters (for the downloads).
@@ -237,7 +247,7 @@ fn download(name: &str, kind: &'static str, body: String) -> Response {
 }
 
 fn filters(q: &OverviewQuery) -> Markup {
-    let range = q.range.as_deref().unwrap_or("day");
+    let range = q.range_asked();
     html! {
         form.filters method="get" action="/ui" {
             label { "Time" select name="range" {
@@ -474,6 +484,11 @@ fn tables(ov: &Overview) -> Vec<(&'static str, &'static str, Table)> {
             "memories",
             "Memories by status and class",
             counts(&ov.memories, "status/class"),
+        ),
+        (
+            "memories_used",
+            "Memories compiles used in the window, by class",
+            counts(&ov.memories_used, "class"),
         ),
         ("cases", "Cases by state", counts(&ov.cases, "state")),
         (
@@ -770,6 +785,7 @@ fn content(q: &OverviewQuery, ov: &Overview) -> Markup {
         div.side-by-side {
             @for (id, title, desc, rows, class) in [
                 ("memories", "Memories by status and class", "Every memory, by review status and class.", &ov.memories, "effect-allow"),
+                ("memories_used", "Memories used in compiles", "The memories compiles put in context in this window, by class (a memory used twice counts twice).", &ov.memories_used, "effect-allow"),
                 ("cases", "Cases by state", "Every case, by the state it is in.", &ov.cases, "effect-require_approval"),
                 ("commits", "Case commits by state", "Every case commit, by state; refused ones by the refusal's code.", &ov.commits, "effect-redact"),
                 ("violations", "Handoff violations", "Violations of handoff contracts found on delivery in this window, by code.", &ov.handoffs.violations, "effect-deny"),
