@@ -439,7 +439,7 @@ fn the_operations_chapter_s_store_commands_do_what_it_says() {
     for command in [
         "tollgate db check",
         "tollgate db upgrade",
-        "tollgate db downgrade --to 28",
+        "tollgate db downgrade --to 30",
         "tollgate db repair",
     ] {
         assert!(
@@ -467,9 +467,9 @@ fn the_operations_chapter_s_store_commands_do_what_it_says() {
     let o = run(&["db", "check"]);
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(stdout(&o).contains("schema    complete") && stdout(&o).contains("integrity ok"));
-    let o = run(&["db", "downgrade", "--to", "28"]);
+    let o = run(&["db", "downgrade", "--to", "30"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("now at version 28"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("now at version 30"), "{}", stdout(&o));
     assert_eq!(run(&["db", "check"]).status.code(), Some(1));
     // Any other command migrates the store when it opens it.
     assert!(run(&["runs", "list"]).status.success());

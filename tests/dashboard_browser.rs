@@ -1172,6 +1172,13 @@ fn the_cases_screen_opens_a_demo_case_approves_and_commits_it() {
 fn every_screen_fits_a_narrow_window() {
     with_browser(async |gw, client| {
         gw.import_fixture_runs(&["01-bugfix-users-404.json"]);
+        // The seeded cases fill the overview's case panels.
+        let seeded = gw.tollgate(&["demo", "seed"]);
+        assert!(
+            seeded.status.success(),
+            "{}",
+            String::from_utf8_lossy(&seeded.stderr)
+        );
         // A tool whose definition changed, with a long description to wrap.
         let store = support::store_in(gw.dir.path());
         for description in [
@@ -1211,6 +1218,17 @@ fn every_screen_fits_a_narrow_window() {
         ] {
             open(gw, client, path).await;
             assert_fits(client, path).await;
+        }
+        open(gw, client, "/ui").await;
+        let overview = text(client).await;
+        for part in [
+            "Case proposals, from proposed to committed",
+            "Case commits by state",
+        ] {
+            assert!(
+                overview.contains(part),
+                "the overview shows `{part}`: {overview}"
+            );
         }
         open(gw, client, "/ui/runs/run-bugfix-users-404").await;
         screen(client, "timeline-narrow").await;

@@ -312,3 +312,79 @@ fn a_custom_range_counts_imported_runs_at_their_own_times() {
     assert_eq!(status, 400);
     assert!(body.contains("not a time"), "{body}");
 }
+
+#[test]
+fn after_demo_seed_the_overview_counts_the_cases_their_proposals_and_commits() {
+    let gw = Gateway::start();
+    let out = gw.tollgate(&["demo", "seed", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seeded: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cases = seeded["cases"].as_array().unwrap().len() as u64;
+    assert!(cases > 0);
+
+    let cookie = login(&gw);
+    let (status, page) = get_page(&gw, &cookie, "/ui");
+    assert_eq!(status, 200, "{page}");
+    for id in ["cases", "proposals", "commits"] {
+        assert!(
+            page.contains(&format!(
+                "aria-labelledby=\"plot-{id}-title plot-{id}-desc\""
+            )),
+            "plot {id}: {page}"
+        );
+    }
+    let (_, _, json) = send(
+        &gw,
+        "GET",
+        "/ui/overview/data?format=json",
+        None,
+        &[("Cookie", &cookie)],
+    );
+    let whole: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let sum = |key: &str| -> u64 {
+        whole[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["n"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(sum("cases"), cases, "{whole}");
+    assert!(sum("proposals") > 0, "{whole}");
+    assert!(
+        whole["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "committed"),
+        "the seed commits one change: {whole}"
+    );
+    // The funnel lists the proposals' states in the order a proposal passes through them.
+    let steps: Vec<&str> = whole["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let order = [
+        "proposed",
+        "previewed",
+        "allowed",
+        "denied",
+        "awaiting_approval",
+        "approved",
+        "rejected",
+        "committing",
+        "committed",
+        "failed",
+    ];
+    let at: Vec<usize> = steps
+        .iter()
+        .map(|s| order.iter().position(|o| o == s).unwrap_or(order.len()))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
+}

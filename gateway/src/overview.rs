@@ -140,6 +140,8 @@ pub struct Overview {
     pub memories_used: Vec<Count>,
     /// Cases by state (all of them).
     pub cases: Vec<Count>,
+    /// Case proposals by the state they are in, from proposed to committed (all of them).
+    pub proposals: Vec<Count>,
     /// Case commits by state, and refused ones by code (all of them).
     pub commits: Vec<Count>,
     /// Handoffs in the window.
@@ -166,6 +168,7 @@ pub fn read(store: &Store, window: &Window, now_ms: i64) -> Result<Overview, Sto
         memories: panels::memories(store)?,
         memories_used: panels::memories_used(store, window)?,
         cases: panels::cases(store)?,
+        proposals: panels::proposals(store)?,
         commits: panels::commits(store)?,
         handoffs: panels::handoffs(store, window)?,
     })

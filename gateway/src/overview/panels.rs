@@ -294,6 +294,36 @@ pub(super) fn cases(store: &Store) -> Result<Vec<Count>, StoreError> {
     grouped(store, "SELECT state, COUNT(*) FROM cases GROUP BY state")
 }
 
+/// The states a case's proposal passes through, in order: the funnel's steps.
+pub const PROPOSAL_STEPS: [&str; 10] = [
+    "proposed",
+    "previewed",
+    "allowed",
+    "denied",
+    "awaiting_approval",
+    "approved",
+    "rejected",
+    "committing",
+    "committed",
+    "failed",
+];
+
+/// Case proposals by the state they are in, in the order of [`PROPOSAL_STEPS`] (a state not
+/// among them last): the funnel from proposal to commit.
+pub(super) fn proposals(store: &Store) -> Result<Vec<Count>, StoreError> {
+    let mut counts = grouped(
+        store,
+        "SELECT state, COUNT(*) FROM case_proposals GROUP BY state",
+    )?;
+    counts.sort_by_key(|c| {
+        PROPOSAL_STEPS
+            .iter()
+            .position(|s| *s == c.name)
+            .unwrap_or(PROPOSAL_STEPS.len())
+    });
+    Ok(counts)
+}
+
 /// Commits by state; a refused one by its code (`refused: approval_missing`).
 pub(super) fn commits(store: &Store) -> Result<Vec<Count>, StoreError> {
     let rows: Vec<(String, String)> = store.read(|c| {

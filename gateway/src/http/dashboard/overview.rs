@@ -492,6 +492,11 @@ fn tables(ov: &Overview) -> Vec<(&'static str, &'static str, Table)> {
         ),
         ("cases", "Cases by state", counts(&ov.cases, "state")),
         (
+            "proposals",
+            "Case proposals by state, from proposed to committed",
+            counts(&ov.proposals, "state"),
+        ),
+        (
             "commits",
             "Case commits by state",
             counts(&ov.commits, "state"),
@@ -787,6 +792,7 @@ fn content(q: &OverviewQuery, ov: &Overview) -> Markup {
                 ("memories", "Memories by status and class", "Every memory, by review status and class.", &ov.memories, "effect-allow"),
                 ("memories_used", "Memories used in compiles", "The memories compiles put in context in this window, by class (a memory used twice counts twice).", &ov.memories_used, "effect-allow"),
                 ("cases", "Cases by state", "Every case, by the state it is in.", &ov.cases, "effect-require_approval"),
+                ("proposals", "Case proposals, from proposed to committed", "Every case proposal, by the state it is in, in the order a proposal passes through them.", &ov.proposals, "effect-require_approval"),
                 ("commits", "Case commits by state", "Every case commit, by state; refused ones by the refusal's code.", &ov.commits, "effect-redact"),
                 ("violations", "Handoff violations", "Violations of handoff contracts found on delivery in this window, by code.", &ov.handoffs.violations, "effect-deny"),
                 ("contracts", "Handoff contracts", "Handoff contracts made in this window, by state.", &ov.handoffs.contracts, "effect-allow"),
