@@ -73,7 +73,7 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the reader writes the scenario file the comment shows (tests/counterfactual.rs)",
     ),
     (
-        "db downgrade --to 28",
+        "db downgrade --to 30",
         "the page shows going back with the build that applied the next migration",
     ),
 ];
