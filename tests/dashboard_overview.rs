@@ -7,8 +7,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
+use support::Gateway;
 use support::dashboard::{get_page, header, login, send};
-use support::{Gateway, root};
 
 /// The `href`s of the page that start with `prefix`, unescaped.
 fn links(page: &str, prefix: &str) -> Vec<String> {
@@ -231,22 +231,13 @@ fn the_overview_shows_the_days_decisions_denials_approvals_and_suite_at_a_glance
 #[test]
 fn a_custom_range_counts_imported_runs_at_their_own_times() {
     let gw = Gateway::with_fixture_envelopes();
-    let runs = root().join("fixtures/runs");
-    let mut files: Vec<String> = std::fs::read_dir(&runs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| p.display().to_string())
-        .collect();
-    files.sort();
-    let mut args = vec!["runs", "import"];
-    args.extend(files.iter().map(String::as_str));
-    let out = gw.tollgate(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    gw.import_fixture_runs(&[
+        "01-bugfix-users-404.json",
+        "02-feature-users-pagination.json",
+        "03-flaky-webhook-retry.json",
+        "04-forbidden-tool-pool-exhaustion.json",
+        "05-planner-executor-rate-limit.json",
+    ]);
     let (_, runs) = gw.call("GET", "/v1/runs", None);
     let listed: u64 = runs["runs"]
         .as_array()

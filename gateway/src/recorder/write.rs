@@ -202,13 +202,7 @@ impl Recorder {
         payload: &P,
     ) -> Result<Appended, RecorderError> {
         let event = new_event(step, at.to_string(), payload).map_err(into_recorder)?;
-        let run = run.to_string();
-        let mut done = self
-            .store
-            .write(move |c| append_in(c, &run, vec![event]))
-            .map_err(into_recorder)?;
-        done.pop()
-            .ok_or_else(|| RecorderError::Invalid("nothing appended".into()))
+        self.append_new(run, event)
     }
 
     /// Appends one event made with [`new_event`] (and maybe [`NewEvent::timed`]).

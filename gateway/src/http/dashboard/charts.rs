@@ -136,11 +136,10 @@ pub fn stacked(id: &str, title: &str, desc: &str, series: &[Series], columns: &[
         .max()
         .unwrap_or(0);
     let top = nice(max);
-    let plot_h = f64::from(HEIGHT - BOTTOM - TOP);
     let plot_w = f64::from(WIDTH - LEFT - 8);
     let slot = plot_w / columns.len().max(1) as f64;
     let bar = (slot * 0.8).max(1.0);
-    let y = |v: u64| f64::from(TOP) + plot_h - plot_h * (v as f64) / (top as f64);
+    let y = |v: u64| y_at(v, top);
     let mut segments = Vec::new();
     let mut labels = Vec::new();
     for (i, c) in columns.iter().enumerate() {
@@ -162,16 +161,7 @@ pub fn stacked(id: &str, title: &str, desc: &str, series: &[Series], columns: &[
             });
             base += v;
         }
-        let anchor = if i == 0 {
-            Some("start")
-        } else if i + 1 == columns.len() {
-            Some("end")
-        } else if i == columns.len() / 2 {
-            Some("middle")
-        } else {
-            None
-        };
-        if let Some(anchor) = anchor {
+        if let Some(anchor) = anchor(i, columns.len()) {
             let at = match anchor {
                 "start" => x,
                 "end" => x + bar,
@@ -180,31 +170,21 @@ pub fn stacked(id: &str, title: &str, desc: &str, series: &[Series], columns: &[
             labels.push((at, anchor, c.label.clone()));
         }
     }
+    let body = html! {
+        @for s in &segments {
+            @let rect = html! {
+                rect class=(format!("bar {}", s.class)) x=(fmt(s.x)) y=(fmt(s.y))
+                    width=(fmt(s.width)) height=(fmt(s.height)) { title { (s.tip) } }
+            };
+            @match &s.href {
+                Some(href) => { a href=(href) aria-label=(s.tip) { (rect) } }
+                None => { (rect) }
+            }
+        }
+    };
     html! {
         figure.plot {
-            svg id=(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
-                aria-labelledby=(format!("{id}-title {id}-desc")) preserveAspectRatio="xMinYMin meet" {
-                title id=(format!("{id}-title")) { (title) }
-                desc id=(format!("{id}-desc")) { (desc) }
-                @for tick in [0, top / 2, top] {
-                    line.grid x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y(tick))) y2=(fmt(y(tick))) {}
-                    text.tick x=(LEFT - 6) y=(fmt(y(tick) + 4.0)) text-anchor="end" { (tick) }
-                }
-                @for s in &segments {
-                    @let rect = html! {
-                        rect class=(format!("bar {}", s.class)) x=(fmt(s.x)) y=(fmt(s.y))
-                            width=(fmt(s.width)) height=(fmt(s.height)) { title { (s.tip) } }
-                    };
-                    @match &s.href {
-                        Some(href) => { a href=(href) aria-label=(s.tip) { (rect) } }
-                        None => { (rect) }
-                    }
-                }
-                @for (x, anchor, label) in &labels {
-                    text.tick x=(fmt(*x)) y=(HEIGHT - 8) text-anchor=(anchor) { (label) }
-                }
-                line.axis x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y(0))) y2=(fmt(y(0))) {}
-            }
+            (frame(id, title, desc, top, &|t| t.to_string(), &labels, body))
             @if series.len() > 1 {
                 figcaption.legend {
                     @for s in series {
@@ -212,6 +192,55 @@ pub fn stacked(id: &str, title: &str, desc: &str, series: &[Series], columns: &[
                     }
                 }
             }
+        }
+    }
+}
+
+/// Where an x label under column `i` of `n` is anchored: the first, the middle and the last
+/// are labelled, the others not.
+fn anchor(i: usize, n: usize) -> Option<&'static str> {
+    if i == 0 {
+        Some("start")
+    } else if i + 1 == n {
+        Some("end")
+    } else if i == n / 2 {
+        Some("middle")
+    } else {
+        None
+    }
+}
+
+/// The height of `v` on an axis from 0 to `top`.
+fn y_at(v: u64, top: u64) -> f64 {
+    let plot_h = f64::from(HEIGHT - BOTTOM - TOP);
+    f64::from(TOP) + plot_h - plot_h * (v as f64) / (top.max(1) as f64)
+}
+
+/// The frame a vertical plot is drawn in: the `img` with its title and description, three
+/// ticks labelled by `tick`, `body`, the x labels and the axis.
+fn frame(
+    id: &str,
+    title: &str,
+    desc: &str,
+    top: u64,
+    tick: &dyn Fn(u64) -> String,
+    labels: &[(f64, &'static str, String)],
+    body: Markup,
+) -> Markup {
+    html! {
+        svg id=(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
+            aria-labelledby=(format!("{id}-title {id}-desc")) preserveAspectRatio="xMinYMin meet" {
+            title id=(format!("{id}-title")) { (title) }
+            desc id=(format!("{id}-desc")) { (desc) }
+            @for t in [0, top / 2, top] {
+                line.grid x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y_at(t, top))) y2=(fmt(y_at(t, top))) {}
+                text.tick x=(LEFT - 6) y=(fmt(y_at(t, top) + 4.0)) text-anchor="end" { (tick(t)) }
+            }
+            (body)
+            @for (x, anchor, label) in labels {
+                text.tick x=(fmt(*x)) y=(HEIGHT - 8) text-anchor=(anchor) { (label) }
+            }
+            line.axis x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y_at(0, top))) y2=(fmt(y_at(0, top))) {}
         }
     }
 }
@@ -234,11 +263,10 @@ pub fn lines(
         .max()
         .unwrap_or(0);
     let top = nice(max);
-    let plot_h = f64::from(HEIGHT - BOTTOM - TOP);
     let plot_w = f64::from(WIDTH - LEFT - 8);
     let slot = plot_w / labels.len().max(1) as f64;
     let x = |i: usize| f64::from(LEFT) + slot * i as f64 + slot / 2.0;
-    let y = |v: u64| f64::from(TOP) + plot_h - plot_h * (v as f64) / (top as f64);
+    let y = |v: u64| y_at(v, top);
     // Each series' runs of consecutive points, as polyline coordinates, and its points.
     let mut paths: Vec<(&'static str, String)> = Vec::new();
     let mut points: Vec<(&'static str, f64, f64, String)> = Vec::new();
@@ -267,42 +295,22 @@ pub fn lines(
         }
     }
     let n = labels.len();
-    let ticks: Vec<(f64, &str, &String)> = labels
+    let ticks: Vec<(f64, &'static str, String)> = labels
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i == 0 || *i + 1 == n || *i == n / 2)
-        .map(|(i, l)| {
-            let anchor = if i == 0 {
-                "start"
-            } else if i + 1 == n {
-                "end"
-            } else {
-                "middle"
-            };
-            (x(i), anchor, l)
-        })
+        .filter_map(|(i, l)| anchor(i, n).map(|a| (x(i), a, l.clone())))
         .collect();
+    let body = html! {
+        @for (class, coords) in &paths {
+            polyline class=(format!("line {class}")) points=(coords) {}
+        }
+        @for (class, px, py, tip) in &points {
+            circle class=(format!("point {class}")) cx=(fmt(*px)) cy=(fmt(*py)) r="3" { title { (tip) } }
+        }
+    };
     html! {
         figure.plot {
-            svg id=(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
-                aria-labelledby=(format!("{id}-title {id}-desc")) preserveAspectRatio="xMinYMin meet" {
-                title id=(format!("{id}-title")) { (title) }
-                desc id=(format!("{id}-desc")) { (desc) }
-                @for tick in [0, top / 2, top] {
-                    line.grid x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y(tick))) y2=(fmt(y(tick))) {}
-                    text.tick x=(LEFT - 6) y=(fmt(y(tick) + 4.0)) text-anchor="end" { (duration(tick)) }
-                }
-                @for (class, coords) in &paths {
-                    polyline class=(format!("line {class}")) points=(coords) {}
-                }
-                @for (class, px, py, tip) in &points {
-                    circle class=(format!("point {class}")) cx=(fmt(*px)) cy=(fmt(*py)) r="3" { title { (tip) } }
-                }
-                @for (tx, anchor, label) in &ticks {
-                    text.tick x=(fmt(*tx)) y=(HEIGHT - 8) text-anchor=(anchor) { (label) }
-                }
-                line.axis x1=(LEFT) x2=(WIDTH - 8) y1=(fmt(y(0))) y2=(fmt(y(0))) {}
-            }
+            (frame(id, title, desc, top, &duration, &ticks, body))
             figcaption.legend {
                 @for s in series {
                     span class=(format!("key {}", s.class)) { span.swatch aria-hidden="true" {} (s.name) }
