@@ -215,8 +215,13 @@ fn the_overview_shows_the_days_decisions_denials_approvals_and_suite_at_a_glance
         &[("Cookie", &cookie)],
     );
     assert_eq!(status, 404);
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["error"]["code"], "not_found", "{body}");
     assert!(
-        body.contains("decisions"),
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("decisions"),
         "the answer names the panels: {body}"
     );
     // Without a session, neither the page nor its data.
@@ -300,7 +305,9 @@ fn a_custom_range_counts_imported_runs_at_their_own_times() {
         None,
         &[("Cookie", &cookie)],
     );
-    assert_eq!(status, 400);
+    assert_eq!(status, 422);
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["error"]["code"], "invalid_query", "{body}");
     assert!(body.contains("not a time"), "{body}");
 }
 

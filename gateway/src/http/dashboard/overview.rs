@@ -6,7 +6,7 @@
 //! the receipts behind it (`/ui/decisions`).
 
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -16,7 +16,8 @@ use super::charts::{self, Column, Series, Table};
 use super::layout::{effect, empty, encode, receipt_href, run_href};
 use super::{Viewer, blocking_page};
 use crate::clock::{parse_rfc3339, rfc3339};
-use crate::http::AppState;
+use crate::codes::http as codes;
+use crate::http::{ApiError, AppState};
 use crate::overview::{self, Count, Drill, Overview, Window};
 use crate::runtime::RuntimeError;
 
@@ -163,34 +164,18 @@ pub async fn data(
     Query(query): Query<DataQuery>,
 ) -> Response {
     let rt = state.runtime.clone();
-    let answer = tokio::task::spawn_blocking(move || -> Result<Response, (StatusCode, String)> {
-        let window = query
-            .overview
-            .window(rt.now_ms())
-            .map_err(|e| (StatusCode::BAD_REQUEST, e))?;
-        let ov = overview::read(rt.store(), &window, rt.now_ms()).map_err(|e| {
-            eprintln!("tollgate: the overview could not be read: {e}");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The gateway could not read the overview; its log says why.".to_string(),
-            )
-        })?;
+    let answer = tokio::task::spawn_blocking(move || -> Result<Response, ApiError> {
+        let bad = |m: String| ApiError::new(codes::INVALID_QUERY, m);
+        let window = query.overview.window(rt.now_ms()).map_err(bad)?;
         let csv = match query.format.as_deref().unwrap_or("csv") {
             "csv" => true,
             "json" => false,
-            other => {
-                return Err((
-                    StatusCode::BAD_REQUEST,
-                    format!("No format `{other}`: csv or json."),
-                ));
-            }
+            other => return Err(bad(format!("No format `{other}`: csv or json."))),
         };
+        let ov = overview::read(rt.store(), &window, rt.now_ms())?;
         let Some(panel) = query.panel.as_deref() else {
             if csv {
-                return Err((
-                    StatusCode::BAD_REQUEST,
-                    "CSV is by panel: add `panel=`.".into(),
-                ));
+                return Err(bad("CSV is by panel: add `panel=`.".into()));
             }
             return Ok(download(
                 "overview.json",
@@ -198,17 +183,14 @@ pub async fn data(
                 serde_json::to_string_pretty(&ov).unwrap_or_default(),
             ));
         };
-        let table = tables(&ov)
-            .into_iter()
-            .find(|(id, ..)| *id == panel)
-            .map(|(_, _, t)| t)
-            .ok_or_else(|| {
-                let ids: Vec<&str> = tables(&ov).iter().map(|(id, ..)| *id).collect();
-                (
-                    StatusCode::NOT_FOUND,
-                    format!("No panel `{panel}`: {}.", ids.join(", ")),
-                )
-            })?;
+        let all = tables(&ov);
+        let Some((_, _, table)) = all.iter().find(|(id, ..)| *id == panel) else {
+            let ids: Vec<&str> = all.iter().map(|(id, ..)| *id).collect();
+            return Err(ApiError::new(
+                codes::NOT_FOUND,
+                format!("No panel `{panel}`: {}.", ids.join(", ")),
+            ));
+        };
         Ok(if csv {
             download(
                 &format!("{panel}.csv"),
@@ -226,8 +208,8 @@ pub async fn data(
     .await;
     match answer {
         Ok(Ok(response)) => response,
-        Ok(Err((status, message))) => (status, message).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => ApiError::new(codes::INTERNAL, e.to_string()).into_response(),
     }
 }
 
