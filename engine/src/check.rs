@@ -585,6 +585,10 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
         Expr::Binary { op, lhs, rhs, .. } => {
             let a = const_eval_any(lhs, want)?;
             let b = const_eval_any(rhs, Some(a.ty()))?;
+            // `"pre-" + "-post"`: Soufflé reads `+` on symbols as `cat`.
+            if let (ast::ArithOp::Add, Value::Symbol(x), Value::Symbol(y)) = (op, &a, &b) {
+                return Ok(Value::sym(format!("{x}{y}")));
+            }
             if a.ty() != b.ty()
                 || a.ty() == Type::Symbol
                 || (op.integral() && a.ty() == Type::Float)
@@ -596,13 +600,8 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                     b.ty()
                 ));
             }
-            let r = functions::arith(*op, a.ty(), slot_of(&a), slot_of(&b)).ok_or(
-                if *op == ast::ArithOp::Pow {
-                    "a power that does not fit 32 bits"
-                } else {
-                    "division by zero"
-                },
-            )?;
+            let r = functions::arith(*op, a.ty(), slot_of(&a), slot_of(&b))
+                .ok_or("division by zero")?;
             value_of(r, a.ty())?
         }
         Expr::Call {
@@ -658,7 +657,9 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                 (Functor::ToNumber, [Value::Symbol(s)]) => Value::Number(
                     functions::to_number(s).ok_or_else(|| format!("`{s}` is not a number"))?,
                 ),
-                (Functor::ToString, [v]) if v.ty() != Type::Symbol => Value::sym(v.to_string()),
+                (Functor::ToString, [v]) if v.ty() != Type::Symbol => {
+                    Value::sym(crate::value::to_string_functor(v))
+                }
                 (Functor::ToFloat | Functor::ToUnsigned | Functor::ToNumber, [v])
                     if v.ty() != Type::Symbol =>
                 {

@@ -16,9 +16,9 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::ast::{ArithOp, CmpOp, Conversion, TestFn, UnaryOp};
 use crate::value::Type;
 
-/// Applies an arithmetic operator. `None` for division or remainder by zero, and for a power
-/// whose result a 32-bit slot cannot hold (Soufflé computes `^` in floating point and converts
-/// back, which C++ leaves undefined out of range).
+/// Applies an arithmetic operator. `None` for division or remainder by zero. A power is
+/// computed as Soufflé computes it, in floating point (`std::pow`) converted back as the
+/// x86-64 machines Soufflé runs on convert: see [`signed_pow`] and [`unsigned_pow`].
 pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
     Some(match ty {
         Type::Number => {
@@ -32,7 +32,7 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
                     .checked_div(b)
                     .or_else(|| (b == -1).then(|| a.wrapping_neg()))?,
                 ArithOp::Mod => a.checked_rem(b).or_else(|| (b == -1).then_some(0))?,
-                ArithOp::Pow => signed_pow(a, b)?,
+                ArithOp::Pow => signed_pow(a, b),
                 ArithOp::BAnd => a & b,
                 ArithOp::BOr => a | b,
                 ArithOp::BXor => a ^ b,
@@ -53,7 +53,7 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
                 ArithOp::Mul => a.wrapping_mul(b),
                 ArithOp::Div => a.checked_div(b)?,
                 ArithOp::Mod => a.checked_rem(b)?,
-                ArithOp::Pow => a.checked_pow(b)?,
+                ArithOp::Pow => unsigned_pow(a, b),
                 ArithOp::BAnd => a & b,
                 ArithOp::BOr => a | b,
                 ArithOp::BXor => a ^ b,
@@ -82,18 +82,29 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
     })
 }
 
-/// `a ^ b` on numbers, as Soufflé's `pow` gives it converted back to an integer: exact where
-/// the result fits; a negative exponent truncates the fraction toward zero (`2 ^ -1` is 0,
-/// `-1 ^ -3` is -1); `None` where the result does not fit (or is infinite: `0 ^ -1`).
-fn signed_pow(a: i32, b: i32) -> Option<i32> {
-    if b >= 0 {
-        return a.checked_pow(b as u32);
+/// `a ^ b` on numbers, as Soufflé gives it: `std::pow` of the two as doubles, converted to a
+/// 32-bit integer. Exact where the result fits; a negative exponent truncates the fraction
+/// toward zero (`2 ^ -1` is 0, `-1 ^ -3` is -1); a result out of range or infinite (`0 ^ -1`)
+/// is what x86-64's conversion gives for it, the "integer indefinite" -2147483648.
+fn signed_pow(a: i32, b: i32) -> i32 {
+    let x = f64::from(a).powf(f64::from(b));
+    if x.is_finite() && x > -2_147_483_649.0 && x < 2_147_483_648.0 {
+        x as i32
+    } else {
+        i32::MIN
     }
-    match a {
-        0 => None,
-        1 => Some(1),
-        -1 => Some(if b % 2 == 0 { 1 } else { -1 }),
-        _ => Some(0),
+}
+
+/// `a ^ b` on unsigneds, as Soufflé gives it: `static_cast<uint32_t>(std::pow(a, b))`, which
+/// x86-64 compiles as a conversion to a 64-bit integer keeping the low 32 bits — so
+/// `2u ^ 32u` is 0 and `2^32-5` in an unsigned column is 4294967291 (Soufflé's
+/// `indexed_inequalities` test); a result of 2^63 or more converts to 2^63, whose low bits are 0.
+fn unsigned_pow(a: u32, b: u32) -> u32 {
+    let x = f64::from(a).powf(f64::from(b));
+    if x < 9_223_372_036_854_775_808.0 {
+        x as i64 as u32
+    } else {
+        0
     }
 }
 
@@ -133,13 +144,15 @@ pub fn convert(c: Conversion, a: u32) -> Option<u32> {
 /// The values of `range(from, to)` or `range(from, to, step)` in slots of type `ty`, in order,
 /// as Soufflé gives them: with a positive step, from `from` while below `to`; with a negative
 /// one, while above `to`; a zero step gives `from` once unless the range is empty; without a
-/// step, 1 if `from <= to` else -1 (for unsigneds, whose -1 is the largest value, a range
-/// going down is empty). A step past the type's bounds ends the range.
+/// step, 1 if `from <= to` else -1 (an unsigned range without a step counts down by one, as
+/// Soufflé's `runRangeBackward`; with a step, every unsigned step is positive, so one going
+/// down is empty). A step past the type's bounds ends the range.
 pub fn range(ty: Type, from: u32, to: u32, step: Option<u32>) -> Range {
     Range {
         ty,
         next: Some(from),
         to,
+        down: ty == Type::Unsigned && step.is_none() && from > to,
         step: step.unwrap_or_else(|| {
             let up = cmp_numeric(ty, from, to) != Ordering::Greater;
             match (ty, up) {
@@ -160,6 +173,8 @@ pub struct Range {
     next: Option<u32>,
     to: u32,
     step: u32,
+    /// An unsigned range without a step, from above `to`: counts down by one.
+    down: bool,
     zero_step_done: bool,
 }
 
@@ -168,6 +183,14 @@ impl Iterator for Range {
 
     fn next(&mut self) -> Option<u32> {
         let x = self.next?;
+        if self.down {
+            if x <= self.to {
+                self.next = None;
+                return None;
+            }
+            self.next = x.checked_sub(1);
+            return Some(x);
+        }
         let zero = to_bits_zero(self.ty);
         let step_sign = cmp_numeric(self.ty, self.step, zero);
         let within = match step_sign {
@@ -207,6 +230,9 @@ impl Range {
             return false;
         };
         let ty = self.ty;
+        if self.down {
+            return self.to < x && x <= from;
+        }
         let step_sign = cmp_numeric(ty, self.step, to_bits_zero(ty));
         let wide = |v: u32| match ty {
             Type::Unsigned => i64::from(v),
@@ -446,7 +472,12 @@ mod tests {
         }
         assert!(super::range(Type::Number, 0, 2_000_000_000, None).contains(1_999_999_999));
         let u = |a, b, s: Option<u32>, x| super::range(Type::Unsigned, a, b, s).contains(x);
-        assert!(u(2, 9, Some(3), 8) && !u(2, 9, Some(3), 7) && !u(9, 2, None, 5));
+        assert!(u(2, 9, Some(3), 8) && !u(2, 9, Some(3), 7));
+        // Without a step an unsigned range counts down (Soufflé's `runRangeBackward`); with
+        // one, every unsigned step goes up, so a range from above is empty.
+        assert!(u(9, 2, None, 5) && u(9, 2, None, 9) && !u(9, 2, None, 2) && !u(9, 2, Some(1), 5));
+        let down: Vec<u32> = super::range(Type::Unsigned, 3, 0, None).collect();
+        assert_eq!(down, [3, 2, 1]);
     }
 
     #[test]
@@ -468,7 +499,9 @@ mod tests {
         assert_eq!(nums(i32::MAX - 2, i32::MAX, Some(5)), [i32::MAX - 2]);
         let uns: Vec<u32> = super::range(Type::Unsigned, 2, 5, None).collect();
         assert_eq!(uns, [2, 3, 4]);
-        assert_eq!(super::range(Type::Unsigned, 5, 2, None).count(), 0);
+        let down: Vec<u32> = super::range(Type::Unsigned, 5, 2, None).collect();
+        assert_eq!(down, [5, 4, 3]);
+        assert_eq!(super::range(Type::Unsigned, 5, 2, Some(1)).count(), 0);
         let floats: Vec<f32> = super::range(Type::Float, 0.5f32.to_bits(), 2.0f32.to_bits(), None)
             .map(f32::from_bits)
             .collect();

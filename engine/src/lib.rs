@@ -378,7 +378,14 @@ impl Outputs {
                 out.push_str("()\n");
                 continue;
             }
-            let cells: Vec<String> = row.iter().map(ToString::to_string).collect();
+            // As Soufflé writes a file: floats to `max_digits10`, the rest as they read.
+            let cells: Vec<String> = row
+                .iter()
+                .map(|v| match v {
+                    Value::Float(x) => value::format_float_output(*x),
+                    v => v.to_string(),
+                })
+                .collect();
             out.push_str(&cells.join(delimiter));
             out.push('\n');
         }

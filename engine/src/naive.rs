@@ -401,7 +401,7 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
                     Value::sym(functions::substr(s, *i, *n)?)
                 }
                 (Functor::ToNumber, [Value::Symbol(s)]) => Value::Number(functions::to_number(s)?),
-                (Functor::ToString, [v]) => Value::sym(v.to_string()),
+                (Functor::ToString, [v]) => Value::sym(crate::value::to_string_functor(v)),
                 // A symbol stays itself (the checker allows `as` between symbols only).
                 (Functor::As(_), [v @ Value::Symbol(_)]) => v.clone(),
                 (Functor::As(t), [v]) => unslot(slot(v), *t),

@@ -305,7 +305,12 @@ impl<'s> Parser<'s> {
             Tok::Ident(name) if *self.peek2() == Tok::LParen => {
                 if let Some(func) = self.test_fn(name) {
                     self.test(func, None)
-                } else if functor(name).is_some() || agg_kind(name).is_some() {
+                } else if functor(name).is_some()
+                    || agg_kind(name).is_some()
+                    || name == "bnot"
+                    || name == "lnot"
+                {
+                    // `bnot(1u) > 0u`: an operator applied to a bracketed operand.
                     self.comparison()
                 } else {
                     self.atom().map(Literal::Atom)

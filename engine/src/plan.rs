@@ -123,7 +123,12 @@ impl CExpr {
                         other => (other, Type::Number),
                     };
                     let slot = arg.eval(env, cx)?;
-                    let text = crate::value::decode(slot, ty, &cx.symbols).to_string();
+                    // C++'s `std::to_string`, as Soufflé: six decimals for a float.
+                    let text = crate::value::to_string_functor(&crate::value::decode(
+                        slot,
+                        ty,
+                        &cx.symbols,
+                    ));
                     Some(cx.symbols.intern(&text))
                 }
             },

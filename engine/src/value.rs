@@ -183,9 +183,42 @@ impl fmt::Display for Value {
     }
 }
 
-/// Formats a float like C++ `std::ostream << float` with default precision (`%g`, 6 digits),
-/// which is what Soufflé prints.
+/// Formats a float like C++ `std::ostream << float` with default precision (`%g`, 6 digits):
+/// how values read in proofs, why-nots and texts.
 pub fn format_float(x: f32) -> String {
+    format_float_g(x, 6)
+}
+
+/// Formats a float as Soufflé writes it to an output file: the stream's precision set to
+/// `max_digits10` of a 32-bit float (`%.9g`), so every float reads back as itself
+/// (`0.0009765625`, `0.100000001`).
+pub fn format_float_output(x: f32) -> String {
+    format_float_g(x, 9)
+}
+
+/// Formats a float as C++ `std::to_string` does (`%f`: six decimals), which is Soufflé's
+/// `to_string` of a float (`to_string(3.14)` is `3.140000`).
+pub fn format_float_fixed(x: f32) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    format!("{:.6}", f64::from(x))
+}
+
+/// Soufflé's `to_string` of a value: a float with six decimals (`std::to_string`), anything
+/// else as it reads.
+pub fn to_string_functor(v: &Value) -> String {
+    match v {
+        Value::Float(x) => format_float_fixed(*x),
+        v => v.to_string(),
+    }
+}
+
+/// `%.{precision}g` of a float (promoted to double, as C++ streams format it).
+fn format_float_g(x: f32, precision: usize) -> String {
     if x.is_nan() {
         return "nan".into();
     }
@@ -200,17 +233,19 @@ pub fn format_float(x: f32) -> String {
         };
     }
     let x = f64::from(x);
-    let exp = x.abs().log10().floor() as i32;
-    // %g: scientific when exp < -4 or exp >= precision.
-    let sci = format!("{x:.5e}");
+    let p = precision.max(1);
+    // %g: the exponent after rounding to `p` significant digits decides the notation;
+    // scientific when it is below -4 or at least `p`.
+    let sci = format!("{x:.prec$e}", prec = p - 1);
     let (mantissa, e) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let e: i32 = e.parse().unwrap_or(exp);
-    if !(-4..6).contains(&e) {
+    let e: i32 = e.parse().unwrap_or(0);
+    let p = i32::try_from(p).unwrap_or(i32::MAX);
+    if e < -4 || e >= p {
         let m = trim_zeros(mantissa);
         let sign = if e < 0 { '-' } else { '+' };
         format!("{m}e{sign}{:02}", e.abs())
     } else {
-        let decimals = usize::try_from(5 - e).unwrap_or(0);
+        let decimals = usize::try_from(p - 1 - e).unwrap_or(0);
         trim_zeros(&format!("{x:.decimals$}")).to_string()
     }
 }
@@ -348,6 +383,20 @@ mod tests {
         assert_eq!(format_float(123456.0), "123456");
         assert_eq!(format_float(1234567.0), "1.23457e+06");
         assert_eq!(format_float(0.0001), "0.0001");
+        // Output files: `%.9g`, as Soufflé's `setprecision(max_digits10)` (its
+        // `indexed_inequalities` test: 2^-10 and 2^-9).
+        assert_eq!(format_float_output(0.000_976_562_5), "0.0009765625");
+        assert_eq!(format_float_output(0.001_953_125), "0.001953125");
+        assert_eq!(format_float_output(0.1), "0.100000001");
+        assert_eq!(format_float_output(3.75), "3.75");
+        assert_eq!(format_float_output(1.0e10), "1e+10");
+        assert_eq!(format_float_output(123_456_790.0), "123456792");
+        assert_eq!(format_float_output(1.0e9), "1e+09");
+        // `to_string`: `%f` (Soufflé's `symbol_operations` test).
+        assert_eq!(format_float_fixed(2.75), "2.750000");
+        assert_eq!(format_float_fixed(1.0 / 3.0), "0.333333");
+        assert_eq!(format_float_fixed(-0.5), "-0.500000");
+        assert_eq!(format_float_fixed(1.0e10), "10000000000.000000");
         assert_eq!(format_float(0.00001), "1e-05");
         assert_eq!(format_float(1.0 / 3.0), "0.333333");
     }

@@ -193,3 +193,57 @@ fn a_range_inside_an_aggregate_body() {
     assert_eq!(oracle["c"], [vec![Value::Number(5)]]);
     assert_eq!(oracle["s"], [vec![Value::Number(4)]]);
 }
+
+/// Soufflé counts an unsigned range without a step down by one when `from > to`
+/// (`runRangeBackward`: `range(9u, 7u)` is 9, 8); with a step, which is never negative for
+/// unsigneds, such a range is empty. Every evaluator, the generator and the membership test
+/// (a bound `x`) alike.
+#[test]
+fn an_unsigned_range_without_a_step_counts_down() {
+    let program = compile(
+        "
+        .decl ubounds(f: unsigned, t: unsigned)
+        .decl candidate(x: unsigned)
+        .decl plain(f: unsigned, t: unsigned, x: unsigned)
+        .decl stepped(f: unsigned, t: unsigned, x: unsigned)
+        .decl member(f: unsigned, t: unsigned, x: unsigned)
+        plain(f, t, x) :- ubounds(f, t), x = range(f, t).
+        stepped(f, t, x) :- ubounds(f, t), x = range(f, t, 1).
+        member(f, t, x) :- ubounds(f, t), candidate(x), x = range(f, t).
+        ",
+    );
+    let mut facts = FactSet::new();
+    for (f, t) in [(9u32, 7u32), (2, 0), (3, 3), (0, 2)] {
+        facts.add("ubounds", vec![Value::Unsigned(f), Value::Unsigned(t)], "b");
+    }
+    for x in 0..11 {
+        facts.add("candidate", vec![Value::Unsigned(x)], "c");
+    }
+    let row =
+        |f: u32, t: u32, x: u32| vec![Value::Unsigned(f), Value::Unsigned(t), Value::Unsigned(x)];
+    let want_plain = sorted(&[
+        row(0, 2, 0),
+        row(0, 2, 1),
+        row(2, 0, 2),
+        row(2, 0, 1),
+        row(9, 7, 9),
+        row(9, 7, 8),
+    ]);
+    let want_stepped = sorted(&[row(0, 2, 0), row(0, 2, 1)]);
+    let model = program.materialise(&facts, &Limits::default()).unwrap();
+    let quick = program.evaluate(&facts, &Limits::default()).unwrap();
+    let oracle = naive::evaluate(program.ir(), &facts).rows(program.ir());
+    for (rel, want) in [
+        ("plain", &want_plain),
+        ("stepped", &want_stepped),
+        ("member", &want_plain),
+    ] {
+        assert_eq!(&sorted(&model.relation(rel).unwrap()), want, "{rel}");
+        assert_eq!(
+            &sorted(&quick.relation(rel).unwrap()),
+            want,
+            "{rel} (evaluate)"
+        );
+        assert_eq!(&sorted(&oracle[rel]), want, "{rel} (naive)");
+    }
+}

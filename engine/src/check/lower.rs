@@ -35,6 +35,10 @@ pub(super) struct RuleBuilder<'c, 's> {
     /// local names seen so far.
     pub(super) inner: Option<(HashMap<String, VarId>, HashMap<String, VarId>)>,
     pub(super) errors: usize,
+    /// The column type of each variable written bare in the head: what a variable bound only
+    /// by `range` or `x = expr` of untyped literals takes (`out(x) :- x = range(1, 10).` with
+    /// an unsigned column counts unsigneds, as in Soufflé).
+    pub(super) head_types: Vec<Option<Type>>,
 }
 
 impl<'c, 's> RuleBuilder<'c, 's> {
@@ -49,6 +53,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             pending: Vec::new(),
             inner: None,
             errors: 0,
+            head_types: Vec::new(),
         }
     }
 

@@ -26,6 +26,14 @@ impl RuleBuilder<'_, '_> {
     }
 
     pub(super) fn infer_types(&mut self, head: &mut IrAtom, body: &mut [IrLit]) {
+        self.head_types = vec![None; self.vars.len()];
+        for (a, t) in head.args.iter().zip(&self.cx.relations[head.rel].types) {
+            if let IrExpr::Var(v) = a
+                && let Some(slot) = self.head_types.get_mut(*v)
+            {
+                slot.get_or_insert(*t);
+            }
+        }
         for l in body.iter_mut() {
             self.type_lit(l);
         }
@@ -108,7 +116,11 @@ impl RuleBuilder<'_, '_> {
                 }
             }
             IrLit::Bind { var, expr, span } => {
-                let t = self.peek_type(expr).unwrap_or(Type::Number);
+                let t = self
+                    .peek_type(expr)
+                    .or_else(|| self.var_types[*var].map(|(t, _)| t))
+                    .or_else(|| self.head_types.get(*var).copied().flatten())
+                    .unwrap_or(Type::Number);
                 self.check_expr(expr, t, *span);
                 self.set_var_type(*var, t, *span);
             }
@@ -123,6 +135,7 @@ impl RuleBuilder<'_, '_> {
                     .iter()
                     .find_map(|a| self.peek_type(a))
                     .or_else(|| self.var_types[*var].map(|(t, _)| t))
+                    .or_else(|| self.head_types.get(*var).copied().flatten())
                     .unwrap_or(Type::Number);
                 if t == Type::Symbol {
                     self.error(
@@ -330,6 +343,15 @@ impl RuleBuilder<'_, '_> {
                 }
                 *t = want;
                 self.check_expr(i, want, span);
+            }
+            // `"pre-" + s`: Soufflé reads `+` on symbols as `cat`.
+            IrExpr::Arith(crate::ast::ArithOp::Add, a, b, _) if want == Type::Symbol => {
+                let (a, b) = (
+                    std::mem::replace(&mut **a, IrExpr::Wild),
+                    std::mem::replace(&mut **b, IrExpr::Wild),
+                );
+                *e = IrExpr::Call(Functor::Cat, vec![a, b]);
+                self.check_expr(e, want, span);
             }
             IrExpr::Arith(op, a, b, t) => {
                 if op.integral() && want == Type::Float {

@@ -195,6 +195,15 @@ impl Lexer<'_> {
                     };
                     self.push(tok, start);
                 }
+                // `a::edge`: the qualifier newer Soufflé writes, read as `a.edge`.
+                b':' if self.at(start + 1) == b':'
+                    && is_ident_start(self.at(start + 2))
+                    && self.glued_to_previous(start)
+                    && matches!(self.out.tokens.last().map(|t| &t.tok), Some(Tok::Ident(_))) =>
+                {
+                    self.pos += 2;
+                    self.push(Tok::Dot, start);
+                }
                 _ => self.punct(start),
             }
         }
@@ -601,7 +610,7 @@ impl Parser<'_> {
         }
         let end = self.prev_end();
         Ok(Ident {
-            name: self.text[start..end].to_string(),
+            name: self.text[start..end].replace("::", "."),
             span: Span::new(start, end),
         })
     }

@@ -604,3 +604,19 @@ fn line_and_file_are_those_of_the_file_they_are_written_in() {
     let facts = join(&program.clauses, " ", |c| join(&c.heads, "+", dump_atom));
     assert_eq!(facts, "r(\"a.dl\", 2) r(\"lib/b.dl\", (* 3 10))");
 }
+
+/// Newer Soufflé's forms: `a::edge` qualifies a relation as `a.edge` does (glued only: `a ::`
+/// stays an error), and `bnot(..)`/`lnot(..)` starting a body literal are operators applied
+/// to a bracketed operand, not atoms.
+#[test]
+fn double_colon_qualifiers_and_bnot_calls() {
+    assert_eq!(
+        body("p(x) :- g::edge(x, y), !g::h::e(x)."),
+        "g.edge(x, y), !g.h.e(x)"
+    );
+    assert_eq!(
+        body("p(1) :- bnot(1) > 0, lnot(0) != 0."),
+        "(> (bnot 1) 0), (!= (lnot 0) 0)"
+    );
+    assert!(!errors("p(x) :- g ::edge(x).").is_empty());
+}
