@@ -191,6 +191,17 @@ fn decide_and_prove(model: &Model, request: &FactSet, limits: &Limits) -> usize 
     proof.depth()
 }
 
+/// The profiled loop (a function of its own, for callgrind's `--toggle-collect`).
+#[inline(never)]
+fn profiled(
+    model: &Model,
+    queries: &[FactSet],
+    limits: &Limits,
+    f: fn(&Model, &FactSet, &Limits) -> usize,
+) -> usize {
+    queries.iter().map(|r| f(model, black_box(r), limits)).sum()
+}
+
 /// Times `f` on each request set in turn; returns sorted durations.
 fn timed(requests: &[FactSet], mut f: impl FnMut(&FactSet) -> usize) -> Vec<Duration> {
     let mut out = Vec::with_capacity(requests.len());
@@ -262,6 +273,34 @@ fn bench(c: &mut Criterion) {
         start.elapsed().as_secs_f64() * 1e3,
         sizes["role_of"]
     );
+    // `STAGED_PROFILE=no_proof|with_proof` runs one variant on a fixed set of
+    // `STAGED_PROFILE_COUNT` queries (default 2,000), once to warm up (model proofs are cached
+    // on first use, as in the timed loops' steady state), then through `profiled`, and exits
+    // (before the checks below): the same work in every run, for instruction counts under
+    // callgrind (`--toggle-collect='staged_query::profiled'`).
+    if let Ok(variant) = std::env::var("STAGED_PROFILE") {
+        let f: fn(&Model, &FactSet, &Limits) -> usize = match variant.as_str() {
+            "no_proof" => decide,
+            "with_proof" => decide_and_prove,
+            other => panic!("STAGED_PROFILE is no_proof or with_proof, not {other}"),
+        };
+        let count: usize = std::env::var("STAGED_PROFILE_COUNT").map_or(2_000, |n| {
+            n.parse().expect("STAGED_PROFILE_COUNT is a number")
+        });
+        // `STAGED_PROFILE_REPEAT=N` runs the profiled set N times (for `perf record`, whose
+        // samples should be the loop's, not the setup's).
+        let repeat: usize = std::env::var("STAGED_PROFILE_REPEAT")
+            .map_or(1, |n| n.parse().expect("STAGED_PROFILE_REPEAT is a number"));
+        let queries = requests(&policy, count, 13);
+        for r in &queries {
+            black_box(f(&model, r, &limits));
+        }
+        for _ in 0..repeat {
+            black_box(profiled(&model, &queries, &limits, f));
+        }
+        println!("staged_query profile {variant}: {count} queries");
+        return;
+    }
     check(&program, &policy, &model, &requests(&policy, 200, 7));
 
     // Proofs of model facts (the role chains) are cached in the model once built. On a fresh
