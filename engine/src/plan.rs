@@ -213,6 +213,14 @@ fn compile_expr(e: &IrExpr, symbols: &mut Interner) -> CExpr {
             Box::new(compile_expr(b, symbols)),
             *t,
         ),
+        // `to_string` of a constant is a constant (its type is known here, and would not be
+        // once encoded: a float's bits would print as a number).
+        IrExpr::Call(Functor::ToString, args)
+            if let [IrExpr::Const(c)] = args.as_slice()
+                && c.ty() != Type::Symbol =>
+        {
+            CExpr::Const(symbols.intern(&crate::value::to_string_functor(c)))
+        }
         IrExpr::Call(f, args) => {
             let args: Vec<CExpr> = args.iter().map(|a| compile_expr(a, symbols)).collect();
             // `to_string` needs its argument's type; numbers are the default, other numeric

@@ -1226,3 +1226,20 @@ fn a_bad_request_fact_is_an_error() {
         "{err:?}"
     );
 }
+
+/// A bug: `to_string(3.5)` in a rule printed the float's bits as a number (`1080033280`): the
+/// constant's type was lost when it was encoded. It is Soufflé's `to_string` of the float.
+#[test]
+fn to_string_of_a_float_constant_in_a_rule() {
+    check(
+        "
+        .decl p(s: symbol)
+        p(s) :- s = to_string(3.5).
+        p(s) :- s = to_string(4294967295u).
+        p(s) :- s = to_string(-7).
+        p(cat(\"x\", to_string(0.25))) :- true.
+        ",
+        "",
+        &[("p", "-7 | 3.500000 | 4294967295 | x0.250000")],
+    );
+}
