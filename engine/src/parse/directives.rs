@@ -245,6 +245,16 @@ impl Parser<'_> {
                     self.no_adt_branch()?;
                 }
             }
+            // `.type T` alone: Soufflé's deprecated form of `.type T <: symbol`, which older
+            // programs (its own `fib`, `prime`, `ackermann` tests) still use.
+            Tok::Directive(_) | Tok::Eof => bases.push(Ident {
+                name: "symbol".into(),
+                span: name.span,
+            }),
+            _ if self.cur().line_break_before => bases.push(Ident {
+                name: "symbol".into(),
+                span: name.span,
+            }),
             _ => {
                 let help = "write `.type T <: symbol`, `.type T = number` or `.type T = A | B`";
                 return Err(self.expected(&format!("`<:` or `=` after type `{}`", name.name), help));
