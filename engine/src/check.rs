@@ -13,6 +13,7 @@ use crate::stratify;
 
 mod lower;
 mod types;
+mod witness;
 
 use crate::value::{Type, Value};
 use lower::RuleBuilder;

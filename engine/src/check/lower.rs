@@ -306,8 +306,28 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 }
             }
             Literal::Compare { op, lhs, rhs, span } => {
+                // `_ = min x : { .. }`: the aggregate's value is dropped (its witnesses may
+                // still be read), as in Soufflé.
+                if *op == ast::CmpOp::Eq {
+                    match (lhs, rhs) {
+                        (Expr::Wildcard(_), agg @ Expr::Aggregate { .. })
+                        | (agg @ Expr::Aggregate { .. }, Expr::Wildcard(_)) => {
+                            self.expr(agg);
+                            return;
+                        }
+                        _ => {}
+                    }
+                }
                 let l = self.expr(lhs);
                 let r = self.expr(rhs);
+                if [&l, &r].iter().any(|e| has_wild(e)) {
+                    // Soufflé's "Underscore in binary relation": `_` has no value to compare.
+                    self.error(
+                        Diagnostic::error(codes::UNBOUND, "`_` in a comparison", *span)
+                            .with_help("compare with a variable bound in the body, or a constant"),
+                    );
+                    return;
+                }
                 out.push(IrLit::Cmp {
                     op: *op,
                     lhs: l,
@@ -500,6 +520,21 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         let pending = std::mem::take(&mut self.pending);
         let visible = self.names.clone();
         self.aggregates(pending, &visible, &mut lits, &mut grounded);
+        // Witnesses: what the head or a literal reads that only an aggregate's body binds.
+        let mut needed = Vec::new();
+        for a in &head_args {
+            a.vars(&mut needed);
+        }
+        for l in &lits {
+            if !matches!(l, IrLit::Agg { .. }) {
+                needed.extend(l.inputs());
+            }
+        }
+        needed.retain(|v| !grounded.contains(v));
+        needed.dedup();
+        if !needed.is_empty() {
+            self.export_witnesses(&mut lits, &needed, &mut grounded, false);
+        }
         // Range restriction.
         for l in &lits {
             if !matches!(l, IrLit::Agg { .. }) {
@@ -732,5 +767,16 @@ fn expr_var_names(e: &Expr, out: &mut Vec<String>) {
         | Expr::Float(..)
         | Expr::String(..)
         | Expr::Aggregate { .. } => {}
+    }
+}
+
+/// Whether an expression holds `_` anywhere.
+fn has_wild(e: &IrExpr) -> bool {
+    match e {
+        IrExpr::Wild => true,
+        IrExpr::Var(_) | IrExpr::Const(_) => false,
+        IrExpr::Unary(_, a, _) => has_wild(a),
+        IrExpr::Arith(_, a, b, _) => has_wild(a) || has_wild(b),
+        IrExpr::Call(_, args) | IrExpr::User(_, args) => args.iter().any(has_wild),
     }
 }
