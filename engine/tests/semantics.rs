@@ -1228,7 +1228,8 @@ fn a_bad_request_fact_is_an_error() {
 }
 
 /// A bug: `to_string(3.5)` in a rule printed the float's bits as a number (`1080033280`): the
-/// constant's type was lost when it was encoded. It is Soufflé's `to_string` of the float.
+/// constant's type was lost when it was encoded; so did `to_string(max(x, 1.5))` of floats,
+/// and a large unsigned printed negative. It is Soufflé's `to_string` of the value.
 #[test]
 fn to_string_of_a_float_constant_in_a_rule() {
     check(
@@ -1238,8 +1239,15 @@ fn to_string_of_a_float_constant_in_a_rule() {
         p(s) :- s = to_string(4294967295u).
         p(s) :- s = to_string(-7).
         p(cat(\"x\", to_string(0.25))) :- true.
+        p(s) :- q(x), s = to_string(max(x, 1.5)).
+        p(s) :- u(x), s = to_string(max(x, 1u)).
+        .decl q(x: float)
+        .decl u(x: unsigned)
         ",
-        "",
-        &[("p", "-7 | 3.500000 | 4294967295 | x0.250000")],
+        "q(2.5)\nu(4000000000u)",
+        &[(
+            "p",
+            "-7 | 2.500000 | 3.500000 | 4000000000 | 4294967295 | x0.250000",
+        )],
     );
 }

@@ -463,12 +463,20 @@ impl RuleBuilder<'_, '_> {
                         .with_help(functor_help(*f)),
                     );
                 }
+                let to_string = *f == Functor::ToString;
                 for (a, p) in args.iter_mut().zip(params) {
                     let p = p.unwrap_or_else(|| match self.peek_type(a) {
                         Some(Type::Symbol) | None => Type::Number,
                         Some(t) => t,
                     });
                     self.check_expr(a, p, span);
+                    // `to_string` prints by its argument's type, which its encoded slot does
+                    // not carry: a float or unsigned argument says it as `as(arg, T)` (the
+                    // same bits). `to_string(max(x, 1.5))` once printed the float's bits.
+                    if to_string && matches!(p, Type::Float | Type::Unsigned) {
+                        let arg = std::mem::replace(a, IrExpr::Wild);
+                        *a = IrExpr::Call(Functor::As(p), vec![arg]);
+                    }
                 }
             }
         }
