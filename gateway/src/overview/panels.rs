@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::Window;
 use crate::clock::rfc3339;
 use crate::regress::store as regress;
-use crate::store::{Store, StoreError, params};
+use crate::store::{Store, StoreError, params, params_from_iter};
 
 /// A name and how many things have it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -245,11 +245,12 @@ pub(super) fn regressions(store: &Store) -> Result<Regressions, StoreError> {
     })
 }
 
-/// `SELECT name, COUNT(*) ... GROUP BY name` as counts, largest first.
-fn grouped(store: &Store, sql: &'static str) -> Result<Vec<Count>, StoreError> {
+/// `SELECT name, COUNT(*) ... GROUP BY name` (over the text parameters `args`) as counts,
+/// largest first.
+fn grouped(store: &Store, sql: &'static str, args: Vec<String>) -> Result<Vec<Count>, StoreError> {
     let mut counts: Vec<Count> = store.read(move |c| {
         let mut stmt = c.prepare_cached(sql)?;
-        let rows = stmt.query_map((), |r| {
+        let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
             Ok(count(
                 &r.get::<String>(0)?,
                 u64::try_from(r.get::<i64>(1)?).unwrap_or(0),
@@ -265,6 +266,7 @@ pub(super) fn memories(store: &Store) -> Result<Vec<Count>, StoreError> {
     grouped(
         store,
         "SELECT status || '/' || class, COUNT(*) FROM memories GROUP BY status, class",
+        Vec::new(),
     )
 }
 
@@ -273,25 +275,20 @@ pub(super) fn memories(store: &Store) -> Result<Vec<Count>, StoreError> {
 pub(super) fn memories_used(store: &Store, w: &Window) -> Result<Vec<Count>, StoreError> {
     let since = rfc3339(u64::try_from(w.since).unwrap_or(0));
     let until = rfc3339(u64::try_from(w.until).unwrap_or(0));
-    let mut counts: Vec<Count> = store.read(move |c| {
-        let mut stmt = c.prepare_cached(
-            "SELECT m.class, COUNT(*) FROM memory_links l JOIN memories m ON m.id = l.memory_id
-             WHERE l.at >= ?1 AND l.at < ?2 GROUP BY m.class",
-        )?;
-        let rows = stmt.query_map(params![since, until], |r| {
-            Ok(count(
-                &r.get::<String>(0)?,
-                u64::try_from(r.get::<i64>(1)?).unwrap_or(0),
-            ))
-        })?;
-        rows.collect()
-    })?;
-    counts.sort_by(|a, b| b.n.cmp(&a.n).then(a.name.cmp(&b.name)));
-    Ok(counts)
+    grouped(
+        store,
+        "SELECT m.class, COUNT(*) FROM memory_links l JOIN memories m ON m.id = l.memory_id
+         WHERE l.at >= ?1 AND l.at < ?2 GROUP BY m.class",
+        vec![since, until],
+    )
 }
 
 pub(super) fn cases(store: &Store) -> Result<Vec<Count>, StoreError> {
-    grouped(store, "SELECT state, COUNT(*) FROM cases GROUP BY state")
+    grouped(
+        store,
+        "SELECT state, COUNT(*) FROM cases GROUP BY state",
+        Vec::new(),
+    )
 }
 
 /// The states a case's proposal passes through, in order: the funnel's steps.
@@ -314,6 +311,7 @@ pub(super) fn proposals(store: &Store) -> Result<Vec<Count>, StoreError> {
     let mut counts = grouped(
         store,
         "SELECT state, COUNT(*) FROM case_proposals GROUP BY state",
+        Vec::new(),
     )?;
     counts.sort_by_key(|c| {
         PROPOSAL_STEPS
