@@ -386,3 +386,22 @@ fn after_demo_seed_the_overview_counts_the_cases_their_proposals_and_commits() {
         .collect();
     assert!(at.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
 }
+
+/// The overview's pages and downloads need a dashboard session: an agent's bearer token, or
+/// nothing, is sent to the login page and reads no number.
+#[test]
+fn the_overview_and_its_downloads_need_a_dashboard_session_not_an_agent_token() {
+    let gw = Gateway::with_fixture_envelopes();
+    let bearer = format!("Bearer {}", gw.token);
+    for path in [
+        "/ui",
+        "/ui/overview/data?panel=decisions&format=csv",
+        "/ui/decisions?effect=deny",
+    ] {
+        for headers in [vec![], vec![("Authorization", bearer.as_str())]] {
+            let (status, h, body) = send(&gw, "GET", path, None, &headers);
+            assert_eq!(status, 303, "{path}: {body}");
+            assert_eq!(header(&h, "location"), Some("/ui/login"), "{path}");
+        }
+    }
+}
