@@ -194,7 +194,15 @@ fn read_facts(program: &Program, dir: &Path) -> Result<FactSet> {
         }
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read `{}`", path.display()))?;
-        tsv::parse_facts(&text, &name, rel, &tsv::delimiter(params), &mut facts)?;
+        let records = &program.ir().records;
+        tsv::parse_facts(
+            &text,
+            &name,
+            rel,
+            &tsv::delimiter(params),
+            records,
+            &mut facts,
+        )?;
     }
     Ok(facts)
 }

@@ -26,6 +26,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             &file,
             &program.ir().relations[rel],
             "\t",
+            &program.ir().records,
             &mut static_facts,
         )?;
     }

@@ -139,8 +139,11 @@ pub struct Pragma {
 pub struct TypeDecl {
     /// The new type's name.
     pub name: Ident,
-    /// What it stands for: one or more type names (several for a union `A | B`).
+    /// What it stands for: one or more type names (several for a union `A | B`); none for a
+    /// record type.
     pub bases: Vec<Ident>,
+    /// A record type's fields (`.type P = [a: number, b: P]`): names and type names.
+    pub fields: Option<Vec<(Ident, Ident)>>,
     /// The whole declaration.
     pub span: Span,
 }
@@ -426,6 +429,12 @@ pub enum Functor {
     Max(Type),
     /// `min(a, b, ...)`: the least of two or more values of one type.
     Min(Type),
+    /// A record `[a, b, ...]` of the given record type (the checker sets it; until then
+    /// [`crate::value::Value::ANY_RECORD`]). Never written as a call.
+    Record(Type),
+    /// Field `n` of a record of `m` fields (a pattern `[x, _]` is lowered to these); none of
+    /// `nil`. Never written as a call.
+    Field(u16, u16),
 }
 
 impl Functor {
@@ -444,6 +453,8 @@ impl Functor {
             Functor::As(_) => "as",
             Functor::Max(_) => "max",
             Functor::Min(_) => "min",
+            Functor::Record(_) => "record",
+            Functor::Field(..) => "field",
         }
     }
 }
@@ -580,6 +591,10 @@ pub enum Expr {
     Float(f64, Span),
     /// A string literal, escapes resolved.
     String(String, Span),
+    /// A record term `[a, b, ...]`.
+    Record(Vec<Expr>, Span),
+    /// The record `nil`.
+    Nil(Span),
     /// A unary operator: minus on a non-literal (`-x`), `bnot x`, `lnot x`.
     Unary(UnaryOp, Box<Expr>, Span),
     /// `lhs op rhs`.
@@ -635,6 +650,8 @@ impl Expr {
             | Expr::Unsigned(_, s)
             | Expr::Float(_, s)
             | Expr::String(_, s)
+            | Expr::Record(_, s)
+            | Expr::Nil(s)
             | Expr::Unary(_, _, s)
             | Expr::Binary { span: s, .. }
             | Expr::Call { span: s, .. }

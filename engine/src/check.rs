@@ -15,7 +15,7 @@ mod lower;
 mod types;
 mod witness;
 
-use crate::value::{Type, Value};
+use crate::value::{RecordType, Type, Value};
 use lower::RuleBuilder;
 
 /// Largest supported arity (tuples are fixed-width arrays of at most this many slots).
@@ -36,6 +36,7 @@ pub fn check_with(
         source,
         diags: Vec::new(),
         types: HashMap::new(),
+        records: Vec::new(),
         relations: Vec::new(),
         rel_by_name: rustc_hash::FxHashMap::default(),
         functors: HashMap::new(),
@@ -104,6 +105,7 @@ pub fn check_with(
         recursive: strat.recursive,
         warnings,
         pragmas,
+        records: cx.records.into(),
     })
 }
 
@@ -180,6 +182,8 @@ struct Checker<'s> {
     source: &'s Source,
     diags: Vec<Diagnostic>,
     types: HashMap<String, Type>,
+    /// Record types, by the index in [`Type::Record`].
+    records: Vec<RecordType>,
     relations: Vec<RelInfo>,
     rel_by_name: rustc_hash::FxHashMap<String, RelId>,
     /// Declared functors: bound to their implementation, or `None` when none is registered.
@@ -203,6 +207,29 @@ impl Checker<'_> {
             .iter()
             .map(|t| (t.name.name.as_str(), t))
             .collect();
+        // Record types first, by name only: their fields may name any type, themselves too
+        // (`.type List = [head: number, tail: List]`).
+        for t in &program.types {
+            if t.fields.is_none() || builtin_type(&t.name.name).is_some() {
+                continue;
+            }
+            if self.types.contains_key(&t.name.name) {
+                let msg = format!("type `{}` is declared twice", t.name);
+                self.diags.push(
+                    Diagnostic::error(codes::TYPE, msg, t.name.span)
+                        .with_help("declare each type once"),
+                );
+                continue;
+            }
+            let Ok(id) = u16::try_from(self.records.len()) else {
+                continue;
+            };
+            self.types.insert(t.name.name.clone(), Type::Record(id));
+            self.records.push(RecordType {
+                name: t.name.name.clone(),
+                fields: Vec::new(),
+            });
+        }
         for t in &program.types {
             if builtin_type(&t.name.name).is_some() {
                 self.diags.push(
@@ -215,10 +242,69 @@ impl Checker<'_> {
                 );
                 continue;
             }
+            if let Some(fields) = &t.fields {
+                let Some(&Type::Record(id)) = self.types.get(&t.name.name) else {
+                    continue;
+                };
+                let mut resolved: Vec<(String, Type)> = Vec::new();
+                for (name, ty) in fields {
+                    if resolved.iter().any(|(n, _)| *n == name.name) {
+                        let msg = format!(
+                            "field `{}` is declared twice in record type `{}`",
+                            name, t.name
+                        );
+                        self.diags.push(
+                            Diagnostic::error(codes::TYPE, msg, name.span)
+                                .with_help("give each field of a record its own name"),
+                        );
+                        continue;
+                    }
+                    let mut visiting = Vec::new();
+                    let Some(resolved_ty) = self.resolve_type(&ty.name, &decls, &mut visiting)
+                    else {
+                        if builtin_type(&ty.name).is_none() && !decls.contains_key(ty.name.as_str())
+                        {
+                            self.diags.push(
+                                Diagnostic::error(
+                                    codes::TYPE,
+                                    format!("unknown type `{}` of field `{}`", ty.name, name),
+                                    ty.span,
+                                )
+                                .with_help("use symbol, number, unsigned, float or a type declared with `.type`"),
+                            );
+                        }
+                        continue;
+                    };
+                    resolved.push((name.name.clone(), resolved_ty));
+                }
+                self.records[usize::from(id)].fields = resolved;
+                continue;
+            }
             let mut visiting = Vec::new();
             if let Some(ty) = self.resolve_type(&t.name.name, &decls, &mut visiting) {
+                if let Type::Record(_) = ty
+                    && t.bases.len() > 1
+                {
+                    let msg = format!("union `{}` has a record type as a member", t.name);
+                    self.diags.push(
+                        Diagnostic::error(codes::TYPE, msg, t.span)
+                            .with_help("a union's members are symbol or numeric types, as in Soufflé; use the record type itself"),
+                    );
+                    continue;
+                }
                 self.types.insert(t.name.name.clone(), ty);
             }
+        }
+    }
+
+    /// A type as the user would write it: a record type's name, or a primitive type.
+    pub(crate) fn type_name(&self, t: Type) -> String {
+        match t {
+            Type::Record(id) => self
+                .records
+                .get(usize::from(id))
+                .map_or_else(|| "record".to_string(), |r| r.name.clone()),
+            t => t.as_str().to_string(),
         }
     }
 
@@ -490,7 +576,7 @@ impl Checker<'_> {
         let mut values = Vec::new();
         for (i, arg) in head.args.iter().enumerate() {
             let ty = self.relations[rel].types[i];
-            match const_eval(arg, ty) {
+            match const_eval_in(arg, ty, &self.records) {
                 Ok(v) => values.push(v),
                 Err(msg) => {
                     self.diags
@@ -554,8 +640,43 @@ pub(crate) fn const_eval(e: &Expr, ty: Type) -> Result<Value, String> {
     }
 }
 
+/// [`const_eval`] where record types are known: a record term `[..]` or `nil` in a column of
+/// a record type.
+pub(crate) fn const_eval_in(e: &Expr, ty: Type, records: &[RecordType]) -> Result<Value, String> {
+    match (e, ty) {
+        (Expr::Nil(_), Type::Record(_)) => Ok(Value::Nil),
+        (Expr::Record(fields, _), Type::Record(id)) => {
+            let rt = records
+                .get(usize::from(id))
+                .ok_or("a record of an unknown type")?;
+            if fields.len() != rt.fields.len() {
+                return Err(format!(
+                    "a record of {} field{} where `{}` has {}",
+                    fields.len(),
+                    plural(fields.len()),
+                    rt.name,
+                    rt.fields.len()
+                ));
+            }
+            let values: Result<Vec<Value>, String> = (fields.iter().zip(&rt.fields))
+                .map(|(f, (_, t))| const_eval_in(f, *t, records))
+                .collect();
+            Ok(Value::Record(values?.into()))
+        }
+        (_, Type::Record(id)) => {
+            let name = records.get(usize::from(id)).map_or("record", |r| &r.name);
+            Err(format!(
+                "expected a record of type `{name}` (`[...]` or `nil`)"
+            ))
+        }
+        _ => const_eval(e, ty),
+    }
+}
+
 fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
     Ok(match e {
+        Expr::Nil(_) => return Err("`nil` where a record is not expected".into()),
+        Expr::Record(..) => return Err("a record `[...]` where a record is not expected".into()),
         Expr::UserCall { name, .. } => {
             return Err(format!(
                 "functor `@{name}` in a fact (facts hold literal values)"
@@ -627,13 +748,13 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                 Value::Number(n) => *n as u32,
                 Value::Unsigned(u) => *u,
                 Value::Float(f) => f.to_bits(),
-                Value::Symbol(_) => return Ok(v),
+                Value::Symbol(_) | Value::Record(_) | Value::Nil => return Ok(v),
             };
             match target {
                 Type::Number => Value::Number(bits as i32),
                 Type::Unsigned => Value::Unsigned(bits),
                 Type::Float => Value::Float(f32::from_bits(bits)),
-                Type::Symbol => v,
+                Type::Symbol | Type::Record(_) => v,
             }
         }
         Expr::Call { func, args, .. } => {
@@ -696,7 +817,7 @@ fn slot_of(v: &Value) -> u32 {
         Value::Number(n) => *n as u32,
         Value::Unsigned(u) => *u,
         Value::Float(f) => f.to_bits(),
-        Value::Symbol(_) => 0,
+        Value::Symbol(_) | Value::Record(_) | Value::Nil => 0,
     }
 }
 
@@ -705,6 +826,6 @@ fn value_of(slot: u32, ty: Type) -> Result<Value, String> {
         Type::Number => Value::Number(slot as i32),
         Type::Unsigned => Value::Unsigned(slot),
         Type::Float => Value::Float(f32::from_bits(slot)),
-        Type::Symbol => return Err("not a number".into()),
+        Type::Symbol | Type::Record(_) => return Err("not a number".into()),
     })
 }

@@ -173,6 +173,9 @@ fn instantiate(
             for b in &mut t.bases {
                 b.name = bind(&own, &b.name);
             }
+            for (_, b) in t.fields.iter_mut().flatten() {
+                b.name = bind(&own, &b.name);
+            }
             t
         }));
     content
@@ -286,6 +289,9 @@ fn qualified(mut content: Program, prefix: &str) -> Program {
         for b in &mut t.bases {
             rename(b, &types);
         }
+        for (_, b) in t.fields.iter_mut().flatten() {
+            rename(b, &types);
+        }
     }
     for d in &mut content.decls {
         rename(&mut d.name, &relations);
@@ -348,7 +354,9 @@ fn atoms_in_expr(e: &mut Expr, f: &mut impl FnMut(&mut Atom)) {
         | Expr::Number(..)
         | Expr::Unsigned(..)
         | Expr::Float(..)
-        | Expr::String(..) => {}
+        | Expr::String(..)
+        | Expr::Nil(_) => {}
+        Expr::Record(fields, _) => atoms_in_exprs(fields, f),
         Expr::Unary(_, inner, _) => atoms_in_expr(inner, f),
         Expr::Binary { lhs, rhs, .. } => {
             atoms_in_expr(lhs, f);

@@ -16,7 +16,7 @@ use crate::eval::{self, Db, Derivations, Part, Row};
 use crate::ir::RelId;
 use crate::model::{InputPart, ModelData, QUERY_RANK_BASE, SparseInputs, sparse_input};
 use crate::plan::{CArg, CExpr, CLit, EvalCx};
-use crate::value::{Interner, Value, decode, encode};
+use crate::value::{Interner, Value, decode};
 
 mod why_not;
 
@@ -75,11 +75,10 @@ fn encode_fact<const W: usize>(
             }
             continue;
         }
-        let v = match (v, info.types[i]) {
-            (Value::Number(n), crate::Type::Unsigned) if *n >= 0 => Value::Unsigned(*n as u32),
-            (Value::Number(n), crate::Type::Float) => Value::Float(*n as f32),
-            (v, t) if v.ty() == t => v.clone(),
-            (v, t) => {
+        let v = match v.coerce(info.types[i], &data.program.ir().records) {
+            Some(v) => v,
+            None => {
+                let t = info.types[i];
                 return Err(ExplainError::BadFact(format!(
                     "column `{}` of `{}` is `{t}`, got `{}`",
                     info.attrs[i],
@@ -88,15 +87,10 @@ fn encode_fact<const W: usize>(
                 )));
             }
         };
-        match &v {
-            Value::Symbol(s) => match symbols.get(s) {
-                Some(id) => t[i] = id,
-                None => return Ok((rel, None)),
-            },
-            other => {
-                let mut scratch = Interner::default();
-                t[i] = encode(other, &mut scratch);
-            }
+        // A symbol or record never interned is in no fact.
+        match crate::value::encode_existing(&v, symbols) {
+            Some(slot) => t[i] = slot,
+            None => return Ok((rel, None)),
         }
     }
     Ok((rel, Some(t)))

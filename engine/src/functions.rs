@@ -78,7 +78,7 @@ pub fn arith(op: ArithOp, ty: Type, a: u32, b: u32) -> Option<u32> {
             })
             .to_bits()
         }
-        Type::Symbol => return None,
+        Type::Symbol | Type::Record(_) => return None,
     })
 }
 
@@ -215,7 +215,7 @@ impl Iterator for Range {
                 let n = f32::from_bits(x) + f32::from_bits(self.step);
                 (n.is_finite() && n != f32::from_bits(x)).then_some(n.to_bits())
             }
-            Type::Symbol => None,
+            Type::Symbol | Type::Record(_) => None,
         };
         Some(x)
     }
@@ -297,7 +297,7 @@ pub fn cmp_numeric(ty: Type, a: u32, b: u32) -> Ordering {
         Type::Float => f32::from_bits(a)
             .partial_cmp(&f32::from_bits(b))
             .unwrap_or(Ordering::Equal),
-        Type::Unsigned | Type::Symbol => a.cmp(&b),
+        Type::Unsigned | Type::Symbol | Type::Record(_) => a.cmp(&b),
     }
 }
 

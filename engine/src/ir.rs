@@ -348,6 +348,8 @@ pub struct Ir {
     pub warnings: Vec<Diagnostic>,
     /// The program's `.pragma` options as `(key, value)`, in source order (`check::HONOURED_PRAGMAS`).
     pub pragmas: Vec<(String, String)>,
+    /// Record types, by the index in [`Type::Record`].
+    pub records: Arc<[crate::value::RecordType]>,
 }
 
 impl Ir {
@@ -507,6 +509,22 @@ fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Res
             write!(f, " {} ", op.as_str())?;
             write_expr(f, rule, b)?;
             f.write_str(")")
+        }
+        // A record as written; a field of one as `r[0]` (zero-based), what a pattern
+        // `r = [x, _]` reads.
+        IrExpr::Call(Functor::Record(_), fields) => {
+            f.write_str("[")?;
+            for (i, a) in fields.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_expr(f, rule, a)?;
+            }
+            f.write_str("]")
+        }
+        IrExpr::Call(Functor::Field(j, _), args) if args.len() == 1 => {
+            write_expr(f, rule, &args[0])?;
+            write!(f, "[{j}]")
         }
         IrExpr::Call(_, args) | IrExpr::User(_, args) => {
             match e {

@@ -167,9 +167,26 @@ impl Fact {
     pub fn parse(text: &str) -> Result<Fact, Box<Diagnostic>> {
         let src = Source::new("<fact>", text);
         let atom = parse::parse_fact(&src).map_err(Box::new)?;
-        let mut values = Vec::new();
-        for a in &atom.args {
+        let values: Result<Vec<Value>, Box<Diagnostic>> =
+            atom.args.iter().map(fact_value).collect();
+        Ok(Fact {
+            relation: atom.relation.name,
+            values: values?,
+        })
+    }
+}
+
+/// A literal of a fact given as text: a number, a string, a record `[..]` or `nil`.
+fn fact_value(a: &ast::Expr) -> Result<Value, Box<Diagnostic>> {
+    {
+        {
             let v = match a {
+                ast::Expr::Nil(_) => Value::Nil,
+                ast::Expr::Record(fields, _) => {
+                    let values: Result<Vec<Value>, Box<Diagnostic>> =
+                        fields.iter().map(fact_value).collect();
+                    Value::Record(values?.into())
+                }
                 ast::Expr::Number(n, s) => Value::Number(i32::try_from(*n).map_err(|_| {
                     Diagnostic::error(
                         codes::LITERAL,
@@ -189,16 +206,12 @@ impl Fact {
                 other => {
                     return Err(Box::new(
                         Diagnostic::error(codes::FACT, "a fact holds constants only", other.span())
-                            .with_help("write strings in double quotes and numbers as digits"),
+                            .with_help("write strings in double quotes, numbers as digits and records as `[1, \"a\"]` or `nil`"),
                     ));
                 }
             };
-            values.push(v);
+            Ok(v)
         }
-        Ok(Fact {
-            relation: atom.relation.name,
-            values,
-        })
     }
 }
 
@@ -379,14 +392,12 @@ impl Outputs {
                 continue;
             }
             // As Soufflé writes a file: floats to `max_digits10`, the rest as they read.
-            let cells: Vec<String> = row
-                .iter()
-                .map(|v| match v {
-                    Value::Float(x) => value::format_float_output(*x),
-                    v => v.to_string(),
-                })
-                .collect();
-            out.push_str(&cells.join(delimiter));
+            for (i, v) in row.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(delimiter);
+                }
+                v.write_output(&mut out);
+            }
             out.push('\n');
         }
         out

@@ -146,7 +146,7 @@ pub(crate) fn encode_facts_sparse<const W: usize>(
                 t[i] = symbols.intern(s);
                 continue;
             }
-            let v = coerce(v, info.types[i]).ok_or_else(|| EvalError::BadFact {
+            let v = coerce(v, info.types[i], &ir.records).ok_or_else(|| EvalError::BadFact {
                 origin: origin.to_string(),
                 message: format!(
                     "column `{}` of `{}` is `{}`, got `{}`",
@@ -191,16 +191,13 @@ pub(crate) fn encode_facts_sparse<const W: usize>(
     Ok(out)
 }
 
-/// Accepts a value for a column of type `ty`, converting integer literals where lossless.
-fn coerce(v: &Value, ty: crate::value::Type) -> Option<Value> {
-    use crate::value::Type;
-    match (v, ty) {
-        (Value::Number(n), Type::Unsigned) => u32::try_from(*n).ok().map(Value::Unsigned),
-        (Value::Number(n), Type::Float) => Some(Value::Float(*n as f32)),
-        (Value::Unsigned(n), Type::Number) => i32::try_from(*n).ok().map(Value::Number),
-        (v, t) if v.ty() == t => Some(v.clone()),
-        _ => None,
-    }
+/// Accepts a value for a column of type `ty` ([`Value::coerce`]).
+fn coerce(
+    v: &Value,
+    ty: crate::value::Type,
+    records: &[crate::value::RecordType],
+) -> Option<Value> {
+    v.coerce(ty, records)
 }
 
 impl<const W: usize> ModelData<W> {
@@ -512,7 +509,8 @@ impl<const W: usize> ModelData<W> {
         // The value's slot; a symbol never interned matches no row.
         let slot = match (value, ty) {
             (Value::Symbol(s), crate::value::Type::Symbol) => symbols.get(s),
-            (v, t) => coerce(v, t).map(|v| encode(&v, &mut Interner::default())),
+            (v, t) => coerce(v, t, &self.program.ir().records)
+                .and_then(|v| crate::value::encode_existing(&v, symbols)),
         };
         let Some(slot) = slot else {
             return Vec::new();

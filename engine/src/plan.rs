@@ -115,6 +115,21 @@ impl CExpr {
                 }
                 // The checker replaced these with conversions.
                 Functor::ToFloat | Functor::ToUnsigned => None,
+                Functor::Record(_) => {
+                    let mut fields = [0u32; 8];
+                    if args.len() <= fields.len() {
+                        for (slot, a) in fields.iter_mut().zip(args) {
+                            *slot = a.eval(env, cx)?;
+                        }
+                        return Some(cx.symbols.intern_record(&fields[..args.len()]));
+                    }
+                    let fields: Option<Vec<u32>> = args.iter().map(|a| a.eval(env, cx)).collect();
+                    Some(cx.symbols.intern_record(&fields?))
+                }
+                Functor::Field(j, _) => {
+                    let id = args.first()?.eval(env, cx)?;
+                    cx.symbols.resolve_record(id)?.get(usize::from(*j)).copied()
+                }
                 Functor::ToString => {
                     let (arg, ty) = match args.first()? {
                         CExpr::Arith(_, _, _, t) | CExpr::Unary(_, _, t) => (args.first()?, *t),

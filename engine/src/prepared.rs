@@ -35,7 +35,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     pub(crate) fn new(ir: &Ir) -> Prepared {
-        let mut symbols = Interner::default();
+        let mut symbols = Interner::with_record_types(std::sync::Arc::clone(&ir.records));
         let rules = plan::compile_rules(ir, &mut symbols);
         let strata = ir
             .strata

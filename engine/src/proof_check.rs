@@ -133,7 +133,7 @@ impl<'a> ProofChecker<'a> {
                         }
                         (val, _) => val.clone(),
                     };
-                    if val.ty() != v.ty {
+                    if !val.fits(v.ty, &ir.records) {
                         return Err(self.fail(
                             fact,
                             format!(

@@ -3,12 +3,14 @@
 //!
 //! Reading: one tuple per line, columns separated by the delimiter (tab by default), no
 //! quoting; only as many columns as the relation declares are read; an empty field is an
-//! empty symbol; the last line may lack its newline.
+//! empty symbol; the last line may lack its newline. A record column is written as Soufflé
+//! writes it, `[1, a, [2, b]]` or `nil` (a symbol field may be quoted, `"a, b"`); when the
+//! delimiter holds a comma, one inside brackets does not end a column.
 
 use std::sync::Arc;
 
 use crate::ir::RelInfo;
-use crate::value::{Type, Value};
+use crate::value::{RecordType, Type, Value};
 use crate::{Fact, FactSet};
 
 /// A line of a fact file that does not fit its relation.
@@ -41,14 +43,17 @@ pub fn filename(params: &[(String, String)], default: &str) -> String {
         .map_or_else(|| default.to_string(), |(_, v)| v.clone())
 }
 
-/// Parses the text of a fact file for `rel` into `out`, labelling each fact `FILE:LINE`.
+/// Parses the text of a fact file for `rel` into `out`, labelling each fact `FILE:LINE`;
+/// `records` are the program's record types ([`crate::ir::Ir::records`]).
 pub fn parse_facts(
     text: &str,
     file: &str,
     rel: &RelInfo,
     delimiter: &str,
+    records: &[RecordType],
     out: &mut FactSet,
 ) -> Result<usize, TsvError> {
+    let has_records = rel.types.iter().any(|t| matches!(t, Type::Record(_)));
     let mut lines: Vec<&str> = text.split('\n').collect();
     if lines.last() == Some(&"") {
         lines.pop();
@@ -59,6 +64,8 @@ pub fn parse_facts(
             Vec::new()
         } else if delimiter.is_empty() {
             vec![line]
+        } else if has_records && delimiter.contains(',') {
+            split_outside_brackets(line, delimiter)
         } else {
             line.split(delimiter).collect()
         };
@@ -83,13 +90,20 @@ pub fn parse_facts(
         let mut values = Vec::with_capacity(rel.arity());
         for (c, ty) in rel.types.iter().enumerate() {
             let field = fields[c];
-            let v = parse_value(field, *ty).ok_or_else(|| TsvError {
+            let v = parse_value_in(field, *ty, records).ok_or_else(|| TsvError {
                 file: file.to_string(),
                 line: i + 1,
                 column: c + 1,
                 message: format!(
-                    "`{field}` is not a `{ty}` (column `{}` of `{}`)",
-                    rel.attrs[c], rel.name
+                    "`{field}` is not a `{}` (column `{}` of `{}`){}",
+                    rel.type_names[c],
+                    rel.attrs[c],
+                    rel.name,
+                    if matches!(ty, Type::Record(_)) {
+                        "; write a record as `[1, a]` or `nil`, one value per field"
+                    } else {
+                        ""
+                    }
                 ),
             })?;
             values.push(v);
@@ -106,8 +120,18 @@ pub fn parse_facts(
     Ok(n)
 }
 
-/// Parses one field as a value of type `ty`.
+/// Parses one field as a value of type `ty` (not a record type: [`parse_value_in`]).
 pub fn parse_value(field: &str, ty: Type) -> Option<Value> {
+    parse_value_in(field, ty, &[])
+}
+
+/// Parses one field as a value of type `ty`, whose record types are `records`.
+pub fn parse_value_in(field: &str, ty: Type, records: &[RecordType]) -> Option<Value> {
+    if let Type::Record(_) = ty {
+        let mut text = field;
+        let v = record(&mut text, ty, records)?;
+        return text.trim().is_empty().then_some(v);
+    }
     match ty {
         Type::Symbol => Some(Value::sym(field)),
         Type::Number => parse_int(field)
@@ -117,7 +141,79 @@ pub fn parse_value(field: &str, ty: Type) -> Option<Value> {
             .and_then(|n| u32::try_from(n).ok())
             .map(Value::Unsigned),
         Type::Float => field.trim().parse::<f32>().ok().map(Value::Float),
+        Type::Record(_) => None,
     }
+}
+
+/// Splits a line at `delimiter`, except inside `[..]`.
+fn split_outside_brackets<'a>(line: &'a str, delimiter: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start, mut i) = (0usize, 0, 0);
+    let bytes = line.as_bytes();
+    while i < bytes.len() {
+        match bytes[i] {
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            _ if depth == 0 && line[i..].starts_with(delimiter) => {
+                out.push(&line[start..i]);
+                i += delimiter.len();
+                start = i;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&line[start..]);
+    out
+}
+
+/// Reads a value of `ty` from the front of `text` (a record, `nil`, or one of a record's
+/// fields: up to the next `,` or `]`), leaving the rest.
+fn record(text: &mut &str, ty: Type, records: &[RecordType]) -> Option<Value> {
+    *text = text.trim_start();
+    let Type::Record(id) = ty else {
+        let end = if ty == Type::Symbol && text.starts_with('"') {
+            return quoted(text).map(Value::sym);
+        } else {
+            text.find([',', ']']).unwrap_or(text.len())
+        };
+        let (field, rest) = text.split_at(end);
+        *text = rest;
+        return parse_value(field, ty);
+    };
+    if let Some(rest) = text.strip_prefix("nil") {
+        *text = rest;
+        return Some(Value::Nil);
+    }
+    let rt = records.get(usize::from(id))?;
+    *text = text.strip_prefix('[')?;
+    let mut values = Vec::with_capacity(rt.fields.len());
+    for (i, (_, ft)) in rt.fields.iter().enumerate() {
+        if i > 0 {
+            *text = text.trim_start().strip_prefix(',')?;
+        }
+        values.push(record(text, *ft, records)?);
+    }
+    *text = text.trim_start().strip_prefix(']')?;
+    Some(Value::Record(values.into()))
+}
+
+/// A double-quoted symbol at the front of `text` (`\x` reads as `x`), leaving the rest.
+fn quoted(text: &mut &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = text.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                *text = &text[i + 1..];
+                return Some(out);
+            }
+            '\\' => out.push(chars.next()?.1),
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 fn parse_int(s: &str) -> Option<i64> {
@@ -162,6 +258,7 @@ mod tests {
             "r.facts",
             &rel(&[Type::Symbol, Type::Number]),
             "\t",
+            &[],
             &mut out,
         )
         .unwrap();
@@ -194,6 +291,7 @@ mod tests {
             "r.facts",
             &rel(&[Type::Symbol, Type::Number]),
             "\t",
+            &[],
             &mut out,
         )
         .unwrap_err();

@@ -1,8 +1,10 @@
-//! Values, their four primitive types, the symbol table, and Soufflé's text format for them.
+//! Values, their types, the table of symbols and records, and Soufflé's text format for them.
 //!
 //! Like Soufflé's default build, every value fits a 32-bit slot: `number` is `i32` with wrapping
-//! arithmetic, `unsigned` is `u32`, `float` is `f32`, and a `symbol` is an index into the symbol
-//! table. Tuples are arrays of such slots; the column types say how to read each slot.
+//! arithmetic, `unsigned` is `u32`, `float` is `f32`, a `symbol` is an index into the symbol
+//! table, and a record is an index into the record table (0 is `nil`). Records are hash-consed,
+//! as in Soufflé: equal fields, equal index, so comparing records compares indices. Tuples are
+//! arrays of such slots; the column types say how to read each slot.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
@@ -11,7 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// The primitive type of a column or variable.
+/// The type of a column or variable: one of the four primitive types, or a record type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Type {
@@ -23,6 +25,9 @@ pub enum Type {
     Unsigned,
     /// 32-bit floats.
     Float,
+    /// A record type (`.type P = [a: number, b: symbol]`): an index into the program's
+    /// [`RecordType`]s ([`crate::ir::Ir::records`]).
+    Record(u16),
 }
 
 impl Type {
@@ -33,12 +38,18 @@ impl Type {
             Type::Number => "number",
             Type::Unsigned => "unsigned",
             Type::Float => "float",
+            Type::Record(_) => "record",
         }
     }
 
     /// Whether arithmetic applies.
     pub fn is_numeric(self) -> bool {
-        !matches!(self, Type::Symbol)
+        matches!(self, Type::Number | Type::Unsigned | Type::Float)
+    }
+
+    /// Whether `<`, `<=`, `>` and `>=` apply (not to records, as in Soufflé).
+    pub fn is_ordered(self) -> bool {
+        !matches!(self, Type::Record(_))
     }
 }
 
@@ -46,6 +57,15 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// A record type: its name and its fields, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordType {
+    /// The name it was declared with.
+    pub name: String,
+    /// Field names and types.
+    pub fields: Vec<(String, Type)>,
 }
 
 /// A value outside the engine: what callers pass in and get back.
@@ -61,6 +81,10 @@ pub enum Value {
     /// A symbol. Shared with the symbol table it was decoded from: decoding a symbol (for a
     /// proof, say) copies no string.
     Symbol(Arc<str>),
+    /// A record's fields (`[1, "a"]`).
+    Record(Arc<[Value]>),
+    /// The record `nil`.
+    Nil,
 }
 
 impl Value {
@@ -77,13 +101,55 @@ impl Value {
         }
     }
 
-    /// The value's type.
+    /// The value's type. A record does not carry which record type it is: records and `nil`
+    /// give [`Value::ANY_RECORD`]; [`Value::fits`] checks a value against a column's type.
     pub fn ty(&self) -> Type {
         match self {
             Value::Number(_) => Type::Number,
             Value::Unsigned(_) => Type::Unsigned,
             Value::Float(_) => Type::Float,
             Value::Symbol(_) => Type::Symbol,
+            Value::Record(_) | Value::Nil => Value::ANY_RECORD,
+        }
+    }
+
+    /// What [`Value::ty`] gives for a record or `nil`: no record type of a program.
+    pub const ANY_RECORD: Type = Type::Record(u16::MAX);
+
+    /// The value as one of type `ty` (whose record types, if any, are `records`), integer
+    /// literals converted where lossless, in records too; none if it is not one.
+    pub fn coerce(&self, ty: Type, records: &[RecordType]) -> Option<Value> {
+        match (self, ty) {
+            (Value::Number(n), Type::Unsigned) => u32::try_from(*n).ok().map(Value::Unsigned),
+            (Value::Number(n), Type::Float) => Some(Value::Float(*n as f32)),
+            (Value::Unsigned(n), Type::Number) => i32::try_from(*n).ok().map(Value::Number),
+            (Value::Nil, Type::Record(_)) => Some(Value::Nil),
+            (Value::Record(fields), Type::Record(id)) => {
+                let rt = records.get(usize::from(id))?;
+                if rt.fields.len() != fields.len() {
+                    return None;
+                }
+                let values: Option<Vec<Value>> = (fields.iter().zip(&rt.fields))
+                    .map(|(v, (_, t))| v.coerce(*t, records))
+                    .collect();
+                Some(Value::Record(values?.into()))
+            }
+            (v, t) if v.ty() == t => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether the value is one of type `ty`, whose record types (if any) are `records`.
+    pub fn fits(&self, ty: Type, records: &[RecordType]) -> bool {
+        match (self, ty) {
+            (Value::Nil, Type::Record(_)) => true,
+            (Value::Record(fields), Type::Record(id)) => {
+                records.get(usize::from(id)).is_some_and(|rt| {
+                    rt.fields.len() == fields.len()
+                        && (fields.iter().zip(&rt.fields)).all(|(v, (_, t))| v.fits(*t, records))
+                })
+            }
+            (v, t) => v.ty() == t,
         }
     }
 
@@ -112,6 +178,16 @@ impl Value {
             (Value::Unsigned(a), Value::Unsigned(b)) => a.cmp(b),
             (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
             (Value::Symbol(a), Value::Symbol(b)) => a.as_bytes().cmp(b.as_bytes()),
+            // `nil` first, then records field by field.
+            (Value::Nil, Value::Nil) => Ordering::Equal,
+            (Value::Nil, Value::Record(_)) => Ordering::Less,
+            (Value::Record(_), Value::Nil) => Ordering::Greater,
+            (Value::Record(a), Value::Record(b)) => {
+                let mut by_field = a.iter().zip(b.iter()).map(|(x, y)| x.total_cmp(y));
+                by_field
+                    .find(|o| o.is_ne())
+                    .unwrap_or_else(|| a.len().cmp(&b.len()))
+            }
             _ => self.ty().cmp(&other.ty()),
         }
     }
@@ -145,14 +221,24 @@ impl Value {
                 use std::fmt::Write as _;
                 let _ = write!(out, "{n}");
             }
+            Value::Record(fields) => {
+                out.push('[');
+                for (i, f) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    f.write_literal(out);
+                }
+                out.push(']');
+            }
             other => out.push_str(&other.to_literal()),
         }
     }
 
-    /// Writes the value as a Datalog literal (`"a"`, `3`, `3u`, `1.5`).
+    /// Writes the value as a Datalog literal (`"a"`, `3`, `3u`, `1.5`, `[1, "a"]`, `nil`).
     pub fn to_literal(&self) -> String {
         match self {
-            Value::Symbol(_) => {
+            Value::Symbol(_) | Value::Record(_) => {
                 let mut out = String::new();
                 self.write_literal(&mut out);
                 out
@@ -167,6 +253,29 @@ impl Value {
                 }
             }
             Value::Number(n) => n.to_string(),
+            Value::Nil => "nil".into(),
+        }
+    }
+
+    /// Appends the value as Soufflé writes it to an output file: as [`fmt::Display`], but
+    /// floats to `max_digits10` (`%.9g`), in records too.
+    pub fn write_output(&self, out: &mut String) {
+        match self {
+            Value::Float(x) => out.push_str(&format_float_output(*x)),
+            Value::Record(fields) => {
+                out.push('[');
+                for (i, f) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    f.write_output(out);
+                }
+                out.push(']');
+            }
+            other => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{other}");
+            }
         }
     }
 }
@@ -179,6 +288,18 @@ impl fmt::Display for Value {
             Value::Unsigned(u) => write!(f, "{u}"),
             Value::Float(x) => f.write_str(&format_float(*x)),
             Value::Symbol(s) => f.write_str(s),
+            // Soufflé's record format: fields joined by `", "`, symbols bare.
+            Value::Record(fields) => {
+                f.write_str("[")?;
+                for (i, v) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Nil => f.write_str("nil"),
         }
     }
 }
@@ -258,13 +379,33 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
-/// Encodes a typed value into a 32-bit slot, interning symbols.
+/// Encodes a typed value into a 32-bit slot, interning symbols and records.
 pub(crate) fn encode(value: &Value, symbols: &mut Interner) -> u32 {
     match value {
         Value::Number(n) => *n as u32,
         Value::Unsigned(u) => *u,
         Value::Float(x) => x.to_bits(),
         Value::Symbol(s) => symbols.intern(s),
+        Value::Nil => NIL,
+        Value::Record(fields) => {
+            let slots: Vec<u32> = fields.iter().map(|f| encode(f, symbols)).collect();
+            symbols.intern_record(&slots)
+        }
+    }
+}
+
+/// The slot of `value` if every symbol and record in it is already in the table, interning
+/// nothing: a value never interned is in no tuple.
+pub(crate) fn encode_existing(value: &Value, symbols: &Interner) -> Option<u32> {
+    match value {
+        Value::Symbol(s) => symbols.get(s),
+        Value::Nil => Some(NIL),
+        Value::Record(fields) => {
+            let slots: Option<Vec<u32>> =
+                fields.iter().map(|f| encode_existing(f, symbols)).collect();
+            symbols.get_record(&slots?)
+        }
+        other => Some(encode(other, &mut Interner::default())),
     }
 }
 
@@ -275,12 +416,25 @@ pub(crate) fn decode(slot: u32, ty: Type, symbols: &Interner) -> Value {
         Type::Unsigned => Value::Unsigned(slot),
         Type::Float => Value::Float(f32::from_bits(slot)),
         Type::Symbol => Value::Symbol(symbols.resolve_shared(slot)),
+        Type::Record(id) => {
+            let (Some(fields), Some(rt)) = (
+                symbols.resolve_record(slot),
+                symbols.record_types.get(usize::from(id)),
+            ) else {
+                return Value::Nil;
+            };
+            let values = (fields.iter().zip(&rt.fields)).map(|(s, (_, t))| decode(*s, *t, symbols));
+            Value::Record(values.collect())
+        }
     }
 }
 
-/// The symbol table. A query's table is a child of the model's: it resolves the model's
-/// symbols through the shared parent and numbers its own after them, so the model is never
-/// copied or changed by a query.
+/// The slot of `nil`.
+pub(crate) const NIL: u32 = 0;
+
+/// The table of symbols and records. A query's table is a child of the model's: it resolves
+/// the model's symbols and records through the shared parent and numbers its own after them,
+/// so the model is never copied or changed by a query.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Interner {
     parent: Option<Arc<Interner>>,
@@ -289,6 +443,12 @@ pub(crate) struct Interner {
     /// Ids by string, once there are more than [`SCAN_SYMBOLS`] of them (a query's table
     /// holds a few symbols of its request, searched in place).
     ids: HashMap<Arc<str>, u32>,
+    /// Records: the slots of each, by id from `record_offset + 1` (0 is `nil`).
+    records: Vec<Arc<[u32]>>,
+    record_ids: HashMap<Arc<[u32]>, u32>,
+    record_offset: u32,
+    /// The program's record types, which decoding a record reads.
+    pub(crate) record_types: Arc<[RecordType]>,
 }
 
 /// Tables with at most this many symbols of their own are searched without a hash map.
@@ -298,12 +458,61 @@ impl Interner {
     /// A child table over a frozen parent.
     pub(crate) fn child(parent: Arc<Interner>) -> Self {
         let offset = parent.len();
+        let record_offset = parent.record_offset + parent.records.len() as u32;
+        let record_types = Arc::clone(&parent.record_types);
         Interner {
             parent: Some(parent),
             offset,
             strings: Vec::new(),
             ids: HashMap::default(),
+            records: Vec::new(),
+            record_ids: HashMap::default(),
+            record_offset,
+            record_types,
         }
+    }
+
+    /// A table for a program whose record types are `record_types`.
+    pub(crate) fn with_record_types(record_types: Arc<[RecordType]>) -> Self {
+        Interner {
+            record_types,
+            ..Interner::default()
+        }
+    }
+
+    /// The id of the record with field slots `fields`, if interned.
+    pub(crate) fn get_record(&self, fields: &[u32]) -> Option<u32> {
+        if let Some(parent) = &self.parent
+            && let Some(id) = parent.get_record(fields)
+        {
+            return Some(id);
+        }
+        self.record_ids.get(fields).copied()
+    }
+
+    /// The id of the record with field slots `fields`, interning it if new (hash-consing:
+    /// equal fields, equal id).
+    pub(crate) fn intern_record(&mut self, fields: &[u32]) -> u32 {
+        if let Some(id) = self.get_record(fields) {
+            return id;
+        }
+        self.records.push(Arc::from(fields));
+        let id = self.record_offset + self.records.len() as u32;
+        self.record_ids.insert(Arc::from(fields), id);
+        id
+    }
+
+    /// The field slots of record `id`; none for `nil` (and ids never produced here).
+    pub(crate) fn resolve_record(&self, id: u32) -> Option<&[u32]> {
+        if id == NIL {
+            return None;
+        }
+        if id <= self.record_offset {
+            return self.parent.as_ref()?.resolve_record(id);
+        }
+        self.records
+            .get((id - self.record_offset - 1) as usize)
+            .map(|r| &r[..])
     }
 
     /// Number of symbols visible (parent's and own).

@@ -140,6 +140,12 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             }
             Expr::Var(i) => IrExpr::Var(self.var(i)),
             Expr::Wildcard(_) => IrExpr::Wild,
+            // Typed by where it stands (`check_expr`).
+            Expr::Record(fields, _) => IrExpr::Call(
+                Functor::Record(Value::ANY_RECORD),
+                fields.iter().map(|f| self.expr(f)).collect(),
+            ),
+            Expr::Nil(_) => IrExpr::Const(Value::Nil),
             Expr::Number(..) | Expr::Unsigned(..) | Expr::Float(..) | Expr::String(..) => {
                 match const_eval_any(e, None) {
                     Ok(v) => IrExpr::Const(v),
@@ -185,6 +191,8 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             Expr::Call { func, args, span } => {
                 let want = match func {
                     Functor::Cat | Functor::Range | Functor::Max(_) | Functor::Min(_) => None,
+                    // Never parsed as calls.
+                    Functor::Record(_) | Functor::Field(..) => None,
                     Functor::As(_) => Some(2),
                     Functor::Strlen
                     | Functor::ToNumber
@@ -302,6 +310,15 @@ impl<'c, 's> RuleBuilder<'c, 's> {
             }
             Literal::Negated(a, _) => {
                 if let Some(atom) = self.body_atom(a, out, false) {
+                    if let Some(arg) = atom.args.iter().find(|e| !is_wild(e) && has_wild(e)) {
+                        let _ = arg;
+                        let msg = "`_` inside a record in a negated atom";
+                        let help = "name the field with a variable bound in the body, or read the record into a helper relation first";
+                        self.error(
+                            Diagnostic::error(codes::UNSUPPORTED, msg, a.span).with_help(help),
+                        );
+                        return;
+                    }
                     out.push(IrLit::Neg(atom));
                 }
             }
@@ -320,7 +337,15 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 }
                 let l = self.expr(lhs);
                 let r = self.expr(rhs);
-                if [&l, &r].iter().any(|e| has_wild(e)) {
+                // `_` may stand for a field of a record matched with `=` (`t = [x, _]`).
+                let wild = |e: &IrExpr| {
+                    if *op == ast::CmpOp::Eq {
+                        wild_outside_records(e)
+                    } else {
+                        has_wild(e)
+                    }
+                };
+                if [&l, &r].iter().any(|e| wild(e)) {
                     // Soufflé's "Underscore in binary relation": `_` has no value to compare.
                     self.error(
                         Diagnostic::error(codes::UNBOUND, "`_` in a comparison", *span)
@@ -632,6 +657,9 @@ pub(super) fn functor_help(f: Functor) -> &'static str {
         Functor::As(_) => {
             "`as(x, T)` reads `x` as type `T` without converting it: between number, unsigned and float the bits stay; use `to_float`, `to_unsigned` or `to_number` to convert"
         }
+        Functor::Record(_) | Functor::Field(..) => {
+            "a record is written `[a, b, ...]`, one value per field of its type"
+        }
     }
 }
 
@@ -644,10 +672,26 @@ fn test_help(t: ast::TestFn) -> &'static str {
 }
 
 /// Turns `x = e` (and `e = x`) into bindings when `x` is not grounded but `e` is, unless `x`
-/// is `reserved`; repeats until nothing changes.
-fn bind_equalities(lits: &mut [IrLit], grounded: &mut BTreeSet<VarId>, reserved: &BTreeSet<VarId>) {
+/// is `reserved`, and `r = [a, b]` with `r` grounded but not the record into its fields'
+/// equalities (`a = field(r, 0)`, ...); repeats until nothing changes.
+fn bind_equalities(
+    lits: &mut Vec<IrLit>,
+    grounded: &mut BTreeSet<VarId>,
+    reserved: &BTreeSet<VarId>,
+) {
     loop {
         let mut changed = false;
+        let mut i = 0;
+        while i < lits.len() {
+            if let Some(fields) = destructured(&lits[i], grounded) {
+                let n = fields.len();
+                lits.splice(i..=i, fields);
+                i += n;
+                changed = true;
+                continue;
+            }
+            i += 1;
+        }
         for l in lits.iter_mut() {
             let IrLit::Cmp {
                 op: ast::CmpOp::Eq,
@@ -662,7 +706,7 @@ fn bind_equalities(lits: &mut [IrLit], grounded: &mut BTreeSet<VarId>, reserved:
             let ready = |e: &IrExpr, g: &BTreeSet<VarId>| {
                 let mut vs = Vec::new();
                 e.vars(&mut vs);
-                !matches!(e, IrExpr::Wild) && vs.iter().all(|v| g.contains(v))
+                !has_wild(e) && vs.iter().all(|v| g.contains(v))
             };
             // `x = range(...)`: a generator when `x` is not grounded, a membership test when it
             // is (Soufflé reads it both ways).
@@ -766,7 +810,96 @@ fn expr_var_names(e: &Expr, out: &mut Vec<String>) {
         | Expr::Unsigned(..)
         | Expr::Float(..)
         | Expr::String(..)
+        | Expr::Nil(_)
         | Expr::Aggregate { .. } => {}
+        Expr::Record(fields, _) => fields.iter().for_each(|f| expr_var_names(f, out)),
+    }
+}
+
+/// `e = [a, b, ..]` (either way round) with `e`'s value known and the record's not: the
+/// equalities of its fields with `e`'s (`a = field(e, 0)`, `_` fields skipped), which bind or
+/// test them (a nested record is taken apart the same way in its turn); a record of only `_`
+/// tests that `e` is not `nil`. A field of `nil` has no value, so `nil` matches no pattern.
+fn destructured(l: &IrLit, grounded: &BTreeSet<VarId>) -> Option<Vec<IrLit>> {
+    let IrLit::Cmp {
+        op: ast::CmpOp::Eq,
+        lhs,
+        rhs,
+        span,
+        ..
+    } = l
+    else {
+        return None;
+    };
+    let ready = |e: &IrExpr| {
+        let mut vs = Vec::new();
+        e.vars(&mut vs);
+        !has_wild(e) && vs.iter().all(|v| grounded.contains(v))
+    };
+    let (of, record) = match (lhs, rhs) {
+        (record @ IrExpr::Call(Functor::Record(_), _), of) if !ready(record) && ready(of) => {
+            (of, record)
+        }
+        (of, record @ IrExpr::Call(Functor::Record(_), _)) if !ready(record) && ready(of) => {
+            (of, record)
+        }
+        _ => return None,
+    };
+    let IrExpr::Call(_, fields) = record else {
+        return None;
+    };
+    let mut out = Vec::new();
+    field_equalities(of, fields, *span, &mut out);
+    Some(out)
+}
+
+fn field_equalities(of: &IrExpr, fields: &[IrExpr], span: Span, out: &mut Vec<IrLit>) {
+    if fields.is_empty() || fields.iter().all(is_wild) {
+        // `[]` is one value; `[_, _]` is any record but `nil`.
+        let (op, rhs) = if fields.is_empty() {
+            let empty = IrExpr::Call(Functor::Record(Value::ANY_RECORD), Vec::new());
+            (ast::CmpOp::Eq, empty)
+        } else {
+            (ast::CmpOp::Ne, IrExpr::Const(Value::Nil))
+        };
+        out.push(IrLit::Cmp {
+            op,
+            lhs: of.clone(),
+            rhs,
+            ty: Type::Number,
+            span,
+        });
+        return;
+    }
+    let n = u16::try_from(fields.len()).unwrap_or(u16::MAX);
+    for (j, f) in fields.iter().enumerate() {
+        let j = u16::try_from(j).unwrap_or(u16::MAX);
+        let field = IrExpr::Call(Functor::Field(j, n), vec![of.clone()]);
+        match f {
+            IrExpr::Wild => {}
+            other => out.push(IrLit::Cmp {
+                op: ast::CmpOp::Eq,
+                lhs: other.clone(),
+                rhs: field,
+                ty: Type::Number,
+                span,
+            }),
+        }
+    }
+}
+
+fn is_wild(e: &IrExpr) -> bool {
+    matches!(e, IrExpr::Wild)
+}
+
+/// Whether `_` stands in `e` other than as a field of a record.
+fn wild_outside_records(e: &IrExpr) -> bool {
+    match e {
+        IrExpr::Wild => true,
+        IrExpr::Call(Functor::Record(_), fields) => fields
+            .iter()
+            .any(|f| !is_wild(f) && wild_outside_records(f)),
+        other => has_wild(other),
     }
 }
 

@@ -16,7 +16,7 @@ impl RuleBuilder<'_, '_> {
                 let name = self.vars[v].name.clone();
                 let line = self.cx.source.line_col(prev_span.start).0;
                 self.error(
-                    Diagnostic::error(codes::TYPE, format!("variable `{name}` is used as `{t}` here and as `{prev}` elsewhere"), span)
+                    Diagnostic::error(codes::TYPE, format!("variable `{name}` is used as `{}` here and as `{}` elsewhere", self.cx.type_name(t), self.cx.type_name(prev)), span)
                         .with_secondary(prev_span, format!("used as `{prev}` here (line {line})"))
                         .with_help("a variable has one type; use a second variable or convert with `to_string`/`to_number`"),
                 );
@@ -69,8 +69,24 @@ impl RuleBuilder<'_, '_> {
             } => {
                 let t = match (self.peek_type(lhs), self.peek_type(rhs)) {
                     (Some(t), _) | (None, Some(t)) => t,
+                    (None, None) if is_record_term(lhs) || is_record_term(rhs) => {
+                        // Soufflé's "Ambiguous record".
+                        let msg = "the type of this record cannot be told";
+                        let help = "compare it with a variable or a column of a record type, as in `r = [x, y]` with `r` read from an atom";
+                        self.error(Diagnostic::error(codes::TYPE, msg, *span).with_help(help));
+                        return;
+                    }
                     (None, None) => Type::Number,
                 };
+                if !t.is_ordered() && !matches!(op, ast::CmpOp::Eq | ast::CmpOp::Ne) {
+                    let msg = format!(
+                        "records are compared only with `=` and `!=`, not `{}`",
+                        op.as_str()
+                    );
+                    let help = "compare their fields instead, as in `r = [x, _], x < 3`";
+                    self.error(Diagnostic::error(codes::TYPE, msg, *span).with_help(help));
+                    return;
+                }
                 self.check_expr(lhs, t, *span);
                 self.check_expr(rhs, t, *span);
                 // `$n = expr` from a body-atom expression: the temporary takes the type.
@@ -210,7 +226,8 @@ impl RuleBuilder<'_, '_> {
         match e {
             IrExpr::Var(v) => self.var_types[*v].map(|(t, _)| t),
             IrExpr::Const(c) => match c {
-                Value::Number(_) => None, // integer literals adapt to their context
+                // Integer literals adapt to their context, `nil` to any record type.
+                Value::Number(_) | Value::Nil => None,
                 other => Some(other.ty()),
             },
             IrExpr::Wild => None,
@@ -226,6 +243,16 @@ impl RuleBuilder<'_, '_> {
                 Functor::As(t) => *t,
                 Functor::Max(_) | Functor::Min(_) => {
                     return args.iter().find_map(|a| self.peek_type(a));
+                }
+                Functor::Record(t) if *t == Value::ANY_RECORD => return None,
+                Functor::Record(t) => *t,
+                Functor::Field(j, _) => {
+                    let Some(Type::Record(id)) = args.first().and_then(|a| self.peek_type(a))
+                    else {
+                        return None;
+                    };
+                    let rt = self.cx.records.get(usize::from(id))?;
+                    return rt.fields.get(usize::from(*j)).map(|(_, t)| *t);
                 }
             }),
             IrExpr::User(u, _) => Some(u.ret),
@@ -284,12 +311,20 @@ impl RuleBuilder<'_, '_> {
                             format!("variable `{name}`")
                         };
                         self.error(
-                            Diagnostic::error(codes::TYPE, format!("{shown} is `{t}` but `{want}` is expected here"), span)
+                            Diagnostic::error(codes::TYPE, format!("{shown} is `{}` but `{}` is expected here", self.cx.type_name(t), self.cx.type_name(want)), span)
                                 .with_help("convert with `to_string(...)` or `to_number(...)`, or use a variable of the right type"),
                         );
                     }
                     Some(_) => {}
                     None => self.var_types[v] = Some((want, span)),
+                }
+            }
+            IrExpr::Const(Value::Nil) => {
+                if !matches!(want, Type::Record(_)) {
+                    let msg = format!("`nil` where a `{want}` is expected");
+                    let help =
+                        "`nil` is the empty record: it stands only where a record type is expected";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
                 }
             }
             IrExpr::Const(c) => {
@@ -341,6 +376,16 @@ impl RuleBuilder<'_, '_> {
                         .with_help("use `cat(...)` to build symbols"),
                     );
                 }
+                if let Type::Record(_) = want {
+                    let msg = format!(
+                        "`{}` where a record `{}` is expected",
+                        op.as_prefix().trim(),
+                        self.cx.type_name(want)
+                    );
+                    let help = "operators apply to numbers; a record is built with `[..]`";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
+                    return;
+                }
                 *t = want;
                 self.check_expr(i, want, span);
             }
@@ -367,6 +412,15 @@ impl RuleBuilder<'_, '_> {
                 if want == Type::Symbol {
                     self.error(Diagnostic::error(codes::TYPE, "arithmetic where a `symbol` is expected", span).with_help("use `cat(...)` to build symbols, `to_string(...)` to turn numbers into symbols"));
                 }
+                if let Type::Record(_) = want {
+                    let msg = format!(
+                        "arithmetic where a record `{}` is expected",
+                        self.cx.type_name(want)
+                    );
+                    let help = "a record is built with `[..]`; compute its fields instead, as in `[x + 1, y]`";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
+                    return;
+                }
                 *t = want;
                 self.check_expr(a, want, span);
                 self.check_expr(b, want, span);
@@ -385,6 +439,76 @@ impl RuleBuilder<'_, '_> {
                 let params = u.params.clone();
                 for (a, p) in args.iter_mut().zip(params) {
                     self.check_expr(a, p, span);
+                }
+            }
+            IrExpr::Call(Functor::Record(t), fields) => {
+                let Type::Record(id) = want else {
+                    let msg = format!("a record where a `{want}` is expected");
+                    let help = "a record `[..]` stands only where a record type is expected: declare one with `.type T = [a: number, b: symbol]`";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
+                    return;
+                };
+                *t = want;
+                let Some(rt) = self.cx.records.get(usize::from(id)).cloned() else {
+                    return;
+                };
+                if rt.fields.len() != fields.len() {
+                    let msg = format!(
+                        "a record of {} field(s) where `{}` has {}",
+                        fields.len(),
+                        rt.name,
+                        rt.fields.len()
+                    );
+                    let names: Vec<&str> = rt.fields.iter().map(|(n, _)| n.as_str()).collect();
+                    let help = format!("give one value per field: {}", names.join(", "));
+                    self.error(Diagnostic::error(codes::ARITY, msg, span).with_help(help));
+                    return;
+                }
+                for (f, (_, ft)) in fields.iter_mut().zip(&rt.fields) {
+                    if !matches!(f, IrExpr::Wild) {
+                        self.check_expr(f, *ft, span);
+                    }
+                }
+            }
+            IrExpr::Call(Functor::Field(j, n), args) => {
+                let of = args.first().and_then(|a| self.peek_type(a));
+                let Some(Type::Record(id)) = of else {
+                    let msg = "a record pattern `[..]` over a value that is not a record";
+                    let help = "match records against a variable or column of a record type";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
+                    return;
+                };
+                let Some(rt) = self.cx.records.get(usize::from(id)).cloned() else {
+                    return;
+                };
+                if rt.fields.len() != usize::from(*n) {
+                    // Reported once per pattern: by its first field.
+                    if *j == 0 || usize::from(*j) == rt.fields.len() {
+                        let msg = format!(
+                            "a record of {n} field(s) where `{}` has {}",
+                            rt.name,
+                            rt.fields.len()
+                        );
+                        let names: Vec<&str> = rt.fields.iter().map(|(n, _)| n.as_str()).collect();
+                        let help = format!("give one value per field: {}", names.join(", "));
+                        self.error(Diagnostic::error(codes::ARITY, msg, span).with_help(help));
+                    }
+                    return;
+                }
+                let ft = rt.fields[usize::from(*j)].1;
+                if ft != want {
+                    let msg = format!(
+                        "field `{}` of `{}` is `{}` but `{}` is expected here",
+                        rt.fields[usize::from(*j)].0,
+                        rt.name,
+                        self.cx.type_name(ft),
+                        self.cx.type_name(want)
+                    );
+                    self.error(
+                        Diagnostic::error(codes::TYPE, msg, span).with_help(
+                            "a variable has one type; use a variable of the field's type",
+                        ),
+                    );
                 }
             }
             IrExpr::Call(f, args) => {
@@ -434,9 +558,12 @@ impl RuleBuilder<'_, '_> {
                     return;
                 }
                 let (ret, params): (Type, Vec<Option<Type>>) = match f {
-                    Functor::Range | Functor::As(_) | Functor::Max(_) | Functor::Min(_) => {
-                        (want, Vec::new())
-                    }
+                    Functor::Range
+                    | Functor::As(_)
+                    | Functor::Max(_)
+                    | Functor::Min(_)
+                    | Functor::Record(_)
+                    | Functor::Field(..) => (want, Vec::new()),
                     Functor::Cat => (Type::Symbol, vec![Some(Type::Symbol); args.len()]),
                     Functor::Strlen => (Type::Number, vec![Some(Type::Symbol)]),
                     Functor::Substr => (
@@ -481,4 +608,12 @@ impl RuleBuilder<'_, '_> {
             }
         }
     }
+}
+
+/// A record term or `nil`: typed only by where it stands.
+fn is_record_term(e: &IrExpr) -> bool {
+    matches!(
+        e,
+        IrExpr::Const(Value::Nil) | IrExpr::Call(Functor::Record(_), _)
+    )
 }

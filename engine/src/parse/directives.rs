@@ -43,6 +43,7 @@ impl Parser<'_> {
                 prog.types.push(TypeDecl {
                     name: name_id,
                     bases: vec![base],
+                    fields: None,
                     span,
                 });
             }
@@ -230,13 +231,14 @@ impl Parser<'_> {
             }
             Tok::Eq => {
                 self.bump();
-                if *self.peek() == Tok::LBracket {
-                    let msg = "record types are not supported";
-                    let help = "use separate attributes instead of a record";
-                    return err(
-                        Diagnostic::error(codes::UNSUPPORTED, msg, self.cur().span())
-                            .with_help(help),
-                    );
+                if self.eat(&Tok::LBracket) {
+                    let fields = self.record_fields()?;
+                    return Ok(TypeDecl {
+                        name,
+                        bases,
+                        fields: Some(fields),
+                        span: Span::new(start, self.prev_end()),
+                    });
                 }
                 bases.push(self.ident("a type name after `=`")?);
                 self.no_adt_branch()?;
@@ -263,8 +265,30 @@ impl Parser<'_> {
         Ok(TypeDecl {
             name,
             bases,
+            fields: None,
             span: Span::new(start, self.prev_end()),
         })
+    }
+
+    /// A record type's fields after its `[`: `a: number, b: T]` (possibly none).
+    fn record_fields(&mut self) -> PResult<Vec<(Ident, Ident)>> {
+        let help =
+            "write the fields as `[name: type, ...]`, as in `.type Pair = [a: number, b: symbol]`";
+        let mut fields = Vec::new();
+        if self.eat(&Tok::RBracket) {
+            return Ok(fields);
+        }
+        loop {
+            let name = self.ident("a field name")?;
+            self.expect(&Tok::Colon, "`:` and the field's type", help)?;
+            let ty = self.qualified("the field's type")?;
+            fields.push((name, ty));
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(&Tok::RBracket, "`]` or `,` after a field", help)?;
+        Ok(fields)
     }
 
     /// After a name in `.type T = A | B`: `{` would make it a branch of an algebraic data type.

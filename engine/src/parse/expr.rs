@@ -205,6 +205,9 @@ impl Parser<'_> {
                     return self.call(&name);
                 }
                 self.bump();
+                if name == "nil" {
+                    return Ok(Expr::Nil(span));
+                }
                 Ok(Expr::Var(Ident { name, span }))
             }
             Tok::At => {
@@ -222,9 +225,24 @@ impl Parser<'_> {
                 })
             }
             Tok::LBracket => {
-                let msg = "record terms `[...]` are not supported";
-                err(Diagnostic::error(codes::UNSUPPORTED, msg, span)
-                    .with_help("use separate columns instead of a record"))
+                self.bump();
+                self.deeper(1)?;
+                let mut fields = Vec::new();
+                if *self.peek() != Tok::RBracket {
+                    loop {
+                        fields.push(self.expr()?);
+                        if !self.eat(&Tok::Comma) {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                let help = "close the record with `]`, separating its fields with `,`";
+                let close = self.expect(&Tok::RBracket, "`]` or `,` after a field", help)?;
+                Ok(Expr::Record(
+                    fields,
+                    Span::new(span.start as usize, close.end),
+                ))
             }
             _ => Err(self.expected(
                 "an expression",
@@ -295,6 +313,8 @@ impl Parser<'_> {
             Functor::As(_) => (2, 2, "as(x, type)"),
             Functor::Max(_) => (2, usize::MAX, "max(a, b, ...)"),
             Functor::Min(_) => (2, usize::MAX, "min(a, b, ...)"),
+            // Never parsed as calls.
+            Functor::Record(_) | Functor::Field(..) => (0, usize::MAX, ""),
         };
         if args.len() < min || args.len() > max {
             let takes = if max == usize::MAX {

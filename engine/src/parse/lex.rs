@@ -713,9 +713,30 @@ impl Parser<'_> {
                 self.bump();
                 Ok(e)
             }
+            Tok::Ident(w) if w == "nil" => {
+                let span = self.bump().span();
+                Ok(Expr::Nil(span))
+            }
+            Tok::LBracket => {
+                let start = self.bump().start;
+                self.deeper(1)?;
+                let mut fields = Vec::new();
+                if *self.peek() != Tok::RBracket {
+                    loop {
+                        fields.push(self.fact_value()?);
+                        if !self.eat(&Tok::Comma) {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                let help = "close the record with `]`, separating its fields with `,`";
+                let close = self.expect(&Tok::RBracket, "`]` or `,` after a field", help)?;
+                Ok(Expr::Record(fields, Span::new(start, close.end)))
+            }
             _ => Err(self.expected(
                 "a literal value",
-                "fact arguments are literals: strings in double quotes (`\"a\"`) or numbers (`3`, `-3`, `3u`, `1.5`)",
+                "fact arguments are literals: strings in double quotes (`\"a\"`), numbers (`3`, `-3`, `3u`, `1.5`), records (`[1, \"a\"]`) or `nil`",
             )),
         }
     }

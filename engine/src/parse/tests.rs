@@ -68,6 +68,8 @@ fn dump_expr(e: &Expr) -> String {
         Expr::Unsigned(u, _) => format!("{u}u"),
         Expr::Float(f, _) => format!("{f:?}f"),
         Expr::String(s, _) => format!("{s:?}"),
+        Expr::Record(fields, _) => format!("[{}]", join(fields, " ", dump_expr)),
+        Expr::Nil(_) => "nil".into(),
         Expr::Unary(UnaryOp::Neg, e, _) => format!("(neg {})", dump_expr(e)),
         Expr::Unary(op, e, _) => format!("({} {})", op.as_prefix().trim(), dump_expr(e)),
         Expr::Binary { op, lhs, rhs, .. } => {
@@ -518,8 +520,8 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      (1, 21), (1, 22), "write the body in braces, as in `min x : { r(x) }`"),
     ("r(x) :- (a(x) ; b(x).", "E-parse", "expected `)`, `,` or `;` in the bracketed body, found `.`",
      (1, 21), (1, 22), "close the bracketed disjunction with `)`"),
-    ("r(x) :- a(x), [x] = y.", "E-unsupported", "record terms `[...]` are not supported", (1, 15), (1, 16),
-     "use separate columns instead of a record"),
+    ("r(x) :- a(x), [x = y.", "E-parse", "expected `]` or `,` after a field, found `=`", (1, 18), (1, 19),
+     "close the record with `]`, separating its fields with `,`"),
 ];
 
 #[test]
@@ -553,8 +555,8 @@ fn single_facts() {
     let text = "r(\"a\", 3).";
     let span = parse_fact(&src(text)).map(|a| a.span).ok();
     assert_eq!(span.map(|s| slice(text, s)), Some("r(\"a\", 3)"));
-    let help = "fact arguments are literals: strings in double quotes (`\"a\"`) or numbers \
-                (`3`, `-3`, `3u`, `1.5`)";
+    let help = "fact arguments are literals: strings in double quotes (`\"a\"`), numbers \
+                (`3`, `-3`, `3u`, `1.5`), records (`[1, \"a\"]`) or `nil`";
     let d = fact_error("r(x)");
     check(
         &d,

@@ -160,6 +160,15 @@ fn changed(v: &Value) -> Value {
         Value::Unsigned(n) => Value::Unsigned(n.wrapping_add(1)),
         Value::Float(x) => Value::Float(x + 1.0),
         Value::Symbol(s) => Value::sym(format!("{s}'")),
+        Value::Record(fields) => match fields.split_first() {
+            Some((first, rest)) => {
+                let mut changed_fields = vec![changed(first)];
+                changed_fields.extend(rest.iter().cloned());
+                Value::Record(changed_fields.into())
+            }
+            None => Value::Nil,
+        },
+        Value::Nil => Value::Record(Vec::new().into()),
     }
 }
 
