@@ -143,10 +143,16 @@ pub struct TypeDecl {
     /// record type.
     pub bases: Vec<Ident>,
     /// A record type's fields (`.type P = [a: number, b: P]`): names and type names.
-    pub fields: Option<Vec<(Ident, Ident)>>,
+    pub fields: Option<Vec<FieldDecl>>,
+    /// An algebraic data type's branches (`.type T = A {x: number} | B {}`), as written:
+    /// each branch's name and fields.
+    pub branches: Option<Vec<(Ident, Vec<FieldDecl>)>>,
     /// The whole declaration.
     pub span: Span,
 }
+
+/// A field of a record type or a branch: its name and its type's name.
+pub type FieldDecl = (Ident, Ident);
 
 /// `.decl name(attr: type, ...)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -435,6 +441,11 @@ pub enum Functor {
     /// Field `n` of a record of `m` fields (a pattern `[x, _]` is lowered to these); none of
     /// `nil`. Never written as a call.
     Field(u16, u16),
+    /// A value of branch `b` of the algebraic data type `t` (`$B(..)`), from its fields.
+    Branch(u16, u16),
+    /// Field `j` of a value of type `t` that is of branch `b` (a pattern `$B(x, _)` is lowered
+    /// to these); none for a value of another branch.
+    Arg(u16, u16, u16),
 }
 
 impl Functor {
@@ -455,6 +466,8 @@ impl Functor {
             Functor::Min(_) => "min",
             Functor::Record(_) => "record",
             Functor::Field(..) => "field",
+            Functor::Branch(..) => "branch",
+            Functor::Arg(..) => "arg",
         }
     }
 }
@@ -595,6 +608,8 @@ pub enum Expr {
     Record(Vec<Expr>, Span),
     /// The record `nil`.
     Nil(Span),
+    /// A branch of an algebraic data type `$Name(a, ..)` (`$Name` without fields).
+    Branch(Ident, Vec<Expr>, Span),
     /// A unary operator: minus on a non-literal (`-x`), `bnot x`, `lnot x`.
     Unary(UnaryOp, Box<Expr>, Span),
     /// `lhs op rhs`.
@@ -652,6 +667,7 @@ impl Expr {
             | Expr::String(_, s)
             | Expr::Record(_, s)
             | Expr::Nil(s)
+            | Expr::Branch(_, _, s)
             | Expr::Unary(_, _, s)
             | Expr::Binary { span: s, .. }
             | Expr::Call { span: s, .. }

@@ -37,6 +37,7 @@ pub fn check_with(
         diags: Vec::new(),
         types: HashMap::new(),
         records: Vec::new(),
+        branches: HashMap::new(),
         relations: Vec::new(),
         rel_by_name: rustc_hash::FxHashMap::default(),
         functors: HashMap::new(),
@@ -182,8 +183,10 @@ struct Checker<'s> {
     source: &'s Source,
     diags: Vec<Diagnostic>,
     types: HashMap<String, Type>,
-    /// Record types, by the index in [`Type::Record`].
+    /// Record types and algebraic data types, by the index in [`Type::Record`].
     records: Vec<RecordType>,
+    /// Each branch of an algebraic data type: its type and its index there.
+    branches: HashMap<String, (u16, u16)>,
     relations: Vec<RelInfo>,
     rel_by_name: rustc_hash::FxHashMap<String, RelId>,
     /// Declared functors: bound to their implementation, or `None` when none is registered.
@@ -210,7 +213,8 @@ impl Checker<'_> {
         // Record types first, by name only: their fields may name any type, themselves too
         // (`.type List = [head: number, tail: List]`).
         for t in &program.types {
-            if t.fields.is_none() || builtin_type(&t.name.name).is_some() {
+            if (t.fields.is_none() && t.branches.is_none()) || builtin_type(&t.name.name).is_some()
+            {
                 continue;
             }
             if self.types.contains_key(&t.name.name) {
@@ -225,9 +229,35 @@ impl Checker<'_> {
                 continue;
             };
             self.types.insert(t.name.name.clone(), Type::Record(id));
+            // Branches sorted by name, as Soufflé numbers them; their fields come below.
+            let mut branches: Vec<&ast::Ident> =
+                t.branches.iter().flatten().map(|(b, _)| b).collect();
+            branches.sort_by(|a, b| a.name.cmp(&b.name));
+            for (bi, b) in branches.iter().enumerate() {
+                if let Some(&(other, _)) = self.branches.get(&b.name) {
+                    let msg = format!("branch `{}` is declared twice", b.name);
+                    let other = self.records[usize::from(other)].name.clone();
+                    let help = format!(
+                        "branch names are one namespace in a program, as in Soufflé; `{}` is already a branch of `{other}`",
+                        b.name
+                    );
+                    self.diags
+                        .push(Diagnostic::error(codes::TYPE, msg, b.span).with_help(help));
+                    continue;
+                }
+                let bi = u16::try_from(bi).unwrap_or(u16::MAX);
+                self.branches.insert(b.name.clone(), (id, bi));
+            }
             self.records.push(RecordType {
                 name: t.name.name.clone(),
                 fields: Vec::new(),
+                branches: branches
+                    .iter()
+                    .map(|b| crate::value::Branch {
+                        name: b.name.clone(),
+                        fields: Vec::new(),
+                    })
+                    .collect(),
             });
         }
         for t in &program.types {
@@ -242,10 +272,53 @@ impl Checker<'_> {
                 );
                 continue;
             }
+            if let Some(branches) = &t.branches {
+                let Some(&Type::Record(id)) = self.types.get(&t.name.name) else {
+                    continue;
+                };
+                for (branch, fields) in branches {
+                    let resolved = self.resolve_fields(&t.name, fields, &decls);
+                    let rt = &mut self.records[usize::from(id)];
+                    if let Some(b) = rt.branches.iter_mut().find(|b| b.name == branch.name) {
+                        b.fields = resolved;
+                    }
+                }
+                continue;
+            }
             if let Some(fields) = &t.fields {
                 let Some(&Type::Record(id)) = self.types.get(&t.name.name) else {
                     continue;
                 };
+                self.records[usize::from(id)].fields = self.resolve_fields(&t.name, fields, &decls);
+                continue;
+            }
+            let mut visiting = Vec::new();
+            if let Some(ty) = self.resolve_type(&t.name.name, &decls, &mut visiting) {
+                if let Type::Record(_) = ty
+                    && t.bases.len() > 1
+                {
+                    let msg = format!("union `{}` has a record type as a member", t.name);
+                    self.diags.push(
+                        Diagnostic::error(codes::TYPE, msg, t.span)
+                            .with_help("a union's members are symbol or numeric types, as in Soufflé; use the record type itself"),
+                    );
+                    continue;
+                }
+                self.types.insert(t.name.name.clone(), ty);
+            }
+        }
+    }
+
+    /// The fields of record type or branch (of type `owner`), resolved.
+    fn resolve_fields(
+        &mut self,
+        owner: &ast::Ident,
+        fields: &[(ast::Ident, ast::Ident)],
+        decls: &HashMap<&str, &ast::TypeDecl>,
+    ) -> Vec<(String, Type)> {
+        {
+            {
+                let t = owner;
                 let mut resolved: Vec<(String, Type)> = Vec::new();
                 for (name, ty) in fields {
                     if resolved.iter().any(|(n, _)| *n == name.name) {
@@ -260,7 +333,7 @@ impl Checker<'_> {
                         continue;
                     }
                     let mut visiting = Vec::new();
-                    let Some(resolved_ty) = self.resolve_type(&ty.name, &decls, &mut visiting)
+                    let Some(resolved_ty) = self.resolve_type(&ty.name, decls, &mut visiting)
                     else {
                         if builtin_type(&ty.name).is_none() && !decls.contains_key(ty.name.as_str())
                         {
@@ -277,22 +350,7 @@ impl Checker<'_> {
                     };
                     resolved.push((name.name.clone(), resolved_ty));
                 }
-                self.records[usize::from(id)].fields = resolved;
-                continue;
-            }
-            let mut visiting = Vec::new();
-            if let Some(ty) = self.resolve_type(&t.name.name, &decls, &mut visiting) {
-                if let Type::Record(_) = ty
-                    && t.bases.len() > 1
-                {
-                    let msg = format!("union `{}` has a record type as a member", t.name);
-                    self.diags.push(
-                        Diagnostic::error(codes::TYPE, msg, t.span)
-                            .with_help("a union's members are symbol or numeric types, as in Soufflé; use the record type itself"),
-                    );
-                    continue;
-                }
-                self.types.insert(t.name.name.clone(), ty);
+                resolved
             }
         }
     }
@@ -643,7 +701,34 @@ pub(crate) fn const_eval(e: &Expr, ty: Type) -> Result<Value, String> {
 /// [`const_eval`] where record types are known: a record term `[..]` or `nil` in a column of
 /// a record type.
 pub(crate) fn const_eval_in(e: &Expr, ty: Type, records: &[RecordType]) -> Result<Value, String> {
+    let adt = |id: u16| records.get(usize::from(id)).is_some_and(RecordType::is_adt);
     match (e, ty) {
+        (Expr::Branch(name, args, _), Type::Record(id)) if adt(id) => {
+            let rt = &records[usize::from(id)];
+            let (_, branch) = rt
+                .branch(&name.name)
+                .ok_or_else(|| format!("`${}` is not a branch of `{}`", name.name, rt.name))?;
+            if args.len() != branch.fields.len() {
+                return Err(format!(
+                    "`${}` takes {} field{}, {} given",
+                    name.name,
+                    branch.fields.len(),
+                    plural(branch.fields.len()),
+                    args.len()
+                ));
+            }
+            let values: Result<Vec<Value>, String> = (args.iter().zip(&branch.fields))
+                .map(|(f, (_, t))| const_eval_in(f, *t, records))
+                .collect();
+            Ok(Value::Adt {
+                branch: Arc::from(name.name.as_str()),
+                args: values?.into(),
+            })
+        }
+        (_, Type::Record(id)) if adt(id) => Err(format!(
+            "expected a branch of `{}` (`$Name(..)`)",
+            records[usize::from(id)].name
+        )),
         (Expr::Nil(_), Type::Record(_)) => Ok(Value::Nil),
         (Expr::Record(fields, _), Type::Record(id)) => {
             let rt = records
@@ -676,6 +761,12 @@ pub(crate) fn const_eval_in(e: &Expr, ty: Type, records: &[RecordType]) -> Resul
 fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
     Ok(match e {
         Expr::Nil(_) => return Err("`nil` where a record is not expected".into()),
+        Expr::Branch(name, ..) => {
+            return Err(format!(
+                "`${}` where an algebraic data type is not expected",
+                name.name
+            ));
+        }
         Expr::Record(..) => return Err("a record `[...]` where a record is not expected".into()),
         Expr::UserCall { name, .. } => {
             return Err(format!(
@@ -748,7 +839,9 @@ fn const_eval_any(e: &Expr, want: Option<Type>) -> Result<Value, String> {
                 Value::Number(n) => *n as u32,
                 Value::Unsigned(u) => *u,
                 Value::Float(f) => f.to_bits(),
-                Value::Symbol(_) | Value::Record(_) | Value::Nil => return Ok(v),
+                Value::Symbol(_) | Value::Record(_) | Value::Nil | Value::Adt { .. } => {
+                    return Ok(v);
+                }
             };
             match target {
                 Type::Number => Value::Number(bits as i32),
@@ -817,7 +910,7 @@ fn slot_of(v: &Value) -> u32 {
         Value::Number(n) => *n as u32,
         Value::Unsigned(u) => *u,
         Value::Float(f) => f.to_bits(),
-        Value::Symbol(_) | Value::Record(_) | Value::Nil => 0,
+        Value::Symbol(_) | Value::Record(_) | Value::Nil | Value::Adt { .. } => 0,
     }
 }
 

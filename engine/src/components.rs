@@ -176,6 +176,11 @@ fn instantiate(
             for (_, b) in t.fields.iter_mut().flatten() {
                 b.name = bind(&own, &b.name);
             }
+            for (_, fields) in t.branches.iter_mut().flatten() {
+                for (_, b) in fields {
+                    b.name = bind(&own, &b.name);
+                }
+            }
             t
         }));
     content
@@ -292,6 +297,11 @@ fn qualified(mut content: Program, prefix: &str) -> Program {
         for (_, b) in t.fields.iter_mut().flatten() {
             rename(b, &types);
         }
+        for (_, fields) in t.branches.iter_mut().flatten() {
+            for (_, b) in fields {
+                rename(b, &types);
+            }
+        }
     }
     for d in &mut content.decls {
         rename(&mut d.name, &relations);
@@ -356,7 +366,7 @@ fn atoms_in_expr(e: &mut Expr, f: &mut impl FnMut(&mut Atom)) {
         | Expr::Float(..)
         | Expr::String(..)
         | Expr::Nil(_) => {}
-        Expr::Record(fields, _) => atoms_in_exprs(fields, f),
+        Expr::Record(fields, _) | Expr::Branch(_, fields, _) => atoms_in_exprs(fields, f),
         Expr::Unary(_, inner, _) => atoms_in_expr(inner, f),
         Expr::Binary { lhs, rhs, .. } => {
             atoms_in_expr(lhs, f);

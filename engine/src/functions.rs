@@ -337,6 +337,9 @@ pub fn to_number(s: &str) -> Option<i32> {
 #[derive(Debug, Default, Clone)]
 pub struct PatternCache {
     shared: Arc<RwLock<Compiled>>,
+    /// The program's record types, for the reference evaluator, which builds an algebraic
+    /// data type's value by its branch's name ([`PatternCache::for_program`]).
+    record_types: Arc<[crate::value::RecordType]>,
 }
 
 #[derive(Debug, Default)]
@@ -387,6 +390,20 @@ impl CompiledGlob {
 const MAX_CACHED_PATTERNS: usize = 10_000;
 
 impl PatternCache {
+    /// A cache for evaluating over values the program whose record types are `record_types`.
+    pub fn for_program(record_types: Arc<[crate::value::RecordType]>) -> Self {
+        PatternCache {
+            record_types,
+            ..PatternCache::default()
+        }
+    }
+
+    /// The name of branch `b` of type `t`.
+    pub(crate) fn branch_name(&self, t: u16, b: u16) -> Option<Arc<str>> {
+        let rt = self.record_types.get(usize::from(t))?;
+        Some(Arc::from(rt.branches.get(usize::from(b))?.name.as_str()))
+    }
+
     /// Evaluates a test functor. An invalid pattern never matches (the checker reports
     /// invalid constant patterns before evaluation).
     pub fn test(&mut self, func: TestFn, pattern: &str, subject: &str) -> bool {

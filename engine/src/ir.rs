@@ -425,9 +425,9 @@ fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) ->
             ..
         } => f.write_str(if *op == CmpOp::Eq { "true" } else { "false" }),
         IrLit::Cmp { op, lhs, rhs, .. } => {
-            write_expr(f, rule, lhs)?;
+            write_expr(f, ir, rule, lhs)?;
             write!(f, " {} ", op.as_str())?;
-            write_expr(f, rule, rhs)
+            write_expr(f, ir, rule, rhs)
         }
         IrLit::Test {
             func,
@@ -440,14 +440,14 @@ fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) ->
                 f.write_str("!")?;
             }
             write!(f, "{}(", func.as_str())?;
-            write_expr(f, rule, pattern)?;
+            write_expr(f, ir, rule, pattern)?;
             f.write_str(", ")?;
-            write_expr(f, rule, subject)?;
+            write_expr(f, ir, rule, subject)?;
             f.write_str(")")
         }
         IrLit::Bind { var, expr, .. } => {
             write!(f, "{} = ", rule.vars[*var].name)?;
-            write_expr(f, rule, expr)
+            write_expr(f, ir, rule, expr)
         }
         IrLit::Range { var, args, .. } => {
             write!(f, "{} = range(", rule.vars[*var].name)?;
@@ -455,7 +455,7 @@ fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) ->
                 if i > 0 {
                     f.write_str(", ")?;
                 }
-                write_expr(f, rule, a)?;
+                write_expr(f, ir, rule, a)?;
             }
             f.write_str(")")
         }
@@ -469,7 +469,7 @@ fn write_lit(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, lit: &IrLit) ->
             write!(f, "{} = {}", rule.vars[*var].name, kind.as_str())?;
             if let Some(t) = target {
                 f.write_str(" ")?;
-                write_expr(f, rule, t)?;
+                write_expr(f, ir, rule, t)?;
             }
             f.write_str(" : { ")?;
             for (i, l) in body.iter().enumerate() {
@@ -489,25 +489,25 @@ fn write_atom(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, atom: &IrAtom)
         if i > 0 {
             f.write_str(", ")?;
         }
-        write_expr(f, rule, a)?;
+        write_expr(f, ir, rule, a)?;
     }
     f.write_str(")")
 }
 
-fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Result {
+fn write_expr(f: &mut fmt::Formatter<'_>, ir: &Ir, rule: &IrRule, e: &IrExpr) -> fmt::Result {
     match e {
         IrExpr::Var(v) => f.write_str(&rule.vars[*v].name),
         IrExpr::Const(c) => f.write_str(&c.to_literal()),
         IrExpr::Wild => f.write_str("_"),
         IrExpr::Unary(op, e, _) => {
             f.write_str(op.as_prefix())?;
-            write_expr(f, rule, e)
+            write_expr(f, ir, rule, e)
         }
         IrExpr::Arith(op, a, b, _) => {
             f.write_str("(")?;
-            write_expr(f, rule, a)?;
+            write_expr(f, ir, rule, a)?;
             write!(f, " {} ", op.as_str())?;
-            write_expr(f, rule, b)?;
+            write_expr(f, ir, rule, b)?;
             f.write_str(")")
         }
         // A record as written; a field of one as `r[0]` (zero-based), what a pattern
@@ -518,13 +518,32 @@ fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Res
                 if i > 0 {
                     f.write_str(", ")?;
                 }
-                write_expr(f, rule, a)?;
+                write_expr(f, ir, rule, a)?;
             }
             f.write_str("]")
         }
         IrExpr::Call(Functor::Field(j, _), args) if args.len() == 1 => {
-            write_expr(f, rule, &args[0])?;
+            write_expr(f, ir, rule, &args[0])?;
             write!(f, "[{j}]")
+        }
+        // A branch as written; a field of one as `e[$B:0]` (none for another branch).
+        IrExpr::Call(Functor::Branch(t, b), args) => {
+            write!(f, "${}", branch_name(ir, *t, *b))?;
+            if !args.is_empty() {
+                f.write_str("(")?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write_expr(f, ir, rule, a)?;
+                }
+                f.write_str(")")?;
+            }
+            Ok(())
+        }
+        IrExpr::Call(Functor::Arg(t, b, j), args) if args.len() == 1 => {
+            write_expr(f, ir, rule, &args[0])?;
+            write!(f, "[${}:{j}]", branch_name(ir, *t, *b))
         }
         IrExpr::Call(_, args) | IrExpr::User(_, args) => {
             match e {
@@ -536,11 +555,18 @@ fn write_expr(f: &mut fmt::Formatter<'_>, rule: &IrRule, e: &IrExpr) -> fmt::Res
                 if i > 0 {
                     f.write_str(", ")?;
                 }
-                write_expr(f, rule, a)?;
+                write_expr(f, ir, rule, a)?;
             }
             f.write_str(")")
         }
     }
+}
+
+fn branch_name(ir: &Ir, t: u16, b: u16) -> &str {
+    ir.records
+        .get(usize::from(t))
+        .and_then(|rt| rt.branches.get(usize::from(b)))
+        .map_or("?", |branch| branch.name.as_str())
 }
 
 /// The texts explanations write that depend only on the program, prepared once per model

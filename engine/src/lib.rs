@@ -182,6 +182,14 @@ fn fact_value(a: &ast::Expr) -> Result<Value, Box<Diagnostic>> {
         {
             let v = match a {
                 ast::Expr::Nil(_) => Value::Nil,
+                ast::Expr::Branch(name, args, _) => {
+                    let values: Result<Vec<Value>, Box<Diagnostic>> =
+                        args.iter().map(fact_value).collect();
+                    Value::Adt {
+                        branch: Arc::from(name.name.as_str()),
+                        args: values?.into(),
+                    }
+                }
                 ast::Expr::Record(fields, _) => {
                     let values: Result<Vec<Value>, Box<Diagnostic>> =
                         fields.iter().map(fact_value).collect();

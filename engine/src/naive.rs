@@ -79,7 +79,7 @@ pub fn evaluate(ir: &Ir, facts: &FactSet) -> NaiveDb {
             db.relations[rel].insert(Tuple(vals));
         }
     }
-    let mut patterns = PatternCache::default();
+    let mut patterns = PatternCache::for_program(std::sync::Arc::clone(&ir.records));
     for stratum in &ir.strata {
         loop {
             let mut new = Vec::new();
@@ -126,7 +126,7 @@ fn coerce_row(values: &[Value], types: &[Type]) -> Option<Vec<Value>> {
         .map(|(v, t)| match (v, t) {
             (Value::Number(n), Type::Unsigned) => u32::try_from(*n).ok().map(Value::Unsigned),
             (Value::Number(n), Type::Float) => Some(Value::Float(*n as f32)),
-            (Value::Record(_) | Value::Nil, Type::Record(_)) => Some(v.clone()),
+            (Value::Record(_) | Value::Nil | Value::Adt { .. }, Type::Record(_)) => Some(v.clone()),
             (v, t) if v.ty() == *t => Some(v.clone()),
             _ => None,
         })
@@ -202,7 +202,7 @@ fn range_of(lit: &IrLit, env: &[Option<Value>], p: &mut PatternCache) -> Option<
         Value::Number(n) => Some(*n as u32),
         Value::Unsigned(u) => Some(*u),
         Value::Float(f) => Some(f.to_bits()),
-        Value::Symbol(_) | Value::Record(_) | Value::Nil => None,
+        Value::Symbol(_) | Value::Record(_) | Value::Nil | Value::Adt { .. } => None,
     };
     let mut vals = Vec::with_capacity(3);
     for a in args {
@@ -346,7 +346,7 @@ fn slot(v: &Value) -> u32 {
         Value::Number(n) => *n as u32,
         Value::Unsigned(u) => *u,
         Value::Float(x) => x.to_bits(),
-        Value::Symbol(_) | Value::Record(_) | Value::Nil => 0,
+        Value::Symbol(_) | Value::Record(_) | Value::Nil | Value::Adt { .. } => 0,
     }
 }
 
@@ -368,7 +368,8 @@ pub fn compare(op: CmpOp, ty: Type, a: &Value, b: &Value) -> bool {
     let ord = match (a, b) {
         (Value::Symbol(x), Value::Symbol(y)) => x.as_bytes().cmp(y.as_bytes()),
         // Records by their fields (the engine compares their ids: equal fields, equal id).
-        (Value::Record(_) | Value::Nil, _) | (_, Value::Record(_) | Value::Nil) => a.total_cmp(b),
+        (Value::Record(_) | Value::Nil | Value::Adt { .. }, _)
+        | (_, Value::Record(_) | Value::Nil | Value::Adt { .. }) => a.total_cmp(b),
         _ => functions::cmp_numeric(ty, slot(a), slot(b)),
     };
     functions::holds(op, ord)
@@ -416,6 +417,15 @@ pub fn eval(e: &IrExpr, env: &[Option<Value>], p: &mut PatternCache) -> Option<V
                 }
                 (Functor::Record(_), vs) => Value::Record(vs.into()),
                 (Functor::Field(j, _), [Value::Record(fs)]) => fs.get(usize::from(*j))?.clone(),
+                (Functor::Branch(t, b), vs) => Value::Adt {
+                    branch: p.branch_name(*t, *b)?,
+                    args: vs.into(),
+                },
+                (Functor::Arg(t, b, j), [Value::Adt { branch, args }])
+                    if p.branch_name(*t, *b).as_deref() == Some(&**branch) =>
+                {
+                    args.get(usize::from(*j))?.clone()
+                }
                 _ => return None,
             }
         }

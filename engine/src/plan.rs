@@ -130,6 +130,30 @@ impl CExpr {
                     let id = args.first()?.eval(env, cx)?;
                     cx.symbols.resolve_record(id)?.get(usize::from(*j)).copied()
                 }
+                // A branch's value is the record of its index and its fields.
+                Functor::Branch(_, b) => {
+                    let mut fields = [0u32; 8];
+                    fields[0] = u32::from(*b);
+                    if args.len() < fields.len() {
+                        for (slot, a) in fields[1..].iter_mut().zip(args) {
+                            *slot = a.eval(env, cx)?;
+                        }
+                        return Some(cx.symbols.intern_record(&fields[..=args.len()]));
+                    }
+                    let mut all = vec![u32::from(*b)];
+                    for a in args {
+                        all.push(a.eval(env, cx)?);
+                    }
+                    Some(cx.symbols.intern_record(&all))
+                }
+                Functor::Arg(_, b, j) => {
+                    let id = args.first()?.eval(env, cx)?;
+                    let slots = cx.symbols.resolve_record(id)?;
+                    if slots.first() != Some(&u32::from(*b)) {
+                        return None;
+                    }
+                    slots.get(1 + usize::from(*j)).copied()
+                }
                 Functor::ToString => {
                     let (arg, ty) = match args.first()? {
                         CExpr::Arith(_, _, _, t) | CExpr::Unary(_, _, t) => (args.first()?, *t),

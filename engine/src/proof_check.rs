@@ -146,7 +146,7 @@ impl<'a> ProofChecker<'a> {
                     }
                     env[i] = Some(val);
                 }
-                let mut patterns = PatternCache::default();
+                let mut patterns = PatternCache::for_program(std::sync::Arc::clone(&ir.records));
                 // Head.
                 for (i, e) in r.head.args.iter().enumerate() {
                     let got = naive::eval(e, &env, &mut patterns);

@@ -99,10 +99,17 @@ pub fn parse_facts(
                     rel.type_names[c],
                     rel.attrs[c],
                     rel.name,
-                    if matches!(ty, Type::Record(_)) {
-                        "; write a record as `[1, a]` or `nil`, one value per field"
-                    } else {
-                        ""
+                    match ty {
+                        Type::Record(id)
+                            if records
+                                .get(usize::from(*id))
+                                .is_some_and(RecordType::is_adt) =>
+                        {
+                            "; write a branch as `$Name(1, a)`, or `$Name` without fields"
+                        }
+                        Type::Record(_) =>
+                            "; write a record as `[1, a]` or `nil`, one value per field",
+                        _ => "",
                     }
                 ),
             })?;
@@ -168,32 +175,61 @@ fn split_outside_brackets<'a>(line: &'a str, delimiter: &str) -> Vec<&'a str> {
     out
 }
 
-/// Reads a value of `ty` from the front of `text` (a record, `nil`, or one of a record's
-/// fields: up to the next `,` or `]`), leaving the rest.
+/// Reads a value of `ty` from the front of `text` (a record, `nil`, a branch `$B(..)`, or one
+/// of their fields: up to the next `,`, or `]` in a record, `)` in a branch), leaving the rest.
 fn record(text: &mut &str, ty: Type, records: &[RecordType]) -> Option<Value> {
+    record_field(text, ty, records, ']')
+}
+
+fn record_field(text: &mut &str, ty: Type, records: &[RecordType], close: char) -> Option<Value> {
     *text = text.trim_start();
     let Type::Record(id) = ty else {
         let end = if ty == Type::Symbol && text.starts_with('"') {
             return quoted(text).map(Value::sym);
         } else {
-            text.find([',', ']']).unwrap_or(text.len())
+            text.find([',', close]).unwrap_or(text.len())
         };
         let (field, rest) = text.split_at(end);
         *text = rest;
         return parse_value(field, ty);
     };
+    let rt = records.get(usize::from(id))?;
+    if rt.is_adt() {
+        // `$Name(a, b)`, `$Name` for a branch without fields (Soufflé's `[A-Za-z0-9_?.]` names).
+        let rest = text.strip_prefix('$')?;
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '?' | '.')))
+            .unwrap_or(rest.len());
+        let (name, rest) = rest.split_at(end);
+        let (_, branch) = rt.branch(name)?;
+        *text = rest;
+        let mut args = Vec::with_capacity(branch.fields.len());
+        if !branch.fields.is_empty() {
+            *text = text.trim_start().strip_prefix('(')?;
+            for (i, (_, ft)) in branch.fields.iter().enumerate() {
+                if i > 0 {
+                    *text = text.trim_start().strip_prefix(',')?;
+                }
+                args.push(record_field(text, *ft, records, ')')?);
+            }
+            *text = text.trim_start().strip_prefix(')')?;
+        }
+        return Some(Value::Adt {
+            branch: Arc::from(name),
+            args: args.into(),
+        });
+    }
     if let Some(rest) = text.strip_prefix("nil") {
         *text = rest;
         return Some(Value::Nil);
     }
-    let rt = records.get(usize::from(id))?;
     *text = text.strip_prefix('[')?;
     let mut values = Vec::with_capacity(rt.fields.len());
     for (i, (_, ft)) in rt.fields.iter().enumerate() {
         if i > 0 {
             *text = text.trim_start().strip_prefix(',')?;
         }
-        values.push(record(text, *ft, records)?);
+        values.push(record_field(text, *ft, records, ']')?);
     }
     *text = text.trim_start().strip_prefix(']')?;
     Some(Value::Record(values.into()))

@@ -59,13 +59,52 @@ impl fmt::Display for Type {
     }
 }
 
-/// A record type: its name and its fields, in order.
+/// A record type (`.type P = [a: number, b: P]`) or an algebraic data type (`.type T = A {x:
+/// number} | B {}`): its name and its fields, or its branches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RecordType {
     /// The name it was declared with.
     pub name: String,
-    /// Field names and types.
+    /// A record type's field names and types, in order (none for an algebraic data type).
     pub fields: Vec<(String, Type)>,
+    /// An algebraic data type's branches, sorted by name as Soufflé numbers them (none for a
+    /// record type). A value of branch `b` is kept as the record of `b`'s index and its fields.
+    pub branches: Vec<Branch>,
+}
+
+/// A branch of an algebraic data type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Branch {
+    /// Its name, without the `$`.
+    pub name: String,
+    /// Its field names and types.
+    pub fields: Vec<(String, Type)>,
+}
+
+impl RecordType {
+    /// Whether it is an algebraic data type.
+    pub fn is_adt(&self) -> bool {
+        !self.branches.is_empty()
+    }
+
+    /// The branch called `name`, with its index.
+    pub fn branch(&self, name: &str) -> Option<(usize, &Branch)> {
+        self.branches
+            .iter()
+            .enumerate()
+            .find(|(_, b)| b.name == name)
+    }
+}
+
+/// The algebraic data type with a branch called `name` (branch names are unique in a program),
+/// with the branch's index.
+pub(crate) fn branch_of<'a>(
+    records: &'a [RecordType],
+    name: &str,
+) -> Option<(usize, &'a RecordType)> {
+    records
+        .iter()
+        .find_map(|rt| rt.branch(name).map(|(b, _)| (b, rt)))
 }
 
 /// A value outside the engine: what callers pass in and get back.
@@ -85,6 +124,13 @@ pub enum Value {
     Record(Arc<[Value]>),
     /// The record `nil`.
     Nil,
+    /// A value of an algebraic data type: its branch and its fields (`$Some(1, "a")`).
+    Adt {
+        /// The branch's name, without the `$`.
+        branch: Arc<str>,
+        /// Its fields.
+        args: Arc<[Value]>,
+    },
 }
 
 impl Value {
@@ -109,7 +155,7 @@ impl Value {
             Value::Unsigned(_) => Type::Unsigned,
             Value::Float(_) => Type::Float,
             Value::Symbol(_) => Type::Symbol,
-            Value::Record(_) | Value::Nil => Value::ANY_RECORD,
+            Value::Record(_) | Value::Nil | Value::Adt { .. } => Value::ANY_RECORD,
         }
     }
 
@@ -123,16 +169,31 @@ impl Value {
             (Value::Number(n), Type::Unsigned) => u32::try_from(*n).ok().map(Value::Unsigned),
             (Value::Number(n), Type::Float) => Some(Value::Float(*n as f32)),
             (Value::Unsigned(n), Type::Number) => i32::try_from(*n).ok().map(Value::Number),
-            (Value::Nil, Type::Record(_)) => Some(Value::Nil),
+            (Value::Nil, Type::Record(id)) => {
+                (!records.get(usize::from(id))?.is_adt()).then_some(Value::Nil)
+            }
             (Value::Record(fields), Type::Record(id)) => {
                 let rt = records.get(usize::from(id))?;
-                if rt.fields.len() != fields.len() {
+                if rt.is_adt() || rt.fields.len() != fields.len() {
                     return None;
                 }
                 let values: Option<Vec<Value>> = (fields.iter().zip(&rt.fields))
                     .map(|(v, (_, t))| v.coerce(*t, records))
                     .collect();
                 Some(Value::Record(values?.into()))
+            }
+            (Value::Adt { branch, args }, Type::Record(id)) => {
+                let (_, b) = records.get(usize::from(id))?.branch(branch)?;
+                if b.fields.len() != args.len() {
+                    return None;
+                }
+                let values: Option<Vec<Value>> = (args.iter().zip(&b.fields))
+                    .map(|(v, (_, t))| v.coerce(*t, records))
+                    .collect();
+                Some(Value::Adt {
+                    branch: Arc::clone(branch),
+                    args: values?.into(),
+                })
             }
             (v, t) if v.ty() == t => Some(v.clone()),
             _ => None,
@@ -141,14 +202,21 @@ impl Value {
 
     /// Whether the value is one of type `ty`, whose record types (if any) are `records`.
     pub fn fits(&self, ty: Type, records: &[RecordType]) -> bool {
+        let all_fit = |values: &[Value], fields: &[(String, Type)]| {
+            values.len() == fields.len()
+                && (values.iter().zip(fields)).all(|(v, (_, t))| v.fits(*t, records))
+        };
         match (self, ty) {
-            (Value::Nil, Type::Record(_)) => true,
-            (Value::Record(fields), Type::Record(id)) => {
-                records.get(usize::from(id)).is_some_and(|rt| {
-                    rt.fields.len() == fields.len()
-                        && (fields.iter().zip(&rt.fields)).all(|(v, (_, t))| v.fits(*t, records))
-                })
+            (Value::Nil, Type::Record(id)) => {
+                records.get(usize::from(id)).is_some_and(|rt| !rt.is_adt())
             }
+            (Value::Record(fields), Type::Record(id)) => records
+                .get(usize::from(id))
+                .is_some_and(|rt| !rt.is_adt() && all_fit(fields, &rt.fields)),
+            (Value::Adt { branch, args }, Type::Record(id)) => records
+                .get(usize::from(id))
+                .and_then(|rt| rt.branch(branch))
+                .is_some_and(|(_, b)| all_fit(args, &b.fields)),
             (v, t) => v.ty() == t,
         }
     }
@@ -182,12 +250,12 @@ impl Value {
             (Value::Nil, Value::Nil) => Ordering::Equal,
             (Value::Nil, Value::Record(_)) => Ordering::Less,
             (Value::Record(_), Value::Nil) => Ordering::Greater,
-            (Value::Record(a), Value::Record(b)) => {
-                let mut by_field = a.iter().zip(b.iter()).map(|(x, y)| x.total_cmp(y));
-                by_field
-                    .find(|o| o.is_ne())
-                    .unwrap_or_else(|| a.len().cmp(&b.len()))
-            }
+            (Value::Record(a), Value::Record(b)) => fields_cmp(a, b),
+            // By branch (Soufflé numbers branches in the order of their names), then fields.
+            (Value::Adt { branch: x, args: a }, Value::Adt { branch: y, args: b }) => x
+                .as_bytes()
+                .cmp(y.as_bytes())
+                .then_with(|| fields_cmp(a, b)),
             _ => self.ty().cmp(&other.ty()),
         }
     }
@@ -231,6 +299,20 @@ impl Value {
                 }
                 out.push(']');
             }
+            Value::Adt { branch, args } => {
+                out.push('$');
+                out.push_str(branch);
+                if !args.is_empty() {
+                    out.push('(');
+                    for (i, f) in args.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        f.write_literal(out);
+                    }
+                    out.push(')');
+                }
+            }
             other => out.push_str(&other.to_literal()),
         }
     }
@@ -238,7 +320,7 @@ impl Value {
     /// Writes the value as a Datalog literal (`"a"`, `3`, `3u`, `1.5`, `[1, "a"]`, `nil`).
     pub fn to_literal(&self) -> String {
         match self {
-            Value::Symbol(_) | Value::Record(_) => {
+            Value::Symbol(_) | Value::Record(_) | Value::Adt { .. } => {
                 let mut out = String::new();
                 self.write_literal(&mut out);
                 out
@@ -260,17 +342,29 @@ impl Value {
     /// Appends the value as Soufflé writes it to an output file: as [`fmt::Display`], but
     /// floats to `max_digits10` (`%.9g`), in records too.
     pub fn write_output(&self, out: &mut String) {
+        let fields = |values: &[Value], out: &mut String| {
+            for (i, f) in values.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                f.write_output(out);
+            }
+        };
         match self {
             Value::Float(x) => out.push_str(&format_float_output(*x)),
-            Value::Record(fields) => {
+            Value::Record(values) => {
                 out.push('[');
-                for (i, f) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    f.write_output(out);
-                }
+                fields(values, out);
                 out.push(']');
+            }
+            Value::Adt { branch, args } => {
+                out.push('$');
+                out.push_str(branch);
+                if !args.is_empty() {
+                    out.push('(');
+                    fields(args, out);
+                    out.push(')');
+                }
             }
             other => {
                 use std::fmt::Write as _;
@@ -300,8 +394,31 @@ impl fmt::Display for Value {
                 f.write_str("]")
             }
             Value::Nil => f.write_str("nil"),
+            // Soufflé's: `$Name` for a branch without fields, `$Name(a, b)` otherwise.
+            Value::Adt { branch, args } => {
+                write!(f, "${branch}")?;
+                if !args.is_empty() {
+                    f.write_str("(")?;
+                    for (i, v) in args.iter().enumerate() {
+                        if i > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "{v}")?;
+                    }
+                    f.write_str(")")?;
+                }
+                Ok(())
+            }
         }
     }
+}
+
+/// Records' fields in order, then the shorter first.
+fn fields_cmp(a: &[Value], b: &[Value]) -> Ordering {
+    let mut by_field = a.iter().zip(b).map(|(x, y)| x.total_cmp(y));
+    by_field
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| a.len().cmp(&b.len()))
 }
 
 /// Formats a float like C++ `std::ostream << float` with default precision (`%g`, 6 digits):
@@ -391,6 +508,16 @@ pub(crate) fn encode(value: &Value, symbols: &mut Interner) -> u32 {
             let slots: Vec<u32> = fields.iter().map(|f| encode(f, symbols)).collect();
             symbols.intern_record(&slots)
         }
+        // A branch no type has (which no coerced value holds) is encoded as `nil`, which no
+        // algebraic data type's column holds.
+        Value::Adt { branch, args } => {
+            let Some((b, _)) = branch_of(&symbols.record_types, branch) else {
+                return NIL;
+            };
+            let mut slots = vec![b as u32];
+            slots.extend(args.iter().map(|f| encode(f, symbols)));
+            symbols.intern_record(&slots)
+        }
     }
 }
 
@@ -404,6 +531,14 @@ pub(crate) fn encode_existing(value: &Value, symbols: &Interner) -> Option<u32> 
             let slots: Option<Vec<u32>> =
                 fields.iter().map(|f| encode_existing(f, symbols)).collect();
             symbols.get_record(&slots?)
+        }
+        Value::Adt { branch, args } => {
+            let (b, _) = branch_of(&symbols.record_types, branch)?;
+            let mut slots = vec![b as u32];
+            for f in args.iter() {
+                slots.push(encode_existing(f, symbols)?);
+            }
+            symbols.get_record(&slots)
         }
         other => Some(encode(other, &mut Interner::default())),
     }
@@ -423,8 +558,24 @@ pub(crate) fn decode(slot: u32, ty: Type, symbols: &Interner) -> Value {
             ) else {
                 return Value::Nil;
             };
-            let values = (fields.iter().zip(&rt.fields)).map(|(s, (_, t))| decode(*s, *t, symbols));
-            Value::Record(values.collect())
+            let decoded = |slots: &[u32], types: &[(String, Type)]| -> Arc<[Value]> {
+                (slots.iter().zip(types))
+                    .map(|(s, (_, t))| decode(*s, *t, symbols))
+                    .collect()
+            };
+            if rt.is_adt() {
+                let Some((b, args)) = fields.split_first() else {
+                    return Value::Nil;
+                };
+                let Some(branch) = rt.branches.get(*b as usize) else {
+                    return Value::Nil;
+                };
+                return Value::Adt {
+                    branch: Arc::from(branch.name.as_str()),
+                    args: decoded(args, &branch.fields),
+                };
+            }
+            Value::Record(decoded(fields, &rt.fields))
         }
     }
 }

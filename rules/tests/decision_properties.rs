@@ -100,7 +100,7 @@ fn tamper(proof: &mut Proof, k: &mut usize) -> Option<String> {
             Value::Unsigned(n) => Value::Unsigned(n.wrapping_add(1)),
             Value::Float(x) => Value::Float(*x + 1.0),
             // Policy relations hold no records.
-            Value::Record(_) | Value::Nil => return None,
+            Value::Record(_) | Value::Nil | Value::Adt { .. } => return None,
         };
         return Some(format!("{name} in `{}`", proof.fact));
     }

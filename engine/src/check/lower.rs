@@ -146,6 +146,33 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 fields.iter().map(|f| self.expr(f)).collect(),
             ),
             Expr::Nil(_) => IrExpr::Const(Value::Nil),
+            Expr::Branch(name, args, span) => {
+                let fields: Vec<IrExpr> = args.iter().map(|a| self.expr(a)).collect();
+                let Some(&(t, b)) = self.cx.branches.get(&name.name) else {
+                    let msg = format!("unknown branch `${}`", name.name);
+                    let help = "declare it as a branch of an algebraic data type, as in `.type T = A {x: number} | B {}`";
+                    self.error(Diagnostic::error(codes::TYPE, msg, name.span).with_help(help));
+                    return IrExpr::Const(Value::Number(0));
+                };
+                let want = self.cx.records[usize::from(t)].branches[usize::from(b)]
+                    .fields
+                    .len();
+                if want != fields.len() {
+                    let msg = format!(
+                        "`${}` takes {want} field(s), {} given",
+                        name.name,
+                        fields.len()
+                    );
+                    let rt = &self.cx.records[usize::from(t)];
+                    let help = format!(
+                        "`${}` is a branch of `{}`; give one value per field, or write `${}` for a branch without fields",
+                        name.name, rt.name, name.name
+                    );
+                    self.error(Diagnostic::error(codes::ARITY, msg, *span).with_help(help));
+                    return IrExpr::Const(Value::Number(0));
+                }
+                IrExpr::Call(Functor::Branch(t, b), fields)
+            }
             Expr::Number(..) | Expr::Unsigned(..) | Expr::Float(..) | Expr::String(..) => {
                 match const_eval_any(e, None) {
                     Ok(v) => IrExpr::Const(v),
@@ -192,7 +219,10 @@ impl<'c, 's> RuleBuilder<'c, 's> {
                 let want = match func {
                     Functor::Cat | Functor::Range | Functor::Max(_) | Functor::Min(_) => None,
                     // Never parsed as calls.
-                    Functor::Record(_) | Functor::Field(..) => None,
+                    Functor::Record(_)
+                    | Functor::Field(..)
+                    | Functor::Branch(..)
+                    | Functor::Arg(..) => None,
                     Functor::As(_) => Some(2),
                     Functor::Strlen
                     | Functor::ToNumber
@@ -660,6 +690,9 @@ pub(super) fn functor_help(f: Functor) -> &'static str {
         Functor::Record(_) | Functor::Field(..) => {
             "a record is written `[a, b, ...]`, one value per field of its type"
         }
+        Functor::Branch(..) | Functor::Arg(..) => {
+            "a branch is written `$Name(a, b, ...)`, one value per field of the branch (`$Name` without fields)"
+        }
     }
 }
 
@@ -812,7 +845,9 @@ fn expr_var_names(e: &Expr, out: &mut Vec<String>) {
         | Expr::String(..)
         | Expr::Nil(_)
         | Expr::Aggregate { .. } => {}
-        Expr::Record(fields, _) => fields.iter().for_each(|f| expr_var_names(f, out)),
+        Expr::Record(fields, _) | Expr::Branch(_, fields, _) => {
+            fields.iter().for_each(|f| expr_var_names(f, out));
+        }
     }
 }
 
@@ -837,20 +872,63 @@ fn destructured(l: &IrLit, grounded: &BTreeSet<VarId>) -> Option<Vec<IrLit>> {
         !has_wild(e) && vs.iter().all(|v| grounded.contains(v))
     };
     let (of, record) = match (lhs, rhs) {
-        (record @ IrExpr::Call(Functor::Record(_), _), of) if !ready(record) && ready(of) => {
+        (record @ IrExpr::Call(Functor::Record(_) | Functor::Branch(..), _), of)
+            if !ready(record) && ready(of) =>
+        {
             (of, record)
         }
-        (of, record @ IrExpr::Call(Functor::Record(_), _)) if !ready(record) && ready(of) => {
+        (of, record @ IrExpr::Call(Functor::Record(_) | Functor::Branch(..), _))
+            if !ready(record) && ready(of) =>
+        {
             (of, record)
         }
         _ => return None,
     };
-    let IrExpr::Call(_, fields) = record else {
-        return None;
-    };
     let mut out = Vec::new();
-    field_equalities(of, fields, *span, &mut out);
+    match record {
+        IrExpr::Call(Functor::Branch(t, b), args) => {
+            branch_equalities(of, (*t, *b), args, *span, &mut out);
+        }
+        IrExpr::Call(_, fields) => field_equalities(of, fields, *span, &mut out),
+        _ => return None,
+    }
     Some(out)
+}
+
+/// `e = $B(a, _, ..)` taken apart: `a = e[$B:0]`, ... (a field of a value of another branch has
+/// no value); a branch of only `_` tests that `e` is of that branch, as `e = $B(e[$B:0], ..)`.
+fn branch_equalities(
+    of: &IrExpr,
+    (t, b): (u16, u16),
+    args: &[IrExpr],
+    span: Span,
+    out: &mut Vec<IrLit>,
+) {
+    let arg = |j: usize| {
+        let j = u16::try_from(j).unwrap_or(u16::MAX);
+        IrExpr::Call(Functor::Arg(t, b, j), vec![of.clone()])
+    };
+    if args.iter().all(is_wild) {
+        out.push(IrLit::Cmp {
+            op: ast::CmpOp::Eq,
+            lhs: of.clone(),
+            rhs: IrExpr::Call(Functor::Branch(t, b), (0..args.len()).map(arg).collect()),
+            ty: Type::Number,
+            span,
+        });
+        return;
+    }
+    for (j, a) in args.iter().enumerate() {
+        if !is_wild(a) {
+            out.push(IrLit::Cmp {
+                op: ast::CmpOp::Eq,
+                lhs: a.clone(),
+                rhs: arg(j),
+                ty: Type::Number,
+                span,
+            });
+        }
+    }
 }
 
 fn field_equalities(of: &IrExpr, fields: &[IrExpr], span: Span, out: &mut Vec<IrLit>) {
@@ -896,7 +974,7 @@ fn is_wild(e: &IrExpr) -> bool {
 fn wild_outside_records(e: &IrExpr) -> bool {
     match e {
         IrExpr::Wild => true,
-        IrExpr::Call(Functor::Record(_), fields) => fields
+        IrExpr::Call(Functor::Record(_) | Functor::Branch(..), fields) => fields
             .iter()
             .any(|f| !is_wild(f) && wild_outside_records(f)),
         other => has_wild(other),

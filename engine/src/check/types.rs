@@ -221,6 +221,18 @@ impl RuleBuilder<'_, '_> {
         }
     }
 
+    /// Whether `t` is an algebraic data type.
+    fn is_adt(&self, t: Type) -> bool {
+        match t {
+            Type::Record(id) => self
+                .cx
+                .records
+                .get(usize::from(id))
+                .is_some_and(crate::value::RecordType::is_adt),
+            _ => false,
+        }
+    }
+
     /// The type an expression has on its own, if it determines one.
     pub(super) fn peek_type(&self, e: &IrExpr) -> Option<Type> {
         match e {
@@ -246,6 +258,12 @@ impl RuleBuilder<'_, '_> {
                 }
                 Functor::Record(t) if *t == Value::ANY_RECORD => return None,
                 Functor::Record(t) => *t,
+                Functor::Branch(t, _) => Type::Record(*t),
+                Functor::Arg(t, b, j) => {
+                    let rt = self.cx.records.get(usize::from(*t))?;
+                    let branch = rt.branches.get(usize::from(*b))?;
+                    return branch.fields.get(usize::from(*j)).map(|(_, t)| *t);
+                }
                 Functor::Field(j, _) => {
                     let Some(Type::Record(id)) = args.first().and_then(|a| self.peek_type(a))
                     else {
@@ -320,8 +338,8 @@ impl RuleBuilder<'_, '_> {
                 }
             }
             IrExpr::Const(Value::Nil) => {
-                if !matches!(want, Type::Record(_)) {
-                    let msg = format!("`nil` where a `{want}` is expected");
+                if !matches!(want, Type::Record(_)) || self.is_adt(want) {
+                    let msg = format!("`nil` where a `{}` is expected", self.cx.type_name(want));
                     let help =
                         "`nil` is the empty record: it stands only where a record type is expected";
                     self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
@@ -441,7 +459,62 @@ impl RuleBuilder<'_, '_> {
                     self.check_expr(a, p, span);
                 }
             }
+            IrExpr::Call(Functor::Branch(t, b), args) => {
+                let (t, b) = (*t, *b);
+                if want != Type::Record(t) {
+                    let rt = &self.cx.records[usize::from(t)];
+                    let msg = format!(
+                        "`${}` is a `{}` but `{}` is expected here",
+                        rt.branches[usize::from(b)].name,
+                        rt.name,
+                        self.cx.type_name(want)
+                    );
+                    let help = "a branch stands only where its algebraic data type is expected";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
+                    return;
+                }
+                let fields = self.cx.records[usize::from(t)].branches[usize::from(b)]
+                    .fields
+                    .clone();
+                for (a, (_, ft)) in args.iter_mut().zip(&fields) {
+                    if !matches!(a, IrExpr::Wild) {
+                        self.check_expr(a, *ft, span);
+                    }
+                }
+            }
+            IrExpr::Call(Functor::Arg(t, b, j), args) => {
+                let (t, b, j) = (*t, *b, *j);
+                if let Some(of) = args.first_mut() {
+                    self.check_expr(of, Type::Record(t), span);
+                }
+                let rt = &self.cx.records[usize::from(t)];
+                let branch = &rt.branches[usize::from(b)];
+                if let Some((name, ft)) = branch.fields.get(usize::from(j)).cloned()
+                    && ft != want
+                {
+                    let msg = format!(
+                        "field `{name}` of `${}` is `{}` but `{}` is expected here",
+                        branch.name,
+                        self.cx.type_name(ft),
+                        self.cx.type_name(want)
+                    );
+                    self.error(
+                        Diagnostic::error(codes::TYPE, msg, span).with_help(
+                            "a variable has one type; use a variable of the field's type",
+                        ),
+                    );
+                }
+            }
             IrExpr::Call(Functor::Record(t), fields) => {
+                if self.is_adt(want) {
+                    let msg = format!(
+                        "a record where the algebraic data type `{}` is expected",
+                        self.cx.type_name(want)
+                    );
+                    let help = "write one of its branches, `$Name(..)`";
+                    self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
+                    return;
+                }
                 let Type::Record(id) = want else {
                     let msg = format!("a record where a `{want}` is expected");
                     let help = "a record `[..]` stands only where a record type is expected: declare one with `.type T = [a: number, b: symbol]`";
@@ -472,7 +545,7 @@ impl RuleBuilder<'_, '_> {
             }
             IrExpr::Call(Functor::Field(j, n), args) => {
                 let of = args.first().and_then(|a| self.peek_type(a));
-                let Some(Type::Record(id)) = of else {
+                let Some(Type::Record(id)) = of.filter(|t| !self.is_adt(*t)) else {
                     let msg = "a record pattern `[..]` over a value that is not a record";
                     let help = "match records against a variable or column of a record type";
                     self.error(Diagnostic::error(codes::TYPE, msg, span).with_help(help));
@@ -563,7 +636,9 @@ impl RuleBuilder<'_, '_> {
                     | Functor::Max(_)
                     | Functor::Min(_)
                     | Functor::Record(_)
-                    | Functor::Field(..) => (want, Vec::new()),
+                    | Functor::Field(..)
+                    | Functor::Branch(..)
+                    | Functor::Arg(..) => (want, Vec::new()),
                     Functor::Cat => (Type::Symbol, vec![Some(Type::Symbol); args.len()]),
                     Functor::Strlen => (Type::Number, vec![Some(Type::Symbol)]),
                     Functor::Substr => (

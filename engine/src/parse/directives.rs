@@ -44,6 +44,7 @@ impl Parser<'_> {
                     name: name_id,
                     bases: vec![base],
                     fields: None,
+                    branches: None,
                     span,
                 });
             }
@@ -232,11 +233,32 @@ impl Parser<'_> {
             Tok::Eq => {
                 self.bump();
                 if self.eat(&Tok::LBracket) {
-                    let fields = self.record_fields()?;
+                    let fields = self.record_fields(&Tok::RBracket, "]")?;
                     return Ok(TypeDecl {
                         name,
                         bases,
                         fields: Some(fields),
+                        branches: None,
+                        span: Span::new(start, self.prev_end()),
+                    });
+                }
+                if matches!(self.peek(), Tok::Ident(_)) && *self.peek2() == Tok::LBrace {
+                    let mut branches = Vec::new();
+                    loop {
+                        let branch = self.ident("a branch name")?;
+                        let help = "write a branch as `Name {field: type, ...}` (`Name {}` without fields)";
+                        self.expect(&Tok::LBrace, "`{` after the branch's name", help)?;
+                        let fields = self.record_fields(&Tok::RBrace, "}")?;
+                        branches.push((branch, fields));
+                        if !self.eat(&Tok::Pipe) {
+                            break;
+                        }
+                    }
+                    return Ok(TypeDecl {
+                        name,
+                        bases,
+                        fields: None,
+                        branches: Some(branches),
                         span: Span::new(start, self.prev_end()),
                     });
                 }
@@ -266,16 +288,17 @@ impl Parser<'_> {
             name,
             bases,
             fields: None,
+            branches: None,
             span: Span::new(start, self.prev_end()),
         })
     }
 
-    /// A record type's fields after its `[`: `a: number, b: T]` (possibly none).
-    fn record_fields(&mut self) -> PResult<Vec<(Ident, Ident)>> {
-        let help =
-            "write the fields as `[name: type, ...]`, as in `.type Pair = [a: number, b: symbol]`";
+    /// Fields after a record type's `[` or a branch's `{`: `a: number, b: T]` (possibly none),
+    /// up to `close`.
+    fn record_fields(&mut self, close: &Tok, close_text: &str) -> PResult<Vec<(Ident, Ident)>> {
+        let help = "write the fields as `name: type`, separated by `,`, as in `.type Pair = [a: number, b: symbol]` or `.type T = A {x: number} | B {}`";
         let mut fields = Vec::new();
-        if self.eat(&Tok::RBracket) {
+        if self.eat(close) {
             return Ok(fields);
         }
         loop {
@@ -287,7 +310,7 @@ impl Parser<'_> {
                 break;
             }
         }
-        self.expect(&Tok::RBracket, "`]` or `,` after a field", help)?;
+        self.expect(close, &format!("`{close_text}` or `,` after a field"), help)?;
         Ok(fields)
     }
 
@@ -296,8 +319,8 @@ impl Parser<'_> {
         if *self.peek() != Tok::LBrace {
             return Ok(());
         }
-        let msg = "algebraic data types (`.type T = A { .. } | B { .. }`) are not supported";
-        let help = "give each branch a relation of its own, or its fields as separate attributes";
+        let msg = "a union of types mixed with a branch of an algebraic data type";
+        let help = "write every alternative as a branch, as in `.type T = A {x: number} | B {}`";
         err(Diagnostic::error(codes::UNSUPPORTED, msg, self.cur().span()).with_help(help))
     }
 

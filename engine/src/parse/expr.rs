@@ -25,6 +25,28 @@ const FUNCTOR_HELP: &str = "the functors are `cat`, `strlen`, `substr`, `to_numb
 impl Parser<'_> {
     // ----- expressions -----
 
+    /// `$Name(a, ..)` or `$Name`, its fields read by `item`.
+    pub(super) fn branch_term(
+        &mut self,
+        item: impl FnMut(&mut Self) -> PResult<Expr>,
+    ) -> PResult<Expr> {
+        let dollar = self.bump();
+        if !matches!(self.peek(), Tok::Ident(_)) {
+            let msg = "`$` alone (Soufflé's deprecated counter, `autoinc()`) is not supported";
+            let help = "`$Name(..)` is a branch of an algebraic data type; a counter numbers tuples in the order Soufflé derives them, which is not the order Tollgate does";
+            return err(Diagnostic::error(codes::UNSUPPORTED, msg, dollar.span()).with_help(help));
+        }
+        let name = self.ident("a branch name after `$`")?;
+        self.deeper(1)?;
+        let (args, end) = if *self.peek() == Tok::LParen {
+            self.arg_list("branch's", item)?
+        } else {
+            (Vec::new(), name.span.end as usize)
+        };
+        self.depth -= 1;
+        Ok(Expr::Branch(name, args, Span::new(dollar.start, end)))
+    }
+
     /// An expression. Binary operators bind as in Soufflé, loosest first: `lor`, `lxor`,
     /// `land`, `bor`, `bxor`, `band`, the shifts (`bshl`, `bshr`, `bshru`), `+ -`, `* / %` (all
     /// left-associative); then the prefixes `bnot` and `lnot`; then `^` (right-associative);
@@ -210,6 +232,7 @@ impl Parser<'_> {
                 }
                 Ok(Expr::Var(Ident { name, span }))
             }
+            Tok::Dollar => self.branch_term(Parser::expr),
             Tok::At => {
                 self.bump();
                 let name = self.ident("a functor name after `@`")?;
@@ -314,7 +337,9 @@ impl Parser<'_> {
             Functor::Max(_) => (2, usize::MAX, "max(a, b, ...)"),
             Functor::Min(_) => (2, usize::MAX, "min(a, b, ...)"),
             // Never parsed as calls.
-            Functor::Record(_) | Functor::Field(..) => (0, usize::MAX, ""),
+            Functor::Record(_) | Functor::Field(..) | Functor::Branch(..) | Functor::Arg(..) => {
+                (0, usize::MAX, "")
+            }
         };
         if args.len() < min || args.len() > max {
             let takes = if max == usize::MAX {

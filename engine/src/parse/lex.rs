@@ -35,6 +35,8 @@ pub(super) enum Tok {
     LBracket,
     /// `@`, before a user-defined functor's name.
     At,
+    /// `$`, before a branch of an algebraic data type.
+    Dollar,
     RBracket,
     Comma,
     Dot,
@@ -252,6 +254,7 @@ impl Lexer<'_> {
             b'^' => (Tok::Caret, 1),
             b'|' => (Tok::Pipe, 1),
             b'@' => (Tok::At, 1),
+            b'$' => (Tok::Dollar, 1),
             b'#' if self.text[..start]
                 .rsplit('\n')
                 .next()
@@ -717,6 +720,7 @@ impl Parser<'_> {
                 let span = self.bump().span();
                 Ok(Expr::Nil(span))
             }
+            Tok::Dollar => self.branch_term(Parser::fact_value),
             Tok::LBracket => {
                 let start = self.bump().start;
                 self.deeper(1)?;

@@ -70,6 +70,7 @@ fn dump_expr(e: &Expr) -> String {
         Expr::String(s, _) => format!("{s:?}"),
         Expr::Record(fields, _) => format!("[{}]", join(fields, " ", dump_expr)),
         Expr::Nil(_) => "nil".into(),
+        Expr::Branch(name, args, _) => format!("(${} {})", name.name, join(args, " ", dump_expr)),
         Expr::Unary(UnaryOp::Neg, e, _) => format!("(neg {})", dump_expr(e)),
         Expr::Unary(op, e, _) => format!("({} {})", op.as_prefix().trim(), dump_expr(e)),
         Expr::Binary { op, lhs, rhs, .. } => {
@@ -477,9 +478,12 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      (1, 19), (1, 22), "add `foo(..., v)` as a separate body literal and use the variable `v`; \
                         the functors are `cat`, `strlen`, `substr`, `to_number`, `to_string`, `to_float`, \
                         `to_unsigned`, `max`, `min`, `range` and `as`"),
-    (".type T = A {x: number} | B {}\n", "E-unsupported",
-     "algebraic data types (`.type T = A { .. } | B { .. }`) are not supported", (1, 13), (1, 14),
-     "give each branch a relation of its own, or its fields as separate attributes"),
+    (".type T = A | B {}\n", "E-unsupported",
+     "a union of types mixed with a branch of an algebraic data type", (1, 17), (1, 18),
+     "write every alternative as a branch, as in `.type T = A {x: number} | B {}`"),
+    ("r($) :- a(1).", "E-unsupported",
+     "`$` alone (Soufflé's deprecated counter, `autoinc()`) is not supported", (1, 3), (1, 4),
+     "`$Name(..)` is a branch of an algebraic data type; a counter numbers tuples in the order Soufflé derives them, which is not the order Tollgate does"),
     (".decl r(x: number, y: number) choice-domain x\n", "E-unsupported", "`choice-domain` is not supported",
      (1, 31), (1, 37),
      "keep one tuple per key with an aggregate instead, as in `r(k, v) :- s(k, _), v = min w : { s(k, w) }`"),

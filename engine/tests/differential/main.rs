@@ -169,6 +169,10 @@ fn changed(v: &Value) -> Value {
             None => Value::Nil,
         },
         Value::Nil => Value::Record(Vec::new().into()),
+        Value::Adt { branch, args } => Value::Adt {
+            branch: format!("{branch}'").into(),
+            args: args.clone(),
+        },
     }
 }
 
