@@ -163,6 +163,9 @@ pub struct RelDecl {
     pub attrs: Vec<Attr>,
     /// Whether declared `overridable` (a derived component may replace its rules).
     pub overridable: bool,
+    /// Whether declared `inline` (its rules replace its atoms where they are used,
+    /// [`crate::inline`]).
+    pub inline: bool,
     /// The whole declaration.
     pub span: Span,
 }

@@ -34,6 +34,7 @@ mod eval;
 pub mod explain;
 pub mod functions;
 pub mod functors;
+pub mod inline;
 pub mod ir;
 mod model;
 pub mod naive;

@@ -47,7 +47,7 @@ pub fn parse_program(source: &Source) -> Result<Program, Vec<Diagnostic>> {
     let mut parser = Parser::new(&source.text, lexed.tokens);
     let program = parser.program(&lexed.id_marks, &mut errors);
     if errors.is_empty() {
-        crate::components::expand(program)
+        crate::components::expand(program).and_then(crate::inline::expand)
     } else {
         errors.sort_by_key(|d| d.span.start);
         Err(errors)

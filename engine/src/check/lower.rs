@@ -444,13 +444,18 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         lits: &mut Vec<IrLit>,
         grounded: &mut BTreeSet<VarId>,
     ) {
+        // Each result is bound, and what equalities compute from it, before the next aggregate
+        // is lowered: `y = min b : { r(a, b), a = x }` after `x = min a : { .. }` reads `x` from
+        // around it (it once made `x` a variable of its own, matching every `a`).
+        let mut waiting: BTreeSet<VarId> = pending.iter().map(|p| p.var).collect();
         for p in pending {
             let var = p.var;
+            waiting.remove(&var);
             let lit = self.aggregate(p, visible, grounded);
             lits.push(lit);
             grounded.insert(var);
+            bind_equalities(lits, grounded, &waiting);
         }
-        bind_equalities(lits, grounded, &BTreeSet::new());
     }
 
     /// Lowers an aggregate whose enclosing scope (the rule, or an aggregate around it) sees
@@ -618,7 +623,7 @@ impl<'c, 's> RuleBuilder<'c, 's> {
         let mut singles: Vec<(&String, &(usize, Span))> = self
             .occurrences
             .iter()
-            .filter(|(n, (c, _))| *c == 1 && !n.starts_with('_'))
+            .filter(|(n, (c, _))| *c == 1 && !n.starts_with('_') && !n.contains('.'))
             .collect();
         singles.sort_by_key(|(_, (_, s))| *s);
         for (name, (_, span)) in singles {

@@ -47,7 +47,7 @@ codes! {
         remedy: "Fix the text at the reported position; the help line says what is expected there.",
     }
     UNSUPPORTED = "E-unsupported" {
-        summary: "The rule pack or Soufflé program uses a Soufflé feature Tollgate does not implement: record terms or types, algebraic data types, subsumption, `choice-domain`, stateful functors, `ord` or `autoinc`, a disjunction inside an aggregate, the `.limitsize` and `.lattice` directives, or `.include`/`.once` in a rule pack or envelope.",
+        summary: "The rule pack or Soufflé program uses a Soufflé feature Tollgate does not implement: subsumption, `choice-domain`, stateful functors, `ord`, `autoinc` or its `$` form, `_` inside a record or branch in a negated atom, an `inline` relation that reaches itself, a disjunction inside an aggregate, the `.limitsize` and `.lattice` directives, or `.include`/`.once` in a rule pack or envelope.",
         remedy: "Rewrite that part without the feature; the help line suggests an equivalent, such as an aggregate, separate attributes or a helper relation.",
     }
     EQREL = "E-eqrel" {

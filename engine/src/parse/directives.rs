@@ -174,6 +174,7 @@ impl Parser<'_> {
         // Qualifiers; a name followed by `(` starts the next clause instead.
         let mut eqrel = false;
         let mut overridable = false;
+        let mut inline = false;
         while let Tok::Ident(q) = self.peek() {
             if self.is_atom_start() {
                 break;
@@ -197,6 +198,11 @@ impl Parser<'_> {
                 self.bump();
                 continue;
             }
+            if q == "inline" {
+                inline = true;
+                self.bump();
+                continue;
+            }
             if q == "choice" && *self.peek2() == Tok::Minus {
                 let msg = "`choice-domain` is not supported";
                 let help = "keep one tuple per key with an aggregate instead, as in `r(k, v) :- s(k, _), v = min w : { s(k, w) }`";
@@ -216,6 +222,7 @@ impl Parser<'_> {
                 name,
                 attrs: attrs.clone(),
                 overridable,
+                inline,
                 span,
             })
             .collect();
