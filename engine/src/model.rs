@@ -142,9 +142,17 @@ pub(crate) fn encode_facts_sparse<const W: usize>(
         let mut t = [0u32; W];
         for (i, v) in fact.values.iter().enumerate() {
             // Symbols are interned where they are (no copy of the string).
-            if let (Value::Symbol(s), crate::value::Type::Symbol) = (v, info.types[i]) {
-                t[i] = symbols.intern(s);
-                continue;
+            match (v, info.types[i]) {
+                (Value::Symbol(s), crate::value::Type::Symbol) => {
+                    t[i] = symbols.intern(s);
+                    continue;
+                }
+                // Numbers as they are: most columns of most facts.
+                (Value::Number(n), crate::value::Type::Number) => {
+                    t[i] = *n as u32;
+                    continue;
+                }
+                _ => {}
             }
             let v = coerce(v, info.types[i], &ir.records).ok_or_else(|| EvalError::BadFact {
                 origin: origin.to_string(),

@@ -309,8 +309,11 @@ impl<'s> Parser<'s> {
                     || agg_kind(name).is_some()
                     || name == "bnot"
                     || name == "lnot"
+                    || name == "ord"
+                    || name == "autoinc"
                 {
-                    // `bnot(1u) > 0u`: an operator applied to a bracketed operand.
+                    // `bnot(1u) > 0u`: an operator applied to a bracketed operand; `ord(x) <
+                    // ord(y)` reaches the functor's own message.
                     self.comparison()
                 } else {
                     self.atom().map(Literal::Atom)

@@ -494,6 +494,8 @@ const ERROR_CASES: &[ErrorCase<'static>] = &[
      "`autoinc()` numbers tuples in the order Soufflé derives them, which is not the order Tollgate does: the same program would give other numbers"),
     ("r(ord(\"a\")).\n", "E-unsupported", "functor `ord` is not supported", (1, 3), (1, 6),
      "`ord(x)` is a value's place in Soufflé's symbol table, which Tollgate does not share"),
+    ("r(x) :- a(x, y), ord(x) < ord(y).", "E-unsupported", "functor `ord` is not supported", (1, 18), (1, 21),
+     "`ord(x)` is a value's place in Soufflé's symbol table, which Tollgate does not share"),
     ("r(x) :- a(foo(x)).", "E-parse", "`foo` is not a functor: relations cannot be used as terms",
      (1, 11), (1, 14), "add `foo(..., v)` as a separate body literal and use the variable `v`; \
                         the functors are `cat`, `strlen`, `substr`, `to_number`, `to_string`, `to_float`, \
