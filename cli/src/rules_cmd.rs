@@ -245,6 +245,13 @@ fn evaluate(
             eprintln!("error: {e}");
             Ok(Err(ExitCode::from(2)))
         }
+        Err(e @ EvalError::RecordDepth { .. }) => {
+            eprintln!("error: {e}");
+            eprintln!(
+                "  = help: a rule builds records inside records without end: bound the recursion that nests them (as `len < 100`)"
+            );
+            Ok(Err(ExitCode::from(1)))
+        }
         Err(e) => {
             eprintln!("error: {e}");
             eprintln!(

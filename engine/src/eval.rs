@@ -406,6 +406,11 @@ pub(crate) fn run_stratum<const W: usize>(
         {
             return Err(EvalError::Deadline);
         }
+        if cx.borrow().symbols.too_deep {
+            return Err(EvalError::RecordDepth {
+                limit: crate::value::MAX_RECORD_DEPTH,
+            });
+        }
         if cx.borrow().generate_exceeded {
             return Err(EvalError::GenerateLimit {
                 limit: limits.max_facts,
@@ -519,6 +524,11 @@ pub(crate) fn run_stratum<const W: usize>(
         }
     }
     // A last round may have run out of values to generate without deriving anything new.
+    if cx.borrow().symbols.too_deep {
+        return Err(EvalError::RecordDepth {
+            limit: crate::value::MAX_RECORD_DEPTH,
+        });
+    }
     if cx.borrow().generate_exceeded {
         return Err(EvalError::GenerateLimit {
             limit: limits.max_facts,

@@ -353,6 +353,12 @@ pub enum EvalError {
         /// The limit.
         limit: usize,
     },
+    /// A record or branch nested deeper than [`value::MAX_RECORD_DEPTH`].
+    #[error("a record nested more than {limit} deep (records and branches nest at most that deep)")]
+    RecordDepth {
+        /// The limit.
+        limit: u16,
+    },
     /// Something asked of a model that it cannot do.
     #[error("{0}")]
     Unsupported(String),

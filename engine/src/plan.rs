@@ -115,37 +115,21 @@ impl CExpr {
                 }
                 // The checker replaced these with conversions.
                 Functor::ToFloat | Functor::ToUnsigned => None,
-                Functor::Record(_) => {
-                    let mut fields = [0u32; 8];
-                    if args.len() <= fields.len() {
-                        for (slot, a) in fields.iter_mut().zip(args) {
-                            *slot = a.eval(env, cx)?;
-                        }
-                        return Some(cx.symbols.intern_record(&fields[..args.len()]));
-                    }
-                    let fields: Option<Vec<u32>> = args.iter().map(|a| a.eval(env, cx)).collect();
-                    Some(cx.symbols.intern_record(&fields?))
+                Functor::Record(t) => {
+                    let Type::Record(t) = *t else { return None };
+                    pack(env, cx, None, args, |types| {
+                        types.get(usize::from(t)).map(|rt| &rt.fields[..])
+                    })
                 }
                 Functor::Field(j, _) => {
                     let id = args.first()?.eval(env, cx)?;
                     cx.symbols.resolve_record(id)?.get(usize::from(*j)).copied()
                 }
                 // A branch's value is the record of its index and its fields.
-                Functor::Branch(_, b) => {
-                    let mut fields = [0u32; 8];
-                    fields[0] = u32::from(*b);
-                    if args.len() < fields.len() {
-                        for (slot, a) in fields[1..].iter_mut().zip(args) {
-                            *slot = a.eval(env, cx)?;
-                        }
-                        return Some(cx.symbols.intern_record(&fields[..=args.len()]));
-                    }
-                    let mut all = vec![u32::from(*b)];
-                    for a in args {
-                        all.push(a.eval(env, cx)?);
-                    }
-                    Some(cx.symbols.intern_record(&all))
-                }
+                Functor::Branch(t, b) => pack(env, cx, Some(u32::from(*b)), args, |types| {
+                    let rt = types.get(usize::from(*t))?;
+                    Some(&rt.branches.get(usize::from(*b))?.fields[..])
+                }),
                 Functor::Arg(_, b, j) => {
                     let id = args.first()?.eval(env, cx)?;
                     let slots = cx.symbols.resolve_record(id)?;
@@ -181,6 +165,41 @@ impl CExpr {
             }
         }
     }
+}
+
+/// The record of `head` (a branch's index) and the values of `args`, whose types `fields`
+/// gives: interned, with its depth (one more than its deepest record field's).
+fn pack(
+    env: &[u32],
+    cx: &mut EvalCx,
+    head: Option<u32>,
+    args: &[CExpr],
+    fields: impl for<'a> Fn(&'a [crate::value::RecordType]) -> Option<&'a [(String, Type)]>,
+) -> Option<u32> {
+    let mut small = [0u32; 8];
+    let mut large = Vec::new();
+    let n = args.len() + usize::from(head.is_some());
+    let slots: &mut [u32] = if n <= small.len() {
+        &mut small[..n]
+    } else {
+        large.resize(n, 0);
+        &mut large
+    };
+    let at = usize::from(head.is_some());
+    if let Some(h) = head {
+        slots[0] = h;
+    }
+    for (slot, a) in slots[at..].iter_mut().zip(args) {
+        *slot = a.eval(env, cx)?;
+    }
+    let types = Arc::clone(&cx.symbols.record_types);
+    let mut depth = 0;
+    for (slot, (_, ty)) in slots[at..].iter().zip(fields(&types)?) {
+        if let Type::Record(_) = ty {
+            depth = depth.max(cx.symbols.record_depth(*slot));
+        }
+    }
+    Some(cx.symbols.intern_record(slots, depth.saturating_add(1)))
 }
 
 /// A compiled atom argument.

@@ -108,7 +108,7 @@ pub fn parse_facts(
                             "; write a branch as `$Name(1, a)`, or `$Name` without fields"
                         }
                         Type::Record(_) =>
-                            "; write a record as `[1, a]` or `nil`, one value per field",
+                            "; write a record as `[1, a]` or `nil`, one value per field (nested at most 1000 deep)",
                         _ => "",
                     }
                 ),
@@ -178,10 +178,16 @@ fn split_outside_brackets<'a>(line: &'a str, delimiter: &str) -> Vec<&'a str> {
 /// Reads a value of `ty` from the front of `text` (a record, `nil`, a branch `$B(..)`, or one
 /// of their fields: up to the next `,`, or `]` in a record, `)` in a branch), leaving the rest.
 fn record(text: &mut &str, ty: Type, records: &[RecordType]) -> Option<Value> {
-    record_field(text, ty, records, ']')
+    record_field(text, ty, records, ']', 0)
 }
 
-fn record_field(text: &mut &str, ty: Type, records: &[RecordType], close: char) -> Option<Value> {
+fn record_field(
+    text: &mut &str,
+    ty: Type,
+    records: &[RecordType],
+    close: char,
+    depth: u16,
+) -> Option<Value> {
     *text = text.trim_start();
     let Type::Record(id) = ty else {
         let end = if ty == Type::Symbol && text.starts_with('"') {
@@ -193,6 +199,9 @@ fn record_field(text: &mut &str, ty: Type, records: &[RecordType], close: char) 
         *text = rest;
         return parse_value(field, ty);
     };
+    if depth >= crate::value::MAX_RECORD_DEPTH {
+        return None;
+    }
     let rt = records.get(usize::from(id))?;
     if rt.is_adt() {
         // `$Name(a, b)`, `$Name` for a branch without fields (Soufflé's `[A-Za-z0-9_?.]` names).
@@ -210,7 +219,7 @@ fn record_field(text: &mut &str, ty: Type, records: &[RecordType], close: char) 
                 if i > 0 {
                     *text = text.trim_start().strip_prefix(',')?;
                 }
-                args.push(record_field(text, *ft, records, ')')?);
+                args.push(record_field(text, *ft, records, ')', depth + 1)?);
             }
             *text = text.trim_start().strip_prefix(')')?;
         }
@@ -229,7 +238,7 @@ fn record_field(text: &mut &str, ty: Type, records: &[RecordType], close: char) 
         if i > 0 {
             *text = text.trim_start().strip_prefix(',')?;
         }
-        values.push(record_field(text, *ft, records, ']')?);
+        values.push(record_field(text, *ft, records, ']', depth + 1)?);
     }
     *text = text.trim_start().strip_prefix(']')?;
     Some(Value::Record(values.into()))

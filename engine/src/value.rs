@@ -496,29 +496,41 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
+/// How deeply records (and branches) may nest: deeper, an evaluation stops with
+/// `EvalError::RecordDepth` and a facts file's line is refused. Reading and writing a record
+/// goes down it recursively; a bound keeps that within any thread's stack.
+pub const MAX_RECORD_DEPTH: u16 = 1000;
+
 /// Encodes a typed value into a 32-bit slot, interning symbols and records.
 pub(crate) fn encode(value: &Value, symbols: &mut Interner) -> u32 {
-    match value {
-        Value::Number(n) => *n as u32,
-        Value::Unsigned(u) => *u,
-        Value::Float(x) => x.to_bits(),
-        Value::Symbol(s) => symbols.intern(s),
-        Value::Nil => NIL,
-        Value::Record(fields) => {
-            let slots: Vec<u32> = fields.iter().map(|f| encode(f, symbols)).collect();
-            symbols.intern_record(&slots)
-        }
+    encode_nested(value, symbols).0
+}
+
+/// [`encode`], with how deeply the value's records nest.
+fn encode_nested(value: &Value, symbols: &mut Interner) -> (u32, u16) {
+    let (fields, head) = match value {
+        Value::Number(n) => return (*n as u32, 0),
+        Value::Unsigned(u) => return (*u, 0),
+        Value::Float(x) => return (x.to_bits(), 0),
+        Value::Symbol(s) => return (symbols.intern(s), 0),
+        Value::Nil => return (NIL, 0),
+        Value::Record(fields) => (fields, None),
         // A branch no type has (which no coerced value holds) is encoded as `nil`, which no
         // algebraic data type's column holds.
-        Value::Adt { branch, args } => {
-            let Some((b, _)) = branch_of(&symbols.record_types, branch) else {
-                return NIL;
-            };
-            let mut slots = vec![b as u32];
-            slots.extend(args.iter().map(|f| encode(f, symbols)));
-            symbols.intern_record(&slots)
-        }
+        Value::Adt { branch, args } => match branch_of(&symbols.record_types, branch) {
+            Some((b, _)) => (args, Some(b as u32)),
+            None => return (NIL, 0),
+        },
+    };
+    let mut slots: Vec<u32> = head.into_iter().collect();
+    let mut depth = 0;
+    for f in fields.iter() {
+        let (slot, d) = encode_nested(f, symbols);
+        slots.push(slot);
+        depth = depth.max(d);
     }
+    let depth = depth.saturating_add(1);
+    (symbols.intern_record(&slots, depth), depth)
 }
 
 /// The slot of `value` if every symbol and record in it is already in the table, interning
@@ -596,6 +608,10 @@ pub(crate) struct Interner {
     ids: HashMap<Arc<str>, u32>,
     /// Records: the slots of each, by id from `record_offset + 1` (0 is `nil`).
     records: Vec<Arc<[u32]>>,
+    /// How deeply each record nests (1 for one of no records).
+    record_depths: Vec<u16>,
+    /// Set when a record deeper than [`MAX_RECORD_DEPTH`] was asked for (and `nil` given).
+    pub(crate) too_deep: bool,
     record_ids: HashMap<Arc<[u32]>, u32>,
     record_offset: u32,
     /// The program's record types, which decoding a record reads.
@@ -617,6 +633,8 @@ impl Interner {
             strings: Vec::new(),
             ids: HashMap::default(),
             records: Vec::new(),
+            record_depths: Vec::new(),
+            too_deep: false,
             record_ids: HashMap::default(),
             record_offset,
             record_types,
@@ -641,16 +659,34 @@ impl Interner {
         self.record_ids.get(fields).copied()
     }
 
-    /// The id of the record with field slots `fields`, interning it if new (hash-consing:
-    /// equal fields, equal id).
-    pub(crate) fn intern_record(&mut self, fields: &[u32]) -> u32 {
+    /// The id of the record with field slots `fields`, nesting `depth` deep, interning it if
+    /// new (hash-consing: equal fields, equal id); `nil` and [`Interner::too_deep`] set past
+    /// [`MAX_RECORD_DEPTH`].
+    pub(crate) fn intern_record(&mut self, fields: &[u32], depth: u16) -> u32 {
         if let Some(id) = self.get_record(fields) {
             return id;
         }
+        if depth > MAX_RECORD_DEPTH {
+            self.too_deep = true;
+            return NIL;
+        }
         self.records.push(Arc::from(fields));
+        self.record_depths.push(depth);
         let id = self.record_offset + self.records.len() as u32;
         self.record_ids.insert(Arc::from(fields), id);
         id
+    }
+
+    /// How deeply record `id` nests (0 for `nil`).
+    pub(crate) fn record_depth(&self, id: u32) -> u16 {
+        if id == NIL {
+            return 0;
+        }
+        if id <= self.record_offset {
+            return self.parent.as_ref().map_or(0, |p| p.record_depth(id));
+        }
+        let at = (id - self.record_offset - 1) as usize;
+        self.record_depths.get(at).copied().unwrap_or(0)
     }
 
     /// The field slots of record `id`; none for `nil` (and ids never produced here).

@@ -356,3 +356,42 @@ proptest! {
         prop_assert_eq!(text(&answer.relation("found").unwrap()), want);
     }
 }
+
+#[test]
+fn a_record_nested_past_the_limit_stops_the_evaluation_instead_of_the_stack() {
+    // A list built by rules 100,000 deep once overflowed the stack writing it out.
+    let program = |n: u32| {
+        compile(&format!(
+            ".type List = [head: number, tail: List]\n.decl l(x: List, n: number)\nl(nil, 0).\nl([n, r], n + 1) :- l(r, n), n < {n}.\n.output l\n"
+        ))
+    };
+    let deep = program(100_000);
+    for result in [
+        deep.evaluate(&FactSet::new(), &Limits::default()).err(),
+        deep.materialise(&FactSet::new(), &Limits::default()).err(),
+    ] {
+        let err = result.expect("refused");
+        assert_eq!(
+            err.to_string(),
+            "a record nested more than 1000 deep (records and branches nest at most that deep)"
+        );
+    }
+    // At the limit, every evaluator reads and writes it (on a test thread's stack).
+    let ok = program(1000);
+    assert_eq!(rows(&ok, &FactSet::new(), "l").len(), 1001);
+    let model = ok.materialise(&FactSet::new(), &Limits::default()).unwrap();
+    assert!(model.outputs().to_text("l", "\t").len() > 3_000_000);
+    // A facts file's line nested past it is refused, not read down to the stack's end.
+    let rel = &ok.ir().relations[0];
+    let line = format!("{}nil{}\t1\n", "[1, ".repeat(100_000), "]".repeat(100_000));
+    let err = tsv::parse_facts(
+        &line,
+        "l.facts",
+        rel,
+        "\t",
+        &ok.ir().records,
+        &mut FactSet::new(),
+    )
+    .unwrap_err();
+    assert!(err.message.contains("nested at most 1000 deep"), "{err}");
+}

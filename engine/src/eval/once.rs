@@ -219,6 +219,11 @@ pub(crate) fn run_stratum_once<const W: usize>(
     {
         return Err(EvalError::Deadline);
     }
+    if cx.borrow().symbols.too_deep {
+        return Err(EvalError::RecordDepth {
+            limit: crate::value::MAX_RECORD_DEPTH,
+        });
+    }
     if cx.borrow().generate_exceeded {
         return Err(EvalError::GenerateLimit {
             limit: limits.max_facts,
@@ -288,6 +293,11 @@ pub(crate) fn run_stratum_once<const W: usize>(
     if *facts_so_far > limits.max_facts {
         return Err(EvalError::FactLimit {
             limit: limits.max_facts,
+        });
+    }
+    if cx.borrow().symbols.too_deep {
+        return Err(EvalError::RecordDepth {
+            limit: crate::value::MAX_RECORD_DEPTH,
         });
     }
     if cx.borrow().generate_exceeded {
