@@ -5,10 +5,12 @@
 //! agrees, every derived fact's proof checks, a staged query builds the values the model holds,
 //! and what Soufflé refuses is refused.
 
+mod common;
+
 use proptest::prelude::*;
 use tollgate_engine::proof_check::check_proof;
 use tollgate_engine::tsv;
-use tollgate_engine::{Fact, FactSet, Limits, Program, Source, Value, naive};
+use tollgate_engine::{Fact, FactSet, Limits, Program, Source, Value};
 
 fn compile(text: &str) -> Program {
     Program::compile(&Source::new("adts.dl", text))
@@ -36,14 +38,9 @@ fn text(rows: &[Vec<Value>]) -> Vec<String> {
     v
 }
 
+/// Every evaluator's rows of `rel`, which must agree, each row's proof checked.
 fn rows(program: &Program, facts: &FactSet, rel: &str) -> Vec<String> {
-    let model = program.materialise(facts, &Limits::default()).unwrap();
-    let quick = program.evaluate(facts, &Limits::default()).unwrap();
-    let oracle = naive::evaluate(program.ir(), facts).rows(program.ir());
-    let a = text(&model.relation(rel).unwrap());
-    assert_eq!(a, text(&quick.relation(rel).unwrap()), "{rel} (evaluate)");
-    assert_eq!(a, text(&oracle[rel]), "{rel} (naive)");
-    a
+    text(&common::agreeing_rows(program, facts, rel))
 }
 
 const EXPRS: &str = r#"
