@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::patterns::{destructured, is_wild, wild_outside_records};
+use super::patterns::{destructured, has_wild, is_wild, wild_outside_records};
 use super::{Checker, const_eval_any};
 use crate::ast::{self, AggKind, Expr, Functor, Literal, Span};
 use crate::diag::{Diagnostic, codes};
@@ -854,16 +854,5 @@ fn expr_var_names(e: &Expr, out: &mut Vec<String>) {
         Expr::Record(fields, _) | Expr::Branch(_, fields, _) => {
             fields.iter().for_each(|f| expr_var_names(f, out));
         }
-    }
-}
-
-/// Whether an expression holds `_` anywhere.
-pub(super) fn has_wild(e: &IrExpr) -> bool {
-    match e {
-        IrExpr::Wild => true,
-        IrExpr::Var(_) | IrExpr::Const(_) => false,
-        IrExpr::Unary(_, a, _) => has_wild(a),
-        IrExpr::Arith(_, a, b, _) => has_wild(a) || has_wild(b),
-        IrExpr::Call(_, args) | IrExpr::User(_, args) => args.iter().any(has_wild),
     }
 }

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use super::lower::has_wild;
 use crate::ast::{self, Functor, Span};
 use crate::ir::{IrExpr, IrLit, VarId};
 use crate::value::{Type, Value};
@@ -136,5 +135,16 @@ pub(super) fn wild_outside_records(e: &IrExpr) -> bool {
             .iter()
             .any(|f| !is_wild(f) && wild_outside_records(f)),
         other => has_wild(other),
+    }
+}
+
+/// Whether an expression holds `_` anywhere.
+pub(super) fn has_wild(e: &IrExpr) -> bool {
+    match e {
+        IrExpr::Wild => true,
+        IrExpr::Var(_) | IrExpr::Const(_) => false,
+        IrExpr::Unary(_, a, _) => has_wild(a),
+        IrExpr::Arith(_, a, b, _) => has_wild(a) || has_wild(b),
+        IrExpr::Call(_, args) | IrExpr::User(_, args) => args.iter().any(has_wild),
     }
 }
