@@ -192,11 +192,11 @@ fn pack(
     for (slot, a) in slots[at..].iter_mut().zip(args) {
         *slot = a.eval(env, cx)?;
     }
-    let types = Arc::clone(&cx.symbols.record_types);
+    let symbols = &cx.symbols;
     let mut depth = 0;
-    for (slot, (_, ty)) in slots[at..].iter().zip(fields(&types)?) {
+    for (slot, (_, ty)) in slots[at..].iter().zip(fields(&symbols.record_types)?) {
         if let Type::Record(_) = ty {
-            depth = depth.max(cx.symbols.record_depth(*slot));
+            depth = depth.max(symbols.record_depth(*slot));
         }
     }
     Some(cx.symbols.intern_record(slots, depth.saturating_add(1)))

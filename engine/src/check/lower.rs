@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::patterns::{destructured, has_wild, is_wild, wild_outside_records};
+use super::patterns::{destructured, has_wild, is_wild, ready, wild_outside_records};
 use super::{Checker, const_eval_any};
 use crate::ast::{self, AggKind, Expr, Functor, Literal, Span};
 use crate::diag::{Diagnostic, codes};
@@ -741,11 +741,6 @@ fn bind_equalities(
             } = l
             else {
                 continue;
-            };
-            let ready = |e: &IrExpr, g: &BTreeSet<VarId>| {
-                let mut vs = Vec::new();
-                e.vars(&mut vs);
-                !has_wild(e) && vs.iter().all(|v| g.contains(v))
             };
             // `x = range(...)`: a generator when `x` is not grounded, a membership test when it
             // is (Soufflé reads it both ways).

@@ -23,11 +23,7 @@ pub(super) fn destructured(l: &IrLit, grounded: &BTreeSet<VarId>) -> Option<Vec<
     else {
         return None;
     };
-    let ready = |e: &IrExpr| {
-        let mut vs = Vec::new();
-        e.vars(&mut vs);
-        !has_wild(e) && vs.iter().all(|v| grounded.contains(v))
-    };
+    let ready = |e: &IrExpr| ready(e, grounded);
     let (of, record) = match (lhs, rhs) {
         (record @ IrExpr::Call(Functor::Record(_) | Functor::Branch(..), _), of)
             if !ready(record) && ready(of) =>
@@ -136,6 +132,13 @@ pub(super) fn wild_outside_records(e: &IrExpr) -> bool {
             .any(|f| !is_wild(f) && wild_outside_records(f)),
         other => has_wild(other),
     }
+}
+
+/// Whether `e` can be computed once `grounded` are bound: no `_` in it, every variable bound.
+pub(super) fn ready(e: &IrExpr, grounded: &BTreeSet<VarId>) -> bool {
+    let mut vs = Vec::new();
+    e.vars(&mut vs);
+    !has_wild(e) && vs.iter().all(|v| grounded.contains(v))
 }
 
 /// Whether an expression holds `_` anywhere.
